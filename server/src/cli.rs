@@ -1,0 +1,231 @@
+//! The command line: `racelab serve | run | list`.
+//!
+//! `run` prints exactly the tutorial's transcript on stdout and nothing else, so its output can
+//! be compared line for line; the ledger diff and the verdict go to stderr.
+
+use crate::config::{Config, ServeConfig};
+use crate::db::connect_engine;
+use crate::engine::Engine;
+use crate::labs::{self, isolation::load_test};
+use crate::web::{self, AppState};
+use clap::{Parser, Subcommand};
+use shared::ledger::{diff, render_text};
+use shared::{EventKind, Ledger, Mode, Moment, Outcome, ServerMsg, Verdict};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Debug, Parser)]
+#[command(name = "racelab", version, about = "Watch concurrency bugs happen on real databases")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the playground: the websocket API, the catalog, and the browser app.
+    Serve {
+        #[command(flatten)]
+        config: Config,
+        #[command(flatten)]
+        serve: ServeConfig,
+    },
+    /// Run one scenario and print its transcript (ledger and verdict on stderr).
+    Run {
+        /// `lab/scenario`, e.g. `isolation/write-skew` (see `racelab list`).
+        scenario: String,
+        /// The variant; defaults to the scenario's first.
+        #[arg(long)]
+        variant: Option<String>,
+        /// Repeat the run; for the load test, also print each strategy's min–max.
+        #[arg(long, default_value_t = 1)]
+        runs: u32,
+        /// Print every event as a JSON line instead of the transcript.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        config: Config,
+    },
+    /// List every lab, scenario and variant.
+    List,
+}
+
+impl Cli {
+    pub async fn execute(self) -> ExitCode {
+        match self.command {
+            Command::List => {
+                print!("{}", list());
+                ExitCode::SUCCESS
+            }
+            Command::Run {
+                scenario,
+                variant,
+                runs,
+                json,
+                config,
+            } => run(&scenario, variant, runs, json, &config).await,
+            Command::Serve { config, serve } => serve_http(config, serve).await,
+        }
+    }
+}
+
+/// The catalog as text: each lab, its scenarios, their variants.
+pub fn list() -> String {
+    let mut out = String::new();
+    for lab in labs::catalog() {
+        let services: Vec<&str> = lab.services.iter().map(|s| s.label()).collect();
+        out.push_str(&format!("{} — {} (needs {})\n", lab.id, lab.title, services.join(", ")));
+        for scenario in &lab.scenarios {
+            out.push_str(&format!("  {:<40} {}\n", scenario.id, scenario.hook));
+            for variant in &scenario.variants {
+                out.push_str(&format!("      --variant {:<22} {}\n", variant.id, variant.description));
+            }
+        }
+    }
+    out
+}
+
+async fn run(scenario_id: &str, variant: Option<String>, runs: u32, json: bool, config: &Config) -> ExitCode {
+    let Some(scenario) = labs::find(scenario_id) else {
+        eprintln!(
+            "racelab: unknown scenario {scenario_id:?}. Known scenarios:\n{}",
+            list()
+        );
+        return ExitCode::from(2);
+    };
+    let variant = variant.unwrap_or_else(|| scenario.variants[0].0.to_owned());
+    let engine = match connect_engine(config).await {
+        Ok(engine) => Arc::new(engine),
+        Err(error) => {
+            eprintln!("racelab: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut load_figures = Vec::new();
+    for _ in 0..runs.max(1) {
+        match run_once(&engine, scenario, &variant, json).await {
+            Ok(after) => load_figures.push(load_test::figures_of(&after)),
+            Err(code) => return code,
+        }
+    }
+    if runs > 1 && scenario.id == load_test::SCENARIO.id {
+        print!("{}", load_test::range_table(&load_figures));
+    }
+    ExitCode::SUCCESS
+}
+
+/// Plays one run to its end; returns its final ledger.
+async fn run_once(
+    engine: &Arc<Engine>,
+    scenario: &'static labs::ScenarioDef,
+    variant: &str,
+    json: bool,
+) -> Result<Ledger, ExitCode> {
+    let mut handle = match engine.start(scenario, variant, Mode::Auto) {
+        Ok(handle) => handle,
+        Err(error) => {
+            eprintln!("racelab: {error}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    let (mut before, mut after, mut expected, mut verdict) = (None, None, None, None::<Verdict>);
+    while let Some(update) = handle.updates.recv().await {
+        match update {
+            ServerMsg::Queued { position } => eprintln!("(queued: {position} ahead in line)"),
+            ServerMsg::Event { event } => {
+                if json {
+                    println!("{}", serde_json::to_string(&event).unwrap_or_default());
+                }
+                match event.kind {
+                    EventKind::Say { line, .. } if !json => println!("{line}"),
+                    EventKind::Ledger {
+                        moment: Moment::Before,
+                        ledger,
+                    } => before = Some(ledger),
+                    EventKind::Ledger {
+                        moment: Moment::After,
+                        ledger,
+                    } => after = Some(ledger),
+                    EventKind::Ledger {
+                        moment: Moment::Expected,
+                        ledger,
+                    } => expected = Some(ledger),
+                    EventKind::Verdict { verdict: v } => verdict = Some(v),
+                    _ => {}
+                }
+            }
+            ServerMsg::Done { outcome, .. } => {
+                if let (Some(before), Some(after)) = (&before, &after) {
+                    eprintln!("\nledger, before → after:\n{}", render_text(&diff(before, after)));
+                    if let Some(expected) = &expected {
+                        eprintln!(
+                            "a correct system would differ from it here:\n{}",
+                            render_text(&diff(expected, after))
+                        );
+                    }
+                }
+                if let Some(verdict) = &verdict {
+                    eprintln!(
+                        "verdict: {} — {}\n  {}",
+                        verdict.label(),
+                        verdict.headline,
+                        verdict.reason
+                    );
+                    for check in &verdict.checks {
+                        eprintln!(
+                            "  [{}] {} (got {})",
+                            if check.holds { "ok" } else { "broken" },
+                            check.rule,
+                            check.actual
+                        );
+                    }
+                }
+                return match outcome {
+                    Outcome::Completed => Ok(after.unwrap_or_default()),
+                    Outcome::Failed { message } => {
+                        eprintln!("racelab: the run failed: {message}");
+                        Err(ExitCode::FAILURE)
+                    }
+                    Outcome::Cancelled => Err(ExitCode::FAILURE),
+                };
+            }
+            ServerMsg::Started { .. } | ServerMsg::Error { .. } => {}
+        }
+    }
+    eprintln!("racelab: the run ended without a result");
+    Err(ExitCode::FAILURE)
+}
+
+async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
+    let engine = match connect_engine(&config).await {
+        Ok(engine) => Arc::new(engine),
+        Err(error) => {
+            eprintln!("racelab: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let state = AppState {
+        engine,
+        config: Arc::new(config),
+    };
+    let app = web::router(state, &serve.dist);
+    let address = format!("{}:{}", serve.bind, serve.port);
+    let listener = match tokio::net::TcpListener::bind(&address).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            eprintln!("racelab: cannot listen on {address}: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!("racelab listening on http://{address}");
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    match axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("racelab: server error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

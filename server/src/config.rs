@@ -1,0 +1,38 @@
+//! Configuration from the environment, with defaults that work against local services.
+
+use std::path::PathBuf;
+
+/// Where racelab finds its services and files.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Config {
+    /// racelab's database; created on first start if missing. Runs play in schemas inside it.
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/racelab"
+    )]
+    pub database_url: String,
+    /// Redis, for the locks lab.
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+    /// Kafka-compatible brokers (comma-separated host:port), for the outbox lab.
+    #[arg(long, env = "KAFKA_BROKERS", default_value = "127.0.0.1:9092")]
+    pub kafka_brokers: String,
+    /// How many PostgreSQL connections runs may hold at once; by default sized from the
+    /// server's max_connections.
+    #[arg(long, env = "RACELAB_RUN_CONNECTIONS")]
+    pub run_connections: Option<u32>,
+}
+
+/// Options of `racelab serve`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServeConfig {
+    #[arg(long, env = "PORT", default_value_t = 8080)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, env = "RACELAB_BIND", default_value = "0.0.0.0")]
+    pub bind: String,
+    /// The built browser app (`trunk build` writes it here).
+    #[arg(long, env = "RACELAB_DIST", default_value = "dist")]
+    pub dist: PathBuf,
+}

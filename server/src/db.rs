@@ -1,0 +1,152 @@
+//! Connecting to racelab's own database: create it if missing, migrate it, sweep old sandboxes.
+
+use crate::config::Config;
+use crate::engine::{Admission, Engine, Limits};
+use crate::sandbox;
+use crate::store::Store;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, PgPool};
+use std::str::FromStr;
+use std::time::Duration;
+use thiserror::Error;
+
+/// Why the engine could not start.
+#[derive(Debug, Error)]
+pub enum StartupError {
+    #[error("DATABASE_URL is not a PostgreSQL URL: {0}")]
+    BadUrl(sqlx::Error),
+    #[error("cannot reach PostgreSQL at {url}: {source}")]
+    Unreachable { url: String, source: sqlx::Error },
+    #[error("cannot migrate racelab's tables: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+}
+
+/// Connections the server keeps for itself (its pool) and leaves spare, out of max_connections.
+const ADMIN_POOL: u32 = 5;
+const SPARE: u32 = 5;
+
+/// Connects the engine: database, migrations, a sweep of sandboxes older than a run may live,
+/// and the run cap sized to PostgreSQL's max_connections.
+pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
+    let options = PgConnectOptions::from_str(&config.database_url).map_err(StartupError::BadUrl)?;
+    ensure_database(&options, &config.database_url).await?;
+    let pool = PgPoolOptions::new()
+        .max_connections(ADMIN_POOL)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options.clone().application_name("racelab/server"))
+        .await
+        .map_err(|source| StartupError::Unreachable {
+            url: redact(&config.database_url),
+            source,
+        })?;
+    sqlx::migrate!("../migrations").run(&pool).await?;
+    let limits = Limits::default();
+    let swept = sandbox::sweep(&pool, limits.max_duration + Duration::from_secs(60)).await?;
+    if swept > 0 {
+        tracing::info!(swept, "dropped sandboxes left behind by an earlier crash");
+    }
+    let capacity = match config.run_connections {
+        Some(n) => n,
+        None => run_capacity(&pool).await?,
+    };
+    let server_version: String = sqlx::query_scalar("SELECT 'PostgreSQL ' || current_setting('server_version')")
+        .fetch_one(&pool)
+        .await?;
+    let actor_options = options.options([
+        ("statement_timeout", millis(limits.statement_timeout)),
+        ("lock_timeout", millis(limits.lock_timeout)),
+        (
+            "idle_in_transaction_session_timeout",
+            millis(limits.idle_in_transaction_timeout),
+        ),
+    ]);
+    Ok(Engine {
+        store: Store::new(pool.clone()),
+        pool,
+        actor_options,
+        admission: Admission::new(capacity),
+        limits,
+        server_version,
+    })
+}
+
+/// Connections runs may share: max_connections less the superuser reserve, the server's own
+/// pool and a spare few (for psql, monitoring, a second replica's startup).
+async fn run_capacity(pool: &PgPool) -> Result<u32, sqlx::Error> {
+    let (max, reserved): (String, String) =
+        sqlx::query_as("SELECT current_setting('max_connections'), current_setting('superuser_reserved_connections')")
+            .fetch_one(pool)
+            .await?;
+    let max: u32 = max.parse().unwrap_or(100);
+    let reserved: u32 = reserved.parse().unwrap_or(3);
+    Ok(max.saturating_sub(reserved + ADMIN_POOL + SPARE).max(4))
+}
+
+/// Creates the database named in the URL if it does not exist, connecting to `postgres` to do so.
+async fn ensure_database(options: &PgConnectOptions, url: &str) -> Result<(), StartupError> {
+    let name = options.get_database().unwrap_or("racelab").to_owned();
+    match options.connect().await {
+        Ok(conn) => {
+            let _ = conn.close().await;
+            return Ok(());
+        }
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("3D000") => {}
+        Err(source) => {
+            return Err(StartupError::Unreachable {
+                url: redact(url),
+                source,
+            });
+        }
+    }
+    let mut admin =
+        options
+            .clone()
+            .database("postgres")
+            .connect()
+            .await
+            .map_err(|source| StartupError::Unreachable {
+                url: redact(url),
+                source,
+            })?;
+    let create = format!("CREATE DATABASE \"{}\"", name.replace('"', "\"\""));
+    match sqlx::raw_sql(&create).execute(&mut admin).await {
+        Ok(_) => tracing::info!(database = %name, "created racelab's database"),
+        // Another replica created it first.
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P04") => {}
+        Err(e) => return Err(e.into()),
+    }
+    let _ = admin.close().await;
+    Ok(())
+}
+
+fn millis(d: Duration) -> String {
+    format!("{}ms", d.as_millis())
+}
+
+/// The URL without its password, for error messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(redact("postgres://app:secret@db:5432/x"), "postgres://app@db:5432/x");
+        assert_eq!(
+            redact("postgres://postgres@127.0.0.1/racelab"),
+            "postgres://postgres@127.0.0.1/racelab"
+        );
+    }
+}

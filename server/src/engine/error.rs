@@ -1,0 +1,73 @@
+//! Errors inside a run. A database error is data to show (a 40001 is the lesson, not a crash);
+//! an engine error ends the run with a clear message.
+
+use thiserror::Error;
+
+/// SQLSTATE of a serialization failure.
+pub const SERIALIZATION_FAILURE: &str = "40001";
+/// SQLSTATE of a detected deadlock.
+pub const DEADLOCK_DETECTED: &str = "40P01";
+
+/// An error PostgreSQL returned for a statement.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("SQLSTATE {sqlstate}: {message}")]
+pub struct DbError {
+    pub sqlstate: String,
+    /// The primary message, without DETAIL or HINT (that is what the tutorials print).
+    pub message: String,
+}
+
+impl DbError {
+    /// 40001 and 40P01: the errors a whole-transaction retry is meant for.
+    pub fn is_retryable(&self) -> bool {
+        self.sqlstate == SERIALIZATION_FAILURE || self.sqlstate == DEADLOCK_DETECTED
+    }
+}
+
+/// Why a step did not produce a result.
+#[derive(Debug, Error)]
+pub enum StepError {
+    /// The database refused the statement.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// The actor's connection is gone (terminated, network, cancelled run).
+    #[error("{actor}'s connection was lost: {reason}")]
+    Lost { actor: String, reason: String },
+    /// The result did not have the shape the scenario expects (a bug in a scenario).
+    #[error("unexpected result: {0}")]
+    Shape(String),
+}
+
+impl StepError {
+    /// The database error inside, if this is one that a retry would handle.
+    pub fn retryable(&self) -> Option<&DbError> {
+        match self {
+            StepError::Db(e) if e.is_retryable() => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a run could not be played to its end.
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Step(#[from] StepError),
+    /// A step that should have waited for a lock finished at once.
+    #[error("{0} was expected to wait for a lock, but its step finished without waiting")]
+    NeverBlocked(String),
+    /// A step that should have waited for a lock neither waited nor finished in time.
+    #[error("{actor} never blocked within {timeout_ms} ms")]
+    BlockTimeout { actor: String, timeout_ms: u64 },
+    /// A blocked step was not released in time.
+    #[error("{actor} was never released within {timeout_ms} ms")]
+    NeverReleased { actor: String, timeout_ms: u64 },
+    /// A connection could not be opened or a sandbox query failed.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The run hit its maximum duration.
+    #[error("the run took longer than its limit of {0} s")]
+    TooLong(u64),
+    #[error("{0}")]
+    Other(String),
+}

@@ -1,0 +1,57 @@
+//! A one-way signal between two actors' halves of a choreography ("alice has checked").
+//!
+//! Some demos interleave two actors at points inside a business rule (between its check and its
+//! insert). Each actor's half runs as its own future, joined on one task, and they hand the turn
+//! to each other with signals. Once set, a signal stays set, like a latch.
+
+use tokio::sync::watch;
+
+/// A latch: `set` once, and every `wait`, before or after, returns.
+pub struct Signal {
+    state: watch::Sender<bool>,
+}
+
+impl Default for Signal {
+    fn default() -> Self {
+        Signal {
+            state: watch::Sender::new(false),
+        }
+    }
+}
+
+impl Signal {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the signal; everyone waiting goes on.
+    pub fn set(&self) {
+        self.state.send_replace(true);
+    }
+
+    /// Waits until the signal is set (at once if it already is).
+    pub async fn wait(&self) {
+        let mut state = self.state.subscribe();
+        // The sender lives in `self`, so the channel cannot close while we wait.
+        let _ = state.wait_for(|set| *set).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Signal;
+
+    #[tokio::test]
+    async fn a_set_signal_stays_set() {
+        let signal = Signal::new();
+        signal.set();
+        signal.wait().await;
+        signal.wait().await;
+    }
+
+    #[tokio::test]
+    async fn a_waiter_goes_on_when_set() {
+        let signal = Signal::new();
+        let (_, ()) = tokio::join!(signal.wait(), async { signal.set() });
+    }
+}

@@ -1,0 +1,260 @@
+//! The supervisor: takes a run from the queue to its sandbox, plays it, and cleans up whatever
+//! happens.
+//!
+//! The scenario plays on its own task; the supervisor stays outside it, forwarding events,
+//! passing `next` to the step gate, and watching for cancel, disconnect and the time limit. When
+//! the scenario ends — finished, failed, aborted — the supervisor destroys the sandbox (ending every
+//! session the run opened), stores the events for replay, and only then says `done`.
+
+use super::events::EventSink;
+use super::run::{Gate, Limits, Run};
+use super::{Admission, RunError, Scenario};
+use crate::sandbox::{self, Sandbox};
+use crate::store::Store;
+use shared::{Event, EventKind, Mode, Outcome, ServerMsg};
+use sqlx::PgPool;
+use sqlx::postgres::PgConnectOptions;
+use std::sync::Arc;
+use thiserror::Error;
+use tokio::sync::mpsc;
+
+/// Everything runs need: the admin pool, connection options for actors, the queue and the store.
+pub struct Engine {
+    pub(crate) pool: PgPool,
+    pub(crate) actor_options: PgConnectOptions,
+    pub(crate) admission: Admission,
+    pub(crate) limits: Limits,
+    pub(crate) store: Store,
+    /// `PostgreSQL 15.20`: shown in every run header, because behaviour can differ by version.
+    pub(crate) server_version: String,
+}
+
+/// What the client can ask of a running run.
+#[derive(Debug)]
+enum Control {
+    Next,
+    Cancel,
+}
+
+/// A started run, seen from its client (the websocket or the CLI). Dropping it cancels the run.
+pub struct RunHandle {
+    /// Queue position, start, events and done, in order. Ends after `Done`.
+    pub updates: mpsc::UnboundedReceiver<ServerMsg>,
+    control: mpsc::UnboundedSender<Control>,
+    pub mode: Mode,
+}
+
+impl RunHandle {
+    /// Step mode: let exactly one more step play.
+    pub fn next(&self) {
+        let _ = self.control.send(Control::Next);
+    }
+
+    /// Stops the run; its sandbox is cleaned and a `Done { Cancelled }` follows.
+    pub fn cancel(&self) {
+        let _ = self.control.send(Control::Cancel);
+    }
+}
+
+/// Why a run could not even be queued.
+#[derive(Debug, Error)]
+pub enum StartError {
+    #[error("unknown variant {variant:?} for {scenario}; choose one of: {valid}")]
+    UnknownVariant {
+        scenario: String,
+        variant: String,
+        valid: String,
+    },
+}
+
+impl Engine {
+    /// Queues a run of `scenario`'s `variant` and returns its handle at once.
+    pub fn start(
+        self: &Arc<Self>,
+        scenario: &'static dyn Scenario,
+        variant: &str,
+        mode: Mode,
+    ) -> Result<RunHandle, StartError> {
+        let info = scenario.info();
+        if info.variant(variant).is_none() {
+            let valid = info
+                .variants
+                .iter()
+                .map(|v| v.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(StartError::UnknownVariant {
+                scenario: info.id,
+                variant: variant.to_owned(),
+                valid,
+            });
+        }
+        let (updates_tx, updates) = mpsc::unbounded_channel();
+        let (control, control_rx) = mpsc::unbounded_channel();
+        tokio::spawn(
+            self.clone()
+                .supervise(scenario, variant.to_owned(), mode, updates_tx, control_rx),
+        );
+        Ok(RunHandle { updates, control, mode })
+    }
+
+    async fn supervise(
+        self: Arc<Self>,
+        scenario: &'static dyn Scenario,
+        variant: String,
+        mode: Mode,
+        updates: mpsc::UnboundedSender<ServerMsg>,
+        mut control: mpsc::UnboundedReceiver<Control>,
+    ) {
+        let needed = scenario.connections(&variant);
+        let admitted = tokio::select! {
+            admitted = self.admission.enter(needed, |position| { let _ = updates.send(ServerMsg::Queued { position }); }) => admitted,
+            () = cancelled(&mut control) => {
+                let _ = updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
+                return;
+            }
+        };
+        let run_id = sandbox::new_run_id();
+        let _ = updates.send(ServerMsg::Started { run_id: run_id.clone() });
+        let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+        let sink = Arc::new(EventSink::new(events_tx));
+        let info = scenario.info();
+        sink.emit(EventKind::RunStarted {
+            run_id: run_id.clone(),
+            scenario: info.id.clone(),
+            variant: variant.clone(),
+            title: info.title.clone(),
+            actors: scenario.actors(&variant),
+            server: self.server_version.clone(),
+        });
+
+        let mut events: Vec<Event> = Vec::new();
+        let outcome = match admitted {
+            Err(too_big) => Outcome::Failed {
+                message: too_big.to_string(),
+            },
+            Ok(_slots) => {
+                let outcome = self
+                    .play(
+                        scenario,
+                        &variant,
+                        mode,
+                        &run_id,
+                        &sink,
+                        &mut events_rx,
+                        &updates,
+                        &mut events,
+                        &mut control,
+                    )
+                    .await;
+                // `_slots` is released here, after the sandbox is gone.
+                outcome
+            }
+        };
+        sink.emit(EventKind::Done {
+            outcome: outcome.clone(),
+        });
+        while let Ok(event) = events_rx.try_recv() {
+            forward(&updates, &mut events, event);
+        }
+        if let Err(error) = self.store.save(&run_id, &info.id, &variant, &outcome, &events).await {
+            tracing::warn!(run = %run_id, %error, "could not store the run");
+        }
+        let _ = updates.send(ServerMsg::Done { run_id, outcome });
+    }
+
+    /// Creates the sandbox, plays the scenario on its own task, and destroys the sandbox.
+    #[allow(clippy::too_many_arguments)]
+    async fn play(
+        &self,
+        scenario: &'static dyn Scenario,
+        variant: &str,
+        mode: Mode,
+        run_id: &str,
+        sink: &Arc<EventSink>,
+        events_rx: &mut mpsc::UnboundedReceiver<Event>,
+        updates: &mpsc::UnboundedSender<ServerMsg>,
+        events: &mut Vec<Event>,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+    ) -> Outcome {
+        let sandbox = match Sandbox::create(&self.pool, run_id, scenario.schema_sql()).await {
+            Ok(sandbox) => sandbox,
+            Err(error) => {
+                return Outcome::Failed {
+                    message: format!("could not create the sandbox: {error}"),
+                };
+            }
+        };
+        let (permits, gate_rx) = mpsc::unbounded_channel();
+        let gate = (mode == Mode::Step).then(|| Gate::new(gate_rx));
+        let options = self
+            .actor_options
+            .clone()
+            .options([("search_path", sandbox.schema.as_str())]);
+        let outcome = match Run::open(
+            run_id.to_owned(),
+            sandbox.schema.clone(),
+            options,
+            sink.clone(),
+            gate,
+            self.limits.clone(),
+        )
+        .await
+        {
+            Err(error) => Outcome::Failed {
+                message: error.to_string(),
+            },
+            Ok(run) => {
+                let variant = variant.to_owned();
+                let mut task = tokio::spawn(async move { scenario.play(&run, &variant).await });
+                let limit = tokio::time::sleep(self.limits.max_duration);
+                tokio::pin!(limit);
+                let mut finished = false;
+                let outcome = loop {
+                    tokio::select! {
+                        Some(event) = events_rx.recv() => forward(updates, events, event),
+                        joined = &mut task => break {
+                            finished = true;
+                            match joined {
+                            Ok(Ok(())) => Outcome::Completed,
+                            Ok(Err(error)) => Outcome::Failed { message: error.to_string() },
+                            Err(_) => Outcome::Failed { message: "the scenario crashed; see the server log".into() },
+                            }
+                        },
+                        command = control.recv() => match command {
+                            Some(Control::Next) => { let _ = permits.send(()); }
+                            Some(Control::Cancel) | None => break Outcome::Cancelled,
+                        },
+                        () = &mut limit => break Outcome::Failed {
+                            message: RunError::TooLong(self.limits.max_duration.as_secs()).to_string(),
+                        },
+                    }
+                };
+                if !finished {
+                    // Dropping the scenario drops its actors; their sessions end with the sandbox.
+                    task.abort();
+                    let _ = task.await;
+                }
+                outcome
+            }
+        };
+        if let Err(error) = sandbox.destroy(&self.pool).await {
+            tracing::error!(run = %run_id, %error, "could not destroy the sandbox; the startup sweep will");
+        }
+        outcome
+    }
+}
+
+fn forward(updates: &mpsc::UnboundedSender<ServerMsg>, events: &mut Vec<Event>, event: Event) {
+    events.push(event.clone());
+    let _ = updates.send(ServerMsg::Event { event });
+}
+
+/// Resolves when the client cancels or goes away; `next` while queued is ignored.
+async fn cancelled(control: &mut mpsc::UnboundedReceiver<Control>) {
+    while let Some(command) = control.recv().await {
+        if let Control::Cancel = command {
+            return;
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Dependency checks for `/healthz` and the catalog: is each service up right now?
+//!
+//! Redis and the broker are probed with a plain TCP exchange (a Redis `PING`, a Kafka connect),
+//! so a lab that does not need them never waits on a client library, and a service that is down
+//! costs at most the probe's timeout.
+
+use serde::Serialize;
+use shared::Service;
+use sqlx::PgPool;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+/// How long a probe may take before the service counts as down.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// One dependency's state.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Dependency {
+    pub up: bool,
+    /// The version, or why it is down.
+    pub detail: String,
+}
+
+/// Every dependency's state.
+#[derive(Clone, Debug, Serialize)]
+pub struct Health {
+    pub postgres: Dependency,
+    pub redis: Dependency,
+    pub kafka: Dependency,
+}
+
+impl Health {
+    /// Whether `service` is up (services racelab runs itself always are).
+    pub fn is_up(&self, service: Service) -> bool {
+        match service {
+            Service::Postgres => self.postgres.up,
+            Service::Redis => self.redis.up,
+            Service::Kafka => self.kafka.up,
+            Service::Http | Service::Process => true,
+        }
+    }
+}
+
+/// Probes all three services at once.
+pub async fn check(pool: &PgPool, redis_url: &str, kafka_brokers: &str) -> Health {
+    let (postgres, redis, kafka) = tokio::join!(postgres(pool), redis(redis_url), kafka(kafka_brokers));
+    Health { postgres, redis, kafka }
+}
+
+async fn postgres(pool: &PgPool) -> Dependency {
+    let version =
+        sqlx::query_scalar::<_, String>("SELECT 'PostgreSQL ' || current_setting('server_version')").fetch_one(pool);
+    match timeout(PROBE_TIMEOUT * 4, version).await {
+        Ok(Ok(version)) => Dependency {
+            up: true,
+            detail: version,
+        },
+        Ok(Err(error)) => Dependency {
+            up: false,
+            detail: error.to_string(),
+        },
+        Err(_) => Dependency {
+            up: false,
+            detail: "no answer in time".into(),
+        },
+    }
+}
+
+async fn redis(url: &str) -> Dependency {
+    let address = host_port(url, 6379);
+    let probe = async {
+        let mut stream = TcpStream::connect(&address).await?;
+        stream.write_all(b"PING\r\n").await?;
+        let mut reply = [0u8; 64];
+        let n = stream.read(&mut reply).await?;
+        Ok::<String, std::io::Error>(String::from_utf8_lossy(&reply[..n]).trim().to_owned())
+    };
+    match timeout(PROBE_TIMEOUT, probe).await {
+        // `-NOAUTH` still means a Redis is listening; the lab's client will authenticate.
+        Ok(Ok(reply)) if reply == "+PONG" || reply.starts_with("-NOAUTH") => Dependency {
+            up: true,
+            detail: format!("Redis at {address}"),
+        },
+        Ok(Ok(reply)) => Dependency {
+            up: false,
+            detail: format!("{address} answered {reply:?} to PING"),
+        },
+        Ok(Err(error)) => Dependency {
+            up: false,
+            detail: format!("{address}: {error}"),
+        },
+        Err(_) => Dependency {
+            up: false,
+            detail: format!("{address}: no answer in time"),
+        },
+    }
+}
+
+async fn kafka(brokers: &str) -> Dependency {
+    let mut reasons = Vec::new();
+    for broker in brokers.split(',').map(str::trim).filter(|b| !b.is_empty()) {
+        match timeout(PROBE_TIMEOUT, TcpStream::connect(broker)).await {
+            Ok(Ok(_)) => {
+                return Dependency {
+                    up: true,
+                    detail: format!("broker at {broker}"),
+                };
+            }
+            Ok(Err(error)) => reasons.push(format!("{broker}: {error}")),
+            Err(_) => reasons.push(format!("{broker}: no answer in time")),
+        }
+    }
+    Dependency {
+        up: false,
+        detail: if reasons.is_empty() {
+            "no brokers configured".into()
+        } else {
+            reasons.join("; ")
+        },
+    }
+}
+
+/// `redis://user:pw@host:6380/0` → `host:6380`; a missing port gets `default_port`.
+fn host_port(url: &str, default_port: u16) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let host = rest.split('/').next().unwrap_or(rest);
+    if host
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
+    {
+        host.to_owned()
+    } else {
+        format!("{host}:{default_port}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_port;
+
+    #[test]
+    fn redis_urls_become_addresses() {
+        assert_eq!(host_port("redis://127.0.0.1:6379", 6379), "127.0.0.1:6379");
+        assert_eq!(host_port("redis://:secret@cache:6380/2", 6379), "cache:6380");
+        assert_eq!(host_port("redis://cache", 6379), "cache:6379");
+    }
+
+    #[tokio::test]
+    async fn a_closed_port_is_down_with_a_reason() {
+        // Port 1 on loopback is never a broker here.
+        let dep = super::kafka("127.0.0.1:1").await;
+        assert!(!dep.up);
+        assert!(dep.detail.contains("127.0.0.1:1"), "{}", dep.detail);
+    }
+}

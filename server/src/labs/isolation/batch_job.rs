@@ -1,0 +1,70 @@
+//! A batch job beside SERIALIZABLE approvers. SERIALIZABLE only protects transactions that run
+//! at SERIALIZABLE: alice approves $3,000 at SERIALIZABLE while a batch job inserts $3,000 against
+//! the same $5,000, in the write-skew order.
+//!
+//! - `batch-read-committed`: the batch job runs at READ COMMITTED; nothing is cancelled:
+//!   2 expenses, $6,000.
+//! - `batch-serializable`: the batch job runs at SERIALIZABLE too; its COMMIT fails with 40001, its
+//!   retry sees alice's $3,000 and rejects: 1 expense, $3,000.
+
+use super::write_skew::{overspend_verdict, race};
+use super::{AMOUNT, BUDGET, TEAM, ledger_after, ledger_before, ledger_of, say_totals};
+use crate::engine::{Level, Run, RunError};
+use crate::labs::ScenarioDef;
+use shared::event::ActorInfo;
+
+pub static SCENARIO: ScenarioDef = ScenarioDef {
+    id: "isolation/batch-job",
+    title: "A batch job slips past SERIALIZABLE",
+    hook: "Alice approves at SERIALIZABLE; a nightly job inserts at READ COMMITTED; the budget breaks anyway",
+    variants: &[
+        (
+            "batch-read-committed",
+            "batch at READ COMMITTED",
+            "Only Alice is watched by the referee: both commit",
+        ),
+        (
+            "batch-serializable",
+            "batch at SERIALIZABLE",
+            "Every writer at SERIALIZABLE: the batch job's commit is cancelled",
+        ),
+    ],
+    schema: super::SCHEMA,
+    actors: |variant| {
+        vec![
+            ActorInfo {
+                name: "alice".into(),
+                detail: Level::Serializable.sql().into(),
+            },
+            ActorInfo {
+                name: "batch".into(),
+                detail: batch_level(variant).sql().into(),
+            },
+        ]
+    },
+    play: |run, variant| Box::pin(play(run, variant)),
+};
+
+fn batch_level(variant: &str) -> Level {
+    if variant == "batch-serializable" {
+        Level::Serializable
+    } else {
+        Level::ReadCommitted
+    }
+}
+
+async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
+    run.say_plain(format!("--- batch job, alice at serializable, {variant} ---"));
+    ledger_before(run).await?;
+    let alice = run.actor("alice", Level::Serializable).await?;
+    let batch = run.actor("batch", batch_level(variant)).await?;
+    race(&alice, TEAM, &batch, TEAM).await?;
+    let (count, total) = say_totals(run).await?;
+    ledger_after(run, ledger_of(&[(TEAM, BUDGET, 0)], &[(TEAM, AMOUNT, "alice")])).await?;
+    run.verdict(overspend_verdict(
+        count,
+        total,
+        "with every writer at SERIALIZABLE, the batch job's retry saw Alice's $3,000",
+    ));
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! Lost update: alice adds $1,200 and bob adds $800 to the same `spent`; a correct system ends
+//! at $2,000.
+//!
+//! - `read-committed`: both read $0 and write their own sums; bob's $800 erases alice's $1,200.
+//!   Ends at $800.
+//! - `repeatable-read`: bob's UPDATE fails at once with 40001 ("could not serialize access due to
+//!   concurrent update"). Ends at $1,200: nothing is lost silently, but bob must retry.
+//! - `atomic`: both let the database add (`spent = spent + x`); bob waits for alice's row lock,
+//!   then adds to her $1,200. Ends at $2,000.
+
+use super::{BUDGET, TEAM, ledger_after, ledger_before, ledger_of, spent_of};
+use crate::engine::{Level, PgActor, Run, RunError};
+use crate::labs::{ScenarioDef, actors_at};
+use shared::{Check, Verdict, usd};
+
+pub static SCENARIO: ScenarioDef = ScenarioDef {
+    id: "isolation/lost-update",
+    title: "Lost update",
+    hook: "Alice adds $1,200 and Bob adds $800 to the same total; one of them vanishes",
+    variants: &[
+        (
+            "read-committed",
+            "READ COMMITTED",
+            "Each reads, adds in the app, writes back: the second write erases the first",
+        ),
+        (
+            "repeatable-read",
+            "REPEATABLE READ",
+            "Bob's write fails with 40001 instead of erasing Alice's",
+        ),
+        (
+            "atomic",
+            "spent = spent + x",
+            "The database does the math; Bob waits for Alice's row lock, then adds",
+        ),
+    ],
+    schema: super::SCHEMA,
+    actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
+    play: |run, variant| Box::pin(play(run, variant)),
+};
+
+const ALICE_ADDS: i64 = 1_200;
+const BOB_ADDS: i64 = 800;
+const EXPECTED: i64 = ALICE_ADDS + BOB_ADDS;
+
+const READ_SPENT: &str = "SELECT spent FROM teams WHERE id = $1";
+const WRITE_SPENT: &str = "UPDATE teams SET spent = $2 WHERE id = $1";
+const ADD_TO_SPENT: &str = "UPDATE teams SET spent = spent + $2 WHERE id = $1 RETURNING spent";
+
+fn level_of(variant: &str) -> Level {
+    Level::from_variant(variant).unwrap_or(Level::ReadCommitted)
+}
+
+async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
+    run.say_plain(format!("--- lost update, {variant} ---"));
+    ledger_before(run).await?;
+    let alice = run.actor("alice", level_of(variant)).await?;
+    let bob = run.actor("bob", level_of(variant)).await?;
+    let bob_committed = if variant == "atomic" {
+        atomic(&alice, &bob).await?;
+        true
+    } else {
+        read_modify_write(&alice, &bob).await?
+    };
+    let after = ledger_after(run, ledger_of(&[(TEAM, BUDGET, EXPECTED)], &[])).await?;
+    let spent = spent_of(&after, TEAM);
+    run.say_plain(format!("final spent = {} (expected {})", usd(spent), usd(EXPECTED)));
+
+    // The rule: every committed addition is counted. A refused one (40001) is not lost: the
+    // caller was told and can retry.
+    let committed = ALICE_ADDS + if bob_committed { BOB_ADDS } else { 0 };
+    let check = Check::new(
+        format!("spent = every committed addition = {}", usd(committed)),
+        format!("spent = {}", usd(spent)),
+        spent == committed,
+    );
+    let (headline, reason) = match variant {
+        "read-committed" => (
+            format!(
+                "Lost {}: spent is {}, not {}",
+                usd(EXPECTED - spent),
+                usd(spent),
+                usd(EXPECTED)
+            ),
+            "Both read $0 and wrote their own total; Bob's write erased Alice's.",
+        ),
+        "repeatable-read" => (
+            format!("Stopped with an error: spent is {}, Bob must retry", usd(spent)),
+            "Bob's snapshot was stale when he wrote, so PostgreSQL refused his UPDATE (40001); nothing was erased, but his $800 is not in yet.",
+        ),
+        _ => (
+            format!("Both counted: spent is {}", usd(spent)),
+            "The database did the addition; Bob waited for Alice's row lock and added to her total.",
+        ),
+    };
+    run.verdict(Verdict::judge(vec![check], headline, reason));
+    Ok(())
+}
+
+/// Each actor reads `spent`, adds in the application, and writes the sum back. Returns whether
+/// bob's write committed.
+async fn read_modify_write(alice: &PgActor, bob: &PgActor) -> Result<bool, RunError> {
+    let alice_read = alice.query(READ_SPENT, &[TEAM.into()]).await?.int()?;
+    alice.say(format!("read spent = {}", usd(alice_read)));
+    let bob_read = bob.query(READ_SPENT, &[TEAM.into()]).await?.int()?;
+    bob.say(format!("read spent = {}", usd(bob_read)));
+
+    alice
+        .query(WRITE_SPENT, &[TEAM.into(), (alice_read + ALICE_ADDS).into()])
+        .await?;
+    alice.say(format!("set spent = {}", usd(alice_read + ALICE_ADDS)));
+    alice.commit().await?;
+    alice.say("commit");
+
+    match bob
+        .query(WRITE_SPENT, &[TEAM.into(), (bob_read + BOB_ADDS).into()])
+        .await
+    {
+        Ok(_) => {
+            bob.say(format!("set spent = {}", usd(bob_read + BOB_ADDS)));
+            bob.commit().await?;
+            bob.say("commit");
+            Ok(true)
+        }
+        Err(error) => match error.retryable() {
+            Some(db) => {
+                bob.say(format!("UPDATE failed: {db}"));
+                bob.rollback().await?;
+                Ok(false)
+            }
+            None => Err(error.into()),
+        },
+    }
+}
+
+/// Each actor lets the database add; bob's UPDATE waits for alice's row lock.
+async fn atomic(alice: &PgActor, bob: &PgActor) -> Result<(), RunError> {
+    let spent = alice
+        .query(ADD_TO_SPENT, &[TEAM.into(), ALICE_ADDS.into()])
+        .await?
+        .int()?;
+    alice.say(format!(
+        "add {} -> spent = {} (not committed yet)",
+        usd(ALICE_ADDS),
+        usd(spent)
+    ));
+
+    let (bob_waits, by) = bob
+        .start(ADD_TO_SPENT, &[TEAM.into(), BOB_ADDS.into()])
+        .await?
+        .expect_blocked()
+        .await?;
+    bob.say(format!("waiting for {}'s row lock", by.join(", ")));
+
+    alice.say("commit");
+    alice.commit().await?;
+
+    let spent = bob_waits.finish().await?.int()?;
+    bob.say(format!("add {} -> spent = {}", usd(BOB_ADDS), usd(spent)));
+    bob.commit().await?;
+    bob.say("commit");
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! Read skew: carol approves $1,000, the report reads `teams.spent` ($1,000), carol approves $250
+//! more, and the report sums the expenses. The two numbers should agree.
+//!
+//! - `read-committed`: every statement sees the latest commits: $1,000 vs $1,250, DISAGREE.
+//! - `repeatable-read`: one snapshot for the whole report: $1,000 vs $1,000, agree.
+//!
+//! The database is consistent either way (spent $1,250, two expenses); only the report's view of
+//! it differs.
+
+use super::{BUDGET, TEAM, ledger_after, ledger_before, ledger_of};
+use crate::engine::{Level, PgActor, Run, RunError};
+use crate::labs::{ScenarioDef, actors_at};
+use shared::event::ActorInfo;
+use shared::{Check, Verdict, usd};
+
+pub static SCENARIO: ScenarioDef = ScenarioDef {
+    id: "isolation/read-skew",
+    title: "Read skew",
+    hook: "A month-end report reads two numbers that were never true at the same moment",
+    variants: &[
+        (
+            "read-committed",
+            "READ COMMITTED",
+            "Each statement of the report sees the latest commits",
+        ),
+        (
+            "repeatable-read",
+            "REPEATABLE READ",
+            "The whole report reads from one snapshot",
+        ),
+    ],
+    schema: super::SCHEMA,
+    actors: |variant| {
+        let mut actors = actors_at(&["carol"], Level::ReadCommitted.sql());
+        actors.push(ActorInfo {
+            name: "report".into(),
+            detail: report_level(variant).sql().into(),
+        });
+        actors
+    },
+    play: |run, variant| Box::pin(play(run, variant)),
+};
+
+fn report_level(variant: &str) -> Level {
+    Level::from_variant(variant).unwrap_or(Level::ReadCommitted)
+}
+
+async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
+    run.say_plain(format!("--- read skew, report at {variant} ---"));
+    ledger_before(run).await?;
+    let carol = run.actor("carol", Level::ReadCommitted).await?;
+    let report = run.actor("report", report_level(variant)).await?;
+
+    approve(&carol, 1_000).await?;
+    carol.say(format!("approved {} (earlier this month)", usd(1_000)));
+    let spent = report
+        .query("SELECT spent FROM teams WHERE id = $1", &[TEAM.into()])
+        .await?
+        .int()?;
+    report.say(format!("teams.spent          = {}", usd(spent)));
+    approve(&carol, 250).await?;
+    carol.say(format!("approved {} and committed", usd(250)));
+    let sum = report.query(super::SELECT_APPROVED, &[TEAM.into()]).await?.int()?;
+    report.say(format!("sum(expenses.amount) = {}", usd(sum)));
+    report.commit().await?;
+
+    let agree = spent == sum;
+    run.say_plain(format!(
+        "report numbers {}: {} vs {}",
+        if agree { "agree" } else { "DISAGREE" },
+        usd(spent),
+        usd(sum)
+    ));
+    ledger_after(
+        run,
+        ledger_of(
+            &[(TEAM, BUDGET, 1_250)],
+            &[(TEAM, 1_000, "carol"), (TEAM, 250, "carol")],
+        ),
+    )
+    .await?;
+    let check = Check::new(
+        "the report's two numbers agree",
+        format!("{} vs {}", usd(spent), usd(sum)),
+        agree,
+    );
+    let (headline, reason) = if agree {
+        (
+            format!("Consistent report: {} and {}", usd(spent), usd(sum)),
+            "The report read both numbers from one snapshot; Carol's $250 will show up in the next run.",
+        )
+    } else {
+        (
+            format!("Report disagrees with itself: {} vs {}", usd(spent), usd(sum)),
+            "Each statement saw the latest commits, so the report mixed two moments.",
+        )
+    };
+    run.verdict(Verdict::judge(vec![check], headline, reason));
+    Ok(())
+}
+
+/// One approval as one transaction: the expense row and the running total move together.
+async fn approve(carol: &PgActor, amount: i64) -> Result<(), RunError> {
+    super::insert_expense(carol, TEAM, amount).await?;
+    carol
+        .query(
+            "UPDATE teams SET spent = spent + $2 WHERE id = $1",
+            &[TEAM.into(), amount.into()],
+        )
+        .await?;
+    carol.commit().await?;
+    Ok(())
+}

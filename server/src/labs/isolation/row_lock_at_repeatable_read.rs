@@ -1,0 +1,55 @@
+//! The row lock, taken at the wrong level: the `for-update` fix run at REPEATABLE READ. Alice and
+//! bob each approve $3,000 against $5,000, both taking the team's row lock first.
+//!
+//! - `repeatable-read`: bob waits for the lock as before, but his snapshot was taken by the
+//!   `SELECT … FOR UPDATE` itself, before the wait: after alice commits he still reads $0
+//!   approved, inserts, and commits without any error. 2 expenses, $6,000.
+//! - `read-committed`: the fix as meant: bob's next statement sees alice's $3,000 and he rejects.
+//!   1 expense, $3,000.
+
+use super::approve::for_update;
+use super::write_skew::overspend_verdict;
+use super::{AMOUNT, BUDGET, TEAM, ledger_after, ledger_before, ledger_of, say_totals};
+use crate::engine::{Level, Run, RunError};
+use crate::labs::{ScenarioDef, actors_at};
+
+pub static SCENARIO: ScenarioDef = ScenarioDef {
+    id: "isolation/row-lock-at-repeatable-read",
+    title: "The row lock at the wrong isolation level",
+    hook: "Both managers wait their turn for the lock, and still overspend",
+    variants: &[
+        (
+            "repeatable-read",
+            "REPEATABLE READ",
+            "Bob waits for the lock, then reads from a snapshot taken before the wait",
+        ),
+        (
+            "read-committed",
+            "READ COMMITTED",
+            "Bob waits for the lock, then reads what Alice committed",
+        ),
+    ],
+    schema: super::SCHEMA,
+    actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
+    play: |run, variant| Box::pin(play(run, variant)),
+};
+
+fn level_of(variant: &str) -> Level {
+    Level::from_variant(variant).unwrap_or(Level::ReadCommitted)
+}
+
+async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
+    run.say_plain(format!("--- row lock, {variant} ---"));
+    ledger_before(run).await?;
+    let alice = run.actor("alice", level_of(variant)).await?;
+    let bob = run.actor("bob", level_of(variant)).await?;
+    for_update(&alice, &bob).await?;
+    let (count, total) = say_totals(run).await?;
+    ledger_after(run, ledger_of(&[(TEAM, BUDGET, 0)], &[(TEAM, AMOUNT, "alice")])).await?;
+    run.verdict(overspend_verdict(
+        count,
+        total,
+        "Bob waited for the row lock, then saw Alice's $3,000 and rejected",
+    ));
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! Write skew: alice and bob each approve $3,000 against a $5,000 budget. Each checks the total
+//! of approved expenses, sees room, and inserts a different row. A correct system approves at
+//! most $5,000: one of them.
+//!
+//! - `read-committed`, `repeatable-read`: both checks see $0, both insert, both commit:
+//!   2 expenses, $6,000. REPEATABLE READ does not help: nobody wrote a row the other wrote.
+//! - `serializable`: bob's COMMIT fails with 40001 ("could not serialize access due to
+//!   read/write dependencies among transactions"); his retry sees alice's $3,000 and rejects:
+//!   1 expense, $3,000.
+
+use super::{AMOUNT, BUDGET, TEAM, check_fits, insert_and_say, ledger_after, ledger_before, ledger_of, say_totals};
+use crate::engine::{Level, PgActor, Run, RunError};
+use crate::labs::{ScenarioDef, actors_at};
+use shared::{Check, Verdict, usd};
+
+pub static SCENARIO: ScenarioDef = ScenarioDef {
+    id: "isolation/write-skew",
+    title: "Write skew: two managers overspend a budget",
+    hook: "Two managers approve $3,000 each against a $5,000 budget, at the same moment",
+    variants: &[
+        (
+            "read-committed",
+            "READ COMMITTED",
+            "Both checks see $0 approved; both insert",
+        ),
+        (
+            "repeatable-read",
+            "REPEATABLE READ",
+            "A snapshot per manager does not see the other manager either",
+        ),
+        (
+            "serializable",
+            "SERIALIZABLE",
+            "PostgreSQL cancels Bob's commit; his retry sees Alice's $3,000",
+        ),
+    ],
+    schema: super::SCHEMA,
+    actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
+    play: |run, variant| Box::pin(play(run, variant)),
+};
+
+fn level_of(variant: &str) -> Level {
+    Level::from_variant(variant).unwrap_or(Level::ReadCommitted)
+}
+
+async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
+    run.say_plain(format!("--- write skew, {variant} ---"));
+    ledger_before(run).await?;
+    let alice = run.actor("alice", level_of(variant)).await?;
+    let bob = run.actor("bob", level_of(variant)).await?;
+
+    race(&alice, TEAM, &bob, TEAM).await?;
+
+    let (count, total) = say_totals(run).await?;
+    ledger_after(run, ledger_of(&[(TEAM, BUDGET, 0)], &[(TEAM, AMOUNT, "alice")])).await?;
+    run.verdict(overspend_verdict(
+        count,
+        total,
+        "Bob's retry saw Alice's $3,000 and rejected",
+    ));
+    Ok(())
+}
+
+/// The write-skew choreography, for two approvers of $3,000 (each for its own team, or both for
+/// the same): both check, both insert, alice commits, then bob. If bob's COMMIT is cancelled
+/// (40001), he retries once by hand, as the tutorial does here; the approve scenario uses the
+/// retry loop instead. Returns whether bob's first COMMIT was cancelled.
+pub async fn race(alice: &PgActor, alice_team: &str, bob: &PgActor, bob_team: &str) -> Result<bool, RunError> {
+    check_fits(alice, alice_team, AMOUNT).await?;
+    check_fits(bob, bob_team, AMOUNT).await?;
+    insert_and_say(alice, alice_team, AMOUNT).await?;
+    insert_and_say(bob, bob_team, AMOUNT).await?;
+    alice.commit().await?;
+    alice.say("commit");
+    match bob.commit().await {
+        Ok(()) => {
+            bob.say("commit");
+            Ok(false)
+        }
+        Err(error) => {
+            let Some(db) = error.retryable() else {
+                return Err(error.into());
+            };
+            bob.say(format!("COMMIT failed: {db}"));
+            bob.rollback().await?;
+            bob.say("retry the whole transaction");
+            if check_fits(bob, bob_team, AMOUNT).await? {
+                insert_and_say(bob, bob_team, AMOUNT).await?;
+            } else {
+                bob.say("rejected: over budget");
+            }
+            bob.commit().await?;
+            Ok(true)
+        }
+    }
+}
+
+/// The verdict of every "two managers, one budget" scenario: was more approved than the budget?
+pub fn overspend_verdict(count: i64, total: i64, prevented_by: &str) -> Verdict {
+    let check = Check::new(
+        format!("total ≤ {}", usd(BUDGET)),
+        format!("total = {} in {count} expense(s)", usd(total)),
+        total <= BUDGET,
+    );
+    if total > BUDGET {
+        Verdict::judge(
+            vec![check],
+            format!("Overspent: {} approved against a {} budget", usd(total), usd(BUDGET)),
+            "Each manager checked the same total, saw room, and inserted a different row; neither saw the other.",
+        )
+    } else {
+        Verdict::judge(
+            vec![check],
+            format!("Prevented: {prevented_by}"),
+            format!("{} approved, within the {} budget.", usd(total), usd(BUDGET)),
+        )
+    }
+}

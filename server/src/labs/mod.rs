@@ -1,0 +1,145 @@
+//! The labs: one folder per tutorial, one file per scenario.
+//!
+//! Every scenario module has the same small shape: a doc comment that opens with the rule and the
+//! expected result as numbers, a [`ScenarioDef`] naming its variants and actors, and a `play`
+//! function that drives the actors in the tutorial's order. Only the isolation lab exists so far;
+//! outbox, idempotency and locks join [`LABS`] as they land.
+
+pub mod isolation;
+
+use crate::engine::{BoxFuture, Run, RunError, Scenario};
+use shared::event::ActorInfo;
+use shared::{Lab, ScenarioInfo, Service, VariantInfo};
+
+/// A variant as written in a scenario module: `(id, tab label, one-line description)`.
+pub type VariantDef = (&'static str, &'static str, &'static str);
+
+/// A scenario as data plus its `play` function; implements [`Scenario`] for the engine.
+pub struct ScenarioDef {
+    /// `lab/scenario`.
+    pub id: &'static str,
+    pub title: &'static str,
+    pub hook: &'static str,
+    pub variants: &'static [VariantDef],
+    /// The lab's schema SQL.
+    pub schema: &'static str,
+    /// The actors of a variant, in swimlane order.
+    pub actors: fn(&str) -> Vec<ActorInfo>,
+    pub play: for<'a> fn(&'a Run, &'a str) -> BoxFuture<'a, Result<(), RunError>>,
+}
+
+impl Scenario for ScenarioDef {
+    fn info(&self) -> ScenarioInfo {
+        ScenarioInfo {
+            id: self.id.to_owned(),
+            title: self.title.to_owned(),
+            hook: self.hook.to_owned(),
+            variants: self
+                .variants
+                .iter()
+                .map(|(id, label, description)| VariantInfo {
+                    id: (*id).to_owned(),
+                    label: (*label).to_owned(),
+                    description: (*description).to_owned(),
+                })
+                .collect(),
+        }
+    }
+
+    fn schema_sql(&self) -> &'static str {
+        self.schema
+    }
+
+    fn actors(&self, variant: &str) -> Vec<ActorInfo> {
+        (self.actors)(variant)
+    }
+
+    /// One connection per actor, plus the run's monitor.
+    fn connections(&self, variant: &str) -> u32 {
+        u32::try_from((self.actors)(variant).len() + 1).unwrap_or(u32::MAX)
+    }
+
+    fn play<'a>(&'a self, run: &'a Run, variant: &'a str) -> BoxFuture<'a, Result<(), RunError>> {
+        (self.play)(run, variant)
+    }
+}
+
+/// A lab: its catalog header and scenarios.
+pub struct LabDef {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub services: &'static [Service],
+    pub scenarios: &'static [&'static ScenarioDef],
+}
+
+/// Every lab racelab can run.
+pub static LABS: &[&LabDef] = &[&isolation::LAB];
+
+/// The scenario with id `lab/scenario`, if there is one.
+pub fn find(id: &str) -> Option<&'static ScenarioDef> {
+    LABS.iter()
+        .flat_map(|lab| lab.scenarios.iter())
+        .find(|s| s.id == id)
+        .copied()
+}
+
+/// The lab a scenario belongs to.
+pub fn lab_of(scenario_id: &str) -> Option<&'static LabDef> {
+    let lab_id = scenario_id.split('/').next()?;
+    LABS.iter().find(|lab| lab.id == lab_id).copied()
+}
+
+/// The catalog as plain data.
+pub fn catalog() -> Vec<Lab> {
+    LABS.iter()
+        .map(|lab| Lab {
+            id: lab.id.to_owned(),
+            title: lab.title.to_owned(),
+            services: lab.services.to_vec(),
+            scenarios: lab.scenarios.iter().map(|s| s.info()).collect(),
+        })
+        .collect()
+}
+
+/// Actors named `names`, all with the same session detail.
+pub fn actors_at(names: &[&str], detail: &str) -> Vec<ActorInfo> {
+    names
+        .iter()
+        .map(|n| ActorInfo {
+            name: (*n).to_owned(),
+            detail: detail.to_owned(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_ids_are_unique_and_belong_to_their_lab() {
+        let mut ids: Vec<&str> = LABS.iter().flat_map(|l| l.scenarios.iter().map(|s| s.id)).collect();
+        for lab in LABS {
+            for s in lab.scenarios {
+                assert!(
+                    s.id.starts_with(&format!("{}/", lab.id)),
+                    "{} is not in {}",
+                    s.id,
+                    lab.id
+                );
+                assert!(!s.variants.is_empty(), "{} has no variants", s.id);
+            }
+        }
+        let count = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), count, "duplicate scenario ids");
+    }
+
+    #[test]
+    fn find_knows_every_scenario_and_nothing_else() {
+        assert!(find("isolation/write-skew").is_some());
+        assert!(find("isolation/nope").is_none());
+        assert_eq!(lab_of("isolation/write-skew").map(|l| l.id), Some("isolation"));
+    }
+}

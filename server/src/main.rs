@@ -1,0 +1,18 @@
+//! The `racelab` binary: see [`racelab::cli`].
+
+use clap::Parser;
+use std::process::ExitCode;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    // Logs go to stderr, so `racelab run` keeps stdout for the transcript alone. sqlx's own
+    // slow-statement warnings are off by default: in racelab a slow statement is usually a lock
+    // wait, which is the lesson, not a problem.
+    let filter = EnvFilter::try_from_env("RACELAB_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=error"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    racelab::cli::Cli::parse().execute().await
+}

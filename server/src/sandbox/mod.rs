@@ -1,0 +1,152 @@
+//! Sandboxes: every run plays in its own PostgreSQL schema, so a thousand readers can run the same
+//! scenario at once without seeing each other's rows, locks or predicate locks.
+//!
+//! A sandbox is the schema `run_<id>`, made from the lab's schema SQL and carrying a comment with
+//! the run id and its creation time. [`Sandbox::destroy`] ends every session of the run (an actor
+//! may be stuck waiting on a lock, or idle in a transaction) and drops the schema; the server calls
+//! it on success, failure, cancel and disconnect alike. [`sweep`] removes what a crash left behind.
+//! Redis key prefixes and Kafka topics will join the sandbox with the labs that use them.
+
+use crate::engine::BoxFuture;
+use crate::engine::actor::execute;
+use serde::{Deserialize, Serialize};
+use sqlx::{PgPool, Row};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::time::Instant;
+
+/// What a sandbox schema's comment records, so a sweep can tell racelab's own and their age.
+#[derive(Debug, Serialize, Deserialize)]
+struct Label {
+    racelab_run: String,
+    created_unix: u64,
+}
+
+/// One run's schema.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    pub run_id: String,
+    pub schema: String,
+}
+
+/// The schema name of a run.
+pub fn schema_of(run_id: &str) -> String {
+    format!("run_{run_id}")
+}
+
+/// A new random run id: 12 hex digits, safe inside identifiers and application names.
+pub fn new_run_id() -> String {
+    format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
+}
+
+impl Sandbox {
+    /// Creates the run's schema (boxed for the same reason as `engine::actor::execute`) and runs the lab's schema SQL (tables and seed rows) inside it.
+    /// All in one transaction: a sandbox either exists whole or not at all.
+    pub fn create<'a>(
+        pool: &'a PgPool,
+        run_id: &'a str,
+        lab_sql: &'a str,
+    ) -> BoxFuture<'a, Result<Sandbox, sqlx::Error>> {
+        Box::pin(Self::create_inner(pool, run_id, lab_sql))
+    }
+
+    async fn create_inner(pool: &PgPool, run_id: &str, lab_sql: &str) -> Result<Sandbox, sqlx::Error> {
+        let schema = schema_of(run_id);
+        let label = serde_json::to_string(&Label {
+            racelab_run: run_id.to_owned(),
+            created_unix: now_unix(),
+        })
+        .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+        let mut tx = pool.begin().await?;
+        let prepare = format!(
+            "CREATE SCHEMA {schema}; COMMENT ON SCHEMA {schema} IS '{}'; SET LOCAL search_path TO {schema};",
+            label.replace('\'', "''")
+        );
+        execute(&mut tx, &prepare, &[]).await?;
+        execute(&mut tx, lab_sql, &[]).await?;
+        tx.commit().await?;
+        Ok(Sandbox {
+            run_id: run_id.to_owned(),
+            schema,
+        })
+    }
+
+    /// Ends every session of the run and drops its schema. Safe to call twice.
+    pub fn destroy<'a>(&'a self, pool: &'a PgPool) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+        Box::pin(async move {
+            end_sessions(pool, &self.run_id).await?;
+            sqlx::raw_sql(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+}
+
+/// Terminates the run's backends (`racelab/<run>/…`) and waits until they are gone, so that
+/// dropping the schema never waits on a lock one of them still holds.
+async fn end_sessions(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> {
+    let pattern = format!("racelab/{run_id}/%");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: i64 = sqlx::query_scalar(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE application_name LIKE $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(&pattern)
+        .fetch_one(pool)
+        .await?;
+        if left == 0 || Instant::now() >= deadline {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Drops sandboxes older than `max_age` (runs a crash left behind). Younger ones may belong to
+/// runs still playing, here or on another replica, so they are left alone. Returns how many
+/// were dropped.
+pub async fn sweep(pool: &PgPool, max_age: Duration) -> Result<usize, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT nspname::text, obj_description(oid, 'pg_namespace') FROM pg_namespace
+         WHERE nspname LIKE 'run\\_%'",
+    )
+    .fetch_all(pool)
+    .await?;
+    let now = now_unix();
+    let mut dropped = 0;
+    for row in rows {
+        let schema: String = row.try_get(0)?;
+        let comment: Option<String> = row.try_get(1)?;
+        let Some(label) = comment.and_then(|c| serde_json::from_str::<Label>(&c).ok()) else {
+            continue;
+        };
+        if schema != schema_of(&label.racelab_run) || now.saturating_sub(label.created_unix) < max_age.as_secs() {
+            continue;
+        }
+        Sandbox {
+            run_id: label.racelab_run,
+            schema,
+        }
+        .destroy(pool)
+        .await?;
+        dropped += 1;
+    }
+    Ok(dropped)
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_make_safe_schema_names() {
+        let id = new_run_id();
+        assert_eq!(id.len(), 12);
+        assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(schema_of("abc"), "run_abc");
+    }
+}

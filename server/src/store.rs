@@ -1,0 +1,81 @@
+//! The run store: finished runs and their events, for permalinks and replays.
+
+use crate::engine::BoxFuture;
+use shared::{Event, Outcome};
+use sqlx::PgPool;
+use sqlx::types::Json;
+
+/// racelab's own run history, in the `runs` table (see `migrations/`).
+#[derive(Clone)]
+pub struct Store {
+    pool: PgPool,
+}
+
+/// A stored run.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct StoredRun {
+    pub id: String,
+    pub scenario: String,
+    pub variant: String,
+    pub outcome: Outcome,
+    pub events: Vec<Event>,
+}
+
+impl Store {
+    pub fn new(pool: PgPool) -> Self {
+        Store { pool }
+    }
+
+    /// Keeps a finished run. Saving the same id twice keeps the first (ids are random; a repeat
+    /// would be a bug, not a reason to lose a run).
+    pub fn save<'a>(
+        &'a self,
+        id: &'a str,
+        scenario: &'a str,
+        variant: &'a str,
+        outcome: &'a Outcome,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+        Box::pin(async move { self.save_inner(id, scenario, variant, outcome, events).await })
+    }
+
+    async fn save_inner(
+        &self,
+        id: &str,
+        scenario: &str,
+        variant: &str,
+        outcome: &Outcome,
+        events: &[Event],
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "INSERT INTO public.runs (id, scenario, variant, outcome, events) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(scenario)
+        .bind(variant)
+        .bind(Json(outcome))
+        .bind(Json(events))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// A finished run, if one has that id.
+    pub async fn load(&self, id: &str) -> Result<Option<StoredRun>, sqlx::Error> {
+        let row: Option<(String, String, String, Json<Outcome>, Json<Vec<Event>>)> =
+            sqlx::query_as("SELECT id, scenario, variant, outcome, events FROM public.runs WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(
+            row.map(|(id, scenario, variant, Json(outcome), Json(events))| StoredRun {
+                id,
+                scenario,
+                variant,
+                outcome,
+                events,
+            }),
+        )
+    }
+}

@@ -1,0 +1,41 @@
+//! `GET /api/labs` and `GET /api/runs/{id}`.
+
+use super::AppState;
+use super::error::ApiError;
+use crate::health;
+use crate::labs;
+use crate::store::StoredRun;
+use axum::extract::{Path, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use shared::catalog::LabStatus;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/labs", get(labs_with_status))
+        .route("/api/runs/{id}", get(stored_run))
+}
+
+/// The catalog, with the services each lab needs that are down right now.
+async fn labs_with_status(State(state): State<AppState>) -> Json<Vec<LabStatus>> {
+    let health = health::check(&state.engine.pool, &state.config.redis_url, &state.config.kafka_brokers).await;
+    let labs = labs::catalog()
+        .into_iter()
+        .map(|lab| {
+            let down = lab.services.iter().copied().filter(|s| !health.is_up(*s)).collect();
+            LabStatus { lab, down }
+        })
+        .collect();
+    Json(labs)
+}
+
+/// A finished run's stored events, for replay without touching a sandbox.
+async fn stored_run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<StoredRun>, ApiError> {
+    state
+        .engine
+        .store
+        .load(&id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::NotFound(format!("no finished run has the id {id:?}")))
+}

@@ -1,0 +1,36 @@
+//! `GET /healthz`: each dependency, up or down. 200 while PostgreSQL is up (the labs that need
+//! only PostgreSQL keep working when Redis or the broker is down: degrade, don't die); 503 when
+//! it is not.
+
+use super::AppState;
+use crate::health;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/healthz", get(healthz))
+}
+
+async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+    let health = health::check(&state.engine.pool, &state.config.redis_url, &state.config.kafka_brokers).await;
+    let all_up = health.postgres.up && health.redis.up && health.kafka.up;
+    let status = if all_up {
+        "ok"
+    } else if health.postgres.up {
+        "degraded"
+    } else {
+        "down"
+    };
+    let code = if health.postgres.up {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        code,
+        Json(json!({ "status": status, "postgres": health.postgres, "redis": health.redis, "kafka": health.kafka })),
+    )
+}

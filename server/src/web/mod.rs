@@ -1,0 +1,36 @@
+//! The HTTP server: one module and one `router()` per area, merged here.
+//!
+//! - [`ws`]: `GET /ws`, the websocket that starts, steps and cancels runs.
+//! - [`api`]: `GET /api/labs` (the catalog with service status), `GET /api/runs/{id}`.
+//! - [`health`]: `GET /healthz`.
+//! - [`assets`]: the built browser app from `dist/`, with its client-side routes.
+//! - [`error`]: the one error type at the HTTP edge.
+
+pub mod api;
+pub mod assets;
+pub mod error;
+pub mod health;
+pub mod ws;
+
+use crate::config::Config;
+use crate::engine::Engine;
+use axum::Router;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub engine: Arc<Engine>,
+    pub config: Arc<Config>,
+}
+
+/// The whole server: API areas plus the app served from `dist`.
+pub fn router(state: AppState, dist: &Path) -> Router {
+    Router::new()
+        .merge(ws::router())
+        .merge(api::router())
+        .merge(health::router())
+        .with_state(state)
+        .fallback_service(assets::service(dist))
+}

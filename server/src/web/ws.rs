@@ -1,0 +1,189 @@
+//! `GET /ws`: the run protocol (see `shared::protocol`).
+//!
+//! One run at a time per socket. Every client frame is answered or acted on; a frame that cannot
+//! be understood gets an `error` frame and the socket stays open. When the socket closes (the
+//! reader closed the tab), the run handle is dropped, which cancels the run: its supervisor ends
+//! the run's sessions and drops its sandbox.
+
+use super::AppState;
+use crate::engine::{RunHandle, StartError};
+use crate::labs;
+use axum::Router;
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use axum::routing::get;
+use shared::{ClientFrame, ClientMsg, ErrorCode, Mode, PROTOCOL_VERSION, ServerFrame, ServerMsg};
+
+/// Client frames are small; anything bigger is not ours.
+const MAX_FRAME: usize = 64 * 1024;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/ws", get(upgrade))
+}
+
+async fn upgrade(ws: WebSocketUpgrade, State(state): State<AppState>) -> Response {
+    ws.max_message_size(MAX_FRAME)
+        .on_upgrade(move |socket| serve(socket, state))
+}
+
+async fn serve(mut socket: WebSocket, state: AppState) {
+    let mut run: Option<RunHandle> = None;
+    loop {
+        tokio::select! {
+            incoming = socket.recv() => {
+                let reply = match incoming {
+                    None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
+                    Some(Ok(Message::Text(text))) => act(text.as_str(), &mut run, &state),
+                    Some(Ok(Message::Binary(_))) => Some(error(ErrorCode::BadFrame, "frames are JSON text, not binary")),
+                    Some(Ok(_)) => None, // ping and pong are answered by axum
+                };
+                if let Some(reply) = reply
+                    && !send(&mut socket, reply).await
+                {
+                    break;
+                }
+            }
+            update = next_update(&mut run) => {
+                let Some(update) = update else { run = None; continue };
+                let finished = matches!(update, ServerMsg::Done { .. });
+                if !send(&mut socket, update).await {
+                    break;
+                }
+                if finished {
+                    run = None;
+                }
+            }
+        }
+    }
+    // Dropping the handle cancels a run still going; the supervisor cleans its sandbox.
+    drop(run);
+}
+
+/// Acts on one client frame; returns the immediate reply, if any.
+fn act(text: &str, run: &mut Option<RunHandle>, state: &AppState) -> Option<ServerMsg> {
+    let frame = match parse(text) {
+        Ok(frame) => frame,
+        Err(reply) => return Some(reply),
+    };
+    match frame.msg {
+        ClientMsg::Start {
+            scenario,
+            variant,
+            mode,
+        } => {
+            if run.is_some() {
+                return Some(error(
+                    ErrorCode::Busy,
+                    "a run is already going on this socket; cancel it or wait for done",
+                ));
+            }
+            let Some(def) = labs::find(&scenario) else {
+                let known: Vec<&str> = labs::LABS
+                    .iter()
+                    .flat_map(|l| l.scenarios.iter().map(|s| s.id))
+                    .collect();
+                return Some(error(
+                    ErrorCode::UnknownScenario,
+                    &format!("unknown scenario {scenario:?}; known: {}", known.join(", ")),
+                ));
+            };
+            match state.engine.start(def, &variant, mode) {
+                Ok(handle) => {
+                    *run = Some(handle);
+                    None
+                }
+                Err(e @ StartError::UnknownVariant { .. }) => Some(error(ErrorCode::UnknownVariant, &e.to_string())),
+            }
+        }
+        ClientMsg::Next => match run {
+            None => Some(error(ErrorCode::NoRun, "no run is going on this socket")),
+            Some(handle) if handle.mode != Mode::Step => Some(error(
+                ErrorCode::NotStepMode,
+                "this run plays by itself; start it with mode \"step\" to step it",
+            )),
+            Some(handle) => {
+                handle.next();
+                None
+            }
+        },
+        ClientMsg::Cancel => match run {
+            None => Some(error(ErrorCode::NoRun, "no run is going on this socket")),
+            Some(handle) => {
+                handle.cancel();
+                None
+            }
+        },
+    }
+}
+
+/// Parses a client frame, telling a wrong protocol version from a malformed frame.
+fn parse(text: &str) -> Result<ClientFrame, ServerMsg> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| error(ErrorCode::BadFrame, &format!("not JSON: {e}")))?;
+    match value.get("v").and_then(serde_json::Value::as_u64) {
+        Some(v) if v == u64::from(PROTOCOL_VERSION) => {}
+        Some(v) => {
+            return Err(error(
+                ErrorCode::BadVersion,
+                &format!("protocol version {v} is not supported; this server speaks {PROTOCOL_VERSION}"),
+            ));
+        }
+        None => return Err(error(ErrorCode::BadFrame, "every frame needs a protocol version \"v\"")),
+    }
+    serde_json::from_value(value)
+        .map_err(|e| error(ErrorCode::BadFrame, &format!("not a frame this protocol knows: {e}")))
+}
+
+fn error(code: ErrorCode, message: &str) -> ServerMsg {
+    ServerMsg::Error {
+        code,
+        message: message.to_owned(),
+    }
+}
+
+/// Sends one frame; false when the socket is gone.
+async fn send(socket: &mut WebSocket, msg: ServerMsg) -> bool {
+    match serde_json::to_string(&ServerFrame::from(msg)) {
+        Ok(json) => socket.send(Message::Text(json.into())).await.is_ok(),
+        Err(e) => {
+            tracing::error!(error = %e, "could not serialise a server frame");
+            true
+        }
+    }
+}
+
+/// The next update of the run on this socket; never resolves when there is none.
+async fn next_update(run: &mut Option<RunHandle>) -> Option<ServerMsg> {
+    match run {
+        Some(handle) => handle.updates.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code_of(reply: ServerMsg) -> ErrorCode {
+        match reply {
+            ServerMsg::Error { code, .. } => code,
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn malformed_frames_are_told_apart() {
+        assert_eq!(code_of(parse("{oops").unwrap_err()), ErrorCode::BadFrame);
+        assert_eq!(code_of(parse(r#"{"type":"next"}"#).unwrap_err()), ErrorCode::BadFrame);
+        assert_eq!(
+            code_of(parse(r#"{"v":9,"type":"next"}"#).unwrap_err()),
+            ErrorCode::BadVersion
+        );
+        assert_eq!(
+            code_of(parse(r#"{"v":1,"type":"fly"}"#).unwrap_err()),
+            ErrorCode::BadFrame
+        );
+        assert!(parse(r#"{"v":1,"type":"next"}"#).is_ok());
+    }
+}

@@ -1,0 +1,76 @@
+//! The catalog: labs, their scenarios and variants, and the services each needs.
+
+use serde::{Deserialize, Serialize};
+
+/// A service an actor talks to. Labs list the ones they need so the catalog can say, before a
+/// reader presses Run, that a lab cannot run because its broker is down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Service {
+    Postgres,
+    Redis,
+    Kafka,
+    /// An HTTP server or client that racelab itself runs inside the sandbox.
+    Http,
+    /// A child process racelab starts (and may kill at a crash point).
+    Process,
+}
+
+impl Service {
+    pub fn label(self) -> &'static str {
+        match self {
+            Service::Postgres => "PostgreSQL",
+            Service::Redis => "Redis",
+            Service::Kafka => "Kafka",
+            Service::Http => "HTTP",
+            Service::Process => "process",
+        }
+    }
+}
+
+/// One variant of a scenario: an isolation level, or a fix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantInfo {
+    /// The CLI argument: `read-committed`, `for-update`.
+    pub id: String,
+    /// A short label for a tab: `READ COMMITTED`, `row lock`.
+    pub label: String,
+    pub description: String,
+}
+
+/// One scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioInfo {
+    /// `lab/scenario`, e.g. `isolation/write-skew`.
+    pub id: String,
+    pub title: String,
+    /// One line that makes a reader want to press Run.
+    pub hook: String,
+    pub variants: Vec<VariantInfo>,
+}
+
+impl ScenarioInfo {
+    /// The variant called `id`, if the scenario has one.
+    pub fn variant(&self, id: &str) -> Option<&VariantInfo> {
+        self.variants.iter().find(|v| v.id == id)
+    }
+}
+
+/// One lab: a tutorial's worth of scenarios.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Lab {
+    /// `isolation`, `outbox`, `idempotency`, `locks`.
+    pub id: String,
+    pub title: String,
+    pub services: Vec<Service>,
+    pub scenarios: Vec<ScenarioInfo>,
+}
+
+/// A lab as `/api/labs` reports it: with whether each service it needs is up right now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabStatus {
+    #[serde(flatten)]
+    pub lab: Lab,
+    /// Services the lab needs that are down; empty means the lab can run.
+    pub down: Vec<Service>,
+}

@@ -1,0 +1,202 @@
+//! The event stream a run emits.
+//!
+//! One stream, three readers: the CLI prints the [`EventKind::Say`] lines as the transcript, the
+//! browser draws swimlanes and a ledger diff from the structured events, and the run store keeps
+//! the whole stream so a permalink can replay it. Readers never parse transcript text: everything
+//! they draw is in the structure.
+//!
+//! Events are shaped for every lab, not only SQL: a [`EventKind::Step`] names the [`Service`] it
+//! talks to, so a Redis command, an HTTP request or a Kafka produce is a step like an SQL statement.
+
+use crate::{Ledger, Service, Value, Verdict};
+use serde::{Deserialize, Serialize};
+
+/// One thing that happened in a run, numbered and timed from the run's start.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// 1, 2, 3… in emission order; a reader that sees a gap knows it missed something.
+    pub seq: u64,
+    /// Milliseconds since the run started.
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// An actor as the header introduces it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActorInfo {
+    /// The reader's name for it: `alice`, `bob`, `report`, `w07`, `relay`.
+    pub name: String,
+    /// Its session setting in plain words, e.g. `SERIALIZABLE` or `READ COMMITTED`.
+    pub detail: String,
+}
+
+/// Which ledger an [`EventKind::Ledger`] event carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Moment {
+    /// The state before any actor ran.
+    Before,
+    /// The state after every actor finished.
+    After,
+    /// What a correct system would hold afterwards.
+    Expected,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The scenario played to its end (whatever the verdict says about the bug).
+    Completed,
+    /// The run could not be played: a service was down, a step never blocked, a timeout.
+    Failed { message: String },
+    /// The reader cancelled, or closed the tab.
+    Cancelled,
+}
+
+/// What happened. Tagged by `type` in JSON (`{"type":"blocked","actor":"bob","by":["alice"]}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The header: which scenario, which variant, who plays.
+    RunStarted {
+        run_id: String,
+        scenario: String,
+        variant: String,
+        title: String,
+        actors: Vec<ActorInfo>,
+        /// The services' own version strings, e.g. `PostgreSQL 15.20`.
+        server: String,
+    },
+    /// An actor issues a statement, command or request.
+    Step {
+        actor: String,
+        service: Service,
+        /// The SQL text (or command line, or `POST /payments`), with `$1`-style placeholders.
+        text: String,
+        params: Vec<Value>,
+    },
+    /// The step finished: `UPDATE 1`, `1 row`, `BEGIN`, with the rows it returned, if any.
+    Result {
+        actor: String,
+        summary: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rows: Option<Rows>,
+    },
+    /// The actor's step is waiting on a lock held by the actors in `by`.
+    Blocked { actor: String, by: Vec<String> },
+    /// The actor's step got its lock after waiting `waited_ms`.
+    Unblocked { actor: String, waited_ms: u64 },
+    /// The step failed. `sqlstate` is set for database errors (`40001`, `40P01`, …).
+    Error {
+        actor: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sqlstate: Option<String>,
+        message: String,
+    },
+    /// The actor's transaction committed.
+    Commit { actor: String },
+    /// The actor's transaction rolled back.
+    Rollback { actor: String },
+    /// The actor's process died at a named crash point (outbox, idempotency labs).
+    Crash { actor: String, point: String },
+    /// One transcript line, exactly as the CLI prints it (`line` includes the `[actor] ` prefix).
+    Say {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        actor: Option<String>,
+        line: String,
+    },
+    /// A snapshot of the ledger at one moment.
+    Ledger { moment: Moment, ledger: Ledger },
+    /// Progress of a free-running workload (load tests).
+    Progress { label: String, done: u64, total: u64 },
+    /// The plain answer.
+    Verdict { verdict: Verdict },
+    /// In step mode: the run is paused until the reader asks for the next step; `next` says whose.
+    Paused { next: String },
+    /// The last event of every run.
+    Done { outcome: Outcome },
+}
+
+/// Rows a query returned, small enough to show on a card.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rows {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+impl EventKind {
+    /// The actor this event belongs to, if any: which swimlane draws it.
+    pub fn actor(&self) -> Option<&str> {
+        match self {
+            EventKind::Step { actor, .. }
+            | EventKind::Result { actor, .. }
+            | EventKind::Blocked { actor, .. }
+            | EventKind::Unblocked { actor, .. }
+            | EventKind::Error { actor, .. }
+            | EventKind::Commit { actor }
+            | EventKind::Rollback { actor }
+            | EventKind::Crash { actor, .. } => Some(actor),
+            EventKind::Say { actor, .. } => actor.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// The transcript of a stream: its `Say` lines in order, as the CLI prints them.
+pub fn transcript<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<&'a str> {
+    events
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Say { line, .. } => Some(line.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_tagged_by_type_in_json() {
+        let event = Event {
+            seq: 7,
+            at_ms: 12,
+            kind: EventKind::Blocked {
+                actor: "bob".into(),
+                by: vec!["alice".into()],
+            },
+        };
+        let json = serde_json::to_value(&event).expect("serialise");
+        assert_eq!(
+            json,
+            serde_json::json!({"seq": 7, "at_ms": 12, "type": "blocked", "actor": "bob", "by": ["alice"]})
+        );
+        let back: Event = serde_json::from_value(json).expect("deserialise");
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn transcript_keeps_only_say_lines_in_order() {
+        let say = |seq, line: &str| Event {
+            seq,
+            at_ms: 0,
+            kind: EventKind::Say {
+                actor: None,
+                line: line.into(),
+            },
+        };
+        let events = vec![
+            say(1, "--- header ---"),
+            Event {
+                seq: 2,
+                at_ms: 0,
+                kind: EventKind::Commit { actor: "alice".into() },
+            },
+            say(3, "[alice] commit"),
+        ];
+        assert_eq!(transcript(&events), vec!["--- header ---", "[alice] commit"]);
+    }
+}

@@ -1,0 +1,28 @@
+//! racelab's shared vocabulary: what the server, the CLI and the browser app all speak.
+//!
+//! Layout:
+//! - [`value`]: one database value (a cell, a parameter), as plain data.
+//! - [`event`]: the event stream a run emits; the single source of truth for every reader.
+//! - [`protocol`]: the versioned websocket messages between browser and server.
+//! - [`catalog`]: labs, scenarios and variants, as listed by `racelab list` and `/api/labs`.
+//! - [`ledger`]: snapshots of what a run changed and the pure diff between two of them.
+//! - [`verdict`]: the plain answer at the end of a run: was the bug reproduced or prevented?
+//! - [`money`]: `$1,234` formatting, exactly as the tutorials print it.
+//!
+//! This crate does no I/O and uses no async runtime, so it also builds for `wasm32`.
+
+pub mod catalog;
+pub mod event;
+pub mod ledger;
+pub mod money;
+pub mod protocol;
+pub mod value;
+pub mod verdict;
+
+pub use catalog::{Lab, ScenarioInfo, Service, VariantInfo};
+pub use event::{Event, EventKind, Moment, Outcome};
+pub use ledger::{Ledger, LedgerDiff, RowChange, RowDiff, Table, TableDiff};
+pub use money::usd;
+pub use protocol::{ClientFrame, ClientMsg, ErrorCode, Mode, PROTOCOL_VERSION, ServerFrame, ServerMsg};
+pub use value::Value;
+pub use verdict::{Check, Verdict, VerdictKind};

@@ -1,0 +1,34 @@
+//! Money formatting. The tutorials print whole dollars with thousands commas (`$1,200`), and the
+//! transcripts must match them byte for byte, so this is the one place that formats money.
+
+/// Formats whole dollars the way the tutorials do: `$0`, `$800`, `$1,200`, `$108,488`, `-$5`.
+pub fn usd(dollars: i64) -> String {
+    let digits = dollars.unsigned_abs().to_string();
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3 + 2);
+    if dollars < 0 {
+        grouped.push('-');
+    }
+    grouped.push('$');
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    grouped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::usd;
+
+    #[test]
+    fn groups_thousands_like_the_tutorials() {
+        assert_eq!(usd(0), "$0");
+        assert_eq!(usd(800), "$800");
+        assert_eq!(usd(1_200), "$1,200");
+        assert_eq!(usd(108_488), "$108,488");
+        assert_eq!(usd(1_000_000), "$1,000,000");
+        assert_eq!(usd(-1_899), "-$1,899");
+    }
+}

@@ -1,0 +1,144 @@
+//! The websocket protocol between the browser and the server.
+//!
+//! Every frame is a JSON object with a protocol version `v` and a `type`. The client starts a run,
+//! advances it in step mode, or cancels it; the server answers with its place in the queue, the
+//! run's events, errors and the end. An error frame never closes the socket.
+
+use crate::{Event, Outcome};
+use serde::{Deserialize, Serialize};
+
+/// The protocol version this build speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// How a run advances.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Play to the end at once.
+    #[default]
+    Auto,
+    /// Pause before each step until the client sends `next`.
+    Step,
+}
+
+/// Client → server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientMsg {
+    Start {
+        /// `lab/scenario`, e.g. `isolation/write-skew`.
+        scenario: String,
+        variant: String,
+        #[serde(default)]
+        mode: Mode,
+    },
+    /// Step mode: play exactly one more step.
+    Next,
+    /// Stop the run and clean its sandbox.
+    Cancel,
+}
+
+/// A client frame: the message plus the protocol version it was written for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientFrame {
+    pub v: u32,
+    #[serde(flatten)]
+    pub msg: ClientMsg,
+}
+
+/// Why the server refused a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// Not JSON, or not a message this protocol knows.
+    BadFrame,
+    /// A protocol version this server does not speak.
+    BadVersion,
+    UnknownScenario,
+    UnknownVariant,
+    /// A run is already going on this socket.
+    Busy,
+    /// `next` or `cancel` with no run going.
+    NoRun,
+    /// `next` on a run started in auto mode.
+    NotStepMode,
+    /// A service the scenario needs is down.
+    ServiceDown,
+    /// The server failed; details are in its log.
+    Internal,
+}
+
+/// Server → client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMsg {
+    /// The run waits for a free slot; `position` 1 means next in line.
+    Queued {
+        position: usize,
+    },
+    /// The run got its slot and sandbox.
+    Started {
+        run_id: String,
+    },
+    Event {
+        event: Event,
+    },
+    Error {
+        code: ErrorCode,
+        message: String,
+    },
+    /// The run ended; its events are stored under `run_id` for replay.
+    Done {
+        run_id: String,
+        outcome: Outcome,
+    },
+}
+
+/// A server frame.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerFrame {
+    pub v: u32,
+    #[serde(flatten)]
+    pub msg: ServerMsg,
+}
+
+impl From<ServerMsg> for ServerFrame {
+    fn from(msg: ServerMsg) -> Self {
+        ServerFrame {
+            v: PROTOCOL_VERSION,
+            msg,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_frame_parses_with_default_mode() {
+        let frame: ClientFrame = serde_json::from_str(
+            r#"{"v":1,"type":"start","scenario":"isolation/write-skew","variant":"serializable"}"#,
+        )
+        .expect("parse");
+        assert_eq!(
+            frame.msg,
+            ClientMsg::Start {
+                scenario: "isolation/write-skew".into(),
+                variant: "serializable".into(),
+                mode: Mode::Auto
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_type_is_rejected() {
+        assert!(serde_json::from_str::<ClientFrame>(r#"{"v":1,"type":"explode"}"#).is_err());
+    }
+
+    #[test]
+    fn server_frames_carry_version_and_type() {
+        let json = serde_json::to_value(ServerFrame::from(ServerMsg::Queued { position: 3 })).expect("serialise");
+        assert_eq!(json, serde_json::json!({"v": 1, "type": "queued", "position": 3}));
+    }
+}
