@@ -1,0 +1,425 @@
+//! Every isolation scenario variant against the real PostgreSQL: the exact transcript (the
+//! tutorial's lines, from specs/isolation.md, for the eleven scripted variants) and the final
+//! ledger, plus the verdict.
+
+mod common;
+
+use common::{Finished, db_slot, engine, lines, play};
+use shared::{Outcome, Value, VerdictKind};
+
+/// Plays a variant and checks transcript, final ledger and verdict.
+async fn check(scenario: &str, variant: &str, transcript: &str, spent: i64, expenses: &[(i64, &str, i64, &str)], verdict: VerdictKind) -> Finished {
+    let _slot = db_slot().await;
+    let run = play(&engine().await, scenario, variant).await;
+    assert_eq!(run.outcome, Outcome::Completed, "{scenario} {variant}");
+    assert_eq!(run.transcript(), lines(transcript), "{scenario} {variant}: transcript");
+    let design = run.rows_after("teams").into_iter().find(|r| r[0] == Value::from("design")).expect("design row");
+    assert_eq!(design, row!["design", 5000, spent], "{scenario} {variant}: teams");
+    let want: Vec<Vec<Value>> = expenses.iter().map(|(id, team, amount, who)| row![*id, *team, *amount, *who]).collect();
+    assert_eq!(run.rows_after("expenses"), want, "{scenario} {variant}: expenses");
+    assert_eq!(run.verdict().kind, verdict, "{scenario} {variant}: verdict {:?}", run.verdict());
+    assert_eq!(common::wait_until_clean(&run.run_id).await, (0, 0, 0), "{scenario} {variant}: leftovers");
+    run
+}
+
+#[tokio::test]
+async fn lost_update_at_read_committed_loses_alices_write() {
+    check(
+        "isolation/lost-update",
+        "read-committed",
+        "--- lost update, read-committed ---
+[alice] read spent = $0
+[bob] read spent = $0
+[alice] set spent = $1,200
+[alice] commit
+[bob] set spent = $800
+[bob] commit
+final spent = $800 (expected $2,000)",
+        800,
+        &[],
+        VerdictKind::Reproduced,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn lost_update_at_repeatable_read_refuses_bobs_update() {
+    check(
+        "isolation/lost-update",
+        "repeatable-read",
+        "--- lost update, repeatable-read ---
+[alice] read spent = $0
+[bob] read spent = $0
+[alice] set spent = $1,200
+[alice] commit
+[bob] UPDATE failed: SQLSTATE 40001: could not serialize access due to concurrent update
+final spent = $1,200 (expected $2,000)",
+        1200,
+        &[],
+        VerdictKind::Prevented,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn atomic_update_makes_bob_wait_and_counts_both() {
+    let run = check(
+        "isolation/lost-update",
+        "atomic",
+        "--- lost update, atomic ---
+[alice] add $1,200 -> spent = $1,200 (not committed yet)
+[bob] waiting for alice's row lock
+[alice] commit
+[bob] add $800 -> spent = $2,000
+[bob] commit
+final spent = $2,000 (expected $2,000)",
+        2000,
+        &[],
+        VerdictKind::Prevented,
+    )
+    .await;
+    // The wait was detected from pg_blocking_pids, and named the holder.
+    let blocked = run.events.iter().find_map(|e| match &e.kind {
+        shared::EventKind::Blocked { actor, by } => Some((actor.clone(), by.clone())),
+        _ => None,
+    });
+    assert_eq!(blocked, Some(("bob".to_owned(), vec!["alice".to_owned()])));
+    assert!(run.events.iter().any(|e| matches!(&e.kind, shared::EventKind::Unblocked { actor, .. } if actor == "bob")));
+}
+
+#[tokio::test]
+async fn read_skew_at_read_committed_disagrees() {
+    check(
+        "isolation/read-skew",
+        "read-committed",
+        "--- read skew, report at read-committed ---
+[carol] approved $1,000 (earlier this month)
+[report] teams.spent          = $1,000
+[carol] approved $250 and committed
+[report] sum(expenses.amount) = $1,250
+report numbers DISAGREE: $1,000 vs $1,250",
+        1250,
+        &[(1, "design", 1000, "carol"), (2, "design", 250, "carol")],
+        VerdictKind::Reproduced,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn read_skew_at_repeatable_read_agrees() {
+    check(
+        "isolation/read-skew",
+        "repeatable-read",
+        "--- read skew, report at repeatable-read ---
+[carol] approved $1,000 (earlier this month)
+[report] teams.spent          = $1,000
+[carol] approved $250 and committed
+[report] sum(expenses.amount) = $1,000
+report numbers agree: $1,000 vs $1,000",
+        1250,
+        &[(1, "design", 1000, "carol"), (2, "design", 250, "carol")],
+        VerdictKind::Prevented,
+    )
+    .await;
+}
+
+const WRITE_SKEW_BOTH_COMMIT: &str = "[alice] check: approved $0 + $3,000 <= $5,000? True
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[alice] insert $3,000
+[bob] insert $3,000
+[alice] commit
+[bob] commit
+approved 2 expense(s) totalling $6,000 on a $5,000 budget";
+
+#[tokio::test]
+async fn write_skew_at_read_committed_overspends() {
+    check(
+        "isolation/write-skew",
+        "read-committed",
+        &format!("--- write skew, read-committed ---\n{WRITE_SKEW_BOTH_COMMIT}"),
+        0,
+        &[(1, "design", 3000, "alice"), (2, "design", 3000, "bob")],
+        VerdictKind::Reproduced,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn write_skew_at_repeatable_read_overspends_without_error() {
+    check(
+        "isolation/write-skew",
+        "repeatable-read",
+        &format!("--- write skew, repeatable-read ---\n{WRITE_SKEW_BOTH_COMMIT}"),
+        0,
+        &[(1, "design", 3000, "alice"), (2, "design", 3000, "bob")],
+        VerdictKind::Reproduced,
+    )
+    .await;
+}
+
+/// The golden transcript of `write-skew serializable` (also used by the concurrency test).
+pub const WRITE_SKEW_SERIALIZABLE: &str = "--- write skew, serializable ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[alice] insert $3,000
+[bob] insert $3,000
+[alice] commit
+[bob] COMMIT failed: SQLSTATE 40001: could not serialize access due to read/write dependencies among transactions
+[bob] retry the whole transaction
+[bob] check: approved $3,000 + $3,000 <= $5,000? False
+[bob] rejected: over budget
+approved 1 expense(s) totalling $3,000 on a $5,000 budget";
+
+#[tokio::test]
+async fn write_skew_at_serializable_cancels_bobs_commit() {
+    let run = check(
+        "isolation/write-skew",
+        "serializable",
+        WRITE_SKEW_SERIALIZABLE,
+        0,
+        &[(1, "design", 3000, "alice")],
+        VerdictKind::Prevented,
+    )
+    .await;
+    // The 40001 is an event with its SQLSTATE, on bob, at COMMIT.
+    let error = run.events.iter().find_map(|e| match &e.kind {
+        shared::EventKind::Error { actor, sqlstate, .. } => Some((actor.clone(), sqlstate.clone())),
+        _ => None,
+    });
+    assert_eq!(error, Some(("bob".to_owned(), Some("40001".to_owned()))));
+}
+
+#[tokio::test]
+async fn approve_serializable_retries_bob_after_a_40001_at_insert() {
+    check(
+        "isolation/approve",
+        "serializable",
+        "--- approve, serializable ---
+[alice] check: $0 + $3,000 <= $5,000, ok
+[bob] check: $0 + $3,000 <= $5,000, ok
+[alice] insert $3,000
+[alice] commit
+[bob] attempt 1 failed: could not serialize access due to read/write dependencies among transactions
+[bob] check: $3,000 + $3,000 > $5,000, rejected
+[bob] commit
+[bob] approved=False after 2 attempt(s)
+approved 1 expense(s) totalling $3,000 on a $5,000 budget",
+        0,
+        &[(1, "design", 3000, "alice")],
+        VerdictKind::Prevented,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn approve_for_update_makes_bob_wait_for_the_row_lock() {
+    check(
+        "isolation/approve",
+        "for-update",
+        "--- approve, for-update ---
+[alice] locked team design
+[alice] check: $0 + $3,000 <= $5,000, ok
+[bob] SELECT ... FOR UPDATE is waiting for alice
+[alice] insert $3,000
+[alice] commit
+[bob] locked team design
+[bob] check: $3,000 + $3,000 > $5,000, rejected
+[bob] commit
+approved 1 expense(s) totalling $3,000 on a $5,000 budget",
+        0,
+        &[(1, "design", 3000, "alice")],
+        VerdictKind::Prevented,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn approve_conditional_matches_zero_rows_for_bob() {
+    check(
+        "isolation/approve",
+        "conditional",
+        "--- approve, conditional ---
+[alice] UPDATE reserved $3,000, spent now $3,000
+[bob] UPDATE is waiting for alice's row lock
+[alice] commit
+[bob] UPDATE matched 0 rows: $3,000 does not fit, rejected
+approved 1 expense(s) totalling $3,000 on a $5,000 budget",
+        3000,
+        &[(1, "design", 3000, "alice")],
+        VerdictKind::Prevented,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn row_lock_at_repeatable_read_still_overspends() {
+    check(
+        "isolation/row-lock-at-repeatable-read",
+        "repeatable-read",
+        "--- row lock, repeatable-read ---
+[alice] locked team design
+[alice] check: $0 + $3,000 <= $5,000, ok
+[bob] SELECT ... FOR UPDATE is waiting for alice
+[alice] insert $3,000
+[alice] commit
+[bob] locked team design
+[bob] check: $0 + $3,000 <= $5,000, ok
+[bob] insert $3,000
+[bob] commit
+approved 2 expense(s) totalling $6,000 on a $5,000 budget",
+        0,
+        &[(1, "design", 3000, "alice"), (2, "design", 3000, "bob")],
+        VerdictKind::Reproduced,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn row_lock_at_read_committed_prevents_it() {
+    check(
+        "isolation/row-lock-at-repeatable-read",
+        "read-committed",
+        "--- row lock, read-committed ---
+[alice] locked team design
+[alice] check: $0 + $3,000 <= $5,000, ok
+[bob] SELECT ... FOR UPDATE is waiting for alice
+[alice] insert $3,000
+[alice] commit
+[bob] locked team design
+[bob] check: $3,000 + $3,000 > $5,000, rejected
+[bob] commit
+approved 1 expense(s) totalling $3,000 on a $5,000 budget",
+        0,
+        &[(1, "design", 3000, "alice")],
+        VerdictKind::Prevented,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn batch_job_at_read_committed_slips_past_serializable() {
+    check(
+        "isolation/batch-job",
+        "batch-read-committed",
+        "--- batch job, alice at serializable, batch-read-committed ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[batch] check: approved $0 + $3,000 <= $5,000? True
+[alice] insert $3,000
+[batch] insert $3,000
+[alice] commit
+[batch] commit
+approved 2 expense(s) totalling $6,000 on a $5,000 budget",
+        0,
+        &[(1, "design", 3000, "alice"), (2, "design", 3000, "batch")],
+        VerdictKind::Reproduced,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn batch_job_at_serializable_is_cancelled() {
+    check(
+        "isolation/batch-job",
+        "batch-serializable",
+        "--- batch job, alice at serializable, batch-serializable ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[batch] check: approved $0 + $3,000 <= $5,000? True
+[alice] insert $3,000
+[batch] insert $3,000
+[alice] commit
+[batch] COMMIT failed: SQLSTATE 40001: could not serialize access due to read/write dependencies among transactions
+[batch] retry the whole transaction
+[batch] check: approved $3,000 + $3,000 <= $5,000? False
+[batch] rejected: over budget
+approved 1 expense(s) totalling $3,000 on a $5,000 budget",
+        0,
+        &[(1, "design", 3000, "alice")],
+        VerdictKind::Prevented,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn serializable_cancels_an_approval_for_another_team() {
+    // Bob's cancelled first attempt used identity value 2, so his surviving row is 3.
+    check(
+        "isolation/false-positive",
+        "serializable",
+        "--- false positive, serializable: alice approves for design, bob for ops ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[alice] insert $3,000
+[bob] insert $3,000
+[alice] commit
+[bob] COMMIT failed: SQLSTATE 40001: could not serialize access due to read/write dependencies among transactions
+[bob] retry the whole transaction
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[bob] insert $3,000
+design: approved 1 expense(s) totalling $3,000 on a $5,000 budget
+ops: approved 1 expense(s) totalling $3,000 on a $5,000 budget",
+        0,
+        &[(1, "design", 3000, "alice"), (3, "ops", 3000, "bob")],
+        VerdictKind::Reproduced,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn read_committed_approvals_for_two_teams_both_commit() {
+    check(
+        "isolation/false-positive",
+        "read-committed",
+        "--- false positive, read-committed: alice approves for design, bob for ops ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[alice] insert $3,000
+[bob] insert $3,000
+[alice] commit
+[bob] commit
+design: approved 1 expense(s) totalling $3,000 on a $5,000 budget
+ops: approved 1 expense(s) totalling $3,000 on a $5,000 budget",
+        0,
+        &[(1, "design", 3000, "alice"), (2, "ops", 3000, "bob")],
+        VerdictKind::Prevented,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn load_test_keeps_its_invariants() {
+    use racelab::labs::isolation::load_test::{Strategy, figures_of};
+    let _slot = db_slot().await;
+    let run = play(&engine().await, "isolation/load-test", "all").await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    let transcript = run.transcript();
+    assert_eq!(transcript[0], "--- 16 workers, 400 approvals, $50,000 budget ---");
+    let figures = figures_of(&run.ledger(shared::Moment::After));
+    let order: Vec<Strategy> = figures.iter().map(|f| f.strategy).collect();
+    assert_eq!(order, Strategy::ALL.to_vec());
+    for (f, line) in figures.iter().zip(&transcript[1..]) {
+        assert_eq!(&f.line(), line, "the summary line is made from the figures");
+        assert!(f.approved <= 400 && f.total <= 108_488, "{f:?}");
+        if f.strategy.is_fix() {
+            assert_eq!(f.over_budget(), 0, "a fix overspent: {f:?}");
+        } else {
+            assert!(f.over_budget() > 0, "naive approvals stayed within budget this time: {f:?}");
+            assert_eq!((f.retries, f.most_attempts, f.gave_up), (0, 1, 0), "{f:?}");
+        }
+        match f.strategy {
+            Strategy::ForUpdate | Strategy::Conditional => assert_eq!((f.retries, f.most_attempts), (0, 1), "{f:?}"),
+            Strategy::Serializable => assert!(f.retries > 0 && f.most_attempts <= 10, "{f:?}"),
+            _ => {}
+        }
+        let expected_spent = if f.strategy == Strategy::Conditional { f.total } else { 0 };
+        assert_eq!(f.spent, expected_spent, "{f:?}");
+    }
+    // Progress streamed while it ran, ending at 400 of 400 for each strategy.
+    let finals = run
+        .events
+        .iter()
+        .filter(|e| matches!(&e.kind, shared::EventKind::Progress { done: 400, total: 400, .. }))
+        .count();
+    assert_eq!(finals, 5);
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+    assert!(run.verdict().checks.iter().filter(|c| !c.rule.starts_with("naive")).all(|c| c.holds), "{:?}", run.verdict());
+}
