@@ -8,17 +8,40 @@ use common::{Finished, db_slot, engine, lines, play};
 use shared::{Outcome, Value, VerdictKind};
 
 /// Plays a variant and checks transcript, final ledger and verdict.
-async fn check(scenario: &str, variant: &str, transcript: &str, spent: i64, expenses: &[(i64, &str, i64, &str)], verdict: VerdictKind) -> Finished {
+async fn check(
+    scenario: &str,
+    variant: &str,
+    transcript: &str,
+    spent: i64,
+    expenses: &[(i64, &str, i64, &str)],
+    verdict: VerdictKind,
+) -> Finished {
     let _slot = db_slot().await;
     let run = play(&engine().await, scenario, variant).await;
     assert_eq!(run.outcome, Outcome::Completed, "{scenario} {variant}");
     assert_eq!(run.transcript(), lines(transcript), "{scenario} {variant}: transcript");
-    let design = run.rows_after("teams").into_iter().find(|r| r[0] == Value::from("design")).expect("design row");
+    let design = run
+        .rows_after("teams")
+        .into_iter()
+        .find(|r| r[0] == Value::from("design"))
+        .expect("design row");
     assert_eq!(design, row!["design", 5000, spent], "{scenario} {variant}: teams");
-    let want: Vec<Vec<Value>> = expenses.iter().map(|(id, team, amount, who)| row![*id, *team, *amount, *who]).collect();
+    let want: Vec<Vec<Value>> = expenses
+        .iter()
+        .map(|(id, team, amount, who)| row![*id, *team, *amount, *who])
+        .collect();
     assert_eq!(run.rows_after("expenses"), want, "{scenario} {variant}: expenses");
-    assert_eq!(run.verdict().kind, verdict, "{scenario} {variant}: verdict {:?}", run.verdict());
-    assert_eq!(common::wait_until_clean(&run.run_id).await, (0, 0, 0), "{scenario} {variant}: leftovers");
+    assert_eq!(
+        run.verdict().kind,
+        verdict,
+        "{scenario} {variant}: verdict {:?}",
+        run.verdict()
+    );
+    assert_eq!(
+        common::wait_until_clean(&run.run_id).await,
+        (0, 0, 0),
+        "{scenario} {variant}: leftovers"
+    );
     run
 }
 
@@ -84,7 +107,11 @@ final spent = $2,000 (expected $2,000)",
         _ => None,
     });
     assert_eq!(blocked, Some(("bob".to_owned(), vec!["alice".to_owned()])));
-    assert!(run.events.iter().any(|e| matches!(&e.kind, shared::EventKind::Unblocked { actor, .. } if actor == "bob")));
+    assert!(
+        run.events
+            .iter()
+            .any(|e| matches!(&e.kind, shared::EventKind::Unblocked { actor, .. } if actor == "bob"))
+    );
 }
 
 #[tokio::test]
@@ -402,7 +429,10 @@ async fn load_test_keeps_its_invariants() {
         if f.strategy.is_fix() {
             assert_eq!(f.over_budget(), 0, "a fix overspent: {f:?}");
         } else {
-            assert!(f.over_budget() > 0, "naive approvals stayed within budget this time: {f:?}");
+            assert!(
+                f.over_budget() > 0,
+                "naive approvals stayed within budget this time: {f:?}"
+            );
             assert_eq!((f.retries, f.most_attempts, f.gave_up), (0, 1, 0), "{f:?}");
         }
         match f.strategy {
@@ -410,16 +440,37 @@ async fn load_test_keeps_its_invariants() {
             Strategy::Serializable => assert!(f.retries > 0 && f.most_attempts <= 10, "{f:?}"),
             _ => {}
         }
-        let expected_spent = if f.strategy == Strategy::Conditional { f.total } else { 0 };
+        let expected_spent = if f.strategy == Strategy::Conditional {
+            f.total
+        } else {
+            0
+        };
         assert_eq!(f.spent, expected_spent, "{f:?}");
     }
     // Progress streamed while it ran, ending at 400 of 400 for each strategy.
     let finals = run
         .events
         .iter()
-        .filter(|e| matches!(&e.kind, shared::EventKind::Progress { done: 400, total: 400, .. }))
+        .filter(|e| {
+            matches!(
+                &e.kind,
+                shared::EventKind::Progress {
+                    done: 400,
+                    total: 400,
+                    ..
+                }
+            )
+        })
         .count();
     assert_eq!(finals, 5);
     assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
-    assert!(run.verdict().checks.iter().filter(|c| !c.rule.starts_with("naive")).all(|c| c.holds), "{:?}", run.verdict());
+    assert!(
+        run.verdict()
+            .checks
+            .iter()
+            .filter(|c| !c.rule.starts_with("naive"))
+            .all(|c| c.holds),
+        "{:?}",
+        run.verdict()
+    );
 }

@@ -23,7 +23,8 @@ pub async fn db_slot() -> SemaphorePermit<'static> {
 /// The configuration tests run with: the environment's, else the local defaults.
 pub fn config() -> Config {
     Config {
-        database_url: std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".into()),
+        database_url: std::env::var("DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".into()),
         redis_url: std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
         kafka_brokers: std::env::var("KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into()),
         run_connections: None,
@@ -31,7 +32,11 @@ pub fn config() -> Config {
 }
 
 pub async fn engine() -> Arc<Engine> {
-    Arc::new(racelab::db::connect_engine(&config()).await.expect("racelab needs PostgreSQL at DATABASE_URL"))
+    Arc::new(
+        racelab::db::connect_engine(&config())
+            .await
+            .expect("racelab needs PostgreSQL at DATABASE_URL"),
+    )
 }
 
 /// A finished run, as its client saw it.
@@ -43,7 +48,10 @@ pub struct Finished {
 
 impl Finished {
     pub fn transcript(&self) -> Vec<String> {
-        shared::event::transcript(&self.events).into_iter().map(str::to_owned).collect()
+        shared::event::transcript(&self.events)
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
     }
 
     pub fn ledger(&self, moment: Moment) -> Ledger {
@@ -68,7 +76,11 @@ impl Finished {
 
     /// Rows of one table of the final ledger.
     pub fn rows_after(&self, table: &str) -> Vec<Vec<Value>> {
-        self.ledger(Moment::After).table(table).unwrap_or_else(|| panic!("no table {table}")).rows.clone()
+        self.ledger(Moment::After)
+            .table(table)
+            .unwrap_or_else(|| panic!("no table {table}"))
+            .rows
+            .clone()
     }
 }
 
@@ -79,10 +91,18 @@ pub async fn play(engine: &Arc<Engine>, scenario: &str, variant: &str) -> Finish
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
-        let update = tokio::time::timeout_at(deadline, handle.updates.recv()).await.expect("the run ended in time");
+        let update = tokio::time::timeout_at(deadline, handle.updates.recv())
+            .await
+            .expect("the run ended in time");
         match update.expect("the run said done before closing") {
             ServerMsg::Event { event } => events.push(event),
-            ServerMsg::Done { run_id, outcome } => return Finished { run_id, events, outcome },
+            ServerMsg::Done { run_id, outcome } => {
+                return Finished {
+                    run_id,
+                    events,
+                    outcome,
+                };
+            }
             _ => {}
         }
     }
@@ -142,7 +162,10 @@ pub async fn wait_until_clean(run_id: &str) -> (i64, i64, i64) {
 
 /// The real router on a free loopback port; returns its address.
 pub async fn server() -> SocketAddr {
-    let state = AppState { engine: engine().await, config: Arc::new(config()) };
+    let state = AppState {
+        engine: engine().await,
+        config: Arc::new(config()),
+    };
     let app = web::router(state, std::path::Path::new("no-such-dist"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a free port");
     let address = listener.local_addr().expect("bound");

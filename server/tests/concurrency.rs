@@ -1,0 +1,70 @@
+//! Fifty runs of the same scenario at once: each plays in its own sandbox and prints the
+//! tutorial's transcript, and together they leave no schema and no session behind. More runs
+//! than the server's connection cap allows at once, so some of them wait in the queue.
+
+mod common;
+
+use common::{engine, lines, play, wait_until_clean};
+use shared::Outcome;
+
+const WRITE_SKEW_SERIALIZABLE: &str = "--- write skew, serializable ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[alice] insert $3,000
+[bob] insert $3,000
+[alice] commit
+[bob] COMMIT failed: SQLSTATE 40001: could not serialize access due to read/write dependencies among transactions
+[bob] retry the whole transaction
+[bob] check: approved $3,000 + $3,000 <= $5,000? False
+[bob] rejected: over budget
+approved 1 expense(s) totalling $3,000 on a $5,000 budget";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_runs_all_match_the_tutorial_and_leave_nothing_behind() {
+    let engine = engine().await;
+    let runs = futures_util::future::join_all((0..50).map(|_| {
+        let engine = engine.clone();
+        async move { play(&engine, "isolation/write-skew", "serializable").await }
+    }))
+    .await;
+    let mut ids: Vec<&str> = runs.iter().map(|r| r.run_id.as_str()).collect();
+    for run in &runs {
+        assert_eq!(run.outcome, Outcome::Completed);
+        assert_eq!(run.transcript(), lines(WRITE_SKEW_SERIALIZABLE), "run {}", run.run_id);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 50, "every run had its own sandbox");
+    for run in &runs {
+        assert_eq!(
+            wait_until_clean(&run.run_id).await,
+            (0, 0, 0),
+            "run {} left something behind",
+            run.run_id
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_run_queued_behind_a_full_server_is_told_its_place() {
+    use racelab::engine::Admission;
+    use std::sync::Arc;
+    // The admission queue itself, against a capacity of one write-skew run.
+    let admission = Arc::new(Admission::new(3));
+    let first = admission.enter(3, |_| {}).await.expect("fits");
+    let (tx, mut positions) = tokio::sync::mpsc::unbounded_channel();
+    let second = {
+        let admission = admission.clone();
+        tokio::spawn(async move {
+            admission
+                .enter(3, move |p| {
+                    let _ = tx.send(p);
+                })
+                .await
+                .is_ok()
+        })
+    };
+    assert_eq!(positions.recv().await, Some(1));
+    drop(first);
+    assert!(second.await.expect("join"));
+}

@@ -1,0 +1,302 @@
+//! The websocket protocol and HTTP API against the real router on port 0 and real PostgreSQL.
+
+mod common;
+
+use common::{db_slot, server, wait_until_clean};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(address: SocketAddr) -> Socket {
+    let (socket, _) = tokio_tungstenite::connect_async(format!("ws://{address}/ws"))
+        .await
+        .expect("websocket");
+    socket
+}
+
+async fn send(socket: &mut Socket, frame: Value) {
+    socket
+        .send(Message::Text(frame.to_string().into()))
+        .await
+        .expect("send");
+}
+
+async fn send_raw(socket: &mut Socket, text: &str) {
+    socket.send(Message::Text(text.to_owned().into())).await.expect("send");
+}
+
+/// The next server frame, as JSON (fails the test after 30 s).
+async fn receive(socket: &mut Socket) -> Value {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
+            .await
+            .expect("a frame in time")
+            .expect("the socket is open")
+            .expect("a frame");
+        if let Message::Text(text) = message {
+            return serde_json::from_str(text.as_str()).expect("JSON frame");
+        }
+    }
+}
+
+/// Frames until (and including) the first for which `last` holds.
+async fn receive_until(socket: &mut Socket, last: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut frames = Vec::new();
+    loop {
+        let frame = receive(socket).await;
+        let stop = last(&frame);
+        frames.push(frame);
+        if stop {
+            return frames;
+        }
+    }
+}
+
+fn is_type(frame: &Value, kind: &str) -> bool {
+    frame["type"] == kind
+}
+
+fn event_type(frame: &Value) -> Option<&str> {
+    if is_type(frame, "event") {
+        frame["event"]["type"].as_str()
+    } else {
+        None
+    }
+}
+
+#[tokio::test]
+async fn a_run_streams_events_and_ends_with_ledger_verdict_and_done() {
+    let _slot = db_slot().await;
+    let address = server().await;
+    let mut socket = connect(address).await;
+    send(
+        &mut socket,
+        json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "serializable"}),
+    )
+    .await;
+    let frames = receive_until(&mut socket, |f| is_type(f, "done")).await;
+    assert!(frames.iter().all(|f| f["v"] == 1));
+    let started = frames.iter().find(|f| is_type(f, "started")).expect("started");
+    let run_id = started["run_id"].as_str().expect("run id").to_owned();
+    let events: Vec<&Value> = frames
+        .iter()
+        .filter(|f| is_type(f, "event"))
+        .map(|f| &f["event"])
+        .collect();
+    assert_eq!(events[0]["type"], "run_started");
+    assert_eq!(events[0]["actors"][0]["name"], "alice");
+    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "sequence numbers have no gaps"
+    );
+    let error = events.iter().find(|e| e["type"] == "error").expect("bob's 40001");
+    assert_eq!(
+        (error["actor"].as_str(), error["sqlstate"].as_str()),
+        (Some("bob"), Some("40001"))
+    );
+    assert!(events.iter().any(|e| e["type"] == "ledger" && e["moment"] == "after"));
+    let verdict = events.iter().find(|e| e["type"] == "verdict").expect("verdict");
+    assert_eq!(verdict["verdict"]["kind"], "prevented");
+    assert_eq!(events.last().expect("events")["type"], "done");
+    assert_eq!(frames.last().expect("frames")["outcome"]["status"], "completed");
+
+    // The finished run is stored and replays without a sandbox.
+    let stored: Value = reqwest_json(address, &format!("/api/runs/{run_id}")).await;
+    assert_eq!(stored["events"].as_array().map(Vec::len), Some(events.len()));
+    assert_eq!(stored["scenario"], "isolation/write-skew");
+    assert_eq!(wait_until_clean(&run_id).await, (0, 0, 0));
+
+    // The socket stays usable for another run.
+    send(
+        &mut socket,
+        json!({"v": 1, "type": "start", "scenario": "isolation/read-skew", "variant": "read-committed"}),
+    )
+    .await;
+    let frames = receive_until(&mut socket, |f| is_type(f, "done")).await;
+    assert_eq!(frames.last().expect("frames")["outcome"]["status"], "completed");
+}
+
+#[tokio::test]
+async fn malformed_and_unknown_frames_get_errors_and_the_socket_stays_usable() {
+    let address = server().await;
+    let mut socket = connect(address).await;
+    let cases: Vec<(&str, &str)> = vec![
+        ("not json", "bad_frame"),
+        (r#"{"type":"next"}"#, "bad_frame"),
+        (r#"{"v":2,"type":"next"}"#, "bad_version"),
+        (r#"{"v":1,"type":"launch"}"#, "bad_frame"),
+        (
+            r#"{"v":1,"type":"start","scenario":"isolation/nope","variant":"x"}"#,
+            "unknown_scenario",
+        ),
+        (
+            r#"{"v":1,"type":"start","scenario":"isolation/write-skew","variant":"snapshot"}"#,
+            "unknown_variant",
+        ),
+        (r#"{"v":1,"type":"next"}"#, "no_run"),
+        (r#"{"v":1,"type":"cancel"}"#, "no_run"),
+    ];
+    for (frame, code) in cases {
+        send_raw(&mut socket, frame).await;
+        let reply = receive(&mut socket).await;
+        assert_eq!(
+            (reply["type"].as_str(), reply["code"].as_str()),
+            (Some("error"), Some(code)),
+            "for {frame}"
+        );
+        assert!(reply["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    socket
+        .send(Message::Binary(vec![1u8, 2, 3].into()))
+        .await
+        .expect("send");
+    assert_eq!(receive(&mut socket).await["code"], "bad_frame");
+    // Unknown variants name the valid ones.
+    send_raw(
+        &mut socket,
+        r#"{"v":1,"type":"start","scenario":"isolation/approve","variant":"magic"}"#,
+    )
+    .await;
+    let reply = receive(&mut socket).await;
+    assert!(
+        reply["message"].as_str().is_some_and(|m| m.contains("for-update")),
+        "{reply}"
+    );
+}
+
+#[tokio::test]
+async fn step_mode_plays_one_step_per_next() {
+    let _slot = db_slot().await;
+    let address = server().await;
+    let mut socket = connect(address).await;
+    send(&mut socket, json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "read-committed", "mode": "step"})).await;
+    let frames = receive_until(&mut socket, |f| event_type(f) == Some("paused")).await;
+    assert!(
+        frames.iter().all(|f| event_type(f) != Some("step")),
+        "nothing runs before the first next"
+    );
+    let next_up = frames.last().expect("paused")["event"]["next"]
+        .as_str()
+        .expect("whose step")
+        .to_owned();
+    assert!(next_up.starts_with("alice: SELECT budget"), "{next_up}");
+    for _ in 0..3 {
+        send(&mut socket, json!({"v": 1, "type": "next"})).await;
+        let frames = receive_until(&mut socket, |f| event_type(f) == Some("paused")).await;
+        let steps: Vec<&str> = frames
+            .iter()
+            .filter(|f| event_type(f) == Some("step"))
+            .filter_map(|f| f["event"]["text"].as_str())
+            .filter(|text| !text.starts_with("BEGIN"))
+            .collect();
+        assert_eq!(steps.len(), 1, "one next, one step: {steps:?}");
+    }
+    // Auto-mode runs refuse next; cancel ends the step run with a clean sandbox.
+    send(&mut socket, json!({"v": 1, "type": "cancel"})).await;
+    let frames = receive_until(&mut socket, |f| is_type(f, "done")).await;
+    let done = frames.last().expect("done");
+    assert_eq!(done["outcome"]["status"], "cancelled");
+    let run_id = done["run_id"].as_str().expect("run id");
+    assert_eq!(wait_until_clean(run_id).await, (0, 0, 0));
+}
+
+#[tokio::test]
+async fn closing_the_tab_while_bob_is_blocked_leaves_no_schema_session_or_lock() {
+    let _slot = db_slot().await;
+    let address = server().await;
+    let mut socket = connect(address).await;
+    send(
+        &mut socket,
+        json!({"v": 1, "type": "start", "scenario": "isolation/approve", "variant": "for-update", "mode": "step"}),
+    )
+    .await;
+    let started = receive_until(&mut socket, |f| is_type(f, "started")).await;
+    let run_id = started.last().expect("started")["run_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    // Step until bob is seen blocked on alice's row lock.
+    loop {
+        let frames = receive_until(&mut socket, |f| matches!(event_type(f), Some("paused" | "blocked"))).await;
+        if frames.iter().any(|f| event_type(f) == Some("blocked")) {
+            break;
+        }
+        send(&mut socket, json!({"v": 1, "type": "next"})).await;
+    }
+    let mut inspector = common::inspector().await;
+    let (schemas, sessions, locks) = common::leftovers(&mut inspector, &run_id).await;
+    assert_eq!(schemas, 1);
+    assert!(
+        sessions >= 3 && locks > 0,
+        "alice, bob and the monitor hold sessions and locks mid-run"
+    );
+    drop(socket);
+    assert_eq!(wait_until_clean(&run_id).await, (0, 0, 0));
+}
+
+#[tokio::test]
+async fn catalog_health_and_missing_runs_answer_over_http() {
+    let address = server().await;
+    let labs: Value = reqwest_json(address, "/api/labs").await;
+    let isolation = labs
+        .as_array()
+        .and_then(|l| l.iter().find(|lab| lab["id"] == "isolation"))
+        .expect("isolation lab");
+    assert_eq!(isolation["down"], json!([]));
+    assert!(isolation["scenarios"].as_array().is_some_and(|s| s.len() >= 8));
+    let health: Value = reqwest_json(address, "/healthz").await;
+    assert_eq!(health["postgres"]["up"], true);
+    let (status, body) = get(address, "/api/runs/does-not-exist").await;
+    assert_eq!(status, 404);
+    assert!(body.contains("does-not-exist"));
+}
+
+/// A minimal HTTP GET over a raw socket (one dependency fewer than an HTTP client).
+async fn get(address: SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.expect("connect");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.expect("read");
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        unchunk(body)
+    } else {
+        body.to_owned()
+    };
+    (status, body)
+}
+
+fn unchunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+async fn reqwest_json(address: SocketAddr, path: &str) -> Value {
+    let (status, body) = get(address, path).await;
+    assert_eq!(status, 200, "{path}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+}
