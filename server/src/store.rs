@@ -11,6 +11,16 @@ pub struct Store {
     pool: PgPool,
 }
 
+/// A row of `runs`, as stored.
+#[derive(sqlx::FromRow)]
+struct RunRow {
+    id: String,
+    scenario: String,
+    variant: String,
+    outcome: Json<Outcome>,
+    events: Json<Vec<Event>>,
+}
+
 /// A stored run.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct StoredRun {
@@ -63,19 +73,17 @@ impl Store {
 
     /// A finished run, if one has that id.
     pub async fn load(&self, id: &str) -> Result<Option<StoredRun>, sqlx::Error> {
-        let row: Option<(String, String, String, Json<Outcome>, Json<Vec<Event>>)> =
+        let row: Option<RunRow> =
             sqlx::query_as("SELECT id, scenario, variant, outcome, events FROM public.runs WHERE id = $1")
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(
-            row.map(|(id, scenario, variant, Json(outcome), Json(events))| StoredRun {
-                id,
-                scenario,
-                variant,
-                outcome,
-                events,
-            }),
-        )
+        Ok(row.map(|r| StoredRun {
+            id: r.id,
+            scenario: r.scenario,
+            variant: r.variant,
+            outcome: r.outcome.0,
+            events: r.events.0,
+        }))
     }
 }

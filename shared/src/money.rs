@@ -10,7 +10,7 @@ pub fn usd(dollars: i64) -> String {
     }
     grouped.push('$');
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(c);

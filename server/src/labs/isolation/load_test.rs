@@ -291,7 +291,7 @@ async fn run_strategy(run: &Run, strategy: Strategy) -> Result<Figures, RunError
             let approval = approve(strategy, worker, amount).await?;
             results.lock().unwrap_or_else(|p| p.into_inner()).push(approval);
             let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
-            if finished % PROGRESS_EVERY == 0 || finished == total_jobs {
+            if finished.is_multiple_of(PROGRESS_EVERY) || finished == total_jobs {
                 run.emit(EventKind::Progress {
                     label: strategy.name().into(),
                     done: finished,
