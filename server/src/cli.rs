@@ -159,7 +159,7 @@ async fn run_once(
                     eprintln!("\nledger, before → after:\n{}", render_text(&diff(before, after)));
                     if let Some(expected) = &expected {
                         eprintln!(
-                            "a correct system would differ from it here:\n{}",
+                            "against a correct system (expected → what happened):\n{}",
                             render_text(&diff(expected, after))
                         );
                     }

@@ -474,3 +474,68 @@ async fn load_test_keeps_its_invariants() {
         run.verdict()
     );
 }
+
+#[tokio::test]
+async fn opposite_lock_orders_deadlock_and_alice_retries() {
+    let run = check(
+        "isolation/deadlock",
+        "opposite-order",
+        "--- deadlock, opposite-order ---
+[alice] locked team design
+[bob] locked team ops
+[alice] waiting for bob's lock on ops
+[bob] waiting for alice's lock on design
+[alice] attempt 1 failed: deadlock detected
+[bob] locked team design
+[bob] insert $1,000 for design and ops
+[bob] commit
+[alice] locked team design
+[alice] locked team ops
+[alice] insert $1,000 for design and ops
+[alice] commit
+[alice] approved after 2 attempt(s)
+approved 2 shared expense(s) of $1,000 per team",
+        0,
+        &[
+            (1, "design", 1000, "bob"),
+            (2, "ops", 1000, "bob"),
+            (3, "design", 1000, "alice"),
+            (4, "ops", 1000, "alice"),
+        ],
+        VerdictKind::Reproduced,
+    )
+    .await;
+    let error = run.events.iter().find_map(|e| match &e.kind {
+        shared::EventKind::Error { actor, sqlstate, .. } => Some((actor.clone(), sqlstate.clone())),
+        _ => None,
+    });
+    assert_eq!(error, Some(("alice".to_owned(), Some("40P01".to_owned()))));
+}
+
+#[tokio::test]
+async fn one_lock_order_makes_bob_wait_instead() {
+    check(
+        "isolation/deadlock",
+        "same-order",
+        "--- deadlock, same-order ---
+[alice] locked team design
+[bob] waiting for alice's lock on design
+[alice] locked team ops
+[alice] insert $1,000 for design and ops
+[alice] commit
+[bob] locked team design
+[bob] locked team ops
+[bob] insert $1,000 for design and ops
+[bob] commit
+approved 2 shared expense(s) of $1,000 per team",
+        0,
+        &[
+            (1, "design", 1000, "alice"),
+            (2, "ops", 1000, "alice"),
+            (3, "design", 1000, "bob"),
+            (4, "ops", 1000, "bob"),
+        ],
+        VerdictKind::Prevented,
+    )
+    .await;
+}

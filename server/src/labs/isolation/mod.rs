@@ -9,12 +9,14 @@
 //! - [`load_test`]: 16 workers, 400 approvals, every strategy.
 //! - [`row_lock_at_repeatable_read`], [`batch_job`], [`false_positive`]: the three cases the
 //!   tutorial describes without a script.
+//! - [`deadlock`]: the second retryable error, 40P01, and the fix (one lock order).
 //!
 //! The helpers below are the lab's vocabulary: the SQL of the business rule (written once, used
 //! by every scenario), the transcript wording, and the ledger every scenario shows.
 
 pub mod approve;
 pub mod batch_job;
+pub mod deadlock;
 pub mod false_positive;
 pub mod load_test;
 pub mod lost_update;
@@ -40,6 +42,7 @@ pub static LAB: LabDef = LabDef {
         &row_lock_at_repeatable_read::SCENARIO,
         &batch_job::SCENARIO,
         &false_positive::SCENARIO,
+        &deadlock::SCENARIO,
     ],
 };
 

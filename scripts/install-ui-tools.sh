@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what building and browser-testing the app needs, from the package registries only
+# (versions verified in TOOLCHAIN.md). Idempotent: skips what is already there.
+#   - the wasm32 target, trunk 0.21.14, wasm-bindgen-cli = the wasm-bindgen version in Cargo.lock
+#   - wasm-opt from the npm package binaryen@132 (never Debian's 108: its output fails in browsers)
+#   - Chromium and chromedriver from Debian (same build, so their versions always match)
+# Tools land in ~/.cargo/bin and $TOOLS (default .tools/) ; source scripts/ui-env.sh for PATH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOOLS=${TOOLS:-$PWD/.tools}
+
+rustup target add wasm32-unknown-unknown >/dev/null
+
+if ! trunk --version 2>/dev/null | grep -q '0.21.14'; then
+  cargo install trunk --version 0.21.14 --locked
+fi
+
+bindgen=$(cargo pkgid -p wasm-bindgen | sed 's/.*@//')
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $bindgen\$"; then
+  # Not --locked: its lockfile pins a webpki-roots version the registry lacks.
+  cargo install wasm-bindgen-cli --version "$bindgen"
+fi
+
+if [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ]; then
+  mkdir -p "$TOOLS"
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS" binaryen@132
+fi
+
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver fonts-liberation >/dev/null
+fi
