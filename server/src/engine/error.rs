@@ -59,9 +59,6 @@ pub enum RunError {
     /// A step that should have waited for a lock neither waited nor finished in time.
     #[error("{actor} never blocked within {timeout_ms} ms")]
     BlockTimeout { actor: String, timeout_ms: u64 },
-    /// A blocked step was not released in time.
-    #[error("{actor} was never released within {timeout_ms} ms")]
-    NeverReleased { actor: String, timeout_ms: u64 },
     /// A connection could not be opened or a sandbox query failed.
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),

@@ -1,0 +1,84 @@
+//! The engine's promises that no tutorial scenario exercises: a step expected to block that does
+//! not fails the run clearly; a full server queues runs and tells them their place.
+
+mod common;
+
+use racelab::engine::{Level, RunError};
+use racelab::labs::{ScenarioDef, actors_at};
+use shared::{Mode, Outcome, ServerMsg};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A broken choreography: bob's SELECT 1 is "expected" to wait for a lock nobody holds.
+static NEVER_WAITS: ScenarioDef = ScenarioDef {
+    id: "test/never-waits",
+    title: "A step that should wait but does not",
+    hook: "",
+    variants: &[("only", "only", "")],
+    schema: racelab::labs::isolation::SCHEMA,
+    actors: |_| actors_at(&["bob"], "READ COMMITTED"),
+    play: |run, _| {
+        Box::pin(async move {
+            let bob = run.actor("bob", Level::ReadCommitted).await?;
+            bob.start("SELECT 1", &[]).await?.expect_blocked().await?;
+            Ok::<(), RunError>(())
+        })
+    },
+};
+
+#[tokio::test]
+async fn a_step_that_never_blocks_fails_the_run_with_a_clear_message() {
+    let _slot = common::db_slot().await;
+    let engine = common::engine().await;
+    let mut handle = engine.start(&NEVER_WAITS, "only", Mode::Auto).expect("start");
+    let (run_id, outcome) = loop {
+        match tokio::time::timeout(Duration::from_secs(30), handle.updates.recv())
+            .await
+            .expect("in time")
+        {
+            Some(ServerMsg::Done { run_id, outcome }) => break (run_id, outcome),
+            Some(_) => {}
+            None => panic!("no done"),
+        }
+    };
+    assert_eq!(
+        outcome,
+        Outcome::Failed {
+            message: "bob was expected to wait for a lock, but its step finished without waiting".into()
+        }
+    );
+    assert_eq!(common::wait_until_clean(&run_id).await, (0, 0, 0));
+}
+
+#[tokio::test]
+async fn a_full_server_queues_the_next_run_and_tells_it_its_place() {
+    let _slot = common::db_slot().await;
+    let mut config = common::config();
+    config.run_connections = Some(3); // room for exactly one two-actor run
+    let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("engine"));
+    let write_skew = racelab::labs::find("isolation/write-skew").expect("scenario");
+    let mut first = engine.start(write_skew, "serializable", Mode::Step).expect("first");
+    loop {
+        if let Some(ServerMsg::Started { .. }) = first.updates.recv().await {
+            break;
+        }
+    }
+    let mut second = engine.start(write_skew, "serializable", Mode::Auto).expect("second");
+    let told = tokio::time::timeout(Duration::from_secs(10), second.updates.recv())
+        .await
+        .expect("in time");
+    assert_eq!(told, Some(ServerMsg::Queued { position: 1 }));
+    first.cancel();
+    let mut second_ran = false;
+    while let Some(update) = tokio::time::timeout(Duration::from_secs(30), second.updates.recv())
+        .await
+        .expect("in time")
+    {
+        if let ServerMsg::Done { outcome, .. } = update {
+            assert_eq!(outcome, Outcome::Completed);
+            second_ran = true;
+            break;
+        }
+    }
+    assert!(second_ran, "the queued run played once the first was cancelled");
+}
