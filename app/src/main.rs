@@ -1,36 +1,40 @@
-//! racelab's browser app (Leptos, client-side rendered, built into `dist/` by Trunk).
+//! racelab's browser playground: Leptos, client-side rendered, built by Trunk into `dist/`.
 //!
-//! For now this is only a shell: it proves the wasm bundle builds, loads and picks up the theme.
-//! The playground itself (catalog, scenario page with timeline and ledger diff, compare, load
-//! test, embed, run permalinks) is the UI issue's work; it will talk to the server over the
-//! websocket at `/ws` with the message types of the `shared` crate.
-//!
-//! Everything the app draws sits inside one element with the class `racelab`: the stylesheets
-//! in `style/` only match inside it, so an embed never restyles the page around it.
+//! The page is chosen from the URL once, at load ([`route`]); links between pages are plain
+//! links. Every page draws runs with the same components, fed by [`shared::run_state::RunState`]
+//! folded from the websocket's frames ([`api`]). Everything sits inside one `.racelab` root so
+//! the stylesheets never touch a host page that embeds us. See `app/README.md` for the tree and
+//! the DOM contract the browser tests rely on.
+
+mod api;
+mod components;
+mod pages;
+mod route;
 
 use leptos::prelude::*;
+use route::Route;
 
 fn main() {
     leptos::mount::mount_to_body(App);
 }
 
-/// The whole page for now: the name, what racelab is, and what already works.
 #[component]
 fn App() -> impl IntoView {
+    let route = Route::current();
+    let theme = route.theme();
+    let embed = matches!(route, Route::Embed { .. });
+    let page = match route {
+        Route::Catalog => view! { <pages::catalog::Catalog /> }.into_any(),
+        Route::Scenario { id } => view! { <pages::scenario::ScenarioPage id=id /> }.into_any(),
+        Route::Compare { id } => view! { <pages::compare::ComparePage id=id /> }.into_any(),
+        Route::Replay { id } => view! { <pages::replay::ReplayPage id=id /> }.into_any(),
+        Route::Embed { id, options } => view! { <pages::embed::EmbedPage id=id options=options /> }.into_any(),
+        Route::NotFound { path } => view! { <pages::not_found::NotFound path=path /> }.into_any(),
+    };
     view! {
-        <div class="racelab">
-            <header class="rl-header">
-                <h1>"racelab"</h1>
-                <p class="rl-muted">
-                    "Concurrency races replayed step by step on real PostgreSQL, Redis and Kafka."
-                </p>
-            </header>
-            <main class="rl-main">
-                <p>
-                    "The playground UI is coming; the websocket API at " <code>"/ws"</code>
-                    " and the catalog at " <a href="/api/labs">"/api/labs"</a> " are live."
-                </p>
-            </main>
+        <div class="racelab" class:rl-embed=embed data-theme=theme>
+            {(!embed).then(|| view! { <components::header::Header /> })}
+            <main class="rl-main">{page}</main>
         </div>
     }
 }

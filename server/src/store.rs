@@ -1,6 +1,7 @@
 //! The run store: finished runs and their events, for permalinks and replays.
 
 use crate::engine::BoxFuture;
+pub use shared::protocol::StoredRun;
 use shared::{Event, Outcome};
 use sqlx::PgPool;
 use sqlx::types::Json;
@@ -19,16 +20,6 @@ struct RunRow {
     variant: String,
     outcome: Json<Outcome>,
     events: Json<Vec<Event>>,
-}
-
-/// A stored run.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, PartialEq)]
-pub struct StoredRun {
-    pub id: String,
-    pub scenario: String,
-    pub variant: String,
-    pub outcome: Outcome,
-    pub events: Vec<Event>,
 }
 
 impl Store {

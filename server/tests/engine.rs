@@ -14,6 +14,7 @@ static NEVER_WAITS: ScenarioDef = ScenarioDef {
     id: "test/never-waits",
     title: "A step that should wait but does not",
     hook: "",
+    about: "",
     variants: &[("only", "only", "")],
     schema: racelab::labs::isolation::SCHEMA,
     actors: |_| actors_at(&["bob"], "READ COMMITTED"),

@@ -46,6 +46,8 @@ pub struct ScenarioInfo {
     pub title: String,
     /// One line that makes a reader want to press Run.
     pub hook: String,
+    /// A short explanation for the scenario page: what to watch for.
+    pub about: String,
     pub variants: Vec<VariantInfo>,
 }
 

@@ -32,6 +32,18 @@ impl Ledger {
 }
 
 impl Table {
+    /// The sum of an integer column (`amount`), if the table has it: the number a reader
+    /// compares first ($6,000 approved vs $3,000).
+    pub fn column_total(&self, column: &str) -> Option<i64> {
+        let i = self.columns.iter().position(|c| c == column)?;
+        Some(
+            self.rows
+                .iter()
+                .filter_map(|row| row.get(i).and_then(Value::as_int))
+                .sum(),
+        )
+    }
+
     fn key<'a>(&self, row: &'a [Value]) -> &'a [Value] {
         &row[..self.key_columns.min(row.len())]
     }
@@ -217,6 +229,13 @@ mod tests {
                 .map(|(id, who)| vec![(*id).into(), 3000.into(), (*who).into()])
                 .collect(),
         }
+    }
+
+    #[test]
+    fn totals_sum_a_named_column() {
+        assert_eq!(expenses(&[(1, "alice"), (2, "bob")]).column_total("amount"), Some(6000));
+        assert_eq!(expenses(&[]).column_total("amount"), Some(0));
+        assert_eq!(teams(0).column_total("amount"), None);
     }
 
     #[test]

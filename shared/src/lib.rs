@@ -16,6 +16,8 @@ pub mod event;
 pub mod ledger;
 pub mod money;
 pub mod protocol;
+pub mod run_state;
+pub mod timeline;
 pub mod value;
 pub mod verdict;
 

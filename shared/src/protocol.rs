@@ -94,6 +94,16 @@ pub enum ServerMsg {
     },
 }
 
+/// A finished run as `GET /api/runs/{id}` returns it: enough to replay it exactly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredRun {
+    pub id: String,
+    pub scenario: String,
+    pub variant: String,
+    pub outcome: Outcome,
+    pub events: Vec<Event>,
+}
+
 /// A server frame.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ServerFrame {

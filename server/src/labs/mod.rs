@@ -20,6 +20,8 @@ pub struct ScenarioDef {
     pub id: &'static str,
     pub title: &'static str,
     pub hook: &'static str,
+    /// Two or three sentences for the scenario page: what to watch for.
+    pub about: &'static str,
     pub variants: &'static [VariantDef],
     /// The lab's schema SQL.
     pub schema: &'static str,
@@ -34,6 +36,7 @@ impl Scenario for ScenarioDef {
             id: self.id.to_owned(),
             title: self.title.to_owned(),
             hook: self.hook.to_owned(),
+            about: self.about.to_owned(),
             variants: self
                 .variants
                 .iter()

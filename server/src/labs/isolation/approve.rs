@@ -21,6 +21,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/approve",
     title: "Three ways to approve safely",
     hook: "The same two $3,000 approvals, with each of the three fixes",
+    about: "The same race, fixed three ways: SERIALIZABLE with a loop that retries the whole transaction, a row lock on the team taken before checking, and one conditional UPDATE that reserves the money only if it fits. Each approves exactly one $3,000 expense.",
     variants: &[
         (
             "serializable",

@@ -17,6 +17,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/batch-job",
     title: "A batch job slips past SERIALIZABLE",
     hook: "Alice approves at SERIALIZABLE; a nightly job inserts at READ COMMITTED; the budget breaks anyway",
+    about: "SERIALIZABLE only watches transactions that run at SERIALIZABLE. A batch job inserting at READ COMMITTED next to a SERIALIZABLE approver goes unnoticed, and the budget breaks.",
     variants: &[
         (
             "batch-read-committed",

@@ -18,6 +18,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/deadlock",
     title: "Deadlock: two approvals lock two teams in opposite orders",
     hook: "Alice and Bob each wait for the other's lock, until PostgreSQL cancels one of them",
+    about: "Each approval locks two teams' rows, Alice in one order and Bob in the other. Each ends up holding what the other waits for, until PostgreSQL's deadlock check cancels one with 40P01 and her retry goes through.",
     variants: &[
         (
             "opposite-order",

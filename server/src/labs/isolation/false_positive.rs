@@ -18,6 +18,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/false-positive",
     title: "SERIALIZABLE cancels an approval that conflicted with nobody",
     hook: "Two managers of two different teams, and PostgreSQL still cancels one of them",
+    about: "SERIALIZABLE tracks what each transaction read, coarsely on small tables. Two approvals for two different teams share a page, so one of them is cancelled although they never conflicted: a retry, never wrong data.",
     variants: &[
         (
             "serializable",

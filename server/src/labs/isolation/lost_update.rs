@@ -17,6 +17,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/lost-update",
     title: "Lost update",
     hook: "Alice adds $1,200 and Bob adds $800 to the same total; one of them vanishes",
+    about: "Alice and Bob each read the team's running total, add their own expense in the application, and write the sum back. Watch what the second write does to the first, and how REPEATABLE READ or a single `spent = spent + x` changes the ending.",
     variants: &[
         (
             "read-committed",

@@ -17,6 +17,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/read-skew",
     title: "Read skew",
     hook: "A month-end report reads two numbers that were never true at the same moment",
+    about: "Carol approves expenses while a month-end report reads the running total and then the sum of the expense rows. At READ COMMITTED each statement sees the latest commits, so the two numbers can come from different moments.",
     variants: &[
         (
             "read-committed",

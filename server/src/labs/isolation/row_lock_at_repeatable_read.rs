@@ -17,6 +17,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/row-lock-at-repeatable-read",
     title: "The row lock at the wrong isolation level",
     hook: "Both managers wait their turn for the lock, and still overspend",
+    about: "The row-lock fix only works at READ COMMITTED. At REPEATABLE READ, Bob's snapshot is taken by the locking SELECT itself, before he waits, so after Alice commits he still reads $0 approved.",
     variants: &[
         (
             "repeatable-read",

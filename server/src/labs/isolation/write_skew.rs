@@ -17,6 +17,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/write-skew",
     title: "Write skew: two managers overspend a budget",
     hook: "Two managers approve $3,000 each against a $5,000 budget, at the same moment",
+    about: "Both managers check how much is already approved, both see room for $3,000, and each inserts a different row. No row is written twice, so only SERIALIZABLE notices that no one-at-a-time order explains the result.",
     variants: &[
         (
             "read-committed",

@@ -1,0 +1,210 @@
+//! Talking to the server: `GET /api/*` as JSON, and the run websocket. Everything that touches
+//! the browser's APIs lives here, so the components stay plain.
+
+use leptos::prelude::*;
+use serde::de::DeserializeOwned;
+use shared::run_state::RunState;
+use shared::{ClientFrame, ClientMsg, Mode, PROTOCOL_VERSION, ServerFrame};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+/// `(path, query)` of the page, e.g. `("/lab/isolation/write-skew", "?variant=serializable")`.
+pub fn location() -> (String, String) {
+    let location = web_sys::window().map(|w| w.location());
+    let path = location
+        .as_ref()
+        .and_then(|l| l.pathname().ok())
+        .unwrap_or_else(|| "/".into());
+    let query = location.as_ref().and_then(|l| l.search().ok()).unwrap_or_default();
+    (path, query)
+}
+
+/// `https://host:port`, for links and embed code that must work from other sites.
+pub fn origin() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().origin().ok())
+        .unwrap_or_default()
+}
+
+/// GETs `path` and decodes its JSON body.
+pub async fn fetch_json<T: DeserializeOwned>(path: &str) -> Result<T, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let response = JsFuture::from(window.fetch_with_str(path))
+        .await
+        .map_err(|_| format!("{path}: the server did not answer"))?;
+    let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_owned())?;
+    let status = response.status();
+    let text = JsFuture::from(response.text().map_err(|_| "no body".to_owned())?)
+        .await
+        .ok()
+        .and_then(|t| t.as_string())
+        .unwrap_or_default();
+    if !response.ok() {
+        let message = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
+            .unwrap_or(text);
+        return Err(format!("{path}: {status} {message}"));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("{path}: unexpected answer: {e}"))
+}
+
+/// The socket's state as the page shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    Connecting,
+    Open,
+    /// Closed without the page asking: show a reconnect button.
+    Lost,
+}
+
+/// One websocket, feeding one [`RunState`]. Frames that arrive are folded into `state`; a start
+/// asked for before the socket opens is sent when it does. A handle into Leptos' arena (the
+/// browser socket itself stays on this thread), so it is `Copy` and reactive closures can hold it.
+#[derive(Clone, Copy)]
+pub struct RunSocket {
+    inner: StoredValue<Inner, LocalStorage>,
+    pub state: RwSignal<RunState>,
+    pub link: RwSignal<Link>,
+}
+
+struct Inner {
+    socket: Option<web_sys::WebSocket>,
+    /// A frame waiting for the socket to open.
+    waiting: Option<String>,
+}
+
+impl RunSocket {
+    pub fn new() -> RunSocket {
+        let socket = RunSocket {
+            inner: StoredValue::new_local(Inner {
+                socket: None,
+                waiting: None,
+            }),
+            state: RwSignal::new(RunState::default()),
+            link: RwSignal::new(Link::Connecting),
+        };
+        socket.connect();
+        socket
+    }
+
+    /// Opens (or reopens) the websocket.
+    pub fn connect(&self) {
+        let url = origin().replacen("http", "ws", 1) + "/ws";
+        let Ok(ws) = web_sys::WebSocket::new(&url) else {
+            self.link.set(Link::Lost);
+            return;
+        };
+        self.link.set(Link::Connecting);
+        let state = self.state;
+        let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |event: web_sys::MessageEvent| {
+            if let Some(text) = event.data().as_string()
+                && let Ok(frame) = serde_json::from_str::<ServerFrame>(&text)
+            {
+                state.update(|s| s.apply(frame.msg));
+            }
+        });
+        ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        on_message.forget();
+
+        let (inner, link) = (self.inner, self.link);
+        let on_open = Closure::<dyn FnMut()>::new(move || {
+            link.set(Link::Open);
+            inner.update_value(|inner| {
+                if let (Some(frame), Some(ws)) = (inner.waiting.take(), inner.socket.as_ref()) {
+                    let _ = ws.send_with_str(&frame);
+                }
+            });
+        });
+        ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+        on_open.forget();
+
+        let on_close = Closure::<dyn FnMut()>::new(move || {
+            link.set(Link::Lost);
+            // The server cancels a run whose socket closed; say so instead of showing it running.
+            state.update(|s| {
+                if s.is_active() {
+                    s.phase = shared::run_state::Phase::Finished(shared::Outcome::Cancelled);
+                }
+            });
+        });
+        ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+        on_close.forget();
+        self.inner.update_value(|inner| {
+            if let Some(old) = inner.socket.replace(ws) {
+                let _ = old.close();
+            }
+        });
+    }
+
+    /// Starts a run, replacing whatever this socket showed before.
+    pub fn start(&self, scenario: &str, variant: &str, mode: Mode) {
+        self.state.update(|s| s.reset());
+        self.send(ClientMsg::Start {
+            scenario: scenario.to_owned(),
+            variant: variant.to_owned(),
+            mode,
+        });
+    }
+
+    pub fn next(&self) {
+        self.send(ClientMsg::Next);
+    }
+
+    pub fn cancel(&self) {
+        self.send(ClientMsg::Cancel);
+    }
+
+    fn send(&self, msg: ClientMsg) {
+        let Ok(frame) = serde_json::to_string(&ClientFrame {
+            v: PROTOCOL_VERSION,
+            msg,
+        }) else {
+            return;
+        };
+        self.inner.update_value(|inner| match inner.socket.as_ref() {
+            Some(ws) if ws.ready_state() == web_sys::WebSocket::OPEN => {
+                let _ = ws.send_with_str(&frame);
+            }
+            _ => inner.waiting = Some(frame),
+        });
+    }
+}
+
+/// Copies text to the clipboard (best effort: some hosts forbid it; the text stays selectable).
+pub fn copy_to_clipboard(text: &str) {
+    if let Some(window) = web_sys::window() {
+        let _ = window.navigator().clipboard().write_text(text);
+    }
+}
+
+/// Tells the embedding page how tall we are, whenever our root changes size.
+pub fn report_height_to_parent() {
+    let Some(window) = web_sys::window() else { return };
+    let Some(root) = window
+        .document()
+        .and_then(|d| d.query_selector(".racelab").ok().flatten())
+    else {
+        return;
+    };
+    let post = move |height: f64| {
+        if let Some(window) = web_sys::window()
+            && let Ok(Some(parent)) = window.parent()
+        {
+            let message = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&message, &"type".into(), &"racelab:height".into());
+            let _ = js_sys::Reflect::set(&message, &"height".into(), &height.into());
+            let _ = parent.post_message(&message, "*");
+        }
+    };
+    let observe = Closure::<dyn FnMut(js_sys::Array)>::new(move |entries: js_sys::Array| {
+        if let Some(entry) = entries.get(0).dyn_ref::<web_sys::ResizeObserverEntry>() {
+            post(entry.target().get_bounding_client_rect().height());
+        }
+    });
+    if let Ok(observer) = web_sys::ResizeObserver::new(observe.as_ref().unchecked_ref()) {
+        observer.observe(&root);
+    }
+    observe.forget();
+}

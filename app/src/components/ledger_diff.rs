@@ -1,0 +1,115 @@
+//! The ledger diff: each table before → after, changed cells highlighted, added and removed rows
+//! marked, what a correct system would hold beside it, and the money totals compared. The diff
+//! itself is `shared::ledger::diff`, the same function the CLI prints with.
+
+use leptos::prelude::*;
+use shared::ledger::{RowChange, diff};
+use shared::{Ledger, Table, usd};
+
+#[component]
+pub fn LedgerDiff(before: Ledger, after: Ledger, expected: Option<Ledger>) -> impl IntoView {
+    let changes = diff(&before, &after);
+    let tables = changes
+        .tables
+        .into_iter()
+        .map(|table| {
+            let actual = after.table(&table.name);
+            let wanted = expected.as_ref().and_then(|e| e.table(&table.name));
+            let total = money_total(actual, wanted).map(|(column, actual, wanted)| {
+                let differs = wanted.is_some_and(|w| w != actual);
+                view! {
+                    <p class="rl-total" class:rl-total--differs=differs data-table=table.name.clone()>
+                        {format!("total {column}: ")}
+                        <span class="rl-total-actual">{usd(actual)}</span>
+                        {wanted.map(|w| view! { " — a correct system: " <span class="rl-total-expected">{usd(w)}</span> })}
+                    </p>
+                }
+            });
+            let header = table.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view();
+            let rows = table
+                .rows
+                .iter()
+                .map(|row| {
+                    let change = match row.change {
+                        RowChange::Same => "same",
+                        RowChange::Changed => "changed",
+                        RowChange::Added => "added",
+                        RowChange::Removed => "removed",
+                    };
+                    let shown = row.after.clone().or_else(|| row.before.clone()).unwrap_or_default();
+                    let cells = shown
+                        .iter()
+                        .enumerate()
+                        .map(|(i, value)| {
+                            let changed = row.changed_cells.contains(&i);
+                            let old = row.before.as_ref().and_then(|b| b.get(i)).filter(|_| changed).map(ToString::to_string);
+                            view! {
+                                <td class:rl-cell--changed=changed>
+                                    {old.map(|o| view! { <del class="rl-old">{o}</del> " → " })}
+                                    {value.to_string()}
+                                </td>
+                            }
+                        })
+                        .collect_view();
+                    view! { <tr data-change=change>{cells}</tr> }
+                })
+                .collect_view();
+            let empty = table.rows.is_empty().then(|| view! { <p class="rl-empty">"(no rows)"</p> });
+            let expected_table = wanted.map(|w| view! { <ExpectedTable table=w.clone() /> });
+            view! {
+                <div class="rl-ledger-block">
+                    <h3>{table.name.clone()}</h3>
+                    <div class="rl-ledger-pair">
+                        <div class="rl-ledger-side">
+                            <p class="rl-side-label">"before → after"</p>
+                            <table class="rl-ledger-table" data-table=table.name.clone()>
+                                <thead><tr>{header}</tr></thead>
+                                <tbody>{rows}</tbody>
+                            </table>
+                            {empty}
+                        </div>
+                        {expected_table}
+                    </div>
+                    {total}
+                </div>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="rl-ledger" aria-label="Ledger">
+            <h2>"Ledger"</h2>
+            {tables}
+        </section>
+    }
+}
+
+/// What a correct system would hold, as a plain table.
+#[component]
+fn ExpectedTable(table: Table) -> impl IntoView {
+    let header = table
+        .columns
+        .iter()
+        .map(|c| view! { <th scope="col">{c.clone()}</th> })
+        .collect_view();
+    let rows = table
+        .rows
+        .iter()
+        .map(|row| view! { <tr>{row.iter().map(|v| view! { <td>{v.to_string()}</td> }).collect_view()}</tr> })
+        .collect_view();
+    view! {
+        <div class="rl-ledger-side rl-ledger-side--expected">
+            <p class="rl-side-label">"a correct system"</p>
+            <table class="rl-ledger-table rl-ledger-table--expected" data-table=format!("{}-expected", table.name)>
+                <thead><tr>{header}</tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+    }
+}
+
+/// The money a table adds up to (`amount`), after and in a correct system.
+fn money_total(actual: Option<&Table>, expected: Option<&Table>) -> Option<(&'static str, i64, Option<i64>)> {
+    let column = "amount";
+    let actual = actual?.column_total(column)?;
+    Some((column, actual, expected.and_then(|t| t.column_total(column))))
+}

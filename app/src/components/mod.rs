@@ -1,0 +1,14 @@
+//! The pieces every page is built from, one per file.
+
+pub mod chart;
+pub mod embed_code;
+pub mod error_view;
+pub mod header;
+pub mod ledger_diff;
+pub mod run_panel;
+pub mod status;
+pub mod step_card;
+pub mod timeline;
+pub mod transcript;
+pub mod variant_picker;
+pub mod verdict;

@@ -1,0 +1,149 @@
+//! One scenario's run, drawn: variant tabs, Run / Step / Next / Cancel, status, then the
+//! timeline (or, for the load test, progress and chart), the verdict, the ledger diff and the
+//! transcript. The scenario page, each compare column and the embed are all this panel.
+
+use super::chart::{Progress, StrategyChart};
+use super::embed_code::EmbedCode;
+use super::ledger_diff::LedgerDiff;
+use super::status::Status;
+use super::timeline::TimelineView;
+use super::transcript::Transcript;
+use super::variant_picker::VariantPicker;
+use super::verdict::VerdictBanner;
+use crate::api::{Link, RunSocket};
+use leptos::prelude::*;
+use shared::{Mode, Moment, ScenarioInfo, Service};
+
+/// How much chrome a panel shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chrome {
+    /// The scenario page: everything, plus embed code.
+    Full,
+    /// A compare column: one fixed variant, no tabs, no embed code.
+    Column,
+    /// An iframe: tabs and controls, no embed code.
+    Embed,
+}
+
+#[component]
+pub fn RunPanel(
+    scenario: ScenarioInfo,
+    /// Services the scenario's lab needs that are down: the panel says so and cannot run.
+    down: Vec<Service>,
+    variant: String,
+    chrome: Chrome,
+    #[prop(default = false)] autoplay: bool,
+    #[prop(default = false)] step: bool,
+    /// For compare: each bump of this token starts the panel's run.
+    #[prop(optional)]
+    run_all: Option<RwSignal<u32>>,
+) -> impl IntoView {
+    let socket = RunSocket::new();
+    let state = socket.state;
+    let chosen = RwSignal::new(variant);
+    let id = scenario.id.clone();
+    let is_load_test = id == "isolation/load-test";
+    let blocked = !down.is_empty();
+    let stepping = RwSignal::new(false);
+
+    let start = {
+        let id = id.clone();
+        move |mode: Mode| {
+            stepping.set(mode == Mode::Step);
+            socket.start(&id, &chosen.get_untracked(), mode);
+        }
+    };
+    if autoplay && !blocked {
+        start(if step { Mode::Step } else { Mode::Auto });
+    }
+    if let Some(token) = run_all {
+        let start = start.clone();
+        let seen = StoredValue::new(token.get_untracked());
+        Effect::new(move |_| {
+            let now = token.get();
+            if now != seen.get_value() {
+                seen.set_value(now);
+                start(Mode::Auto);
+            }
+        });
+    }
+
+    let active = Signal::derive(move || state.with(|s| s.is_active()));
+    let connected = move || socket.link.get() == Link::Open;
+    let run = {
+        let start = start.clone();
+        move |_| start(Mode::Auto)
+    };
+    let step_run = move |_| start(Mode::Step);
+    let next = move |_| socket.next();
+    let cancel = move |_| socket.cancel();
+
+    let timeline = Signal::derive(move || state.with(|s| s.timeline()));
+    let transcript = Signal::derive(move || state.with(|s| s.transcript()));
+    let down_notice = blocked.then(|| {
+        let names: Vec<&str> = down.iter().map(|s| s.label()).collect();
+        view! {
+            <p class="rl-down" role="alert">
+                {format!("This lab needs {} and it is down right now, so it cannot run. The other labs still work.", names.join(" and "))}
+            </p>
+        }
+    });
+    let tabs = (chrome != Chrome::Column).then(|| {
+        view! { <VariantPicker variants=scenario.variants.clone() chosen=chosen disabled=active /> }
+    });
+    let variant_signal = Signal::derive(move || chosen.get());
+    let embed_code =
+        (chrome == Chrome::Full).then(|| view! { <EmbedCode scenario=id.clone() variant=variant_signal /> });
+    let compare_link = (chrome == Chrome::Full && scenario.variants.len() > 1 && !is_load_test).then(|| {
+        view! { <a class="rl-compare-link" href=format!("/lab/{id}/compare")>"Compare all variants side by side"</a> }
+    });
+
+    view! {
+        <div class="rl-run-panel" data-variant=move || chosen.get()>
+            {down_notice}
+            {tabs}
+            <div class="rl-controls">
+                <button class="rl-run" on:click=run disabled=move || blocked || active.get() || !connected()>"Run"</button>
+                {(chrome != Chrome::Column && !is_load_test).then(|| view! {
+                    <button class="rl-step" on:click=step_run disabled=move || blocked || active.get() || !connected()>
+                        "Step"
+                    </button>
+                })}
+                {move || (stepping.get() && active.get()).then(|| {
+                    view! { <button class="rl-next" on:click=next>"Next step"</button> }
+                })}
+                {move || active.get().then(|| view! { <button class="rl-cancel" on:click=cancel>"Cancel"</button> })}
+                {compare_link}
+            </div>
+            <Status socket=socket />
+            {move || state.with(|s| s.next_step.clone()).map(|next| {
+                let (actor, step) = next.split_once(": ").map(|(a, s)| (a.to_owned(), s.to_owned())).unwrap_or_default();
+                view! { <p class="rl-next-step">"Next: " <strong>{actor}</strong> " — " <code>{step}</code></p> }
+            })}
+            {move || is_load_test.then(|| state.with(|s| s.progress().map(|(label, done, total)| {
+                view! { <Progress label=label.to_owned() done=done total=total /> }
+            })))}
+            {move || is_load_test.then(|| state.with(|s| s.table_after("strategies").cloned().map(|figures| {
+                let tutorial = s.ledger(Moment::Expected).and_then(|l| l.tables.first().cloned());
+                view! { <StrategyChart figures=figures tutorial=tutorial /> }
+            })))}
+            {(!is_load_test).then(|| view! { <TimelineView timeline=timeline /> })}
+            {move || state.with(|s| s.verdict().cloned()).map(|v| view! { <VerdictBanner verdict=v /> })}
+            {move || (!is_load_test).then(|| state.with(|s| {
+                match (s.ledger(Moment::Before), s.ledger(Moment::After)) {
+                    (Some(before), Some(after)) => Some(view! {
+                        <LedgerDiff before=before.clone() after=after.clone() expected=s.ledger(Moment::Expected).cloned() />
+                    }),
+                    _ => None,
+                }
+            }))}
+            <Transcript text=transcript />
+            {move || state.with(|s| (!s.is_active()).then(|| s.run_id.clone()).flatten()).map(|run_id| view! {
+                <p class="rl-permalink-line">
+                    <a class="rl-permalink" href=format!("/runs/{run_id}")>"Permalink to this run"</a>
+                </p>
+            })}
+            {embed_code}
+        </div>
+    }
+}

@@ -1,0 +1,57 @@
+//! Where the run is, in words: queued (and where in line), running, done, failed, or the
+//! connection lost (with a reconnect button, never a blank page).
+
+use crate::api::{Link, RunSocket};
+use leptos::prelude::*;
+use shared::Outcome;
+use shared::run_state::Phase;
+
+/// `1st`, `2nd`, `3rd`, `11th`.
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+#[component]
+pub fn Status(socket: RunSocket) -> impl IntoView {
+    let (state, link) = (socket.state, socket.link);
+    let phase = move || state.with(|s| s.phase.clone());
+    let data_state = move || match (link.get(), phase()) {
+        (Link::Lost, Phase::Idle | Phase::Queued(_) | Phase::Running) => "lost",
+        (_, Phase::Idle) => "idle",
+        (_, Phase::Queued(_)) => "queued",
+        (_, Phase::Running) => "running",
+        (_, Phase::Finished(Outcome::Completed)) => "done",
+        (_, Phase::Finished(Outcome::Failed { .. })) => "failed",
+        (_, Phase::Finished(Outcome::Cancelled)) => "cancelled",
+    };
+    let text = move || match (link.get(), phase()) {
+        (Link::Lost, Phase::Idle | Phase::Queued(_) | Phase::Running) => "Connection lost.".to_owned(),
+        (Link::Connecting, Phase::Idle) => "Connecting…".to_owned(),
+        (_, Phase::Idle) => "Ready.".to_owned(),
+        (_, Phase::Queued(n)) => format!(
+            "Queued: {} in line. Every run gets its own sandbox; yours starts soon.",
+            ordinal(n)
+        ),
+        (_, Phase::Running) => "Running on a real PostgreSQL…".to_owned(),
+        (_, Phase::Finished(Outcome::Completed)) => "Done.".to_owned(),
+        (_, Phase::Finished(Outcome::Failed { message })) => format!("The run failed: {message}"),
+        (_, Phase::Finished(Outcome::Cancelled)) => "Cancelled.".to_owned(),
+    };
+    let refused = move || state.with(|s| s.refused.clone());
+    view! {
+        <div class="rl-status" data-state=data_state role="status" aria-live="polite">
+            <span>{text}</span>
+            {move || refused().map(|r| view! { <span class="rl-refused">" " {r}</span> })}
+            {move || (link.get() == Link::Lost).then(|| {
+                view! { <button class="rl-reconnect" on:click=move |_| socket.connect()>"Reconnect"</button> }
+            })}
+        </div>
+    }
+}

@@ -1,0 +1,63 @@
+//! The timeline: one swimlane per actor, one row per thing that happened, cards in their actor's
+//! lane, and a bar through every row in which an actor waits for a lock.
+//!
+//! The picture itself is computed by `shared::timeline` from the events; this file only draws it.
+
+use super::step_card::StepCard;
+use leptos::prelude::*;
+use shared::timeline::Timeline;
+
+#[component]
+pub fn TimelineView(timeline: Signal<Timeline>) -> impl IntoView {
+    let lanes = move || timeline.with(|t| t.lanes.len()).max(1);
+    view! {
+        <section class="rl-timeline" style=move || format!("--lanes: {}", lanes()) aria-label="Timeline">
+            <div class="rl-lane-heads">
+                {move || {
+                    timeline
+                        .with(|t| t.lanes.clone())
+                        .into_iter()
+                        .map(|lane| {
+                            view! {
+                                <div class="rl-lane-head" data-lane=lane.name.clone()>
+                                    <span class="rl-lane-name">{lane.name.clone()}</span>
+                                    <span class="rl-lane-detail">{lane.detail.clone()}</span>
+                                </div>
+                            }
+                        })
+                        .collect_view()
+                }}
+            </div>
+            {move || {
+                timeline.with(|t| {
+                    let names: Vec<String> = t.lanes.iter().map(|l| l.name.clone()).collect();
+                    t.rows
+                        .iter()
+                        .map(|row| {
+                            let cells = names
+                                .iter()
+                                .enumerate()
+                                .map(|(lane, name)| {
+                                    let content = if lane == row.lane {
+                                        view! { <StepCard lane=name.clone() card=row.card.clone() /> }.into_any()
+                                    } else if row.waiting.contains(&lane) {
+                                        view! { <div class="rl-wait-bar" data-lane=name.clone() title=format!("{name} is waiting for a lock")></div> }
+                                            .into_any()
+                                    } else {
+                                        ().into_any()
+                                    };
+                                    view! { <div class="rl-cell" data-lane=name.clone()>{content}</div> }
+                                })
+                                .collect_view();
+                            view! {
+                                <div class="rl-row" data-seq=row.seq.to_string() title=format!("{} ms", row.at_ms)>
+                                    {cells}
+                                </div>
+                            }
+                        })
+                        .collect_view()
+                })
+            }}
+        </section>
+    }
+}

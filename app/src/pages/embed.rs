@@ -1,0 +1,50 @@
+//! `/embed/{lab}/{scenario}`: one scenario for an iframe, minimal chrome, sized to its content,
+//! telling the host page its height whenever it changes.
+
+use super::load_scenario;
+use crate::api::report_height_to_parent;
+use crate::components::error_view::ErrorView;
+use crate::components::run_panel::{Chrome, RunPanel};
+use crate::route::EmbedOptions;
+use leptos::prelude::*;
+
+#[component]
+pub fn EmbedPage(id: String, options: EmbedOptions) -> impl IntoView {
+    let found = load_scenario(id);
+    request_animation_frame(report_height_to_parent);
+    view! {
+        <Suspense fallback=|| view! { <p class="rl-loading">"Loading…"</p> }>
+            {move || found.get().map(|result| match result {
+                Err(message) => view! { <ErrorView message=message /> }.into_any(),
+                Ok(found) => {
+                    let variant = options
+                        .variant
+                        .clone()
+                        .filter(|v| found.scenario.variant(v).is_some())
+                        .or_else(|| found.scenario.variants.first().map(|v| v.id.clone()))
+                        .unwrap_or_default();
+                    let scenario_id = found.scenario.id.clone();
+                    view! {
+                        <article class="rl-scenario" data-scenario=scenario_id.clone()>
+                            <p class="rl-embed-title">
+                                <a href=format!("/lab/{scenario_id}") target="_blank" rel="noopener">
+                                    {found.scenario.title.clone()}
+                                </a>
+                                <span class="rl-embed-by">" · racelab"</span>
+                            </p>
+                            <RunPanel
+                                scenario=found.scenario
+                                down=found.down
+                                variant=variant
+                                chrome=Chrome::Embed
+                                autoplay=options.autoplay
+                                step=options.step
+                            />
+                        </article>
+                    }
+                    .into_any()
+                }
+            })}
+        </Suspense>
+    }
+}

@@ -1,0 +1,40 @@
+//! One file per page; each loads what it needs and hands it to the components.
+
+pub mod catalog;
+pub mod compare;
+pub mod embed;
+pub mod not_found;
+pub mod replay;
+pub mod scenario;
+
+use crate::api::fetch_json;
+use leptos::prelude::*;
+use shared::catalog::LabStatus;
+use shared::{ScenarioInfo, Service};
+
+/// A scenario from the catalog, with the services its lab needs that are down.
+#[derive(Clone)]
+pub struct Found {
+    pub scenario: ScenarioInfo,
+    pub down: Vec<Service>,
+}
+
+/// Loads the catalog and finds scenario `id` in it.
+pub fn load_scenario(id: String) -> LocalResource<Result<Found, String>> {
+    LocalResource::new(move || {
+        let id = id.clone();
+        async move {
+            let labs: Vec<LabStatus> = fetch_json("/api/labs").await?;
+            labs.into_iter()
+                .find_map(|lab| {
+                    let down = lab.down.clone();
+                    lab.lab
+                        .scenarios
+                        .into_iter()
+                        .find(|s| s.id == id)
+                        .map(|scenario| Found { scenario, down })
+                })
+                .ok_or_else(|| format!("there is no scenario called {id:?}"))
+        }
+    })
+}

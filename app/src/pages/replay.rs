@@ -1,0 +1,60 @@
+//! `/runs/{id}`: a stored run, replayed from its events. No database is touched: the timeline,
+//! ledger and verdict are drawn from the stream exactly as when it ran live.
+
+use crate::api::fetch_json;
+use crate::components::error_view::ErrorView;
+use crate::components::ledger_diff::LedgerDiff;
+use crate::components::timeline::TimelineView;
+use crate::components::transcript::Transcript;
+use crate::components::verdict::VerdictBanner;
+use leptos::prelude::*;
+use shared::Moment;
+use shared::protocol::StoredRun;
+use shared::run_state::RunState;
+
+#[component]
+pub fn ReplayPage(id: String) -> impl IntoView {
+    let path = format!("/api/runs/{id}");
+    let stored = LocalResource::new(move || {
+        let path = path.clone();
+        async move { fetch_json::<StoredRun>(&path).await }
+    });
+    view! {
+        <Suspense fallback=|| view! { <p class="rl-loading">"Loading the run…"</p> }>
+            {move || stored.get().map(|result| match result {
+                Err(message) => view! { <ErrorView message=message /> }.into_any(),
+                Ok(run) => {
+                    let state = RunState::replay(run.id.clone(), run.events.clone());
+                    let timeline = Signal::derive({
+                        let state = state.clone();
+                        move || state.timeline()
+                    });
+                    let transcript = Signal::derive({
+                        let state = state.clone();
+                        move || state.transcript()
+                    });
+                    let ledger = match (state.ledger(Moment::Before), state.ledger(Moment::After)) {
+                        (Some(before), Some(after)) => Some(view! {
+                            <LedgerDiff before=before.clone() after=after.clone() expected=state.ledger(Moment::Expected).cloned() />
+                        }),
+                        _ => None,
+                    };
+                    view! {
+                        <article class="rl-replay" data-run-id=run.id.clone()>
+                            <h1>{format!("Run {} — {} ({})", run.id, run.scenario, run.variant)}</h1>
+                            <p class="rl-explain">
+                                "A replay of a finished run, from its stored events. "
+                                <a href=format!("/lab/{}?variant={}", run.scenario, run.variant)>"Run it again live"</a>
+                            </p>
+                            <TimelineView timeline=timeline />
+                            {state.verdict().cloned().map(|v| view! { <VerdictBanner verdict=v /> })}
+                            {ledger}
+                            <Transcript text=transcript />
+                        </article>
+                    }
+                    .into_any()
+                }
+            })}
+        </Suspense>
+    }
+}

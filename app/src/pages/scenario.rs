@@ -1,0 +1,37 @@
+//! `/lab/{lab}/{scenario}`: the explanation, then the run panel with everything.
+
+use super::load_scenario;
+use crate::components::error_view::ErrorView;
+use crate::components::run_panel::{Chrome, RunPanel};
+use crate::route::query_param;
+use leptos::prelude::*;
+
+#[component]
+pub fn ScenarioPage(id: String) -> impl IntoView {
+    let found = load_scenario(id.clone());
+    let wanted = query_param(&crate::api::location().1, "variant");
+    view! {
+        <Suspense fallback=|| view! { <p class="rl-loading">"Loading…"</p> }>
+            {move || found.get().map(|result| match result {
+                Err(message) => view! { <ErrorView message=message /> }.into_any(),
+                Ok(found) => {
+                    let variant = wanted
+                        .clone()
+                        .filter(|v| found.scenario.variant(v).is_some())
+                        .or_else(|| found.scenario.variants.first().map(|v| v.id.clone()))
+                        .unwrap_or_default();
+                    let scenario_id = found.scenario.id.clone();
+                    view! {
+                        <article class="rl-scenario" data-scenario=scenario_id>
+                            <h1>{found.scenario.title.clone()}</h1>
+                            <p class="rl-hook">{found.scenario.hook.clone()}</p>
+                            <p class="rl-explain">{found.scenario.about.clone()}</p>
+                            <RunPanel scenario=found.scenario down=found.down variant=variant chrome=Chrome::Full />
+                        </article>
+                    }
+                    .into_any()
+                }
+            })}
+        </Suspense>
+    }
+}

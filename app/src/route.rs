@@ -1,0 +1,85 @@
+//! Which page a URL shows. Parsed once at load; the server answers every app path with
+//! `index.html`, so a reload or a shared link lands on the same page.
+
+use crate::api::location;
+
+/// How an embed starts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EmbedOptions {
+    pub variant: Option<String>,
+    pub step: bool,
+    pub autoplay: bool,
+    pub theme: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Route {
+    Catalog,
+    /// `/lab/{lab}/{scenario}` (id = `lab/scenario`).
+    Scenario {
+        id: String,
+    },
+    Compare {
+        id: String,
+    },
+    Replay {
+        id: String,
+    },
+    Embed {
+        id: String,
+        options: EmbedOptions,
+    },
+    NotFound {
+        path: String,
+    },
+}
+
+impl Route {
+    pub fn current() -> Route {
+        let (path, query) = location();
+        Route::parse(&path, &query)
+    }
+
+    /// `path` like `/lab/isolation/write-skew`, `query` like `?variant=serializable`.
+    pub fn parse(path: &str, query: &str) -> Route {
+        let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
+        match parts.as_slice() {
+            [] => Route::Catalog,
+            ["lab", lab, scenario] => Route::Scenario {
+                id: format!("{lab}/{scenario}"),
+            },
+            ["lab", lab, scenario, "compare"] => Route::Compare {
+                id: format!("{lab}/{scenario}"),
+            },
+            ["runs", id] => Route::Replay { id: (*id).to_owned() },
+            ["embed", lab, scenario] => Route::Embed {
+                id: format!("{lab}/{scenario}"),
+                options: embed_options(query),
+            },
+            _ => Route::NotFound { path: path.to_owned() },
+        }
+    }
+
+    /// A theme forced by the URL (`?theme=dark`), else the reader's system preference.
+    pub fn theme(&self) -> Option<String> {
+        match self {
+            Route::Embed { options, .. } => options.theme.clone(),
+            _ => query_param(&location().1, "theme"),
+        }
+        .filter(|t| t == "light" || t == "dark")
+    }
+}
+
+fn embed_options(query: &str) -> EmbedOptions {
+    EmbedOptions {
+        variant: query_param(query, "variant"),
+        step: query_param(query, "mode").as_deref() == Some("step"),
+        autoplay: query_param(query, "autoplay").is_some_and(|v| v == "1" || v == "true"),
+        theme: query_param(query, "theme"),
+    }
+}
+
+/// One parameter of a query string (`?a=1&b=2`), decoded by the browser.
+pub fn query_param(query: &str, name: &str) -> Option<String> {
+    web_sys::UrlSearchParams::new_with_str(query).ok()?.get(name)
+}

@@ -1,0 +1,295 @@
+//! The timeline as the browser draws it: one lane per actor, one row per thing that happened.
+//!
+//! Pure: built from the event stream alone, so a live run, a replay of a stored run and a test
+//! all draw the same picture. A statement and its result share one card; a lock wait is a card
+//! saying who holds the lock, and the lane stays marked as waiting on every row until the actor
+//! is released.
+
+use crate::event::{ActorInfo, Rows};
+use crate::{Event, EventKind, Value};
+use serde::{Deserialize, Serialize};
+
+/// What one card on the timeline shows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Card {
+    /// A statement (or command, or request) and, once known, how it ended.
+    Statement {
+        text: String,
+        params: Vec<Value>,
+        /// `UPDATE 1`, `SELECT 1`…; `None` while it runs (or waits).
+        result: Option<String>,
+        rows: Option<Rows>,
+        /// `(SQLSTATE, message)` if it failed.
+        error: Option<(Option<String>, String)>,
+    },
+    /// The actor started waiting for the actors named.
+    Waiting {
+        by: Vec<String>,
+    },
+    /// The actor got its lock after waiting this long.
+    Released {
+        waited_ms: u64,
+    },
+    Commit,
+    Rollback,
+    /// The actor's process died at a crash point.
+    Crash {
+        point: String,
+    },
+    /// A transcript line spoken as this actor (`waiting for alice's row lock`).
+    Note {
+        line: String,
+    },
+}
+
+/// One row: a card in one lane, and which lanes are waiting while it happens.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub seq: u64,
+    pub at_ms: u64,
+    pub lane: usize,
+    pub card: Card,
+    /// Lanes whose actor is blocked at this row (drawn as a bar through the row).
+    pub waiting: Vec<usize>,
+}
+
+/// The whole picture.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    pub lanes: Vec<ActorInfo>,
+    pub rows: Vec<Row>,
+}
+
+impl Timeline {
+    /// Builds the timeline from events in order. Actors the header did not announce get a lane
+    /// when they first appear.
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Timeline {
+        let mut timeline = Timeline::default();
+        let mut blocked: Vec<usize> = Vec::new();
+        // Per lane: the row of its statement still waiting for a result.
+        let mut open: Vec<Option<usize>> = Vec::new();
+        for event in events {
+            if let EventKind::RunStarted { actors, .. } = &event.kind {
+                for actor in actors {
+                    timeline.lane_of(&actor.name, &actor.detail, &mut open);
+                }
+                continue;
+            }
+            let Some(actor) = event.kind.actor() else { continue };
+            let lane = timeline.lane_of(actor, "", &mut open);
+            let card = match &event.kind {
+                EventKind::Step { text, params, .. } => Card::Statement {
+                    text: text.clone(),
+                    params: params.clone(),
+                    result: None,
+                    rows: None,
+                    error: None,
+                },
+                EventKind::Result { summary, rows, .. } => {
+                    if let Some(Card::Statement {
+                        result,
+                        rows: card_rows,
+                        ..
+                    }) = timeline.open_card(lane, &open)
+                    {
+                        *result = Some(summary.clone());
+                        card_rows.clone_from(rows);
+                        open[lane] = None;
+                        continue;
+                    }
+                    Card::Note { line: summary.clone() }
+                }
+                EventKind::Error { sqlstate, message, .. } => {
+                    if let Some(Card::Statement { error, .. }) = timeline.open_card(lane, &open) {
+                        *error = Some((sqlstate.clone(), message.clone()));
+                        open[lane] = None;
+                        continue;
+                    }
+                    Card::Statement {
+                        text: String::new(),
+                        params: Vec::new(),
+                        result: None,
+                        rows: None,
+                        error: Some((sqlstate.clone(), message.clone())),
+                    }
+                }
+                EventKind::Blocked { by, .. } => {
+                    blocked.push(lane);
+                    Card::Waiting { by: by.clone() }
+                }
+                EventKind::Unblocked { waited_ms, .. } => {
+                    blocked.retain(|l| *l != lane);
+                    Card::Released { waited_ms: *waited_ms }
+                }
+                EventKind::Commit { .. } => {
+                    open[lane] = None;
+                    Card::Commit
+                }
+                EventKind::Rollback { .. } => {
+                    open[lane] = None;
+                    Card::Rollback
+                }
+                EventKind::Crash { point, .. } => Card::Crash { point: point.clone() },
+                EventKind::Say { line, .. } => Card::Note {
+                    line: strip_actor(line, actor).to_owned(),
+                },
+                _ => continue,
+            };
+            let is_statement = matches!(card, Card::Statement { error: None, .. });
+            let mut waiting = blocked.clone();
+            waiting.retain(|l| *l != lane || matches!(card, Card::Waiting { .. }));
+            timeline.rows.push(Row {
+                seq: event.seq,
+                at_ms: event.at_ms,
+                lane,
+                card,
+                waiting,
+            });
+            if is_statement {
+                open[lane] = Some(timeline.rows.len() - 1);
+            }
+        }
+        timeline
+    }
+
+    fn lane_of(&mut self, name: &str, detail: &str, open: &mut Vec<Option<usize>>) -> usize {
+        if let Some(i) = self.lanes.iter().position(|l| l.name == name) {
+            return i;
+        }
+        self.lanes.push(ActorInfo {
+            name: name.to_owned(),
+            detail: detail.to_owned(),
+        });
+        open.push(None);
+        self.lanes.len() - 1
+    }
+
+    fn open_card(&mut self, lane: usize, open: &[Option<usize>]) -> Option<&mut Card> {
+        let row = open.get(lane).copied().flatten()?;
+        self.rows.get_mut(row).map(|r| &mut r.card)
+    }
+}
+
+/// `[bob] commit` → `commit`.
+fn strip_actor<'a>(line: &'a str, actor: &str) -> &'a str {
+    line.strip_prefix('[')
+        .and_then(|rest| rest.strip_prefix(actor))
+        .and_then(|rest| rest.strip_prefix("] "))
+        .unwrap_or(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(seq: u64, kind: EventKind) -> Event {
+        Event { seq, at_ms: seq, kind }
+    }
+
+    fn step(actor: &str, text: &str) -> EventKind {
+        EventKind::Step {
+            actor: actor.into(),
+            service: crate::Service::Postgres,
+            text: text.into(),
+            params: vec![],
+        }
+    }
+
+    #[test]
+    fn results_join_their_statement_and_waits_mark_the_lane() {
+        let events = vec![
+            ev(
+                1,
+                EventKind::RunStarted {
+                    run_id: "r".into(),
+                    scenario: "s".into(),
+                    variant: "v".into(),
+                    title: "t".into(),
+                    actors: vec![
+                        ActorInfo {
+                            name: "alice".into(),
+                            detail: "READ COMMITTED".into(),
+                        },
+                        ActorInfo {
+                            name: "bob".into(),
+                            detail: "READ COMMITTED".into(),
+                        },
+                    ],
+                    server: "PostgreSQL".into(),
+                },
+            ),
+            ev(2, step("alice", "UPDATE teams")),
+            ev(
+                3,
+                EventKind::Result {
+                    actor: "alice".into(),
+                    summary: "UPDATE 1".into(),
+                    rows: None,
+                },
+            ),
+            ev(4, step("bob", "UPDATE teams")),
+            ev(
+                5,
+                EventKind::Blocked {
+                    actor: "bob".into(),
+                    by: vec!["alice".into()],
+                },
+            ),
+            ev(6, EventKind::Commit { actor: "alice".into() }),
+            ev(
+                7,
+                EventKind::Unblocked {
+                    actor: "bob".into(),
+                    waited_ms: 12,
+                },
+            ),
+            ev(
+                8,
+                EventKind::Result {
+                    actor: "bob".into(),
+                    summary: "UPDATE 1".into(),
+                    rows: None,
+                },
+            ),
+        ];
+        let t = Timeline::from_events(&events);
+        assert_eq!(t.lanes.len(), 2);
+        let lanes: Vec<usize> = t.rows.iter().map(|r| r.lane).collect();
+        assert_eq!(lanes, vec![0, 1, 1, 0, 1]);
+        assert!(matches!(&t.rows[0].card, Card::Statement { result: Some(r), .. } if r == "UPDATE 1"));
+        assert!(matches!(&t.rows[1].card, Card::Statement { result: Some(r), .. } if r == "UPDATE 1"));
+        assert_eq!(t.rows[2].waiting, vec![1], "bob's own waiting card marks his lane");
+        assert_eq!(t.rows[3].waiting, vec![1], "alice commits while bob waits");
+        assert!(t.rows[4].waiting.is_empty(), "released");
+    }
+
+    #[test]
+    fn errors_land_on_the_statement_and_notes_lose_the_actor_prefix() {
+        let events = vec![
+            ev(1, step("bob", "COMMIT")),
+            ev(
+                2,
+                EventKind::Error {
+                    actor: "bob".into(),
+                    sqlstate: Some("40001".into()),
+                    message: "could not".into(),
+                },
+            ),
+            ev(
+                3,
+                EventKind::Say {
+                    actor: Some("bob".into()),
+                    line: "[bob] retry the whole transaction".into(),
+                },
+            ),
+        ];
+        let t = Timeline::from_events(&events);
+        assert!(matches!(&t.rows[0].card, Card::Statement { error: Some((Some(s), _)), .. } if s == "40001"));
+        assert_eq!(
+            t.rows[1].card,
+            Card::Note {
+                line: "retry the whole transaction".into()
+            }
+        );
+    }
+}
