@@ -4,20 +4,8 @@
 
 mod common;
 
-use common::{engine, lines, play, wait_until_clean};
+use common::{WRITE_SKEW_SERIALIZABLE, engine, lines, play, wait_until_clean};
 use shared::Outcome;
-
-const WRITE_SKEW_SERIALIZABLE: &str = "--- write skew, serializable ---
-[alice] check: approved $0 + $3,000 <= $5,000? True
-[bob] check: approved $0 + $3,000 <= $5,000? True
-[alice] insert $3,000
-[bob] insert $3,000
-[alice] commit
-[bob] COMMIT failed: SQLSTATE 40001: could not serialize access due to read/write dependencies among transactions
-[bob] retry the whole transaction
-[bob] check: approved $3,000 + $3,000 <= $5,000? False
-[bob] rejected: over budget
-approved 1 expense(s) totalling $3,000 on a $5,000 budget";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_runs_all_match_the_tutorial_and_leave_nothing_behind() {

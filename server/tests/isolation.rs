@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Finished, db_slot, engine, lines, play};
+use common::{Finished, WRITE_SKEW_SERIALIZABLE, db_slot, engine, lines, play};
 use shared::{Outcome, Value, VerdictKind};
 
 /// Plays a variant and checks transcript, final ledger and verdict.
@@ -183,19 +183,6 @@ async fn write_skew_at_repeatable_read_overspends_without_error() {
     )
     .await;
 }
-
-/// The golden transcript of `write-skew serializable` (also used by the concurrency test).
-pub const WRITE_SKEW_SERIALIZABLE: &str = "--- write skew, serializable ---
-[alice] check: approved $0 + $3,000 <= $5,000? True
-[bob] check: approved $0 + $3,000 <= $5,000? True
-[alice] insert $3,000
-[bob] insert $3,000
-[alice] commit
-[bob] COMMIT failed: SQLSTATE 40001: could not serialize access due to read/write dependencies among transactions
-[bob] retry the whole transaction
-[bob] check: approved $3,000 + $3,000 <= $5,000? False
-[bob] rejected: over budget
-approved 1 expense(s) totalling $3,000 on a $5,000 budget";
 
 #[tokio::test]
 async fn write_skew_at_serializable_cancels_bobs_commit() {

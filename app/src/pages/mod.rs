@@ -19,6 +19,17 @@ pub struct Found {
     pub down: Vec<Service>,
 }
 
+impl Found {
+    /// The variant to show first: the one asked for, if the scenario has it, else its first.
+    pub fn variant_or_first(&self, wanted: Option<&str>) -> String {
+        wanted
+            .filter(|v| self.scenario.variant(v).is_some())
+            .map(str::to_owned)
+            .or_else(|| self.scenario.variants.first().map(|v| v.id.clone()))
+            .unwrap_or_default()
+    }
+}
+
 /// Loads the catalog and finds scenario `id` in it.
 pub fn load_scenario(id: String) -> LocalResource<Result<Found, String>> {
     LocalResource::new(move || {

@@ -15,11 +15,7 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
             {move || found.get().map(|result| match result {
                 Err(message) => view! { <ErrorView message=message /> }.into_any(),
                 Ok(found) => {
-                    let variant = wanted
-                        .clone()
-                        .filter(|v| found.scenario.variant(v).is_some())
-                        .or_else(|| found.scenario.variants.first().map(|v| v.id.clone()))
-                        .unwrap_or_default();
+                    let variant = found.variant_or_first(wanted.as_deref());
                     let scenario_id = found.scenario.id.clone();
                     view! {
                         <article class="rl-scenario" data-scenario=scenario_id>

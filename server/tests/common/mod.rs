@@ -108,6 +108,20 @@ pub async fn play(engine: &Arc<Engine>, scenario: &str, variant: &str) -> Finish
     }
 }
 
+/// The golden transcript of `isolation/write-skew serializable` (specs/isolation.md §4), used by
+/// the scenario test and the fifty-concurrent-runs test.
+pub const WRITE_SKEW_SERIALIZABLE: &str = "--- write skew, serializable ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[alice] insert $3,000
+[bob] insert $3,000
+[alice] commit
+[bob] COMMIT failed: SQLSTATE 40001: could not serialize access due to read/write dependencies among transactions
+[bob] retry the whole transaction
+[bob] check: approved $3,000 + $3,000 <= $5,000? False
+[bob] rejected: over budget
+approved 1 expense(s) totalling $3,000 on a $5,000 budget";
+
 /// Lines as owned strings, for comparing transcripts.
 pub fn lines(text: &str) -> Vec<String> {
     text.lines().map(str::to_owned).collect()
