@@ -121,13 +121,16 @@ impl Timeline {
                     blocked.retain(|l| *l != lane);
                     Card::Released { waited_ms: *waited_ms }
                 }
-                EventKind::Commit { .. } => {
+                EventKind::Commit { .. } | EventKind::Rollback { .. } => {
+                    let ended = if matches!(event.kind, EventKind::Commit { .. }) { Card::Commit } else { Card::Rollback };
+                    // The COMMIT (or ROLLBACK) statement itself becomes the commit card.
+                    if let Some(card @ Card::Statement { .. }) = timeline.open_card(lane, &open) {
+                        *card = ended;
+                        open[lane] = None;
+                        continue;
+                    }
                     open[lane] = None;
-                    Card::Commit
-                }
-                EventKind::Rollback { .. } => {
-                    open[lane] = None;
-                    Card::Rollback
+                    ended
                 }
                 EventKind::Crash { point, .. } => Card::Crash { point: point.clone() },
                 EventKind::Say { line, .. } => Card::Note {
@@ -261,6 +264,14 @@ mod tests {
         assert_eq!(t.rows[2].waiting, vec![1], "bob's own waiting card marks his lane");
         assert_eq!(t.rows[3].waiting, vec![1], "alice commits while bob waits");
         assert!(t.rows[4].waiting.is_empty(), "released");
+    }
+
+    #[test]
+    fn a_commit_statement_becomes_the_commit_card() {
+        let events = vec![ev(1, step("alice", "COMMIT")), ev(2, EventKind::Commit { actor: "alice".into() })];
+        let t = Timeline::from_events(&events);
+        assert_eq!(t.rows.len(), 1);
+        assert_eq!(t.rows[0].card, Card::Commit);
     }
 
     #[test]
