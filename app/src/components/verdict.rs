@@ -15,6 +15,7 @@ pub fn VerdictBanner(verdict: Verdict) -> impl IntoView {
         .map(|c| {
             view! {
                 <li class="rl-check" data-holds=c.holds.to_string()>
+                    {if c.holds { "✓ " } else { "✗ " }}
                     {c.rule.clone()}
                     <span class="rl-check-actual">{format!(" (got {})", c.actual)}</span>
                 </li>
