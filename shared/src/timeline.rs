@@ -122,7 +122,11 @@ impl Timeline {
                     Card::Released { waited_ms: *waited_ms }
                 }
                 EventKind::Commit { .. } | EventKind::Rollback { .. } => {
-                    let ended = if matches!(event.kind, EventKind::Commit { .. }) { Card::Commit } else { Card::Rollback };
+                    let ended = if matches!(event.kind, EventKind::Commit { .. }) {
+                        Card::Commit
+                    } else {
+                        Card::Rollback
+                    };
                     // The COMMIT (or ROLLBACK) statement itself becomes the commit card.
                     if let Some(card @ Card::Statement { .. }) = timeline.open_card(lane, &open) {
                         *card = ended;
@@ -268,7 +272,10 @@ mod tests {
 
     #[test]
     fn a_commit_statement_becomes_the_commit_card() {
-        let events = vec![ev(1, step("alice", "COMMIT")), ev(2, EventKind::Commit { actor: "alice".into() })];
+        let events = vec![
+            ev(1, step("alice", "COMMIT")),
+            ev(2, EventKind::Commit { actor: "alice".into() }),
+        ];
         let t = Timeline::from_events(&events);
         assert_eq!(t.rows.len(), 1);
         assert_eq!(t.rows[0].card, Card::Commit);
