@@ -434,22 +434,22 @@ async fn load_test_keeps_its_invariants() {
         };
         assert_eq!(f.spent, expected_spent, "{f:?}");
     }
-    // Progress streamed while it ran, ending at 400 of 400 for each strategy.
-    let finals = run
+    // Progress streamed while it ran: each strategy ends at its share of all 2,000 approvals.
+    let ends: Vec<(String, u64)> = run
         .events
         .iter()
-        .filter(|e| {
-            matches!(
-                &e.kind,
-                shared::EventKind::Progress {
-                    done: 400,
-                    total: 400,
-                    ..
-                }
-            )
+        .filter_map(|e| match &e.kind {
+            shared::EventKind::Progress {
+                label,
+                done,
+                total: 2000,
+            } if done % 400 == 0 => Some((label.clone(), *done)),
+            _ => None,
         })
-        .count();
-    assert_eq!(finals, 5);
+        .collect();
+    let names = ["naive-rc", "naive-rr", "serializable", "for-update", "conditional"];
+    let expected: Vec<(String, u64)> = names.iter().zip(1..).map(|(n, i)| ((*n).to_owned(), 400 * i)).collect();
+    assert_eq!(ends, expected);
     assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
     assert!(
         run.verdict()

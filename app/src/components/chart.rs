@@ -18,7 +18,7 @@ pub fn Progress(label: String, done: u64, total: u64) -> impl IntoView {
     view! {
         <div class="rl-progress">
             <progress max=total.to_string() value=done.to_string()></progress>
-            <span class="rl-progress-label">{format!("{label}: {done} of {total} approvals")}</span>
+            <span class="rl-progress-label">{format!("{done} of {total} approvals (now: {label})")}</span>
         </div>
     }
 }

@@ -1,5 +1,7 @@
 //! The browser app: files from `dist/` (written by `trunk build`), and `index.html` for the app's
-//! own routes (`/lab/…`, `/runs/…`, `/embed/…`) so a reload or a shared link works.
+//! own routes (`/lab/…`, `/runs/…`, `/embed/…`) so a reload or a shared link works. Trunk's
+//! post-build hook leaves a `.gz` beside each wasm, JS and CSS file; browsers that accept gzip
+//! get those.
 
 use axum::Router;
 use axum::http::header;
@@ -13,7 +15,11 @@ use tower_http::services::{ServeDir, ServeFile};
 pub fn service(dist: &Path) -> Router {
     let index = dist.join("index.html");
     let app = if index.is_file() {
-        Router::new().fallback_service(ServeDir::new(dist).not_found_service(ServeFile::new(index)))
+        Router::new().fallback_service(
+            ServeDir::new(dist)
+                .precompressed_gzip()
+                .not_found_service(ServeFile::new(index)),
+        )
     } else {
         tracing::warn!(dist = %dist.display(), "no built app found; serving the API only");
         Router::new().fallback(get(|| async { Html(NOT_BUILT) }))

@@ -249,9 +249,18 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     });
 
     let mut all = Vec::new();
-    for strategy in strategies {
+    let jobs = AMOUNTS.len() as u64;
+    let overall = Overall {
+        done_before: 0,
+        total: jobs * strategies.len() as u64,
+    };
+    for (i, strategy) in strategies.iter().copied().enumerate() {
         reset(run).await?;
-        let figures = run_strategy(run, strategy).await?;
+        let overall = Overall {
+            done_before: i as u64 * jobs,
+            ..overall
+        };
+        let figures = run_strategy(run, strategy, overall).await?;
         run.say_plain(figures.line());
         all.push(figures);
     }
@@ -304,8 +313,15 @@ async fn reset(run: &Run) -> Result<(), RunError> {
     .await
 }
 
+/// Where one strategy's approvals sit in the whole run's progress (every strategy's 400).
+#[derive(Clone, Copy)]
+struct Overall {
+    done_before: u64,
+    total: u64,
+}
+
 /// Runs one strategy: 16 workers drain the queue of 400 amounts.
-async fn run_strategy(run: &Run, strategy: Strategy) -> Result<Figures, RunError> {
+async fn run_strategy(run: &Run, strategy: Strategy, overall: Overall) -> Result<Figures, RunError> {
     let started = Instant::now();
     let workers = try_join_all(WORKER_NAMES.iter().map(|name| run.worker(name, strategy.level()))).await?;
     let next_job = AtomicUsize::new(0);
@@ -320,8 +336,8 @@ async fn run_strategy(run: &Run, strategy: Strategy) -> Result<Figures, RunError
             if finished.is_multiple_of(PROGRESS_EVERY) || finished == total_jobs {
                 run.emit(EventKind::Progress {
                     label: strategy.name().into(),
-                    done: finished,
-                    total: total_jobs,
+                    done: overall.done_before + finished,
+                    total: overall.total,
                 });
             }
         }

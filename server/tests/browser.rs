@@ -1,0 +1,477 @@
+//! End-to-end tests of the browser app in headless Chromium, against the real server.
+//!
+//! Why: the app's unit tests check its pure parts (routes, the run state folded from frames), and
+//! the websocket tests check the protocol; only a real browser shows that the built wasm bundle
+//! mounts, talks to `/ws`, and renders what app/README.md's DOM contract promises — and the
+//! screenshots in `target/screenshots/` show what a reader would see.
+//!
+//! Each test starts the real router in-process on port 0 serving `dist/` (build the app first:
+//! scripts/test builds it), its own chromedriver and a fresh Chromium profile, and cleans all of
+//! that up even when it fails (see `browser/harness.rs`). Runs play on the real PostgreSQL at
+//! `DATABASE_URL`. Waits poll the DOM every 50 ms for at most 20 s; no test sleeps for a fixed time.
+//! `measure_run_latency_and_embed_first_paint` asserts nothing: it prints timings and appends
+//! them to `target/screenshots/measurements.txt`.
+
+mod common;
+#[path = "browser/harness.rs"]
+mod harness;
+
+use harness::{Browser, HOST_ROUTES, record_measurement, run};
+use serde_json::{Value as Json, json};
+use std::time::{Duration, Instant};
+
+const WRITE_SKEW: &str = "/lab/isolation/write-skew";
+const VARIANTS: [&str; 3] = ["read-committed", "repeatable-read", "serializable"];
+
+/// How long the load test (16 workers × 400 approvals × 5 strategies) may take to draw its chart.
+const LOAD_TEST_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Chooses a variant tab and waits until the page says it is chosen.
+async fn choose_variant(b: &Browser, variant: &str) {
+    let tab = format!("button.rl-variant[data-variant=\"{variant}\"]");
+    b.click(&tab).await;
+    b.wait_js(
+        &format!("{tab} to be pressed"),
+        "const e = document.querySelector(arguments[0]); return !!e && e.getAttribute('aria-pressed') === 'true';",
+        vec![json!(tab)],
+    )
+    .await;
+}
+
+/// Waits until the run whose transcript starts with `first_line` is over (verdict shown, status
+/// no longer idle, queued or running); returns the final `.rl-status[data-state]`.
+async fn wait_until_run_over(b: &Browser, first_line: &str) -> String {
+    let state = b
+        .wait_js(
+            &format!("the run `{first_line}` to end with a verdict"),
+            r#"const pre = document.querySelector('details.rl-transcript pre');
+               const status = document.querySelector('.rl-status');
+               if (!pre || !status || !document.querySelector('.rl-verdict')) return null;
+               if (pre.textContent.split('\n')[0] !== arguments[0]) return null;
+               const state = status.getAttribute('data-state');
+               return ['idle', 'queued', 'running'].includes(state) ? null : state;"#,
+            vec![json!(first_line)],
+        )
+        .await;
+    state.as_str().expect("a state").to_owned()
+}
+
+/// Statement cards now: (all, those whose SQL is not a BEGIN).
+async fn statement_counts(b: &Browser) -> (u64, u64) {
+    let counts = b
+        .js(
+            r#"const cards = Array.from(document.querySelectorAll('.rl-card[data-kind="statement"]'));
+               const begins = cards.filter(c => {
+                 const sql = c.querySelector('code.rl-sql');
+                 return !!sql && /^(BEGIN|START TRANSACTION)\b/i.test(sql.textContent.trim());
+               }).length;
+               return [cards.length, cards.length - begins];"#,
+            vec![],
+        )
+        .await;
+    (
+        counts[0].as_u64().expect("a count"),
+        counts[1].as_u64().expect("a count"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_skew_each_variant() {
+    run("write_skew_each_variant", async |b| {
+        b.goto(WRITE_SKEW).await;
+        b.wait_for(".rl-scenario[data-scenario=\"isolation/write-skew\"]").await;
+        for variant in VARIANTS {
+            choose_variant(b, variant).await;
+            b.click("button.rl-run").await;
+            let first_line = format!("--- write skew, {variant} ---");
+            let state = wait_until_run_over(b, &first_line).await;
+            b.screenshot(variant).await;
+            assert_eq!(state, "done", "{variant}: .rl-status[data-state]");
+
+            let lanes = b.attrs(".rl-timeline .rl-lane-head", "data-lane").await;
+            assert_eq!(
+                lanes,
+                [Some("alice".to_owned()), Some("bob".to_owned())],
+                "{variant}: one .rl-lane-head per actor"
+            );
+            let transcript = b.text("details.rl-transcript pre").await.expect("the transcript");
+            assert_eq!(transcript.lines().next(), Some(first_line.as_str()));
+
+            let total = ".rl-total[data-table=\"expenses\"]";
+            let actual = b.text(&format!("{total} .rl-total-actual")).await;
+            let expected = b.text(&format!("{total} .rl-total-expected")).await;
+            let verdict = b.attr(".rl-verdict", "data-kind").await;
+            if variant == "serializable" {
+                let bob_errors = b.texts(".rl-card.rl-card--error[data-lane=\"bob\"] .rl-sqlstate").await;
+                assert!(
+                    bob_errors.iter().any(|s| s == "40001"),
+                    "serializable: a failed card in bob's lane with SQLSTATE 40001; got {bob_errors:?}"
+                );
+                assert_eq!(verdict.as_deref(), Some("prevented"), "serializable: verdict");
+                assert_eq!(actual.as_deref(), Some("$3,000"), "serializable: total approved");
+                if expected == actual {
+                    assert!(
+                        !b.has_class(total, "rl-total--differs").await,
+                        "serializable: actual = expected, yet .rl-total--differs"
+                    );
+                }
+            } else {
+                assert_eq!(verdict.as_deref(), Some("reproduced"), "{variant}: verdict");
+                assert_eq!(actual.as_deref(), Some("$6,000"), "{variant}: total approved");
+                assert_eq!(expected.as_deref(), Some("$3,000"), "{variant}: expected total");
+                assert!(
+                    b.has_class(total, "rl-total--differs").await,
+                    "{variant}: .rl-total lacks .rl-total--differs"
+                );
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_mode_advances_one_step_per_click() {
+    run("step_mode_advances_one_step_per_click", async |b| {
+        b.goto(WRITE_SKEW).await;
+        choose_variant(b, "serializable").await;
+        b.click("button.rl-step").await;
+        b.wait_for(".rl-next-step").await;
+        b.screenshot("first-step").await;
+        let (n0, _) = statement_counts(b).await;
+        println!("statement cards before the first Next: {n0}");
+
+        for click in 1..=3 {
+            let (total, others) = statement_counts(b).await;
+            b.click("button.rl-next").await;
+            // Settled: the statement is in, and the page again shows what comes next.
+            b.wait_js(
+                &format!("Next #{click} to add a statement card"),
+                r#"const cards = Array.from(document.querySelectorAll('.rl-card[data-kind="statement"]'));
+                   const others = cards.filter(c => {
+                     const sql = c.querySelector('code.rl-sql');
+                     return !(!!sql && /^(BEGIN|START TRANSACTION)\b/i.test(sql.textContent.trim()));
+                   }).length;
+                   return others !== arguments[0] && document.querySelector('.rl-next-step') !== null;"#,
+                vec![json!(others)],
+            )
+            .await;
+            let (total_after, others_after) = statement_counts(b).await;
+            assert_eq!(
+                others_after,
+                others + 1,
+                "Next #{click}: exactly one more non-BEGIN statement card"
+            );
+            assert!(
+                (1..=2).contains(&(total_after - total)),
+                "Next #{click}: {total} → {total_after} statement cards (one statement, perhaps with its BEGIN)"
+            );
+        }
+        b.screenshot("after-3-steps").await;
+
+        b.click("button.rl-cancel").await;
+        b.wait_for(".rl-status[data-state=\"cancelled\"]").await;
+    })
+    .await;
+}
+
+/// The host page's look, to compare with the reference page's.
+const HOST_LOOK: &str = r#"const look = e => {
+    const s = getComputedStyle(e);
+    return [s.fontFamily, s.fontSize, s.lineHeight, s.color, s.backgroundColor, s.margin, s.padding].join(' | ');
+  };
+  return { html: look(document.documentElement), body: look(document.body), p: look(document.getElementById('ref')) };"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embed_in_iframe_reports_height() {
+    run("embed_in_iframe_reports_height", async |b| {
+        let (reference, iframe_host, script_host) = HOST_ROUTES;
+        b.goto(reference).await;
+        let reference_look = b.js(HOST_LOOK, vec![]).await;
+
+        // A pasted iframe: the embed autoplays and reports its height to the host.
+        b.goto(iframe_host).await;
+        let height = b
+            .wait_js(
+                "a racelab:height message above 100 px",
+                "const h = Number(document.getElementById('h').textContent); return h > 100 ? h : null;",
+                vec![],
+            )
+            .await;
+        println!("first reported embed height: {height}");
+        b.client.enter_frame(0).await.expect("enter the embed's iframe");
+        b.wait_for(".racelab.rl-embed").await;
+        b.wait_for(".rl-verdict").await;
+        assert_eq!(
+            b.attr(".rl-verdict", "data-kind").await.as_deref(),
+            Some("prevented"),
+            "the autoplayed serializable run's verdict"
+        );
+        b.client.enter_parent_frame().await.expect("back to the host");
+        let heights = b.js("return window.reportedHeights;", vec![]).await;
+        println!("heights reported until the verdict: {heights}");
+        assert_eq!(
+            b.js(HOST_LOOK, vec![]).await,
+            reference_look,
+            "the iframe changed the host's look"
+        );
+        b.screenshot("iframe-1280").await;
+
+        b.set_viewport(360, 900).await;
+        b.client.enter_frame(0).await.expect("enter the embed's iframe");
+        let overflow = b
+            .js(
+                "const d = document.documentElement; return [d.scrollWidth, d.clientWidth];",
+                vec![],
+            )
+            .await;
+        b.client.enter_parent_frame().await.expect("back to the host");
+        b.screenshot("iframe-360").await;
+        let heights = b.js("return window.reportedHeights;", vec![]).await;
+        println!("heights reported until the 360 px screenshot: {heights}");
+        assert!(
+            overflow[0].as_u64() <= overflow[1].as_u64(),
+            "the embed scrolls sideways in a 360 px iframe: [scrollWidth, clientWidth] = {overflow}"
+        );
+        b.reset_viewport().await;
+
+        // The one-line loader inserts the iframe itself, and sizes it.
+        b.goto(script_host).await;
+        let src = b
+            .wait_js(
+                "embed.js to insert an iframe",
+                "const f = document.querySelector('iframe'); return f ? f.src : null;",
+                vec![],
+            )
+            .await;
+        let src = src.as_str().expect("the iframe's src");
+        assert!(
+            src.contains("/embed/isolation/write-skew") && src.contains("variant=serializable"),
+            "embed.js inserted an iframe for {src}"
+        );
+        b.client.enter_frame(0).await.expect("enter the loader's iframe");
+        b.wait_for(".racelab.rl-embed").await;
+        b.client.enter_parent_frame().await.expect("back to the host");
+        let loader_height = b
+            .wait_js(
+                "embed.js to set its iframe's height from a reported height (> 100 px)",
+                // The inline style height, not the box: a CSS min-height alone would pass that.
+                "const f = document.querySelector('iframe'); const h = f ? parseFloat(f.style.height) : NaN; \
+                 return h > 100 ? h : null;",
+                vec![],
+            )
+            .await;
+        println!("iframe height set by embed.js: {loader_height}");
+        assert_eq!(
+            b.js(HOST_LOOK, vec![]).await,
+            reference_look,
+            "embed.js changed the host's look"
+        );
+        b.screenshot("script-loader").await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_shows_three_columns() {
+    run("compare_shows_three_columns", async |b| {
+        b.goto(&format!("{WRITE_SKEW}/compare")).await;
+        b.wait_js(
+            "three .rl-compare-col",
+            "return document.querySelectorAll('.rl-compare .rl-compare-col').length === 3;",
+            vec![],
+        )
+        .await;
+        let mut columns = b.attrs(".rl-compare .rl-compare-col", "data-variant").await;
+        columns.sort();
+        assert_eq!(columns, VARIANTS.map(|v| Some(v.to_owned())), "one column per variant");
+        if b.count("button.rl-run").await > 0 {
+            b.click("button.rl-run").await;
+        }
+        b.wait_js(
+            "a verdict in each column",
+            "return Array.from(document.querySelectorAll('.rl-compare .rl-compare-col')).every(c => c.querySelector('.rl-verdict') !== null);",
+            vec![],
+        )
+        .await;
+        b.screenshot("verdicts").await;
+        for (variant, kind) in [
+            ("read-committed", "reproduced"),
+            ("repeatable-read", "reproduced"),
+            ("serializable", "prevented"),
+        ] {
+            let verdict = format!(".rl-compare-col[data-variant=\"{variant}\"] .rl-verdict");
+            assert_eq!(b.attr(&verdict, "data-kind").await.as_deref(), Some(kind), "{variant}");
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_test_shows_progress_then_chart() {
+    run("load_test_shows_progress_then_chart", async |b| {
+        b.goto("/lab/isolation/load-test").await;
+        b.wait_for(".rl-scenario[data-scenario=\"isolation/load-test\"]").await;
+        let started = Instant::now();
+        b.click("button.rl-run").await;
+        b.wait_for(".rl-progress progress").await;
+        println!("progress shown after {:?}", started.elapsed());
+        b.screenshot("progress").await;
+        b.wait_js_for(
+            "a chart with 5 .rl-chart-group",
+            LOAD_TEST_TIMEOUT,
+            "return document.querySelectorAll('.rl-chart .rl-chart-group').length === 5;",
+            vec![],
+        )
+        .await;
+        println!("chart shown after {:?}", started.elapsed());
+        b.screenshot("chart").await;
+        let strategies = b.attrs(".rl-chart .rl-chart-group", "data-strategy").await;
+        println!("chart groups: {strategies:?}");
+        assert!(
+            strategies.iter().all(|s| s.as_deref().is_some_and(|s| !s.is_empty())),
+            "every .rl-chart-group names its strategy: {strategies:?}"
+        );
+        for metric in ["over_budget", "approved", "retries", "most_attempts", "gave_up"] {
+            let bars = b
+                .count(&format!(".rl-chart .rl-chart-group .rl-bar[data-metric=\"{metric}\"]"))
+                .await;
+            assert_eq!(bars, 5, "one {metric} bar per strategy");
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalog_and_replay() {
+    run("catalog_and_replay", async |b| {
+        b.goto("/").await;
+        let lab = "section.rl-lab[data-lab=\"isolation\"]";
+        b.wait_for(lab).await;
+        let links = b.attrs(&format!("{lab} a.rl-scenario-link"), "href").await;
+        let link = links
+            .iter()
+            .flatten()
+            .find(|href| href.trim_end_matches('/').ends_with(WRITE_SKEW))
+            .unwrap_or_else(|| panic!("an a.rl-scenario-link to {WRITE_SKEW} in the isolation lab; got {links:?}"))
+            .clone();
+        let services = b.attrs(".rl-service", "data-service").await;
+        println!("services shown: {services:?}");
+        b.screenshot("catalog").await;
+
+        b.click(&format!("{lab} a.rl-scenario-link[href=\"{link}\"]")).await;
+        b.wait_for(".rl-scenario[data-scenario=\"isolation/write-skew\"]").await;
+        b.click("button.rl-run").await;
+        b.wait_for(".rl-verdict").await;
+        b.wait_for("a.rl-permalink").await;
+        let verdict = b.attr(".rl-verdict", "data-kind").await;
+        let transcript = b.text("details.rl-transcript pre").await;
+        b.screenshot("run").await;
+        let path = b
+            .js(
+                "return new URL(document.querySelector('a.rl-permalink').getAttribute('href'), location.href).pathname;",
+                vec![],
+            )
+            .await;
+        let path = path.as_str().expect("the permalink's path").to_owned();
+        let run_id = path
+            .strip_prefix("/runs/")
+            .filter(|id| !id.is_empty() && !id.contains('/'))
+            .unwrap_or_else(|| panic!("a.rl-permalink points to /runs/<id>, not {path}"))
+            .to_owned();
+
+        b.goto(&path).await;
+        b.wait_for(&format!(".rl-replay[data-run-id=\"{run_id}\"]")).await;
+        b.wait_for(".rl-verdict").await;
+        b.screenshot("replay").await;
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await, verdict, "the replay's verdict");
+        if let Some(transcript) = transcript {
+            let replayed = b.text("details.rl-transcript pre").await;
+            assert_eq!(replayed.as_deref(), Some(transcript.as_str()), "the replay's transcript");
+        }
+    })
+    .await;
+}
+
+/// Not a check: prints how quickly a run shows up and how quickly the embed paints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn measure_run_latency_and_embed_first_paint() {
+    run("measure_run_latency_and_embed_first_paint", async |b| {
+        b.goto(WRITE_SKEW).await;
+        b.wait_for("button.rl-run").await;
+        choose_variant(b, "serializable").await;
+        b.wait_js(
+            "button.rl-run to be enabled",
+            "const e = document.querySelector('button.rl-run'); return !!e && !e.disabled;",
+            vec![],
+        )
+        .await;
+        // Measured inside the page: click, then a MutationObserver notes the first card and the
+        // verdict; resolves with both times in ms after the click.
+        let times = b
+            .client
+            .execute_async(
+                r#"const done = arguments[arguments.length - 1];
+                   const t0 = performance.now();
+                   let card = null;
+                   const look = () => {
+                     if (card === null && document.querySelector('.rl-card')) card = performance.now() - t0;
+                     if (card !== null && document.querySelector('.rl-verdict')) {
+                       observer.disconnect();
+                       done([card, performance.now() - t0]);
+                     }
+                   };
+                   const observer = new MutationObserver(look);
+                   observer.observe(document.body, { childList: true, subtree: true, attributes: true });
+                   document.querySelector('button.rl-run').click();
+                   look();"#,
+                vec![],
+            )
+            .await
+            .expect("the run to show a card and a verdict within the script timeout");
+        let ms = |v: &Json| v.as_f64().unwrap_or(f64::NAN);
+        record_measurement(&format!(
+            "click .rl-run → first .rl-card: {:.0} ms; → .rl-verdict: {:.0} ms (serializable write skew)",
+            ms(&times[0]),
+            ms(&times[1])
+        ));
+        b.screenshot("run").await;
+
+        b.goto("/embed/isolation/write-skew?variant=serializable").await;
+        let paint = b
+            .wait_js(
+                "first-contentful-paint of the embed",
+                "const e = performance.getEntriesByName('first-contentful-paint')[0]; return e ? e.startTime : null;",
+                vec![],
+            )
+            .await;
+        let mounted = b
+            .client
+            .execute_async(
+                r#"const done = arguments[arguments.length - 1];
+                   const ready = () => document.querySelector('.racelab.rl-embed button, .racelab.rl-embed .rl-timeline');
+                   if (ready()) { done(performance.now()); return; }
+                   const observer = new MutationObserver(() => {
+                     if (ready()) { observer.disconnect(); done(performance.now()); }
+                   });
+                   observer.observe(document.documentElement, { childList: true, subtree: true });"#,
+                vec![],
+            )
+            .await
+            .expect("the embed to mount");
+        let wasm = b
+            .js(
+                "const r = performance.getEntriesByType('resource').find(r => r.name.endsWith('.wasm')); \
+                 return r ? [r.transferSize, r.decodedBodySize, r.duration] : null;",
+                vec![],
+            )
+            .await;
+        record_measurement(&format!(
+            "embed page: first-contentful-paint {:.0} ms, app mounted (controls in the DOM) {:.0} ms after navigation start; \
+             wasm [transfer bytes, decoded bytes, fetch ms] = {wasm}",
+            ms(&paint),
+            ms(&mounted)
+        ));
+        b.screenshot("embed").await;
+    })
+    .await;
+}
