@@ -172,6 +172,17 @@ impl RunSocket {
     }
 }
 
+/// Sets the document's `color-scheme`, so the browser paints the page behind us to match.
+pub fn set_color_scheme(theme: &str) {
+    if let Some(root) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.document_element())
+        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+    {
+        let _ = root.style().set_property("color-scheme", theme);
+    }
+}
+
 /// Copies text to the clipboard (best effort: some hosts forbid it; the text stays selectable).
 pub fn copy_to_clipboard(text: &str) {
     if let Some(window) = web_sys::window() {

@@ -22,6 +22,11 @@ fn main() {
 fn App() -> impl IntoView {
     let route = Route::current();
     let theme = route.theme();
+    if let Some(theme) = &theme {
+        // A forced theme colours the whole document (the canvas behind an embed too), not only
+        // our root.
+        api::set_color_scheme(theme);
+    }
     let embed = matches!(route, Route::Embed { .. });
     let page = match route {
         Route::Catalog => view! { <pages::catalog::Catalog /> }.into_any(),

@@ -49,7 +49,8 @@ pub struct Row {
     pub at_ms: u64,
     pub lane: usize,
     pub card: Card,
-    /// Lanes whose actor is blocked at this row (drawn as a bar through the row).
+    /// Lanes whose actor is blocked at this row (drawn as a bar through the row, below the card
+    /// when the card is the blocked actor's own: its waiting card, a note while it waits).
     pub waiting: Vec<usize>,
 }
 
@@ -143,8 +144,7 @@ impl Timeline {
                 _ => continue,
             };
             let is_statement = matches!(card, Card::Statement { error: None, .. });
-            let mut waiting = blocked.clone();
-            waiting.retain(|l| *l != lane || matches!(card, Card::Waiting { .. }));
+            let waiting = blocked.clone();
             timeline.rows.push(Row {
                 seq: event.seq,
                 at_ms: event.at_ms,

@@ -38,15 +38,14 @@ pub fn TimelineView(timeline: Signal<Timeline>) -> impl IntoView {
                                 .iter()
                                 .enumerate()
                                 .map(|(lane, name)| {
-                                    let content = if lane == row.lane {
-                                        view! { <StepCard lane=name.clone() card=row.card.clone() /> }.into_any()
-                                    } else if row.waiting.contains(&lane) {
-                                        view! { <div class="rl-wait-bar" data-lane=name.clone() title=format!("{name} is waiting for a lock")></div> }
-                                            .into_any()
-                                    } else {
-                                        ().into_any()
-                                    };
-                                    view! { <div class="rl-cell" data-lane=name.clone()>{content}</div> }
+                                    let card = (lane == row.lane)
+                                        .then(|| view! { <StepCard lane=name.clone() card=row.card.clone() /> });
+                                    let bar = row.waiting.contains(&lane).then(|| {
+                                        view! {
+                                            <div class="rl-wait-bar" data-lane=name.clone() title=format!("{name} is waiting for a lock")></div>
+                                        }
+                                    });
+                                    view! { <div class="rl-cell" data-lane=name.clone()>{card}{bar}</div> }
                                 })
                                 .collect_view();
                             view! {

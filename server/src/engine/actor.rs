@@ -323,6 +323,18 @@ pub(crate) fn execute<'a>(
     })
 }
 
+/// The column names `sql` would return, without running it: a snapshot of an empty table still
+/// shows its header. Boxed like [`execute`].
+pub(crate) fn describe_columns<'a>(
+    conn: &'a mut PgConnection,
+    sql: &'a str,
+) -> BoxFuture<'a, Result<Vec<String>, sqlx::Error>> {
+    Box::pin(async move {
+        let described = conn.describe(sql).await?;
+        Ok(described.columns().iter().map(|c| c.name().to_owned()).collect())
+    })
+}
+
 fn bind_all<'q>(mut query: Query<'q, Postgres, PgArguments>, params: &'q [Value]) -> Query<'q, Postgres, PgArguments> {
     for param in params {
         query = match param {

@@ -4,7 +4,7 @@
 //! a run in `pg_stat_activity`), speaks transcript lines, takes ledger snapshots from its monitor
 //! connection, and in step mode holds each step until the reader asks for the next.
 
-use super::actor::{Level, PgActor, execute};
+use super::actor::{Level, PgActor, describe_columns, execute};
 use super::error::RunError;
 use super::events::EventSink;
 use shared::{EventKind, Ledger, Table, Value, Verdict};
@@ -241,9 +241,15 @@ impl Run {
         let mut ledger = Ledger::default();
         for query in tables {
             let output = self.check(query.sql, &[]).await?;
+            let columns = if output.columns.is_empty() {
+                let mut monitor = self.core.monitor.lock().await;
+                describe_columns(&mut monitor, query.sql).await?
+            } else {
+                output.columns
+            };
             ledger.tables.push(Table {
                 name: query.name.to_owned(),
-                columns: output.columns,
+                columns,
                 key_columns: query.key_columns,
                 rows: output.rows,
             });
