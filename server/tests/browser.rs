@@ -15,9 +15,11 @@
 mod common;
 #[path = "browser/harness.rs"]
 mod harness;
+#[path = "browser/measure.rs"]
+mod measure;
 
-use harness::{Browser, HOST_ROUTES, record_measurement, run};
-use serde_json::{Value as Json, json};
+use harness::{Browser, HOST_ROUTES, choose_variant, record_measurement, run};
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 const WRITE_SKEW: &str = "/lab/isolation/write-skew";
@@ -25,18 +27,6 @@ const VARIANTS: [&str; 3] = ["read-committed", "repeatable-read", "serializable"
 
 /// How long the load test (16 workers × 400 approvals × 5 strategies) may take to draw its chart.
 const LOAD_TEST_TIMEOUT: Duration = Duration::from_secs(180);
-
-/// Chooses a variant tab and waits until the page says it is chosen.
-async fn choose_variant(b: &Browser, variant: &str) {
-    let tab = format!("button.rl-variant[data-variant=\"{variant}\"]");
-    b.click(&tab).await;
-    b.wait_js(
-        &format!("{tab} to be pressed"),
-        "const e = document.querySelector(arguments[0]); return !!e && e.getAttribute('aria-pressed') === 'true';",
-        vec![json!(tab)],
-    )
-    .await;
-}
 
 /// Waits until the run whose transcript starts with `first_line` is over (verdict shown, status
 /// no longer idle, queued or running); returns the final `.rl-status[data-state]`.
@@ -392,86 +382,14 @@ async fn catalog_and_replay() {
     .await;
 }
 
-/// Not a check: prints how quickly a run shows up and how quickly the embed paints.
+/// Not a check: prints how quickly a run shows up and how quickly the embed paints (also
+/// `cargo bench --bench ui_latency`, which repeats it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn measure_run_latency_and_embed_first_paint() {
     run("measure_run_latency_and_embed_first_paint", async |b| {
-        b.goto(WRITE_SKEW).await;
-        b.wait_for("button.rl-run").await;
-        choose_variant(b, "serializable").await;
-        b.wait_js(
-            "button.rl-run to be enabled",
-            "const e = document.querySelector('button.rl-run'); return !!e && !e.disabled;",
-            vec![],
-        )
-        .await;
-        // Measured inside the page: click, then a MutationObserver notes the first card and the
-        // verdict; resolves with both times in ms after the click.
-        let times = b
-            .client
-            .execute_async(
-                r#"const done = arguments[arguments.length - 1];
-                   const t0 = performance.now();
-                   let card = null;
-                   const look = () => {
-                     if (card === null && document.querySelector('.rl-card')) card = performance.now() - t0;
-                     if (card !== null && document.querySelector('.rl-verdict')) {
-                       observer.disconnect();
-                       done([card, performance.now() - t0]);
-                     }
-                   };
-                   const observer = new MutationObserver(look);
-                   observer.observe(document.body, { childList: true, subtree: true, attributes: true });
-                   document.querySelector('button.rl-run').click();
-                   look();"#,
-                vec![],
-            )
-            .await
-            .expect("the run to show a card and a verdict within the script timeout");
-        let ms = |v: &Json| v.as_f64().unwrap_or(f64::NAN);
-        record_measurement(&format!(
-            "click .rl-run → first .rl-card: {:.0} ms; → .rl-verdict: {:.0} ms (serializable write skew)",
-            ms(&times[0]),
-            ms(&times[1])
-        ));
-        b.screenshot("run").await;
-
-        b.goto("/embed/isolation/write-skew?variant=serializable").await;
-        let paint = b
-            .wait_js(
-                "first-contentful-paint of the embed",
-                "const e = performance.getEntriesByName('first-contentful-paint')[0]; return e ? e.startTime : null;",
-                vec![],
-            )
-            .await;
-        let mounted = b
-            .client
-            .execute_async(
-                r#"const done = arguments[arguments.length - 1];
-                   const ready = () => document.querySelector('.racelab.rl-embed button, .racelab.rl-embed .rl-timeline');
-                   if (ready()) { done(performance.now()); return; }
-                   const observer = new MutationObserver(() => {
-                     if (ready()) { observer.disconnect(); done(performance.now()); }
-                   });
-                   observer.observe(document.documentElement, { childList: true, subtree: true });"#,
-                vec![],
-            )
-            .await
-            .expect("the embed to mount");
-        let wasm = b
-            .js(
-                "const r = performance.getEntriesByType('resource').find(r => r.name.endsWith('.wasm')); \
-                 return r ? [r.transferSize, r.decodedBodySize, r.duration] : null;",
-                vec![],
-            )
-            .await;
-        record_measurement(&format!(
-            "embed page: first-contentful-paint {:.0} ms, app mounted (controls in the DOM) {:.0} ms after navigation start; \
-             wasm [transfer bytes, decoded bytes, fetch ms] = {wasm}",
-            ms(&paint),
-            ms(&mounted)
-        ));
-        b.screenshot("embed").await;
+        for line in measure::run_latency_and_embed_paint(b).await {
+            record_measurement(&line);
+        }
     })
     .await;
 }

@@ -574,3 +574,15 @@ impl Browser {
         std::fs::write(&path, png).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     }
 }
+
+/// Chooses a variant tab and waits until the page says it is chosen.
+pub async fn choose_variant(b: &Browser, variant: &str) {
+    let tab = format!("button.rl-variant[data-variant=\"{variant}\"]");
+    b.click(&tab).await;
+    b.wait_js(
+        &format!("{tab} to be pressed"),
+        "const e = document.querySelector(arguments[0]); return !!e && e.getAttribute('aria-pressed') === 'true';",
+        vec![json!(tab)],
+    )
+    .await;
+}
