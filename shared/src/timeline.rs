@@ -26,9 +26,14 @@ pub enum Card {
     Waiting {
         by: Vec<String>,
     },
-    /// The actor got its lock after waiting this long.
+    /// The actor's wait ended after `waited_ms`: with the lock and its statement's result, or
+    /// with an error (a deadlock, a serialization failure, a lock timeout). The statement that
+    /// waited finishes here, where it happened, not up on its own card.
     Released {
         waited_ms: u64,
+        result: Option<String>,
+        rows: Option<Rows>,
+        error: Option<(Option<String>, String)>,
     },
     Commit,
     Rollback,
@@ -87,11 +92,18 @@ impl Timeline {
                     error: None,
                 },
                 EventKind::Result { summary, rows, .. } => {
-                    if let Some(Card::Statement {
-                        result,
-                        rows: card_rows,
-                        ..
-                    }) = timeline.open_card(lane, &open)
+                    if let Some(
+                        Card::Statement {
+                            result,
+                            rows: card_rows,
+                            ..
+                        }
+                        | Card::Released {
+                            result,
+                            rows: card_rows,
+                            ..
+                        },
+                    ) = timeline.open_card(lane, &open)
                     {
                         *result = Some(summary.clone());
                         card_rows.clone_from(rows);
@@ -101,7 +113,9 @@ impl Timeline {
                     Card::Note { line: summary.clone() }
                 }
                 EventKind::Error { sqlstate, message, .. } => {
-                    if let Some(Card::Statement { error, .. }) = timeline.open_card(lane, &open) {
+                    if let Some(Card::Statement { error, .. } | Card::Released { error, .. }) =
+                        timeline.open_card(lane, &open)
+                    {
                         *error = Some((sqlstate.clone(), message.clone()));
                         open[lane] = None;
                         continue;
@@ -116,11 +130,18 @@ impl Timeline {
                 }
                 EventKind::Blocked { by, .. } => {
                     blocked.push(lane);
+                    // The statement's outcome will land on the released card instead.
+                    open[lane] = None;
                     Card::Waiting { by: by.clone() }
                 }
                 EventKind::Unblocked { waited_ms, .. } => {
                     blocked.retain(|l| *l != lane);
-                    Card::Released { waited_ms: *waited_ms }
+                    Card::Released {
+                        waited_ms: *waited_ms,
+                        result: None,
+                        rows: None,
+                        error: None,
+                    }
                 }
                 EventKind::Commit { .. } | EventKind::Rollback { .. } => {
                     let ended = if matches!(event.kind, EventKind::Commit { .. }) {
@@ -143,7 +164,7 @@ impl Timeline {
                 },
                 _ => continue,
             };
-            let is_statement = matches!(card, Card::Statement { error: None, .. });
+            let is_statement = matches!(card, Card::Statement { error: None, .. } | Card::Released { .. });
             let waiting = blocked.clone();
             timeline.rows.push(Row {
                 seq: event.seq,
@@ -264,7 +285,11 @@ mod tests {
         let lanes: Vec<usize> = t.rows.iter().map(|r| r.lane).collect();
         assert_eq!(lanes, vec![0, 1, 1, 0, 1]);
         assert!(matches!(&t.rows[0].card, Card::Statement { result: Some(r), .. } if r == "UPDATE 1"));
-        assert!(matches!(&t.rows[1].card, Card::Statement { result: Some(r), .. } if r == "UPDATE 1"));
+        assert!(
+            matches!(&t.rows[1].card, Card::Statement { result: None, .. }),
+            "bob's result comes after his wait"
+        );
+        assert!(matches!(&t.rows[4].card, Card::Released { waited_ms: 12, result: Some(r), .. } if r == "UPDATE 1"));
         assert_eq!(t.rows[2].waiting, vec![1], "bob's own waiting card marks his lane");
         assert_eq!(t.rows[3].waiting, vec![1], "alice commits while bob waits");
         assert!(t.rows[4].waiting.is_empty(), "released");
