@@ -138,9 +138,10 @@ impl RunSocket {
         });
     }
 
-    /// Starts a run, replacing whatever this socket showed before.
+    /// Starts a run. What the socket showed stays until the server says the new run started
+    /// (a refused start, say a run still going, then changes nothing).
     pub fn start(&self, scenario: &str, variant: &str, mode: Mode) {
-        self.state.update(|s| s.reset());
+        self.state.update(|s| s.refused = None);
         self.send(ClientMsg::Start {
             scenario: scenario.to_owned(),
             variant: variant.to_owned(),

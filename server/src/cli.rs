@@ -129,9 +129,21 @@ async fn run_once(
         }
     };
     let (mut before, mut after, mut expected, mut verdict) = (None, None, None, None::<Verdict>);
-    while let Some(update) = handle.updates.recv().await {
+    let mut interrupted = false;
+    loop {
+        let update = tokio::select! {
+            update = handle.updates.recv() => update,
+            // Ctrl-C cancels the run and still waits for its cleanup (its sandbox is dropped).
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                eprintln!("racelab: cancelling the run and cleaning its sandbox…");
+                handle.cancel();
+                continue;
+            }
+        };
+        let Some(update) = update else { break };
         match update {
-            ServerMsg::Queued { position } => eprintln!("(queued: {position} ahead in line)"),
+            ServerMsg::Queued { position } => eprintln!("(queued: place {position} in line)"),
             ServerMsg::Event { event } => {
                 if json {
                     println!("{}", serde_json::to_string(&event).unwrap_or_default());
@@ -204,13 +216,33 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Sandboxes a crash or a hard stop left behind are swept now and then, not only at startup.
+    let sweeper = engine.clone();
+    tokio::spawn(async move {
+        let max_age = sweeper.limits.max_duration + std::time::Duration::from_secs(60);
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(300)).await;
+            if let Err(error) = crate::sandbox::sweep(&sweeper.pool, max_age).await {
+                tracing::warn!(%error, "periodic sweep of old sandboxes failed");
+            }
+        }
+    });
     let state = AppState {
         engine,
         config: Arc::new(config),
     };
     let app = web::router(state, &serve.dist);
-    let address = format!("{}:{}", serve.bind, serve.port);
-    let listener = match tokio::net::TcpListener::bind(&address).await {
+    let address = match serve.bind.parse::<std::net::IpAddr>() {
+        Ok(ip) => std::net::SocketAddr::new(ip, serve.port),
+        Err(_) => {
+            eprintln!(
+                "racelab: RACELAB_BIND must be an IP address (like 0.0.0.0 or ::), not {:?}",
+                serve.bind
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(address).await {
         Ok(listener) => listener,
         Err(error) => {
             eprintln!("racelab: cannot listen on {address}: {error}");

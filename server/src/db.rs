@@ -31,6 +31,9 @@ const SPARE: u32 = 5;
 /// and the run cap sized to PostgreSQL's max_connections.
 pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
     let options = PgConnectOptions::from_str(&config.database_url).map_err(StartupError::BadUrl)?;
+    // The database named in the URL, or `racelab`: created if missing, and used for everything.
+    let name = options.get_database().unwrap_or("racelab").to_owned();
+    let options = options.database(&name);
     ensure_database(&options, &config.database_url).await?;
     let pool = PgPoolOptions::new()
         .max_connections(ADMIN_POOL)

@@ -16,6 +16,8 @@ static NEVER_WAITS: ScenarioDef = ScenarioDef {
     hook: "",
     about: "",
     variants: &[("only", "only", "")],
+    steppable: true,
+    workload: false,
     schema: racelab::labs::isolation::SCHEMA,
     actors: |_| actors_at(&["bob"], "READ COMMITTED"),
     play: |run, _| {

@@ -141,6 +141,10 @@ async fn malformed_and_unknown_frames_get_errors_and_the_socket_stays_usable() {
         ),
         (r#"{"v":1,"type":"next"}"#, "no_run"),
         (r#"{"v":1,"type":"cancel"}"#, "no_run"),
+        (
+            r#"{"v":1,"type":"start","scenario":"isolation/load-test","variant":"all","mode":"step"}"#,
+            "not_steppable",
+        ),
     ];
     for (frame, code) in cases {
         send_raw(&mut socket, frame).await;
@@ -181,11 +185,12 @@ async fn step_mode_plays_one_step_per_next() {
         frames.iter().all(|f| event_type(f) != Some("step")),
         "nothing runs before the first next"
     );
-    let next_up = frames.last().expect("paused")["event"]["next"]
-        .as_str()
-        .expect("whose step")
-        .to_owned();
-    assert!(next_up.starts_with("alice: SELECT budget"), "{next_up}");
+    let paused = &frames.last().expect("paused")["event"];
+    assert_eq!(paused["actor"], "alice");
+    assert!(
+        paused["step"].as_str().is_some_and(|s| s.starts_with("SELECT budget")),
+        "{paused}"
+    );
     for _ in 0..3 {
         send(&mut socket, json!({"v": 1, "type": "next"})).await;
         let frames = receive_until(&mut socket, |f| event_type(f) == Some("paused")).await;
@@ -255,6 +260,9 @@ async fn catalog_health_and_missing_runs_answer_over_http() {
     let (status, body) = get(address, "/api/runs/does-not-exist").await;
     assert_eq!(status, 404);
     assert!(body.contains("does-not-exist"));
+    let (status, body) = get(address, "/api/nope").await;
+    assert_eq!(status, 404);
+    assert!(body.contains("no API at /api/nope"), "{body}");
 }
 
 /// A minimal HTTP GET over a raw socket (one dependency fewer than an HTTP client).

@@ -48,6 +48,13 @@ pub struct ScenarioInfo {
     pub hook: String,
     /// A short explanation for the scenario page: what to watch for.
     pub about: String,
+    /// Whether it can be played one step at a time. A free-running workload cannot, and neither
+    /// can a choreography whose outcome depends on timing inside the database (a deadlock is
+    /// broken by whichever waiter's check runs first).
+    pub steppable: bool,
+    /// A free-running workload (the load test): drawn as progress and a chart per strategy
+    /// instead of a timeline.
+    pub workload: bool,
     pub variants: Vec<VariantInfo>,
 }
 

@@ -113,8 +113,9 @@ pub enum EventKind {
     Progress { label: String, done: u64, total: u64 },
     /// The plain answer.
     Verdict { verdict: Verdict },
-    /// In step mode: the run is paused until the reader asks for the next step; `next` says whose.
-    Paused { next: String },
+    /// In step mode: the run is paused until the reader asks for the next step, which is
+    /// `actor`'s `step` (an SQL statement, a command).
+    Paused { actor: String, step: String },
     /// The last event of every run.
     Done { outcome: Outcome },
 }

@@ -62,10 +62,8 @@ pub enum ErrorCode {
     NoRun,
     /// `next` on a run started in auto mode.
     NotStepMode,
-    /// A service the scenario needs is down.
-    ServiceDown,
-    /// The server failed; details are in its log.
-    Internal,
+    /// Step mode for a scenario that cannot be stepped (the load test, the deadlock).
+    NotSteppable,
 }
 
 /// Server → client.
@@ -76,7 +74,7 @@ pub enum ServerMsg {
     Queued {
         position: usize,
     },
-    /// The run got its slot and sandbox.
+    /// The run left the queue and has its id; its events follow (the first is `run_started`).
     Started {
         run_id: String,
     },

@@ -24,8 +24,8 @@ pub struct RunState {
     pub phase: Phase,
     pub run_id: Option<String>,
     pub events: Vec<Event>,
-    /// In step mode, whose step comes next (`bob: SELECT …`).
-    pub next_step: Option<String>,
+    /// In step mode, whose step comes next, and what it is: `("bob", "SELECT …")`.
+    pub next_step: Option<(String, String)>,
     /// The last error frame the server sent (a refused start, a bad frame).
     pub refused: Option<String>,
 }
@@ -56,7 +56,7 @@ impl RunState {
             }
             ServerMsg::Event { event } => {
                 match &event.kind {
-                    EventKind::Paused { next } => self.next_step = Some(next.clone()),
+                    EventKind::Paused { actor, step } => self.next_step = Some((actor.clone(), step.clone())),
                     EventKind::Step { .. } => self.next_step = None,
                     EventKind::Done { outcome } => {
                         self.phase = Phase::Finished(outcome.clone());
@@ -75,11 +75,6 @@ impl RunState {
                 self.next_step = None;
             }
         }
-    }
-
-    /// Starts over for a new run (keeps nothing of the last).
-    pub fn reset(&mut self) {
-        *self = RunState::default();
     }
 
     pub fn is_active(&self) -> bool {
@@ -161,10 +156,11 @@ mod tests {
         state.apply(event(
             1,
             EventKind::Paused {
-                next: "alice: SELECT 1".into(),
+                actor: "alice".into(),
+                step: "SELECT 1".into(),
             },
         ));
-        assert_eq!(state.next_step.as_deref(), Some("alice: SELECT 1"));
+        assert_eq!(state.next_step, Some(("alice".to_owned(), "SELECT 1".to_owned())));
         state.apply(event(
             2,
             EventKind::Step {

@@ -42,7 +42,8 @@ pub fn RunPanel(
     let state = socket.state;
     let chosen = RwSignal::new(variant);
     let id = scenario.id.clone();
-    let is_load_test = id == "isolation/load-test";
+    let is_load_test = scenario.workload;
+    let steppable = scenario.steppable;
     let blocked = !down.is_empty();
     let stepping = RwSignal::new(false);
 
@@ -54,14 +55,15 @@ pub fn RunPanel(
         }
     };
     if autoplay && !blocked {
-        start(if step { Mode::Step } else { Mode::Auto });
+        start(if step && steppable { Mode::Step } else { Mode::Auto });
     }
     if let Some(token) = run_all {
         let start = start.clone();
         let seen = StoredValue::new(token.get_untracked());
         Effect::new(move |_| {
             let now = token.get();
-            if now != seen.get_value() {
+            // A panel still playing finishes its run; only idle panels start again.
+            if now != seen.get_value() && !state.with_untracked(|s| s.is_active()) {
                 seen.set_value(now);
                 start(Mode::Auto);
             }
@@ -104,7 +106,7 @@ pub fn RunPanel(
             {tabs}
             <div class="rl-controls">
                 <button class="rl-run" on:click=run disabled=move || blocked || active.get() || !connected()>"Run"</button>
-                {(chrome != Chrome::Column && !is_load_test).then(|| view! {
+                {(chrome != Chrome::Column && steppable).then(|| view! {
                     <button class="rl-step" on:click=step_run disabled=move || blocked || active.get() || !connected()>
                         "Step"
                     </button>
@@ -116,8 +118,7 @@ pub fn RunPanel(
                 {compare_link}
             </div>
             <Status socket=socket />
-            {move || state.with(|s| s.next_step.clone()).map(|next| {
-                let (actor, step) = next.split_once(": ").map(|(a, s)| (a.to_owned(), s.to_owned())).unwrap_or_default();
+            {move || state.with(|s| s.next_step.clone()).map(|(actor, step)| {
                 view! { <p class="rl-next-step">"Next: " <strong>{actor}</strong> " — " <code>{step}</code></p> }
             })}
             {move || is_load_test.then(|| state.with(|s| s.progress().map(|(label, done, total)| {

@@ -93,8 +93,10 @@ pub(super) struct Request {
     reply: oneshot::Sender<Result<Output, sqlx::Error>>,
 }
 
-/// The handle a scenario holds for one actor. Dropping it closes the actor's connection, which
-/// rolls back whatever it left open.
+/// The handle a scenario holds for one actor. Dropping it ends the actor's task, which closes the
+/// connection (rolling back whatever it left open) once its statement in flight, if any, returns;
+/// [`PgActor::close`] waits for that. A cancelled run does not wait: the sandbox's cleanup
+/// terminates the backend.
 pub struct PgActor {
     pub(super) name: String,
     level: Level,
@@ -103,7 +105,11 @@ pub struct PgActor {
     /// would drown the timeline. They still report errors through their results.
     quiet: bool,
     in_transaction: AtomicBool,
+    /// A statement failed inside the open transaction: PostgreSQL will answer COMMIT with a
+    /// rollback, and the events must say so.
+    aborted: AtomicBool,
     mailbox: mpsc::Sender<Request>,
+    task: tokio::task::JoinHandle<()>,
     pub(super) run: Arc<RunCore>,
 }
 
@@ -118,16 +124,26 @@ impl PgActor {
         quiet: bool,
     ) -> Self {
         let (mailbox, requests) = mpsc::channel(1);
-        tokio::spawn(serve(conn, requests));
+        let task = tokio::spawn(serve(conn, requests));
         PgActor {
             name: name.to_owned(),
             level,
             pid,
             quiet,
             in_transaction: AtomicBool::new(false),
+            aborted: AtomicBool::new(false),
             mailbox,
+            task,
             run,
         }
+    }
+
+    /// Closes the actor's connection and waits until it is closed, so a run that opens new
+    /// actors next (the load test's next strategy) never holds more connections than admitted.
+    pub async fn close(self) {
+        let PgActor { mailbox, task, .. } = self;
+        drop(mailbox);
+        let _ = task.await;
     }
 
     /// The reader's name for this actor.
@@ -163,7 +179,7 @@ impl PgActor {
     /// Starts one statement without waiting for it: the caller decides whether it should block
     /// ([`Pending::expect_blocked`]) or just [`Pending::finish`].
     pub async fn start(&self, sql: &str, params: &[Value]) -> Result<Pending<'_>, StepError> {
-        self.run.gate(&self.name, sql).await;
+        self.gate(sql).await;
         if !self.in_transaction.swap(true, Ordering::SeqCst) {
             let begin = format!("BEGIN ISOLATION LEVEL {}", self.level.sql());
             self.emit_step(&begin, &[]);
@@ -189,13 +205,14 @@ impl PgActor {
     }
 
     async fn end_transaction(&self, sql: &str) -> Result<(), StepError> {
-        self.run.gate(&self.name, sql).await;
+        self.gate(sql).await;
         self.emit_step(sql, &[]);
         let answer = self.send(sql, &[]).await?.answer().await?;
         self.in_transaction.store(false, Ordering::SeqCst);
+        let aborted = self.aborted.swap(false, Ordering::SeqCst);
         let actor = self.name.clone();
         match answer {
-            Ok(_) if sql == "COMMIT" => {
+            Ok(_) if sql == "COMMIT" && !aborted => {
                 self.emit(EventKind::Commit { actor });
                 Ok(())
             }
@@ -208,6 +225,13 @@ impl PgActor {
                 self.emit(EventKind::Rollback { actor });
                 error.map(|_| ())
             }
+        }
+    }
+
+    /// In step mode, waits for the reader's `next` (quiet workers never pause).
+    async fn gate(&self, step: &str) {
+        if !self.quiet {
+            self.run.gate(&self.name, step).await;
         }
     }
 
@@ -241,6 +265,9 @@ impl PgActor {
                 Ok(output)
             }
             Err(sqlx::Error::Database(db)) => {
+                if self.in_transaction.load(Ordering::SeqCst) {
+                    self.aborted.store(true, Ordering::SeqCst);
+                }
                 let error = DbError {
                     sqlstate: db.code().map(|c| c.into_owned()).unwrap_or_default(),
                     message: db.message().to_owned(),

@@ -46,11 +46,6 @@ impl Admission {
         }
     }
 
-    /// The number of connection slots.
-    pub fn capacity(&self) -> u32 {
-        self.capacity
-    }
-
     /// Waits for `needed` slots. If the run has to wait, `on_position` hears its place in line
     /// (1 = next) at once and again whenever the line moves. Dropping the future leaves the line.
     pub fn enter<'a>(

@@ -78,7 +78,9 @@ impl<'a> Pending<'a> {
         let timeout = self.actor.run.limits.block_timeout;
         match self.settle(timeout).await? {
             Settled::Blocked { pending, by } => Ok((pending, by)),
-            Settled::Finished(_) => Err(RunError::NeverBlocked(actor)),
+            // A step that failed instead of waiting reports its own error (its SQLSTATE).
+            Settled::Finished(Err(error)) => Err(error.into()),
+            Settled::Finished(Ok(_)) => Err(RunError::NeverBlocked(actor)),
         }
     }
 

@@ -45,14 +45,6 @@ pub enum Retried<T> {
     GaveUp { attempts: u32, last: DbError },
 }
 
-impl<T> Retried<T> {
-    pub fn attempts(&self) -> u32 {
-        match self {
-            Retried::Done { attempts, .. } | Retried::GaveUp { attempts, .. } => *attempts,
-        }
-    }
-}
-
 /// Runs `body` (which must include its COMMIT) until it succeeds, fails with a non-retryable
 /// error, or uses up the policy's attempts. After each retryable failure it rolls the actor back
 /// and calls `on_failure(attempt, error)` so the scenario can say so.
@@ -88,7 +80,10 @@ where
                 attempt += 1;
             }
             Err(other) => {
-                actor.rollback().await?;
+                // The original error is the one worth reporting; a failed cleanup only gets logged.
+                if let Err(cleanup) = actor.rollback().await {
+                    tracing::warn!(actor = actor.name(), %cleanup, "rollback after a failed attempt failed");
+                }
                 return Err(other);
             }
         }

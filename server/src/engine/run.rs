@@ -58,7 +58,6 @@ impl Gate {
 /// What the run's actors share: its identity, event sink, monitor connection and limits.
 pub struct RunCore {
     pub(super) id: String,
-    pub(super) schema: String,
     options: PgConnectOptions,
     sink: Arc<EventSink>,
     gate: Option<Gate>,
@@ -81,11 +80,15 @@ impl RunCore {
     }
 
     /// In step mode, announces whose step is next and waits for the reader's `next`.
+    /// Each `next` plays exactly one step: one sent before this pause was announced (a double
+    /// click) is dropped, not saved for later.
     pub(super) async fn gate(&self, actor: &str, step: &str) {
         if let Some(gate) = &self.gate {
             let mut permits = gate.permits.lock().await;
+            while permits.try_recv().is_ok() {}
             self.emit(EventKind::Paused {
-                next: format!("{actor}: {step}"),
+                actor: actor.to_owned(),
+                step: step.to_owned(),
             });
             // A closed channel means the reader is gone; the supervisor is cancelling the run.
             let _ = permits.recv().await;
@@ -139,7 +142,6 @@ impl Run {
     /// database, with the sandbox's `search_path` and the limits set (see `Engine`).
     pub(super) async fn open(
         id: String,
-        schema: String,
         options: PgConnectOptions,
         sink: Arc<EventSink>,
         gate: Option<Gate>,
@@ -152,7 +154,6 @@ impl Run {
             .await?;
         let core = RunCore {
             id,
-            schema,
             options,
             sink,
             gate,
@@ -166,11 +167,6 @@ impl Run {
     /// The run id (also in the schema name and every application_name).
     pub fn id(&self) -> &str {
         &self.core.id
-    }
-
-    /// The PostgreSQL schema holding this run's tables.
-    pub fn schema(&self) -> &str {
-        &self.core.schema
     }
 
     /// Opens an actor: a dedicated session whose transactions run at `level`.

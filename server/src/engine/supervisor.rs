@@ -65,6 +65,9 @@ pub enum StartError {
         variant: String,
         valid: String,
     },
+    /// Step mode for a scenario that cannot pause between steps.
+    #[error("{0} cannot be played step by step; start it in auto mode")]
+    NotSteppable(String),
 }
 
 impl Engine {
@@ -88,6 +91,9 @@ impl Engine {
                 variant: variant.to_owned(),
                 valid,
             });
+        }
+        if mode == Mode::Step && !info.steppable {
+            return Err(StartError::NotSteppable(info.id));
         }
         let (updates_tx, updates) = mpsc::unbounded_channel();
         let (control, control_rx) = mpsc::unbounded_channel();
@@ -187,20 +193,17 @@ impl Engine {
         };
         let (permits, gate_rx) = mpsc::unbounded_channel();
         let gate = (mode == Mode::Step).then(|| Gate::new(gate_rx));
-        let options = self
+        let mut options = self
             .actor_options
             .clone()
             .options([("search_path", sandbox.schema.as_str())]);
-        let outcome = match Run::open(
-            run_id.to_owned(),
-            sandbox.schema.clone(),
-            options,
-            sink.clone(),
-            gate,
-            self.limits.clone(),
-        )
-        .await
-        {
+        if mode == Mode::Step {
+            // A reader may think for minutes while an actor waits for a lock: the wait must not
+            // time out before the run's idle limit does. (Later `-c` options win.)
+            let idle = format!("{}ms", self.limits.idle_in_transaction_timeout.as_millis());
+            options = options.options([("lock_timeout", idle.as_str()), ("statement_timeout", idle.as_str())]);
+        }
+        let outcome = match Run::open(run_id.to_owned(), options, sink.clone(), gate, self.limits.clone()).await {
             Err(error) => Outcome::Failed {
                 message: error.to_string(),
             },

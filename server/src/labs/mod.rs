@@ -22,6 +22,10 @@ pub struct ScenarioDef {
     pub hook: &'static str,
     /// Two or three sentences for the scenario page: what to watch for.
     pub about: &'static str,
+    /// See [`ScenarioInfo::steppable`].
+    pub steppable: bool,
+    /// See [`ScenarioInfo::workload`].
+    pub workload: bool,
     pub variants: &'static [VariantDef],
     /// The lab's schema SQL.
     pub schema: &'static str,
@@ -37,6 +41,8 @@ impl Scenario for ScenarioDef {
             title: self.title.to_owned(),
             hook: self.hook.to_owned(),
             about: self.about.to_owned(),
+            steppable: self.steppable,
+            workload: self.workload,
             variants: self
                 .variants
                 .iter()
@@ -84,12 +90,6 @@ pub fn find(id: &str) -> Option<&'static ScenarioDef> {
         .flat_map(|lab| lab.scenarios.iter())
         .find(|s| s.id == id)
         .copied()
-}
-
-/// The lab a scenario belongs to.
-pub fn lab_of(scenario_id: &str) -> Option<&'static LabDef> {
-    let lab_id = scenario_id.split('/').next()?;
-    LABS.iter().find(|lab| lab.id == lab_id).copied()
 }
 
 /// The catalog as plain data.
@@ -143,6 +143,5 @@ mod tests {
     fn find_knows_every_scenario_and_nothing_else() {
         assert!(find("isolation/write-skew").is_some());
         assert!(find("isolation/nope").is_none());
-        assert_eq!(lab_of("isolation/write-skew").map(|l| l.id), Some("isolation"));
     }
 }

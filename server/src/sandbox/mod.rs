@@ -71,15 +71,45 @@ impl Sandbox {
     }
 
     /// Ends every session of the run and drops its schema. Safe to call twice.
+    ///
+    /// The DROP waits at most [`DROP_LOCK_TIMEOUT`] for its locks (someone outside the run may be
+    /// reading the sandbox from psql in an open transaction) and is tried a few times, ending the
+    /// run's sessions again before each try; a schema still there afterwards is left to the
+    /// periodic sweep, and the error says so. Cleanup never hangs a supervisor.
     pub fn destroy<'a>(&'a self, pool: &'a PgPool) -> BoxFuture<'a, Result<(), sqlx::Error>> {
         Box::pin(async move {
-            end_sessions(pool, &self.run_id).await?;
-            sqlx::raw_sql(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
-                .execute(pool)
-                .await?;
-            Ok(())
+            let drop = format!(
+                "SET LOCAL lock_timeout = '{}ms'; DROP SCHEMA IF EXISTS {} CASCADE",
+                DROP_LOCK_TIMEOUT.as_millis(),
+                quote_ident(&self.schema)
+            );
+            let mut last = None;
+            for _ in 0..DROP_TRIES {
+                end_sessions(pool, &self.run_id).await?;
+                let mut tx = pool.begin().await?;
+                match execute(&mut tx, &drop, &[]).await {
+                    Ok(_) => return tx.commit().await,
+                    Err(error) => last = Some(error),
+                }
+            }
+            Err(last.unwrap_or_else(|| sqlx::Error::Protocol("no attempt to drop the sandbox".into())))
         })
     }
+}
+
+/// How long one DROP of a sandbox may wait for its locks, and how many times it is tried.
+const DROP_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+const DROP_TRIES: usize = 3;
+
+/// `"run_abc"`: an identifier quoted for SQL, whatever it holds.
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Whether `id` has the shape [`new_run_id`] gives (12 hex digits): anything else found in the
+/// database is not one of ours, and never goes near SQL.
+fn is_run_id(id: &str) -> bool {
+    id.len() == 12 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Terminates the run's backends (`racelab/<run>/…`) and waits until they are gone, so that
@@ -120,16 +150,23 @@ pub async fn sweep(pool: &PgPool, max_age: Duration) -> Result<usize, sqlx::Erro
         let Some(label) = comment.and_then(|c| serde_json::from_str::<Label>(&c).ok()) else {
             continue;
         };
-        if schema != schema_of(&label.racelab_run) || now.saturating_sub(label.created_unix) < max_age.as_secs() {
+        if !is_run_id(&label.racelab_run)
+            || schema != schema_of(&label.racelab_run)
+            || now.saturating_sub(label.created_unix) < max_age.as_secs()
+        {
             continue;
         }
-        Sandbox {
+        // One stubborn sandbox must not stop the others from being swept, nor the server starting.
+        match (Sandbox {
             run_id: label.racelab_run,
-            schema,
-        }
+            schema: schema.clone(),
+        })
         .destroy(pool)
-        .await?;
-        dropped += 1;
+        .await
+        {
+            Ok(()) => dropped += 1,
+            Err(error) => tracing::warn!(%schema, %error, "could not sweep a sandbox; will try again"),
+        }
     }
     Ok(dropped)
 }
@@ -141,6 +178,14 @@ fn now_unix() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_our_run_ids_are_trusted() {
+        assert!(is_run_id(&new_run_id()));
+        assert!(!is_run_id("%"));
+        assert!(!is_run_id("abc; DROP x"));
+        assert_eq!(quote_ident("run_a\"b"), "\"run_a\"\"b\"");
+    }
 
     #[test]
     fn run_ids_make_safe_schema_names() {

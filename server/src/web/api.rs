@@ -13,6 +13,7 @@ use shared::catalog::LabStatus;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/labs", get(labs_with_status))
+        .route("/api/{*rest}", get(no_such_api))
         .route("/api/runs/{id}", get(stored_run))
 }
 
@@ -27,6 +28,11 @@ async fn labs_with_status(State(state): State<AppState>) -> Json<Vec<LabStatus>>
         })
         .collect();
     Json(labs)
+}
+
+/// Any other `/api/` path: a JSON 404, never the app's page.
+async fn no_such_api(Path(rest): Path<String>) -> ApiError {
+    ApiError::NotFound(format!("there is no API at /api/{rest}"))
 }
 
 /// A finished run's stored events, for replay without touching a sandbox.

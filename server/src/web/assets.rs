@@ -15,11 +15,8 @@ use tower_http::services::{ServeDir, ServeFile};
 pub fn service(dist: &Path) -> Router {
     let index = dist.join("index.html");
     let app = if index.is_file() {
-        Router::new().fallback_service(
-            ServeDir::new(dist)
-                .precompressed_gzip()
-                .not_found_service(ServeFile::new(index)),
-        )
+        // `fallback`, not `not_found_service`: an app route answers 200, not 404 with a page.
+        Router::new().fallback_service(ServeDir::new(dist).precompressed_gzip().fallback(ServeFile::new(index)))
     } else {
         tracing::warn!(dist = %dist.display(), "no built app found; serving the API only");
         Router::new().fallback(get(|| async { Html(NOT_BUILT) }))

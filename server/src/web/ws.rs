@@ -23,7 +23,9 @@ pub fn router() -> Router<AppState> {
 }
 
 async fn upgrade(ws: WebSocketUpgrade, State(state): State<AppState>) -> Response {
+    // Both limits: tungstenite reads a whole frame before it checks the message size.
     ws.max_message_size(MAX_FRAME)
+        .max_frame_size(MAX_FRAME)
         .on_upgrade(move |socket| serve(socket, state))
 }
 
@@ -94,6 +96,7 @@ fn act(text: &str, run: &mut Option<RunHandle>, state: &AppState) -> Option<Serv
                     None
                 }
                 Err(e @ StartError::UnknownVariant { .. }) => Some(error(ErrorCode::UnknownVariant, &e.to_string())),
+                Err(e @ StartError::NotSteppable(_)) => Some(error(ErrorCode::NotSteppable, &e.to_string())),
             }
         }
         ClientMsg::Next => match run {

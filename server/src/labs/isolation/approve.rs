@@ -39,6 +39,8 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "One UPDATE reserves the money only if it fits",
         ),
     ],
+    steppable: true,
+    workload: false,
     schema: super::SCHEMA,
     actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
     play: |run, variant| Box::pin(play(run, variant)),

@@ -30,6 +30,8 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "Every writer at SERIALIZABLE: the batch job's commit is cancelled",
         ),
     ],
+    steppable: true,
+    workload: false,
     schema: super::SCHEMA,
     actors: |variant| {
         vec![

@@ -9,7 +9,9 @@
 //! - `same-order`: both lock design first, then ops. Bob waits for alice, then goes on: no
 //!   deadlock, no retry.
 
-use super::{BUDGET, LOCK_TEAM, TEAM, insert_expense, ledger_after, ledger_before, ledger_of};
+use super::{
+    BUDGET, LOCK_TEAM, OTHER_TEAM, TEAM, add_other_team, insert_expense, ledger_after, ledger_before, ledger_of,
+};
 use crate::engine::{Level, PgActor, Retried, RetryPolicy, Run, RunError, Signal, retry};
 use crate::labs::{ScenarioDef, actors_at};
 use shared::{Check, Verdict, usd};
@@ -31,22 +33,19 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "Both lock design first: Bob waits his turn, no deadlock",
         ),
     ],
+    steppable: false,
+    workload: false,
     schema: super::SCHEMA,
     actors: |_| actors_at(&["alice", "bob"], Level::ReadCommitted.sql()),
     play: |run, variant| Box::pin(play(run, variant)),
 };
 
-/// The second team the shared expenses are split with.
-const OTHER_TEAM: &str = "ops";
 /// Each team's share of one approval.
 const SHARE: i64 = 1_000;
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     run.say_plain(format!("--- deadlock, {variant} ---"));
-    run.setup(&format!(
-        "INSERT INTO teams (id, name, budget) VALUES ('{OTHER_TEAM}', 'Operations', {BUDGET})"
-    ))
-    .await?;
+    add_other_team(run).await?;
     ledger_before(run).await?;
     let alice = run.actor("alice", Level::ReadCommitted).await?;
     let bob = run.actor("bob", Level::ReadCommitted).await?;

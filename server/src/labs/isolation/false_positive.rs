@@ -9,8 +9,8 @@
 //! The cost is a retry, never wrong data; under load these add to the real conflicts.
 
 use super::write_skew::race;
-use super::{AMOUNT, BUDGET, TEAM, ledger_after, ledger_before, ledger_of};
-use crate::engine::{Level, Run, RunError};
+use super::{AMOUNT, BUDGET, OTHER_TEAM, TEAM, add_other_team, ledger_after, ledger_before, ledger_of, level_of};
+use crate::engine::{Run, RunError};
 use crate::labs::{ScenarioDef, actors_at};
 use shared::{Check, Verdict, usd};
 
@@ -31,26 +31,18 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "Nothing to protect between two teams: nothing is cancelled",
         ),
     ],
+    steppable: true,
+    workload: false,
     schema: super::SCHEMA,
     actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
     play: |run, variant| Box::pin(play(run, variant)),
 };
 
-/// The second team, with its own budget.
-const OTHER_TEAM: &str = "ops";
-
-fn level_of(variant: &str) -> Level {
-    Level::from_variant(variant).unwrap_or(Level::ReadCommitted)
-}
-
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     run.say_plain(format!(
         "--- false positive, {variant}: alice approves for {TEAM}, bob for {OTHER_TEAM} ---"
     ));
-    run.setup(&format!(
-        "INSERT INTO teams (id, name, budget) VALUES ('{OTHER_TEAM}', 'Operations', {BUDGET})"
-    ))
-    .await?;
+    add_other_team(run).await?;
     ledger_before(run).await?;
     let alice = run.actor("alice", level_of(variant)).await?;
     let bob = run.actor("bob", level_of(variant)).await?;

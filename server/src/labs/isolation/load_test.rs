@@ -50,6 +50,8 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "One UPDATE reserves the money only if it fits",
         ),
     ],
+    steppable: false,
+    workload: true,
     schema: super::SCHEMA,
     actors: |variant| {
         let detail = Strategy::from_variant(variant).map_or("per strategy", |s| s.level().sql());
@@ -344,7 +346,9 @@ async fn run_strategy(run: &Run, strategy: Strategy, overall: Overall) -> Result
         Ok::<(), RunError>(())
     }))
     .await?;
-    drop(workers);
+    for worker in workers {
+        worker.close().await;
+    }
     let elapsed_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     let totals = run
         .check(

@@ -8,8 +8,8 @@
 //! - `atomic`: both let the database add (`spent = spent + x`); bob waits for alice's row lock,
 //!   then adds to her $1,200. Ends at $2,000.
 
-use super::{BUDGET, TEAM, ledger_after, ledger_before, ledger_of, spent_of};
-use crate::engine::{Level, PgActor, Run, RunError};
+use super::{ADD_TO_SPENT, BUDGET, READ_SPENT, TEAM, ledger_after, ledger_before, ledger_of, level_of, spent_of};
+use crate::engine::{PgActor, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at};
 use shared::{Check, Verdict, usd};
 
@@ -35,6 +35,8 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "The database does the math; Bob waits for Alice's row lock, then adds",
         ),
     ],
+    steppable: true,
+    workload: false,
     schema: super::SCHEMA,
     actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
     play: |run, variant| Box::pin(play(run, variant)),
@@ -44,13 +46,7 @@ const ALICE_ADDS: i64 = 1_200;
 const BOB_ADDS: i64 = 800;
 const EXPECTED: i64 = ALICE_ADDS + BOB_ADDS;
 
-const READ_SPENT: &str = "SELECT spent FROM teams WHERE id = $1";
 const WRITE_SPENT: &str = "UPDATE teams SET spent = $2 WHERE id = $1";
-const ADD_TO_SPENT: &str = "UPDATE teams SET spent = spent + $2 WHERE id = $1 RETURNING spent";
-
-fn level_of(variant: &str) -> Level {
-    Level::from_variant(variant).unwrap_or(Level::ReadCommitted)
-}
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     run.say_plain(format!("--- lost update, {variant} ---"));

@@ -25,7 +25,7 @@ pub mod row_lock_at_repeatable_read;
 pub mod write_skew;
 
 use super::LabDef;
-use crate::engine::{PgActor, Run, RunError, TableQuery};
+use crate::engine::{Level, PgActor, Run, RunError, TableQuery};
 use shared::{EventKind, Ledger, Moment, Service, Table, Value, usd};
 
 /// The lab as the catalog lists it.
@@ -56,6 +56,14 @@ pub const BUDGET: i64 = 5_000;
 /// What each manager approves in the two-manager scenarios.
 pub const AMOUNT: i64 = 3_000;
 
+/// The second team, for the scenarios where two teams are involved (false positive, deadlock).
+pub const OTHER_TEAM: &str = "ops";
+
+/// The running total, read by the application (the lost update's mistake, the report's first number).
+pub const READ_SPENT: &str = "SELECT spent FROM teams WHERE id = $1";
+/// The running total, added to by the database: atomic, and it waits for the row lock.
+pub const ADD_TO_SPENT: &str = "UPDATE teams SET spent = spent + $2 WHERE id = $1 RETURNING spent";
+
 /// The budget the rule checks against.
 pub const SELECT_BUDGET: &str = "SELECT budget FROM teams WHERE id = $1";
 /// What has been approved so far: the number the rule trusts.
@@ -66,6 +74,20 @@ pub const INSERT_EXPENSE: &str = "INSERT INTO expenses (team_id, amount, approve
 pub const LOCK_TEAM: &str = "SELECT 1 FROM teams WHERE id = $1 FOR UPDATE";
 /// The conditional fix: reserve the money only if it fits, in one statement.
 pub const RESERVE: &str = "UPDATE teams SET spent = spent + $2 WHERE id = $1 AND spent + $2 <= budget RETURNING spent";
+
+/// The session level a variant named after a level asks for (`read-committed`, …); variants
+/// named after something else run at READ COMMITTED, PostgreSQL's default.
+pub fn level_of(variant: &str) -> Level {
+    Level::from_variant(variant).unwrap_or(Level::ReadCommitted)
+}
+
+/// Adds the second team, with the same budget, before the actors start.
+pub async fn add_other_team(run: &Run) -> Result<(), RunError> {
+    run.setup(&format!(
+        "INSERT INTO teams (id, name, budget) VALUES ('{OTHER_TEAM}', 'Operations', {BUDGET})"
+    ))
+    .await
+}
 
 /// The rule's two reads, as one actor's transaction sees them: `(budget, approved so far)`.
 pub async fn read_rule(who: &PgActor, team: &str) -> Result<(i64, i64), RunError> {

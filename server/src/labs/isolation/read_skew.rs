@@ -30,34 +30,29 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "The whole report reads from one snapshot",
         ),
     ],
+    steppable: true,
+    workload: false,
     schema: super::SCHEMA,
     actors: |variant| {
         let mut actors = actors_at(&["carol"], Level::ReadCommitted.sql());
         actors.push(ActorInfo {
             name: "report".into(),
-            detail: report_level(variant).sql().into(),
+            detail: super::level_of(variant).sql().into(),
         });
         actors
     },
     play: |run, variant| Box::pin(play(run, variant)),
 };
 
-fn report_level(variant: &str) -> Level {
-    Level::from_variant(variant).unwrap_or(Level::ReadCommitted)
-}
-
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     run.say_plain(format!("--- read skew, report at {variant} ---"));
     ledger_before(run).await?;
     let carol = run.actor("carol", Level::ReadCommitted).await?;
-    let report = run.actor("report", report_level(variant)).await?;
+    let report = run.actor("report", super::level_of(variant)).await?;
 
     approve(&carol, 1_000).await?;
     carol.say(format!("approved {} (earlier this month)", usd(1_000)));
-    let spent = report
-        .query("SELECT spent FROM teams WHERE id = $1", &[TEAM.into()])
-        .await?
-        .int()?;
+    let spent = report.query(super::READ_SPENT, &[TEAM.into()]).await?.int()?;
     report.say(format!("teams.spent          = {}", usd(spent)));
     approve(&carol, 250).await?;
     carol.say(format!("approved {} and committed", usd(250)));

@@ -9,8 +9,8 @@
 
 use super::approve::for_update;
 use super::write_skew::overspend_verdict;
-use super::{AMOUNT, BUDGET, TEAM, ledger_after, ledger_before, ledger_of, say_totals};
-use crate::engine::{Level, Run, RunError};
+use super::{AMOUNT, BUDGET, TEAM, ledger_after, ledger_before, ledger_of, level_of, say_totals};
+use crate::engine::{Run, RunError};
 use crate::labs::{ScenarioDef, actors_at};
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -30,14 +30,12 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "Bob waits for the lock, then reads what Alice committed",
         ),
     ],
+    steppable: true,
+    workload: false,
     schema: super::SCHEMA,
     actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
     play: |run, variant| Box::pin(play(run, variant)),
 };
-
-fn level_of(variant: &str) -> Level {
-    Level::from_variant(variant).unwrap_or(Level::ReadCommitted)
-}
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     run.say_plain(format!("--- row lock, {variant} ---"));

@@ -8,8 +8,10 @@
 //!   read/write dependencies among transactions"); his retry sees alice's $3,000 and rejects:
 //!   1 expense, $3,000.
 
-use super::{AMOUNT, BUDGET, TEAM, check_fits, insert_and_say, ledger_after, ledger_before, ledger_of, say_totals};
-use crate::engine::{Level, PgActor, Run, RunError};
+use super::{
+    AMOUNT, BUDGET, TEAM, check_fits, insert_and_say, ledger_after, ledger_before, ledger_of, level_of, say_totals,
+};
+use crate::engine::{PgActor, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at};
 use shared::{Check, Verdict, usd};
 
@@ -35,14 +37,12 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "PostgreSQL cancels Bob's commit; his retry sees Alice's $3,000",
         ),
     ],
+    steppable: true,
+    workload: false,
     schema: super::SCHEMA,
     actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
     play: |run, variant| Box::pin(play(run, variant)),
 };
-
-fn level_of(variant: &str) -> Level {
-    Level::from_variant(variant).unwrap_or(Level::ReadCommitted)
-}
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     run.say_plain(format!("--- write skew, {variant} ---"));
