@@ -112,8 +112,9 @@ fn is_run_id(id: &str) -> bool {
     id.len() == 12 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// Terminates the run's backends (`racelab/<run>/…`) and waits until they are gone, so that
-/// dropping the schema never waits on a lock one of them still holds.
+/// Terminates the run's backends (`racelab/<run>/…`) and waits (up to 10 s) until they are gone,
+/// so that dropping the schema does not wait on a lock one of them still holds; if some are still
+/// there after that, the DROP's own lock timeout and retries take over.
 async fn end_sessions(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> {
     let pattern = format!("racelab/{run_id}/%");
     let deadline = Instant::now() + Duration::from_secs(10);
