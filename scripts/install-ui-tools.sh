@@ -3,7 +3,8 @@
 # (versions verified in TOOLCHAIN.md). Idempotent: skips what is already there.
 #   - the wasm32 target, trunk 0.21.14, wasm-bindgen-cli = the wasm-bindgen version in Cargo.lock
 #   - wasm-opt from the npm package binaryen@132 (never Debian's 108: its output fails in browsers)
-#   - Chromium and chromedriver from Debian (same build, so their versions always match)
+#   - Chromium and chromedriver from Debian (same build, so their versions always match), and
+#     Firefox ESR (driven over its own Marionette protocol: no geckodriver is needed)
 # Tools land in ~/.cargo/bin and $TOOLS (default .tools/) ; source scripts/ui-env.sh for PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,8 @@ if [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ]; then
   npm install --silent --no-audit --no-fund --prefix "$TOOLS" binaryen@132
 fi
 
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null || ! command -v firefox-esr >/dev/null; then
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver fonts-liberation >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    chromium chromium-driver firefox-esr fonts-liberation >/dev/null
 fi

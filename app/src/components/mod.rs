@@ -8,6 +8,7 @@ pub mod ledger_diff;
 pub mod run_panel;
 pub mod status;
 pub mod step_card;
+pub mod swimlane;
 pub mod timeline;
 pub mod transcript;
 pub mod variant_picker;

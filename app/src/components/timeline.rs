@@ -4,6 +4,7 @@
 //! The picture itself is computed by `shared::timeline` from the events; this file only draws it.
 
 use super::step_card::StepCard;
+use super::swimlane::SwimlaneHeads;
 use leptos::prelude::*;
 use shared::timeline::Timeline;
 
@@ -12,22 +13,7 @@ pub fn TimelineView(timeline: Signal<Timeline>) -> impl IntoView {
     let lanes = move || timeline.with(|t| t.lanes.len()).max(1);
     view! {
         <section class="rl-timeline" style=move || format!("--lanes: {}", lanes()) aria-label="Timeline">
-            <div class="rl-lane-heads">
-                {move || {
-                    timeline
-                        .with(|t| t.lanes.clone())
-                        .into_iter()
-                        .map(|lane| {
-                            view! {
-                                <div class="rl-lane-head" data-lane=lane.name.clone()>
-                                    <span class="rl-lane-name">{lane.name.clone()}</span>
-                                    <span class="rl-lane-detail">{lane.detail.clone()}</span>
-                                </div>
-                            }
-                        })
-                        .collect_view()
-                }}
-            </div>
+            <SwimlaneHeads lanes=Signal::derive(move || timeline.with(|t| t.lanes.clone())) />
             {move || {
                 timeline.with(|t| {
                     let names: Vec<String> = t.lanes.iter().map(|l| l.name.clone()).collect();

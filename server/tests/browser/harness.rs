@@ -150,7 +150,7 @@ fn host_pages() -> Router {
 }
 
 /// The real router serving the built app (plus the host pages) on a free loopback port.
-async fn serve() -> SocketAddr {
+pub async fn serve() -> SocketAddr {
     let dist = dist();
     let state = AppState {
         engine: common::engine().await,
@@ -228,14 +228,14 @@ impl Drop for Driver {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port()
 }
 
-fn find_program(names: &[&str]) -> Option<PathBuf> {
+pub fn find_program(names: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     names
         .iter()
