@@ -54,9 +54,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         Some(n) => n,
         None => run_capacity(&pool).await?,
     };
-    let server_version: String = sqlx::query_scalar("SELECT 'PostgreSQL ' || current_setting('server_version')")
-        .fetch_one(&pool)
-        .await?;
+    let server_version = crate::health::server_version(&pool).await?;
     let actor_options = options.options([
         ("statement_timeout", millis(limits.statement_timeout)),
         ("lock_timeout", millis(limits.lock_timeout)),

@@ -49,10 +49,15 @@ pub async fn check(pool: &PgPool, redis_url: &str, kafka_brokers: &str) -> Healt
     Health { postgres, redis, kafka }
 }
 
+/// `PostgreSQL 15.20 (Debian …)`: shown in every run header and in `/healthz`.
+pub async fn server_version(pool: &PgPool) -> Result<String, sqlx::Error> {
+    sqlx::query_scalar("SELECT 'PostgreSQL ' || current_setting('server_version')")
+        .fetch_one(pool)
+        .await
+}
+
 async fn postgres(pool: &PgPool) -> Dependency {
-    let version =
-        sqlx::query_scalar::<_, String>("SELECT 'PostgreSQL ' || current_setting('server_version')").fetch_one(pool);
-    match timeout(PROBE_TIMEOUT * 4, version).await {
+    match timeout(PROBE_TIMEOUT * 4, server_version(pool)).await {
         Ok(Ok(version)) => Dependency {
             up: true,
             detail: version,

@@ -15,6 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// The `application_name` of `who`'s session in run `run_id` (`racelab/3fa9c0e1b2d4/bob`): how
+/// anyone watching `pg_stat_activity` tells whose it is, and how cleanup finds a run's sessions.
+pub fn application_name(run_id: &str, who: &str) -> String {
+    format!("racelab/{run_id}/{who}")
+}
+
 /// Limits every run connection is held to. Defaults are generous enough for every tutorial step
 /// (the longest lock wait is the load test's row lock, about a second) and short enough that a
 /// forgotten session cannot hold locks for long.
@@ -131,7 +137,7 @@ impl RunCore {
         Ok(self
             .options
             .clone()
-            .application_name(&format!("racelab/{}/{who}", self.id))
+            .application_name(&application_name(&self.id, who))
             .connect()
             .await?)
     }
@@ -149,7 +155,7 @@ impl Run {
     ) -> Result<Run, RunError> {
         let monitor = options
             .clone()
-            .application_name(&format!("racelab/{id}/monitor"))
+            .application_name(&application_name(&id, "monitor"))
             .connect()
             .await?;
         let core = RunCore {

@@ -122,10 +122,9 @@ impl Engine {
         };
         let run_id = sandbox::new_run_id();
         let _ = updates.send(ServerMsg::Started { run_id: run_id.clone() });
-        let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-        let sink = Arc::new(EventSink::new(events_tx));
+        let mut pipe = EventPipe::new(&updates);
         let info = scenario.info();
-        sink.emit(EventKind::RunStarted {
+        pipe.sink.emit(EventKind::RunStarted {
             run_id: run_id.clone(),
             scenario: info.id.clone(),
             variant: variant.clone(),
@@ -134,35 +133,20 @@ impl Engine {
             server: self.server_version.clone(),
         });
 
-        let mut events: Vec<Event> = Vec::new();
         let outcome = match admitted {
             Err(too_big) => Outcome::Failed {
                 message: too_big.to_string(),
             },
+            // The slots are released when this arm ends: after the sandbox is gone.
             Ok(_slots) => {
-                let outcome = self
-                    .play(
-                        scenario,
-                        &variant,
-                        mode,
-                        &run_id,
-                        &sink,
-                        &mut events_rx,
-                        &updates,
-                        &mut events,
-                        &mut control,
-                    )
-                    .await;
-                // `_slots` is released here, after the sandbox is gone.
-                outcome
+                self.play(scenario, &variant, mode, &run_id, &mut pipe, &mut control)
+                    .await
             }
         };
-        sink.emit(EventKind::Done {
+        pipe.sink.emit(EventKind::Done {
             outcome: outcome.clone(),
         });
-        while let Ok(event) = events_rx.try_recv() {
-            forward(&updates, &mut events, event);
-        }
+        let events = pipe.drain();
         if let Err(error) = self.store.save(&run_id, &info.id, &variant, &outcome, &events).await {
             tracing::warn!(run = %run_id, %error, "could not store the run");
         }
@@ -170,17 +154,13 @@ impl Engine {
     }
 
     /// Creates the sandbox, plays the scenario on its own task, and destroys the sandbox.
-    #[allow(clippy::too_many_arguments)]
     async fn play(
         &self,
         scenario: &'static dyn Scenario,
         variant: &str,
         mode: Mode,
         run_id: &str,
-        sink: &Arc<EventSink>,
-        events_rx: &mut mpsc::UnboundedReceiver<Event>,
-        updates: &mpsc::UnboundedSender<ServerMsg>,
-        events: &mut Vec<Event>,
+        pipe: &mut EventPipe<'_>,
         control: &mut mpsc::UnboundedReceiver<Control>,
     ) -> Outcome {
         let sandbox = match Sandbox::create(&self.pool, run_id, scenario.schema_sql()).await {
@@ -203,7 +183,7 @@ impl Engine {
             let idle = format!("{}ms", self.limits.idle_in_transaction_timeout.as_millis());
             options = options.options([("lock_timeout", idle.as_str()), ("statement_timeout", idle.as_str())]);
         }
-        let outcome = match Run::open(run_id.to_owned(), options, sink.clone(), gate, self.limits.clone()).await {
+        let outcome = match Run::open(run_id.to_owned(), options, pipe.sink.clone(), gate, self.limits.clone()).await {
             Err(error) => Outcome::Failed {
                 message: error.to_string(),
             },
@@ -215,7 +195,7 @@ impl Engine {
                 let mut finished = false;
                 let outcome = loop {
                     tokio::select! {
-                        Some(event) = events_rx.recv() => forward(updates, events, event),
+                        Some(event) = pipe.events_rx.recv() => pipe.forward(event),
                         joined = &mut task => break {
                             finished = true;
                             match joined {
@@ -248,9 +228,38 @@ impl Engine {
     }
 }
 
-fn forward(updates: &mpsc::UnboundedSender<ServerMsg>, events: &mut Vec<Event>, event: Event) {
-    events.push(event.clone());
-    let _ = updates.send(ServerMsg::Event { event });
+/// A run's event stream: the sink its actors emit into, and the way out, where each event goes
+/// to the client and is kept for the store.
+struct EventPipe<'a> {
+    sink: Arc<EventSink>,
+    events_rx: mpsc::UnboundedReceiver<Event>,
+    updates: &'a mpsc::UnboundedSender<ServerMsg>,
+    kept: Vec<Event>,
+}
+
+impl<'a> EventPipe<'a> {
+    fn new(updates: &'a mpsc::UnboundedSender<ServerMsg>) -> Self {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        EventPipe {
+            sink: Arc::new(EventSink::new(events_tx)),
+            events_rx,
+            updates,
+            kept: Vec::new(),
+        }
+    }
+
+    fn forward(&mut self, event: Event) {
+        self.kept.push(event.clone());
+        let _ = self.updates.send(ServerMsg::Event { event });
+    }
+
+    /// Forwards what is still queued and returns every event of the run, in order.
+    fn drain(mut self) -> Vec<Event> {
+        while let Ok(event) = self.events_rx.try_recv() {
+            self.forward(event);
+        }
+        self.kept
+    }
 }
 
 /// Resolves when the client cancels or goes away; `next` while queued is ignored.

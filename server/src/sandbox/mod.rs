@@ -9,6 +9,7 @@
 
 use crate::engine::BoxFuture;
 use crate::engine::actor::execute;
+use crate::engine::run::application_name;
 use serde::{Deserialize, Serialize};
 use sqlx::{PgPool, Row};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -116,7 +117,7 @@ fn is_run_id(id: &str) -> bool {
 /// so that dropping the schema does not wait on a lock one of them still holds; if some are still
 /// there after that, the DROP's own lock timeout and retries take over.
 async fn end_sessions(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> {
-    let pattern = format!("racelab/{run_id}/%");
+    let pattern = application_name(run_id, "%");
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let left: i64 = sqlx::query_scalar(
