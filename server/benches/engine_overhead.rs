@@ -74,6 +74,7 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
         redis_url: "redis://127.0.0.1:6379".into(),
         kafka_brokers: "127.0.0.1:9092".into(),
         run_connections: None,
+        actor_binary: None,
     };
     let engine = Arc::new(
         racelab::db::connect_engine(&config)
@@ -146,9 +147,9 @@ impl Bench {
         let (mut engine_40001, mut bare_40001) = (0, 0);
         for i in 0..WARMUP + runs {
             let run = engine_run(&self.engine, "isolation/write-skew", "serializable").await?;
-            let engine_failed = run.events.iter().any(|e| {
-                matches!(&e.kind, EventKind::Error { actor, sqlstate: Some(s), .. } if actor == "bob" && s == "40001")
-            });
+            let engine_failed = run.events.iter().any(
+                |e| matches!(&e.kind, EventKind::Error { actor, code: Some(s), .. } if actor == "bob" && s == "40001"),
+            );
             let schema = self.schema()?;
             let (bare_time, bare_failed) = in_schema(admin, &schema, bare_write_skew(&self.base, &schema)).await?;
             if i >= WARMUP {
@@ -227,7 +228,7 @@ struct EngineRun {
 async fn engine_run(engine: &Arc<Engine>, scenario: &str, variant: &str) -> Result<EngineRun> {
     let def = racelab::labs::find(scenario).ok_or_else(|| format!("no scenario {scenario} in the catalog"))?;
     let started = Instant::now();
-    let mut handle = engine.start(def, variant, Mode::Auto)?;
+    let mut handle = engine.start(def, variant, Mode::Auto).await?;
     let deadline = tokio::time::Instant::now() + RUN_DEADLINE;
     let mut events = Vec::new();
     loop {

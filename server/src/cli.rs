@@ -6,7 +6,8 @@
 use crate::config::{Config, ServeConfig};
 use crate::db::connect_engine;
 use crate::engine::Engine;
-use crate::labs::{self, isolation::load_test};
+use crate::engine::Scenario as _;
+use crate::labs;
 use crate::web::{self, AppState};
 use clap::{Parser, Subcommand};
 use shared::ledger::{diff, render_text};
@@ -48,6 +49,12 @@ enum Command {
     },
     /// List every lab, scenario and variant.
     List,
+    /// Run one child-process actor of a run (started by the engine, never by hand).
+    #[command(hide = true)]
+    Actor {
+        /// The actor's kind (`sql-script`, `relay`, …).
+        kind: String,
+    },
 }
 
 impl Cli {
@@ -65,6 +72,7 @@ impl Cli {
                 config,
             } => run(&scenario, variant, runs, json, &config).await,
             Command::Serve { config, serve } => serve_http(config, serve).await,
+            Command::Actor { kind } => crate::engine::child::main(labs::CHILD_KINDS, &kind).await,
         }
     }
 }
@@ -101,15 +109,17 @@ async fn run(scenario_id: &str, variant: Option<String>, runs: u32, json: bool, 
             return ExitCode::FAILURE;
         }
     };
-    let mut load_figures = Vec::new();
+    let mut finals = Vec::new();
     for _ in 0..runs.max(1) {
         match run_once(&engine, scenario, &variant, json).await {
-            Ok(after) => load_figures.push(load_test::figures_of(&after)),
+            Ok(after) => finals.push(after),
             Err(code) => return code,
         }
     }
-    if runs > 1 && scenario.id == load_test::SCENARIO.id {
-        print!("{}", load_test::range_table(&load_figures));
+    if runs > 1
+        && let Some(summary) = scenario.summarize(&finals)
+    {
+        print!("{summary}");
     }
     ExitCode::SUCCESS
 }
@@ -121,7 +131,7 @@ async fn run_once(
     variant: &str,
     json: bool,
 ) -> Result<Ledger, ExitCode> {
-    let mut handle = match engine.start(scenario, variant, Mode::Auto) {
+    let mut handle = match engine.start(scenario, variant, Mode::Auto).await {
         Ok(handle) => handle,
         Err(error) => {
             eprintln!("racelab: {error}");
@@ -172,7 +182,7 @@ async fn run_once(
                     if let Some(expected) = &expected {
                         eprintln!(
                             "against a correct system (expected → what happened):\n{}",
-                            render_text(&diff(expected, after))
+                            render_text(&diff(expected, &after.restricted_to(expected)))
                         );
                     }
                 }
@@ -219,10 +229,10 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
     // Sandboxes a crash or a hard stop left behind are swept now and then, not only at startup.
     let sweeper = engine.clone();
     tokio::spawn(async move {
-        let max_age = sweeper.limits.max_duration + std::time::Duration::from_secs(60);
+        let max_age = crate::db::sweep_age(sweeper.limits());
         loop {
             tokio::time::sleep(std::time::Duration::from_secs(300)).await;
-            if let Err(error) = crate::sandbox::sweep(&sweeper.pool, max_age).await {
+            if let Err(error) = crate::sandbox::sweep(sweeper.services(), max_age).await {
                 tracing::warn!(%error, "periodic sweep of old sandboxes failed");
             }
         }

@@ -22,6 +22,10 @@ pub struct Config {
     /// server's max_connections.
     #[arg(long, env = "RACELAB_RUN_CONNECTIONS")]
     pub run_connections: Option<u32>,
+    /// The `racelab` binary that child-process actors are started from; by default this very
+    /// program.
+    #[arg(long, env = "RACELAB_ACTOR_BINARY")]
+    pub actor_binary: Option<PathBuf>,
 }
 
 /// Options of `racelab serve`.

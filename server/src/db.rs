@@ -1,8 +1,9 @@
 //! Connecting to racelab's own database: create it if missing, migrate it, sweep old sandboxes.
 
 use crate::config::Config;
-use crate::engine::{Admission, Engine, Limits};
-use crate::sandbox;
+use crate::engine::run::Reach;
+use crate::engine::{Admission, Capacity, Engine, Limits};
+use crate::sandbox::{self, Services};
 use crate::store::Store;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
@@ -21,6 +22,12 @@ pub enum StartupError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
+    #[error("REDIS_URL is not a Redis URL: {0}")]
+    BadRedisUrl(redis::RedisError),
+    #[error("cannot find racelab's own binary for child-process actors: {0}")]
+    NoBinary(std::io::Error),
+    #[error("cannot sweep old sandboxes: {0}")]
+    Sweep(#[from] sandbox::SandboxError),
 }
 
 /// Connections the server keeps for itself (its pool) and leaves spare, out of max_connections.
@@ -46,15 +53,28 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         })?;
     sqlx::migrate!("../migrations").run(&pool).await?;
     let limits = Limits::default();
-    let swept = sandbox::sweep(&pool, limits.max_duration + Duration::from_secs(60)).await?;
+    let services = Services {
+        pool: pool.clone(),
+        redis: redis::Client::open(config.redis_url.as_str()).map_err(StartupError::BadRedisUrl)?,
+        redis_url: config.redis_url.clone(),
+        brokers: config.kafka_brokers.clone(),
+    };
+    let swept = sandbox::sweep(&services, sweep_age(&limits)).await?;
     if swept > 0 {
-        tracing::info!(swept, "dropped sandboxes left behind by an earlier crash");
+        tracing::info!(swept, "removed sandboxes left behind by an earlier crash");
     }
-    let capacity = match config.run_connections {
-        Some(n) => n,
-        None => run_capacity(&pool).await?,
+    let capacity = Capacity {
+        postgres: match config.run_connections {
+            Some(n) => n,
+            None => run_capacity(&pool).await?,
+        },
+        ..Capacity::default()
     };
     let server_version = crate::health::server_version(&pool).await?;
+    let actor_binary = match &config.actor_binary {
+        Some(path) => path.clone(),
+        None => std::env::current_exe().map_err(StartupError::NoBinary)?,
+    };
     let actor_options = options.options([
         ("statement_timeout", millis(limits.statement_timeout)),
         ("lock_timeout", millis(limits.lock_timeout)),
@@ -66,11 +86,21 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
     Ok(Engine {
         store: Store::new(pool.clone()),
         pool,
-        actor_options,
+        reach: Reach {
+            options: actor_options,
+            services,
+            actor_binary,
+            database_url: config.database_url.clone(),
+        },
         admission: Admission::new(capacity),
         limits,
         server_version,
     })
+}
+
+/// Sandboxes older than this are left from a crash: no run lives that long.
+pub fn sweep_age(limits: &Limits) -> Duration {
+    limits.max_duration + Duration::from_secs(60)
 }
 
 /// Connections runs may share: max_connections less the superuser reserve, the server's own
@@ -114,8 +144,9 @@ async fn ensure_database(options: &PgConnectOptions, url: &str) -> Result<(), St
     let create = format!("CREATE DATABASE \"{}\"", name.replace('"', "\"\""));
     match sqlx::raw_sql(&create).execute(&mut admin).await {
         Ok(_) => tracing::info!(database = %name, "created racelab's database"),
-        // Another replica created it first.
-        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P04") => {}
+        // Another process created it first: 42P04 if it had finished, 23505 (on
+        // pg_database_datname_index) if both were creating it at the same moment.
+        Err(sqlx::Error::Database(e)) if matches!(e.code().as_deref(), Some("42P04" | "23505")) => {}
         Err(e) => return Err(e.into()),
     }
     let _ = admin.close().await;

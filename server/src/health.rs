@@ -73,7 +73,8 @@ async fn postgres(pool: &PgPool) -> Dependency {
     }
 }
 
-async fn redis(url: &str) -> Dependency {
+/// Probes Redis at `url` with a plain `PING`.
+pub async fn redis(url: &str) -> Dependency {
     let address = host_port(url, 6379);
     let probe = async {
         let mut stream = TcpStream::connect(&address).await?;
@@ -103,7 +104,8 @@ async fn redis(url: &str) -> Dependency {
     }
 }
 
-async fn kafka(brokers: &str) -> Dependency {
+/// Probes the brokers with a TCP connect.
+pub async fn kafka(brokers: &str) -> Dependency {
     let mut reasons = Vec::new();
     for broker in brokers.split(',').map(str::trim).filter(|b| !b.is_empty()) {
         match timeout(PROBE_TIMEOUT, TcpStream::connect(broker)).await {

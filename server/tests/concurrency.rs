@@ -27,7 +27,7 @@ async fn fifty_concurrent_runs_all_match_the_tutorial_and_leave_nothing_behind()
     for run in &runs {
         assert_eq!(
             wait_until_clean(&run.run_id).await,
-            (0, 0, 0),
+            common::Leftovers::NONE,
             "run {} left something behind",
             run.run_id
         );

@@ -18,8 +18,10 @@ static NEVER_WAITS: ScenarioDef = ScenarioDef {
     variants: &[("only", "only", "")],
     steppable: true,
     workload: false,
-    schema: racelab::labs::isolation::SCHEMA,
+    sandbox: racelab::labs::isolation::SANDBOX,
     actors: |_| actors_at(&["bob"], "READ COMMITTED"),
+    budget: None,
+    summarize: None,
     play: |run, _| {
         Box::pin(async move {
             let bob = run.actor("bob", Level::ReadCommitted).await?;
@@ -33,7 +35,7 @@ static NEVER_WAITS: ScenarioDef = ScenarioDef {
 async fn a_step_that_never_blocks_fails_the_run_with_a_clear_message() {
     let _slot = common::db_slot().await;
     let engine = common::engine().await;
-    let mut handle = engine.start(&NEVER_WAITS, "only", Mode::Auto).expect("start");
+    let mut handle = engine.start(&NEVER_WAITS, "only", Mode::Auto).await.expect("start");
     let (run_id, outcome) = loop {
         match tokio::time::timeout(Duration::from_secs(30), handle.updates.recv())
             .await
@@ -50,7 +52,7 @@ async fn a_step_that_never_blocks_fails_the_run_with_a_clear_message() {
             message: "bob was expected to wait for a lock, but its step finished without waiting".into()
         }
     );
-    assert_eq!(common::wait_until_clean(&run_id).await, (0, 0, 0));
+    assert_eq!(common::wait_until_clean(&run_id).await, common::Leftovers::NONE);
 }
 
 #[tokio::test]
@@ -60,13 +62,19 @@ async fn a_full_server_queues_the_next_run_and_tells_it_its_place() {
     config.run_connections = Some(3); // room for exactly one two-actor run
     let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("engine"));
     let write_skew = racelab::labs::find("isolation/write-skew").expect("scenario");
-    let mut first = engine.start(write_skew, "serializable", Mode::Step).expect("first");
+    let mut first = engine
+        .start(write_skew, "serializable", Mode::Step)
+        .await
+        .expect("first");
     loop {
         if let Some(ServerMsg::Started { .. }) = first.updates.recv().await {
             break;
         }
     }
-    let mut second = engine.start(write_skew, "serializable", Mode::Auto).expect("second");
+    let mut second = engine
+        .start(write_skew, "serializable", Mode::Auto)
+        .await
+        .expect("second");
     let told = tokio::time::timeout(Duration::from_secs(10), second.updates.recv())
         .await
         .expect("in time");

@@ -1,46 +1,116 @@
-//! The startup sweep: sandboxes a crash left behind are dropped once older than a run may live;
-//! younger ones (a run still playing, maybe on another replica) are kept.
+//! Sandboxes of every kind: a run with two schemas, Redis keys, a topic and a consumer group gets
+//! all of them, and the sweep removes each kind once it is older than a run may live, while a
+//! younger sandbox (a run still playing, maybe on another replica) is kept.
 
 mod common;
 
-use racelab::sandbox::{Sandbox, new_run_id, sweep};
+use common::{Leftovers, broker_names_of, inspector, leftovers, redis_keys_of};
+use racelab::sandbox::{Sandbox, Spec, new_run_id, sweep};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use std::time::Duration;
 
+const SPEC: Spec = Spec {
+    schemas: &[
+        ("payments", "CREATE TABLE payments (id text PRIMARY KEY)"),
+        ("notifier", "CREATE TABLE receipts (id text PRIMARY KEY)"),
+    ],
+    redis: true,
+    topics: &[("payments", 3)],
+};
+
+/// Leaves what a crashed run would: a Redis key, and a consumer group with a committed offset.
+async fn leave_behind(run_id: &str) {
+    let client = redis::Client::open(common::config().redis_url.as_str()).expect("Redis URL");
+    let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
+    let _: () = redis::cmd("SET")
+        .arg(format!("racelab:{run_id}:wallet:42:balance"))
+        .arg(100)
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    let brokers = common::config().kafka_brokers;
+    let (group, topic) = (
+        format!("racelab.{run_id}.notifier"),
+        format!("racelab.{run_id}.payments"),
+    );
+    tokio::task::spawn_blocking(move || {
+        let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .set("group.id", &group)
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("a consumer");
+        let mut offsets = rdkafka::TopicPartitionList::new();
+        offsets
+            .add_partition_offset(&topic, 0, rdkafka::Offset::Offset(0))
+            .expect("an offset");
+        consumer
+            .commit(&offsets, CommitMode::Sync)
+            .expect("commit makes the group");
+    })
+    .await
+    .expect("join");
+}
+
 #[tokio::test]
-async fn sweep_drops_old_sandboxes_and_keeps_young_ones() {
+async fn every_namespace_is_made_and_the_sweep_removes_old_ones_of_each_kind() {
+    let _slot = common::db_slot().await;
     let engine = common::engine().await;
-    let pool = sqlx::PgPool::connect(&common::config().database_url)
-        .await
-        .expect("pool");
+    let services = engine.services().clone();
     let (old, young) = (new_run_id(), new_run_id());
-    let schema = racelab::labs::isolation::SCHEMA;
-    let old_box = Sandbox::create(&pool, &old, schema).await.expect("old sandbox");
-    let young_box = Sandbox::create(&pool, &young, schema).await.expect("young sandbox");
-    // Age the first one by rewriting its label to a day ago.
-    let day_ago = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs()
-        - 86_400;
-    let label = format!(r#"{{"racelab_run":"{old}","created_unix":{day_ago}}}"#);
-    sqlx::raw_sql(&format!("COMMENT ON SCHEMA {} IS '{label}'", old_box.schema))
-        .execute(&pool)
-        .await
-        .expect("comment");
-    let dropped = sweep(&pool, Duration::from_secs(3600)).await.expect("sweep");
-    assert!(dropped >= 1);
-    let mut inspector = common::inspector().await;
+    let old_box = Sandbox::create(&services, &old, &SPEC).await.expect("old sandbox");
+    let young_box = Sandbox::create(&services, &young, &SPEC).await.expect("young sandbox");
+    leave_behind(&old).await;
+    leave_behind(&young).await;
+
+    let mut conn = inspector().await;
+    let made = leftovers(&mut conn, &old, true).await;
     assert_eq!(
-        common::leftovers(&mut inspector, &old).await.0,
-        0,
+        (made.schemas, made.registry, made.keys, made.topics, made.groups),
+        (2, 1, 1, 1, 1),
+        "two schemas, a registry row, a key, a topic and a group: {made:?}"
+    );
+    let partitions: i64 = {
+        let brokers = common::config().kafka_brokers;
+        let topic = old_box.topic("payments").expect("a topic").to_owned();
+        tokio::task::spawn_blocking(move || {
+            let client: BaseConsumer = rdkafka::ClientConfig::new()
+                .set("bootstrap.servers", &brokers)
+                .create()
+                .expect("a client");
+            let metadata = client
+                .fetch_metadata(Some(&topic), Duration::from_secs(10))
+                .expect("metadata");
+            metadata.topics()[0].partitions().len() as i64
+        })
+        .await
+        .expect("join")
+    };
+    assert_eq!(partitions, 3, "the topic has the tutorial's partition count");
+
+    // Age the first one past the limit, as if its racelab had crashed a day ago.
+    sqlx::query("UPDATE sandboxes SET created_at = now() - interval '1 day' WHERE run_id = $1")
+        .bind(&old)
+        .execute(&mut conn)
+        .await
+        .expect("age it");
+    let removed = sweep(&services, Duration::from_secs(3600)).await.expect("sweep");
+    assert!(removed >= 1);
+    assert_eq!(
+        leftovers(&mut conn, &old, true).await,
+        Leftovers::NONE,
         "the old sandbox is gone"
     );
+    let kept = leftovers(&mut conn, &young, true).await;
     assert_eq!(
-        common::leftovers(&mut inspector, &young).await.0,
-        1,
+        (kept.schemas, kept.keys, kept.topics, kept.groups),
+        (2, 1, 1, 1),
         "the young one stays"
     );
-    young_box.destroy(&pool).await.expect("destroy");
-    assert_eq!(common::leftovers(&mut inspector, &young).await.0, 0);
-    drop(engine);
+
+    young_box.destroy(&services).await.expect("destroy");
+    assert_eq!(leftovers(&mut conn, &young, true).await, Leftovers::NONE);
+    assert_eq!(redis_keys_of(&young).await, 0);
+    assert_eq!(broker_names_of(&young).await, (vec![], vec![]));
+    drop(old_box);
 }

@@ -97,8 +97,8 @@ async fn a_run_streams_events_and_ends_with_ledger_verdict_and_done() {
     );
     let error = events.iter().find(|e| e["type"] == "error").expect("bob's 40001");
     assert_eq!(
-        (error["actor"].as_str(), error["sqlstate"].as_str()),
-        (Some("bob"), Some("40001"))
+        (error["actor"].as_str(), error["kind"].as_str(), error["code"].as_str()),
+        (Some("bob"), Some("database"), Some("40001"))
     );
     assert!(events.iter().any(|e| e["type"] == "ledger" && e["moment"] == "after"));
     let verdict = events.iter().find(|e| e["type"] == "verdict").expect("verdict");
@@ -110,7 +110,7 @@ async fn a_run_streams_events_and_ends_with_ledger_verdict_and_done() {
     let stored: Value = reqwest_json(address, &format!("/api/runs/{run_id}")).await;
     assert_eq!(stored["events"].as_array().map(Vec::len), Some(events.len()));
     assert_eq!(stored["scenario"], "isolation/write-skew");
-    assert_eq!(wait_until_clean(&run_id).await, (0, 0, 0));
+    assert_eq!(wait_until_clean(&run_id).await, common::Leftovers::NONE);
 
     // The socket stays usable for another run.
     send(
@@ -208,7 +208,7 @@ async fn step_mode_plays_one_step_per_next() {
     let done = frames.last().expect("done");
     assert_eq!(done["outcome"]["status"], "cancelled");
     let run_id = done["run_id"].as_str().expect("run id");
-    assert_eq!(wait_until_clean(run_id).await, (0, 0, 0));
+    assert_eq!(wait_until_clean(run_id).await, common::Leftovers::NONE);
 }
 
 #[tokio::test]
@@ -235,14 +235,14 @@ async fn closing_the_tab_while_bob_is_blocked_leaves_no_schema_session_or_lock()
         send(&mut socket, json!({"v": 1, "type": "next"})).await;
     }
     let mut inspector = common::inspector().await;
-    let (schemas, sessions, locks) = common::leftovers(&mut inspector, &run_id).await;
-    assert_eq!(schemas, 1);
+    let left = common::leftovers(&mut inspector, &run_id, false).await;
+    assert_eq!((left.schemas, left.registry), (1, 1));
     assert!(
-        sessions >= 3 && locks > 0,
+        left.sessions >= 3 && left.locks > 0,
         "alice, bob and the monitor hold sessions and locks mid-run"
     );
     drop(socket);
-    assert_eq!(wait_until_clean(&run_id).await, (0, 0, 0));
+    assert_eq!(wait_until_clean(&run_id).await, common::Leftovers::NONE);
 }
 
 #[tokio::test]

@@ -39,8 +39,84 @@ pub enum Moment {
     Before,
     /// The state after every actor finished.
     After,
-    /// What a correct system would hold afterwards.
+    /// What a correct system would hold afterwards: derived from the scenario's constants, never
+    /// from the run it judges.
     Expected,
+    /// What the tutorial's author measured in their own environment (versions, machine, timing):
+    /// shown beside ours for reference, never the expected state.
+    Reference,
+}
+
+/// What kind of failure an [`EventKind::Error`] reports, so a reader tells a database's refusal
+/// from a timeout or a crash at a glance. Its `code` is the kind's own code.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// PostgreSQL refused the statement; `code` is the SQLSTATE (`40001`).
+    #[default]
+    Database,
+    /// An HTTP answer that is an error; `code` is the status (`502`).
+    Http,
+    /// Redis answered with an error; `code` is its first word (`ERR`, `WRONGTYPE`).
+    Redis,
+    /// The broker or its client refused; `code` is librdkafka's error name.
+    Broker,
+    /// No answer within the caller's own deadline (the server may still be working).
+    Timeout,
+    /// The connection broke or was refused (`EOF`, `connection refused`).
+    Connection,
+    /// A process died at a crash point.
+    Crash,
+}
+
+impl ErrorKind {
+    /// A short label for a badge when the error has no code: `timeout`, `connection`.
+    pub fn label(self) -> &'static str {
+        match self {
+            ErrorKind::Database => "SQLSTATE",
+            ErrorKind::Http => "HTTP",
+            ErrorKind::Redis => "Redis",
+            ErrorKind::Broker => "broker",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Connection => "connection",
+            ErrorKind::Crash => "crash",
+        }
+    }
+}
+
+/// The structured side of a step or result that is not SQL: an HTTP request or response, or a
+/// broker message. Readers draw these fields; they never parse the step's `text`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Detail {
+    /// An HTTP request as sent: the headers that matter to the story (`Idempotency-Key`) and the
+    /// body.
+    Request {
+        method: String,
+        path: String,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+    /// An HTTP response as received (`Retry-After`, `Idempotent-Replayed`).
+    Response {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+    /// A broker message: produced (partition and offset once delivered) or consumed.
+    Message {
+        topic: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offset: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        headers: Vec<(String, String)>,
+    },
 }
 
 /// How a run ended.
@@ -76,6 +152,9 @@ pub enum EventKind {
         /// The SQL text (or command line, or `POST /payments`), with `$1`-style placeholders.
         text: String,
         params: Vec<Value>,
+        /// The request or message, for steps that are not SQL.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<Detail>,
     },
     /// The step finished: `UPDATE 1`, `1 row`, `BEGIN`, with the rows it returned, if any.
     Result {
@@ -83,24 +162,42 @@ pub enum EventKind {
         summary: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rows: Option<Rows>,
+        /// The response or the delivered message, for steps that are not SQL.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<Detail>,
     },
     /// The actor's step is waiting on a lock held by the actors in `by`.
     Blocked { actor: String, by: Vec<String> },
     /// The actor's step got its lock after waiting `waited_ms`.
     Unblocked { actor: String, waited_ms: u64 },
-    /// The step failed. `sqlstate` is set for database errors (`40001`, `40P01`, …).
+    /// The step failed. `code` is the kind's own code: the SQLSTATE of a database error
+    /// (`40001`), an HTTP status, a Redis error word. (Runs stored before there were other kinds
+    /// called it `sqlstate`.)
     Error {
         actor: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        sqlstate: Option<String>,
+        #[serde(default)]
+        kind: ErrorKind,
+        #[serde(default, alias = "sqlstate", skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
         message: String,
     },
     /// The actor's transaction committed.
     Commit { actor: String },
     /// The actor's transaction rolled back.
     Rollback { actor: String },
-    /// The actor's process died at a named crash point (outbox, idempotency labs).
+    /// The actor's process started (`restart` when it replaces one that died): a new pid, so a
+    /// new PostgreSQL session and a new broker producer.
+    ProcessStarted { actor: String, pid: u32, restart: bool },
+    /// The actor's process died at a named crash point (outbox, idempotency labs): killed with
+    /// SIGKILL, so it ran no cleanup.
     Crash { actor: String, point: String },
+    /// The actor's process exited by itself; `code` is its exit status (`None`: killed by a
+    /// signal).
+    ProcessExited {
+        actor: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
+    },
     /// One transcript line, exactly as the CLI prints it (`line` includes the `[actor] ` prefix).
     Say {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -138,6 +235,8 @@ impl EventKind {
             | EventKind::Error { actor, .. }
             | EventKind::Commit { actor }
             | EventKind::Rollback { actor }
+            | EventKind::ProcessStarted { actor, .. }
+            | EventKind::ProcessExited { actor, .. }
             | EventKind::Crash { actor, .. } => Some(actor),
             EventKind::Say { actor, .. } => actor.as_deref(),
             _ => None,
@@ -199,5 +298,41 @@ mod tests {
             say(3, "[alice] commit"),
         ];
         assert_eq!(transcript(&events), vec!["--- header ---", "[alice] commit"]);
+    }
+
+    #[test]
+    fn errors_stored_before_kinds_existed_still_read_as_database_errors() {
+        let old = r#"{"seq":1,"at_ms":0,"type":"error","actor":"bob","sqlstate":"40001","message":"m"}"#;
+        let event: Event = serde_json::from_str(old).expect("an old stored event");
+        assert_eq!(
+            event.kind,
+            EventKind::Error {
+                actor: "bob".into(),
+                kind: ErrorKind::Database,
+                code: Some("40001".into()),
+                message: "m".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn http_steps_carry_their_request_as_structure() {
+        let step = EventKind::Step {
+            actor: "phone".into(),
+            service: Service::Http,
+            text: "POST /payments".into(),
+            params: vec![],
+            detail: Some(Detail::Request {
+                method: "POST".into(),
+                path: "/payments".into(),
+                headers: vec![("Idempotency-Key".into(), "order-7731".into())],
+                body: "{}".into(),
+            }),
+        };
+        let json = serde_json::to_value(&step).expect("serialise");
+        assert_eq!(json["detail"]["kind"], "request");
+        assert_eq!(json["detail"]["headers"][0][0], "Idempotency-Key");
+        let back: EventKind = serde_json::from_value(json).expect("deserialise");
+        assert_eq!(back, step);
     }
 }

@@ -29,6 +29,19 @@ impl Ledger {
     pub fn table(&self, name: &str) -> Option<&Table> {
         self.tables.iter().find(|t| t.name == name)
     }
+
+    /// Only the tables that `other` also has: what to compare against an expected ledger that
+    /// speaks about part of the state (the load test's expected ledger is its budget alone).
+    pub fn restricted_to(&self, other: &Ledger) -> Ledger {
+        Ledger {
+            tables: self
+                .tables
+                .iter()
+                .filter(|t| other.table(&t.name).is_some())
+                .cloned()
+                .collect(),
+        }
+    }
 }
 
 impl Table {
@@ -263,6 +276,15 @@ mod tests {
             tables: vec![teams(0), expenses(&[(1, "alice"), (2, "bob")])],
         };
         assert!(!diff(&l, &changed).is_empty());
+    }
+
+    #[test]
+    fn restricting_keeps_only_the_tables_the_other_has() {
+        let after = Ledger {
+            tables: vec![teams(0), expenses(&[(1, "alice")])],
+        };
+        let expected = Ledger { tables: vec![teams(0)] };
+        assert_eq!(after.restricted_to(&expected), expected);
     }
 
     #[test]

@@ -64,6 +64,9 @@ pub enum ErrorCode {
     NotStepMode,
     /// Step mode for a scenario that cannot be stepped (the load test, the deadlock).
     NotSteppable,
+    /// A service the scenario needs (Redis, the broker) is down: the run was refused before
+    /// it queued.
+    ServiceDown,
 }
 
 /// Server → client.

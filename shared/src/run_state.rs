@@ -168,6 +168,7 @@ mod tests {
                 service: crate::Service::Postgres,
                 text: "SELECT 1".into(),
                 params: vec![],
+                detail: None,
             },
         ));
         assert_eq!(state.next_step, None);

@@ -5,22 +5,44 @@
 //! saying who holds the lock, and the lane stays marked as waiting on every row until the actor
 //! is released.
 
-use crate::event::{ActorInfo, Rows};
-use crate::{Event, EventKind, Value};
+use crate::event::{ActorInfo, Detail, ErrorKind, Rows};
+use crate::{Event, EventKind, Service, Value};
 use serde::{Deserialize, Serialize};
+
+/// Why a step failed, as a card shows it: a badge (the SQLSTATE, the HTTP status, `timeout`) and
+/// the message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub kind: ErrorKind,
+    pub code: Option<String>,
+    pub message: String,
+}
+
+impl Failure {
+    /// The badge: the code when there is one, else the kind (`timeout`).
+    pub fn badge(&self) -> String {
+        self.code.clone().unwrap_or_else(|| self.kind.label().to_owned())
+    }
+}
 
 /// What one card on the timeline shows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Card {
-    /// A statement (or command, or request) and, once known, how it ended.
+    /// A statement (or Redis command, HTTP request, broker message) and, once known, how it
+    /// ended.
     Statement {
+        /// Which service it talks to: the card says so at a glance.
+        service: Service,
         text: String,
         params: Vec<Value>,
-        /// `UPDATE 1`, `SELECT 1`…; `None` while it runs (or waits).
+        /// The request or message sent, for steps that are not SQL (boxed: most steps are SQL).
+        sent: Option<Box<Detail>>,
+        /// `UPDATE 1`, `SELECT 1`, `201 Created`…; `None` while it runs (or waits).
         result: Option<String>,
         rows: Option<Rows>,
-        /// `(SQLSTATE, message)` if it failed.
-        error: Option<(Option<String>, String)>,
+        /// The response or delivered message.
+        received: Option<Box<Detail>>,
+        error: Option<Failure>,
     },
     /// The actor started waiting for the actors named.
     Waiting {
@@ -33,13 +55,22 @@ pub enum Card {
         waited_ms: u64,
         result: Option<String>,
         rows: Option<Rows>,
-        error: Option<(Option<String>, String)>,
+        error: Option<Failure>,
     },
     Commit,
     Rollback,
+    /// The actor's process started, or started again after it died (a new pid).
+    Process {
+        pid: u32,
+        restart: bool,
+    },
     /// The actor's process died at a crash point.
     Crash {
         point: String,
+    },
+    /// The actor's process exited by itself.
+    Exited {
+        code: Option<i32>,
     },
     /// A transcript line spoken as this actor (`waiting for alice's row lock`).
     Note {
@@ -84,48 +115,76 @@ impl Timeline {
             let Some(actor) = event.kind.actor() else { continue };
             let lane = timeline.lane_of(actor, "", &mut open);
             let card = match &event.kind {
-                EventKind::Step { text, params, .. } => Card::Statement {
+                EventKind::Step {
+                    service,
+                    text,
+                    params,
+                    detail,
+                    ..
+                } => Card::Statement {
+                    service: *service,
                     text: text.clone(),
                     params: params.clone(),
+                    sent: detail.clone().map(Box::new),
                     result: None,
                     rows: None,
+                    received: None,
                     error: None,
                 },
-                EventKind::Result { summary, rows, .. } => {
-                    if let Some(
-                        Card::Statement {
+                EventKind::Result {
+                    summary, rows, detail, ..
+                } => {
+                    match timeline.open_card(lane, &open) {
+                        Some(Card::Statement {
                             result,
                             rows: card_rows,
+                            received,
                             ..
+                        }) => {
+                            *result = Some(summary.clone());
+                            card_rows.clone_from(rows);
+                            *received = detail.clone().map(Box::new);
+                            open[lane] = None;
+                            continue;
                         }
-                        | Card::Released {
+                        Some(Card::Released {
                             result,
                             rows: card_rows,
                             ..
-                        },
-                    ) = timeline.open_card(lane, &open)
-                    {
-                        *result = Some(summary.clone());
-                        card_rows.clone_from(rows);
-                        open[lane] = None;
-                        continue;
+                        }) => {
+                            *result = Some(summary.clone());
+                            card_rows.clone_from(rows);
+                            open[lane] = None;
+                            continue;
+                        }
+                        _ => {}
                     }
                     Card::Note { line: summary.clone() }
                 }
-                EventKind::Error { sqlstate, message, .. } => {
+                EventKind::Error {
+                    kind, code, message, ..
+                } => {
+                    let failure = Failure {
+                        kind: *kind,
+                        code: code.clone(),
+                        message: message.clone(),
+                    };
                     if let Some(Card::Statement { error, .. } | Card::Released { error, .. }) =
                         timeline.open_card(lane, &open)
                     {
-                        *error = Some((sqlstate.clone(), message.clone()));
+                        *error = Some(failure);
                         open[lane] = None;
                         continue;
                     }
                     Card::Statement {
+                        service: Service::Postgres,
                         text: String::new(),
                         params: Vec::new(),
+                        sent: None,
                         result: None,
                         rows: None,
-                        error: Some((sqlstate.clone(), message.clone())),
+                        received: None,
+                        error: Some(failure),
                     }
                 }
                 EventKind::Blocked { by, .. } => {
@@ -158,7 +217,23 @@ impl Timeline {
                     open[lane] = None;
                     ended
                 }
-                EventKind::Crash { point, .. } => Card::Crash { point: point.clone() },
+                EventKind::ProcessStarted { pid, restart, .. } => {
+                    open[lane] = None;
+                    Card::Process {
+                        pid: *pid,
+                        restart: *restart,
+                    }
+                }
+                EventKind::Crash { point, .. } => {
+                    // A statement in flight when the process died never gets a result.
+                    open[lane] = None;
+                    blocked.retain(|l| *l != lane);
+                    Card::Crash { point: point.clone() }
+                }
+                EventKind::ProcessExited { code, .. } => {
+                    open[lane] = None;
+                    Card::Exited { code: *code }
+                }
                 EventKind::Say { line, .. } => Card::Note {
                     line: strip_actor(line, actor).to_owned(),
                 },
@@ -220,6 +295,7 @@ mod tests {
             service: crate::Service::Postgres,
             text: text.into(),
             params: vec![],
+            detail: None,
         }
     }
 
@@ -253,6 +329,7 @@ mod tests {
                     actor: "alice".into(),
                     summary: "UPDATE 1".into(),
                     rows: None,
+                    detail: None,
                 },
             ),
             ev(4, step("bob", "UPDATE teams")),
@@ -277,6 +354,7 @@ mod tests {
                     actor: "bob".into(),
                     summary: "UPDATE 1".into(),
                     rows: None,
+                    detail: None,
                 },
             ),
         ];
@@ -314,7 +392,8 @@ mod tests {
                 2,
                 EventKind::Error {
                     actor: "bob".into(),
-                    sqlstate: Some("40001".into()),
+                    kind: ErrorKind::Database,
+                    code: Some("40001".into()),
                     message: "could not".into(),
                 },
             ),
@@ -327,12 +406,107 @@ mod tests {
             ),
         ];
         let t = Timeline::from_events(&events);
-        assert!(matches!(&t.rows[0].card, Card::Statement { error: Some((Some(s), _)), .. } if s == "40001"));
+        assert!(matches!(&t.rows[0].card, Card::Statement { error: Some(f), .. } if f.badge() == "40001"));
         assert_eq!(
             t.rows[1].card,
             Card::Note {
                 line: "retry the whole transaction".into()
             }
         );
+    }
+
+    #[test]
+    fn each_service_keeps_its_kind_and_a_timeout_is_badged_as_one() {
+        let events = vec![
+            ev(
+                1,
+                EventKind::Step {
+                    actor: "phone".into(),
+                    service: Service::Http,
+                    text: "POST /payments".into(),
+                    params: vec![],
+                    detail: None,
+                },
+            ),
+            ev(
+                2,
+                EventKind::Error {
+                    actor: "phone".into(),
+                    kind: ErrorKind::Timeout,
+                    code: None,
+                    message: "no answer: timed out".into(),
+                },
+            ),
+            ev(
+                3,
+                EventKind::Step {
+                    actor: "alice".into(),
+                    service: Service::Redis,
+                    text: "SET lock:wallet:42 t NX PX 2000".into(),
+                    params: vec![],
+                    detail: None,
+                },
+            ),
+        ];
+        let t = Timeline::from_events(&events);
+        assert!(
+            matches!(&t.rows[0].card, Card::Statement { service: Service::Http, error: Some(f), .. } if f.badge() == "timeout")
+        );
+        assert!(matches!(
+            &t.rows[1].card,
+            Card::Statement {
+                service: Service::Redis,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_crash_ends_the_statement_in_flight_and_a_restart_gets_its_own_card() {
+        let events = vec![
+            ev(
+                1,
+                EventKind::ProcessStarted {
+                    actor: "relay".into(),
+                    pid: 10,
+                    restart: false,
+                },
+            ),
+            ev(2, step("relay", "UPDATE outbox")),
+            ev(
+                3,
+                EventKind::Crash {
+                    actor: "relay".into(),
+                    point: "after_produce".into(),
+                },
+            ),
+            ev(
+                4,
+                EventKind::ProcessStarted {
+                    actor: "relay".into(),
+                    pid: 11,
+                    restart: true,
+                },
+            ),
+            ev(5, step("relay", "SELECT 1")),
+        ];
+        let t = Timeline::from_events(&events);
+        let cards: Vec<&Card> = t.rows.iter().map(|r| &r.card).collect();
+        assert_eq!(
+            cards[0],
+            &Card::Process {
+                pid: 10,
+                restart: false
+            }
+        );
+        assert!(matches!(cards[1], Card::Statement { result: None, .. }));
+        assert_eq!(
+            cards[2],
+            &Card::Crash {
+                point: "after_produce".into()
+            }
+        );
+        assert_eq!(cards[3], &Card::Process { pid: 11, restart: true });
+        assert_eq!(t.rows.len(), 5);
     }
 }

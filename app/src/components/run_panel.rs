@@ -125,7 +125,7 @@ pub fn RunPanel(
                 view! { <Progress label=label.to_owned() done=done total=total /> }
             })))}
             {move || is_load_test.then(|| state.with(|s| s.table_after("strategies").cloned().map(|figures| {
-                let tutorial = s.ledger(Moment::Expected).and_then(|l| l.tables.first().cloned());
+                let tutorial = s.ledger(Moment::Reference).and_then(|l| l.tables.first().cloned());
                 view! { <StrategyChart figures=figures tutorial=tutorial /> }
             })))}
             {(!is_load_test).then(|| view! { <TimelineView timeline=timeline /> })}

@@ -1,81 +1,133 @@
 //! Admission: how many runs play at once, and a fair queue for the rest.
 //!
-//! The scarce thing is PostgreSQL connections (each actor has its own, plus a monitor per run),
-//! so a run asks for as many slots as it will open connections. The semaphore is fair (first in,
-//! first served), so a load test needing 17 slots is not starved by a stream of small runs. While
-//! a run waits it is told its place in line whenever the line moves.
+//! The scarce things are the shared services' connections: PostgreSQL's above all (each actor
+//! has its own, plus a monitor per run), then Redis connections, broker clients and child
+//! processes. A run asks each pool for what its [`Budget`] says it will hold, always in the same
+//! order, so two runs never each hold what the other waits for. The semaphores are fair (first
+//! in, first served), so a load test needing 17 slots is not starved by a stream of small runs.
+//! While a run waits it is told its place in line whenever the line moves.
 
 use super::BoxFuture;
+use super::budget::{Budget, Capacity, POOLED};
+use shared::Service;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
-/// A run asked for more connections than the server may ever give one run.
+/// A run asked for more of a service than the server may ever give one run.
 #[derive(Debug, Error)]
-#[error("this run needs {needed} connections, but the server allows at most {capacity}")]
+#[error("this run needs {needed} {what}, but the server allows at most {capacity}")]
 pub struct TooBig {
     pub needed: u32,
     pub capacity: u32,
+    /// `PostgreSQL connections`, `Redis connections`, …
+    pub what: &'static str,
+}
+
+/// What admission calls one unit of a service, for messages.
+fn unit_of(service: Service) -> &'static str {
+    match service {
+        Service::Postgres => "PostgreSQL connections",
+        Service::Redis => "Redis connections",
+        Service::Kafka => "broker clients",
+        Service::Process => "child processes",
+        Service::Http => "HTTP servers",
+    }
 }
 
 /// The gate runs pass through before they open any connection.
 pub struct Admission {
-    slots: Arc<Semaphore>,
-    capacity: u32,
+    /// One fair semaphore per pooled service, in [`POOLED`] order.
+    pools: Vec<(Service, Arc<Semaphore>, u32)>,
     next_ticket: AtomicU64,
     line: Mutex<VecDeque<u64>>,
     moved: watch::Sender<()>,
 }
 
-/// A run's place: holds its slots until dropped.
+/// A run's place: holds its slots in every pool until dropped.
 pub struct Admitted {
-    _slots: OwnedSemaphorePermit,
+    _slots: Vec<OwnedSemaphorePermit>,
 }
 
 impl Admission {
-    /// `capacity` connections shared by all runs.
-    pub fn new(capacity: u32) -> Self {
+    /// Pools of `capacity`, shared by all runs.
+    pub fn new(capacity: Capacity) -> Self {
         Admission {
-            slots: Arc::new(Semaphore::new(capacity as usize)),
-            capacity,
+            pools: POOLED
+                .iter()
+                .map(|&service| {
+                    let size = capacity.of(service);
+                    (service, Arc::new(Semaphore::new(size as usize)), size)
+                })
+                .collect(),
             next_ticket: AtomicU64::new(0),
             line: Mutex::new(VecDeque::new()),
             moved: watch::Sender::new(()),
         }
     }
 
-    /// Waits for `needed` slots. If the run has to wait, `on_position` hears its place in line
-    /// (1 = next) at once and again whenever the line moves. Dropping the future leaves the line.
-    pub fn enter<'a>(
-        &'a self,
-        needed: u32,
-        on_position: impl FnMut(usize) + Send + 'a,
-    ) -> BoxFuture<'a, Result<Admitted, TooBig>> {
-        Box::pin(self.wait_in_line(needed, on_position))
+    /// How many of each service a run holds for `budget`: its own, plus the monitor session, or
+    /// the whole pool for the service it needs to itself.
+    fn needs(&self, budget: &Budget) -> Vec<(Arc<Semaphore>, u32, Service, u32)> {
+        self.pools
+            .iter()
+            .map(|(service, pool, size)| {
+                let mut needed = budget.of(*service);
+                if *service == Service::Postgres {
+                    needed += 1;
+                }
+                if budget.exclusive == Some(*service) {
+                    needed = *size;
+                }
+                (pool.clone(), needed, *service, *size)
+            })
+            .collect()
     }
 
-    async fn wait_in_line(&self, needed: u32, mut on_position: impl FnMut(usize)) -> Result<Admitted, TooBig> {
-        if needed > self.capacity {
+    /// Waits for what `budget` holds. If the run has to wait, `on_position` hears its place in
+    /// line (1 = next) at once and again whenever the line moves. Dropping the future leaves the
+    /// line.
+    pub fn enter<'a>(
+        &'a self,
+        budget: Budget,
+        on_position: impl FnMut(usize) + Send + 'a,
+    ) -> BoxFuture<'a, Result<Admitted, TooBig>> {
+        Box::pin(self.wait_in_line(budget, on_position))
+    }
+
+    async fn wait_in_line(&self, budget: Budget, mut on_position: impl FnMut(usize)) -> Result<Admitted, TooBig> {
+        let needs = self.needs(&budget);
+        if let Some((_, needed, service, capacity)) = needs.iter().find(|(_, needed, _, size)| needed > size) {
             return Err(TooBig {
-                needed,
-                capacity: self.capacity,
+                needed: *needed,
+                capacity: *capacity,
+                what: unit_of(*service),
             });
         }
         let ticket = self.next_ticket.fetch_add(1, Ordering::SeqCst);
         let _place = Place::join(self, ticket);
         let mut moved = self.moved.subscribe();
-        let acquire = self.slots.clone().acquire_many_owned(needed);
+        let acquire = async move {
+            let mut held = Vec::new();
+            for (pool, needed, _, _) in needs {
+                if needed > 0 {
+                    // The semaphores are never closed.
+                    if let Ok(permit) = pool.acquire_many_owned(needed).await {
+                        held.push(permit);
+                    }
+                }
+            }
+            held
+        };
         tokio::pin!(acquire);
         let mut last_told = None;
         loop {
             tokio::select! {
                 biased;
-                permit = &mut acquire => {
-                    // The semaphore is never closed, so this cannot fail; stay safe anyway.
-                    let permit = permit.map_err(|_| TooBig { needed, capacity: self.capacity })?;
-                    return Ok(Admitted { _slots: permit });
+                held = &mut acquire => {
+                    return Ok(Admitted { _slots: held });
                 }
                 _ = std::future::ready(()), if last_told.is_none() => {}
                 changed = moved.changed() => { let _ = changed; }
@@ -126,16 +178,24 @@ impl Drop for Place<'_> {
 mod tests {
     use super::*;
 
+    fn capacity(postgres: u32, redis: u32) -> Capacity {
+        Capacity {
+            postgres,
+            redis,
+            ..Capacity::default()
+        }
+    }
+
     #[tokio::test]
     async fn second_run_waits_in_line_until_the_first_leaves() {
-        let admission = Arc::new(Admission::new(3));
-        let first = admission.enter(3, |_| {}).await.expect("fits");
+        let admission = Arc::new(Admission::new(capacity(3, 10)));
+        let first = admission.enter(Budget::postgres(2), |_| {}).await.expect("fits");
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let waiting = {
             let admission = admission.clone();
             tokio::spawn(async move {
                 admission
-                    .enter(2, move |p| {
+                    .enter(Budget::postgres(1), move |p| {
                         let _ = tx.send(p);
                     })
                     .await
@@ -149,7 +209,64 @@ mod tests {
 
     #[tokio::test]
     async fn a_run_bigger_than_the_server_is_refused() {
-        let admission = Admission::new(3);
-        assert!(admission.enter(4, |_| {}).await.is_err());
+        let admission = Admission::new(capacity(3, 10));
+        let error = admission
+            .enter(Budget::postgres(3), |_| {})
+            .await
+            .err()
+            .expect("too big");
+        assert_eq!(
+            error.to_string(),
+            "this run needs 4 PostgreSQL connections, but the server allows at most 3"
+        );
+        assert!(
+            admission
+                .enter(Budget::postgres(0).and_redis(11), |_| {})
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn fifty_redis_actors_hold_redis_connections_not_postgres_slots() {
+        // Room for two monitors only: fifty Redis lanes must still fit beside another run.
+        let admission = Admission::new(capacity(2, 100));
+        let locks = admission
+            .enter(Budget::postgres(0).and_redis(50), |_| {})
+            .await
+            .expect("fifty Redis connections and one monitor fit");
+        let other = admission
+            .enter(Budget::postgres(0).and_redis(50), |_| {})
+            .await
+            .expect("so does a second such run");
+        drop((locks, other));
+    }
+
+    #[tokio::test]
+    async fn a_run_that_needs_redis_to_itself_waits_for_every_other_redis_run() {
+        let admission = Arc::new(Admission::new(capacity(10, 100)));
+        let other = admission
+            .enter(Budget::postgres(0).and_redis(1), |_| {})
+            .await
+            .expect("fits");
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let alone = {
+            let admission = admission.clone();
+            tokio::spawn(async move {
+                admission
+                    .enter(Budget::postgres(0).exclusive(Service::Redis), move |p| {
+                        let _ = tx.send(p);
+                    })
+                    .await
+                    .map(|_| ())
+            })
+        };
+        assert_eq!(
+            rx.recv().await,
+            Some(1),
+            "it waits while another run holds a Redis connection"
+        );
+        drop(other);
+        alone.await.expect("join").expect("admitted once Redis is free");
     }
 }

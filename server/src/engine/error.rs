@@ -36,6 +36,16 @@ pub enum StepError {
     /// The result did not have the shape the scenario expects (a bug in a scenario).
     #[error("unexpected result: {0}")]
     Shape(String),
+    /// Redis answered with an error (`ERR unknown command 'delex'`): data to show, like a
+    /// SQLSTATE.
+    #[error("{message}")]
+    Redis { code: String, message: String },
+    /// No answer within the caller's own deadline; the service may still be working on it.
+    #[error("{actor} got no answer within {after_ms} ms")]
+    Timeout { actor: String, after_ms: u64 },
+    /// The broker or its client refused (`UnknownTopicOrPartition`, a delivery timeout).
+    #[error("broker: {0}")]
+    Broker(String),
 }
 
 impl StepError {
@@ -65,6 +75,9 @@ pub enum RunError {
     /// The run hit its maximum duration.
     #[error("the run took longer than its limit of {0} s")]
     TooLong(u64),
+    /// A child process could not be started, or its pipe broke.
+    #[error("process {actor}: {reason}")]
+    Process { actor: String, reason: String },
     #[error("{0}")]
     Other(String),
 }

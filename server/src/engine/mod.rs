@@ -2,78 +2,140 @@
 //! everything that happens into [`shared::Event`]s.
 //!
 //! Reading order:
-//! - [`run`]: the [`Run`] a scenario plays in (actors, transcript lines, snapshots, step gate).
-//! - [`actor`]: a PostgreSQL actor, [`PgActor`], on its own connection and task.
-//! - [`blocking`]: started steps ([`Pending`]) and how a blocked one is detected.
+//! - [`run`]: the [`Run`] a scenario plays in (its sandbox, lanes, transcript lines, snapshots).
+//! - [`lane`]: the [`Lane`] every actor kind speaks through (step, result, error, line, gate).
+//! - The actor kinds, each adding its constructor to [`Run`]:
+//!   - [`postgres`]: [`PgActor`], a session on its own connection, in a transaction at an
+//!     isolation level or in autocommit; a started step is [`Pending`], and a blocked one is
+//!     *seen* in `pg_blocking_pids`, not assumed.
+//!   - [`redis`]: [`RedisActor`], a Redis client on its own connection, keys under the run's
+//!     prefix.
+//!   - [`http`]: [`HttpServer`]s the run owns on loopback, and [`HttpClient`] lanes with
+//!     per-attempt timeouts.
+//!   - [`broker`]: [`Producer`] and [`Consumer`] lanes on librdkafka.
+//!   - [`process`] and [`child`]: [`ChildActor`]s, `racelab actor <kind>` processes that really
+//!     die (SIGKILL) at a named crash point and can be started again.
+//! - [`sql`]: the PostgreSQL helpers everything uses (a leaf).
 //! - [`retry`]: the whole-transaction retry for 40001/40P01.
-//! - [`admission`]: the cap on concurrent runs and the fair queue behind it.
+//! - [`budget`] and [`admission`]: what a run holds per service, and the fair queue.
 //! - [`supervisor`]: [`Engine::start`], which queues, sandboxes, plays and always cleans up.
 //!
-//! A scenario is a [`Scenario`]: its catalog entry, its schema, how many connections it needs, and
-//! an async `play` that drives its actors. A two-actor scenario reads like an isolation-tester
-//! spec:
+//! A scenario is a [`Scenario`]: its catalog entry, its sandbox, its budget, and an async
+//! `play` that drives its actors. A two-actor scenario reads like an isolation-tester spec:
 //!
-//! ```ignore
-//! let alice = run.actor("alice", Level::Serializable).await?;
-//! let bob = run.actor("bob", Level::Serializable).await?;
+//! ```no_run
+//! # use racelab::engine::{Level, Run, RunError};
+//! # async fn row_lock(run: &Run) -> Result<(), RunError> {
+//! let alice = run.actor("alice", Level::ReadCommitted).await?;
+//! let bob = run.actor("bob", Level::ReadCommitted).await?;
 //! alice.query("SELECT 1 FROM teams WHERE id = $1 FOR UPDATE", &["design".into()]).await?;
-//! let (bob_waits, by) = bob.start("SELECT 1 FROM teams WHERE id = $1 FOR UPDATE", &["design".into()])
-//!     .await?.expect_blocked().await?;          // seen in pg_blocking_pids, not assumed
-//! run.say("bob", format!("waiting for {}", by.join(", ")));
+//! let (bob_waits, by) = bob
+//!     .start("SELECT 1 FROM teams WHERE id = $1 FOR UPDATE", &["design".into()])
+//!     .await?
+//!     .expect_blocked() // seen in pg_blocking_pids, not assumed
+//!     .await?;
+//! bob.say(format!("waiting for {}", by.join(", ")));
 //! alice.commit().await?;
-//! bob_waits.finish().await?;                    // emits Unblocked { waited_ms } then its result
+//! bob_waits.finish().await?; // emits Unblocked { waited_ms }, then its result
+//! # Ok(())
+//! # }
 //! ```
 //!
-//! How the other labs' actors plug into the same run, event stream and sandbox:
-//! - **Redis clients racing on a lock** (locks lab): an actor type holding its own Redis
-//!   connection, emitting `Step { service: Redis, text: "SET lock:{wallet:42} … NX PX 3000" }`;
-//!   its keys live under the run's key prefix, swept with the sandbox.
-//! - **HTTP clients and servers with timeouts** (idempotency lab): the API server and the card
-//!   provider run as tasks on port 0 inside the run; the client actor's requests are `Step
-//!   { service: Http, text: "POST /payments" }`, and a timeout is an `Error` without SQLSTATE.
-//! - **Processes that die at a crash point** (outbox lab): the relay or consumer runs as a child
-//!   `racelab actor …` process; the engine kills it at the named point and emits `Crash`, so
-//!   PostgreSQL really rolls back and the broker really keeps a dead group member.
-//! - **Free-running load tests**: dozens of quiet [`Run::worker`]s pull jobs from a shared queue
-//!   and the scenario emits `Progress` events instead of one card per statement.
+//! The other services' actors speak through the same lanes and the same stream:
+//!
+//! ```no_run
+//! # use racelab::engine::{Call, Command, Level, Run, RunError};
+//! # use std::time::Duration;
+//! # async fn others(run: &Run, shop: axum::Router) -> Result<(), RunError> {
+//! // A Redis client racing for the lock; its key lives under the run's prefix.
+//! let a = run.redis("a").await?;
+//! a.run(&Command::new("SET").key("lock:wallet:42").arg("token-a").arg("NX").arg("PX").arg(30000))
+//!     .await?;
+//!
+//! // A server the run owns, and a phone whose first attempt gives up after 600 ms.
+//! let api = run.http_server(shop).await?;
+//! let phone = run.http_client("phone");
+//! let first = phone
+//!     .send(&Call {
+//!         method: "POST".into(),
+//!         base: api.url(""),
+//!         path: "/payments".into(),
+//!         headers: vec![("Idempotency-Key".into(), "order-7731".into())],
+//!         body: r#"{"amount": 2500, "card": "tok_visa"}"#.into(),
+//!         timeout: Duration::from_millis(600),
+//!     })
+//!     .await; // a timeout is an error on the phone's lane; the server keeps working
+//!
+//! // A relay as its own process: killed with SIGKILL at its crash point, then started again.
+//! let mut relay = run
+//!     .process("relay", "sql-script", serde_json::json!({"steps": ["BEGIN", "crash:after_produce"]}))
+//!     .await?;
+//! relay.wait_end(Duration::from_secs(10)).await?;
+//! relay.restart().await?;
+//! # let _ = first;
+//! # Ok(())
+//! # }
+//! ```
 
-pub mod actor;
 pub mod admission;
-pub mod blocking;
+pub mod broker;
+pub mod budget;
+pub mod child;
 pub mod error;
 pub mod events;
+pub mod http;
+pub mod lane;
+pub mod postgres;
+pub mod process;
+pub mod redis;
 pub mod retry;
 pub mod run;
 pub mod signal;
+pub mod sql;
 pub mod supervisor;
 
-pub use actor::{Level, Output, PgActor};
 pub use admission::Admission;
-pub use blocking::{Pending, Settled};
+pub use broker::{Consumer, Producer, Received};
+pub use budget::{Budget, Capacity};
+pub use child::{ChildContext, ChildKind};
 pub use error::{DbError, RunError, StepError};
+pub use http::{Call, HttpClient, HttpServer, Reply};
+pub use lane::Lane;
+pub use postgres::{Level, Pending, PgActor, Settled};
+pub use process::{ChildActor, End, News};
+pub use redis::{Command, RedisActor};
 pub use retry::{Retried, RetryPolicy, retry};
 pub use run::{Limits, Run, TableQuery};
 pub use signal::Signal;
+pub use sql::Output;
 pub use supervisor::{Engine, RunHandle, StartError};
 
-use shared::ScenarioInfo;
+use crate::sandbox::Spec;
 use shared::event::ActorInfo;
+use shared::{Ledger, ScenarioInfo};
 use std::future::Future;
 use std::pin::Pin;
 
 /// A boxed future, as [`Scenario::play`] returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// One scenario: what the catalog shows, what its sandbox holds, and how it plays.
+/// One scenario: what the catalog shows, what its sandbox holds, what a run holds, and how it
+/// plays.
 pub trait Scenario: Send + Sync + 'static {
     /// Its catalog entry (id, title, hook, variants).
     fn info(&self) -> ScenarioInfo;
-    /// The lab's schema SQL: tables and seed rows, run inside the run's fresh schema.
-    fn schema_sql(&self) -> &'static str;
+    /// Its sandbox: schemas (with the lab's SQL), whether it writes Redis keys, its topics.
+    fn sandbox(&self) -> &Spec;
     /// The actors of `variant`, in swimlane order, for the run header.
     fn actors(&self, variant: &str) -> Vec<ActorInfo>;
-    /// How many PostgreSQL connections a run of `variant` opens (its actors plus the monitor).
-    fn connections(&self, variant: &str) -> u32;
+    /// What a run of `variant` holds at most in each service (the monitor is added by the
+    /// engine).
+    fn budget(&self, variant: &str) -> Budget;
     /// Plays `variant` (already checked to be one of the scenario's).
     fn play<'a>(&'a self, run: &'a Run, variant: &'a str) -> BoxFuture<'a, Result<(), RunError>>;
+    /// After `racelab run --runs N`, a summary of the runs' final ledgers (the load test's
+    /// min–max table); none by default.
+    fn summarize(&self, _runs: &[Ledger]) -> Option<String> {
+        None
+    }
 }

@@ -6,8 +6,8 @@
 //! min(100 ms, 2 ms · 2^attempt) (full jitter, so retrying actors spread out); and an approval
 //! that runs out of attempts is *reported* as given up, never silently dropped.
 
-use super::actor::PgActor;
 use super::error::{DbError, RunError, StepError};
+use super::postgres::PgActor;
 use rand::Rng;
 use std::time::Duration;
 

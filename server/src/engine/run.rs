@@ -1,25 +1,26 @@
 //! A run: the context a scenario plays in.
 //!
-//! It opens actors (each on its own connection, named `racelab/<run>/<actor>` so anyone can watch
-//! a run in `pg_stat_activity`), speaks transcript lines, takes ledger snapshots from its monitor
-//! connection, and in step mode holds each step until the reader asks for the next.
+//! It knows the run's sandbox (its schemas, key prefix, topics, advisory-lock space), hands out
+//! lanes, speaks transcript lines, takes ledger snapshots from its monitor connection, and in
+//! step mode holds each step until the reader asks for the next. Each actor kind adds its own
+//! constructor to [`Run`] in its own module ([`Run::actor`] for PostgreSQL, [`Run::redis`],
+//! [`Run::http_client`], [`Run::process`], [`Run::producer`]…), so this file knows none of them.
 
-use super::actor::{Level, PgActor, describe_columns, execute};
+use super::BoxFuture;
 use super::error::RunError;
 use super::events::EventSink;
+use super::lane::{Lane, Stage};
+use super::sql::{Output, application_name, describe_columns, execute};
+use crate::sandbox::postgres::quote_ident;
+use crate::sandbox::{Sandbox, Services, broker_name};
 use shared::{EventKind, Ledger, Table, Value, Verdict};
 use sqlx::ConnectOptions;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
-
-/// The `application_name` of `who`'s session in run `run_id` (`racelab/3fa9c0e1b2d4/bob`): how
-/// anyone watching `pg_stat_activity` tells whose it is, and how cleanup finds a run's sessions.
-pub fn application_name(run_id: &str, who: &str) -> String {
-    format!("racelab/{run_id}/{who}")
-}
 
 /// Limits every run connection is held to. Defaults are generous enough for every tutorial step
 /// (the longest lock wait is the load test's row lock, about a second) and short enough that a
@@ -61,15 +62,30 @@ impl Gate {
     }
 }
 
-/// What the run's actors share: its identity, event sink, monitor connection and limits.
+/// How the run reaches its services and starts its child processes.
+#[derive(Clone)]
+pub struct Reach {
+    /// Actor sessions: the run's database with the limits set (no schema, no name yet).
+    pub options: PgConnectOptions,
+    /// racelab's pool, Redis and the brokers.
+    pub services: Services,
+    /// The `racelab` binary child-process actors are started from.
+    pub actor_binary: PathBuf,
+    /// The database URL a child process connects with (its options are set the same way).
+    pub database_url: String,
+}
+
+/// What the run's actors share: its identity, sandbox, event sink, monitor connection and limits.
 pub struct RunCore {
     pub(super) id: String,
-    options: PgConnectOptions,
+    pub(super) sandbox: Sandbox,
+    pub(super) reach: Reach,
     sink: Arc<EventSink>,
     gate: Option<Gate>,
     /// The run's own autocommit session: it polls for blocked actors and takes snapshots.
     monitor: tokio::sync::Mutex<PgConnection>,
-    /// Backend pid → actor name, so `pg_blocking_pids` answers in the reader's words.
+    /// Backend pid → actor name, so `pg_blocking_pids` answers in the reader's words (child
+    /// processes report theirs too).
     actors_by_pid: Mutex<HashMap<i32, String>>,
     pub(super) limits: Limits,
 }
@@ -80,27 +96,30 @@ pub struct Run {
     core: Arc<RunCore>,
 }
 
-impl RunCore {
-    pub(super) fn emit(&self, kind: EventKind) {
+impl Stage for RunCore {
+    fn emit(&self, kind: EventKind) {
         self.sink.emit(kind);
     }
 
-    /// In step mode, announces whose step is next and waits for the reader's `next`.
     /// Each `next` plays exactly one step: one sent before this pause was announced (a double
     /// click) is dropped, not saved for later.
-    pub(super) async fn gate(&self, actor: &str, step: &str) {
-        if let Some(gate) = &self.gate {
-            let mut permits = gate.permits.lock().await;
-            while permits.try_recv().is_ok() {}
-            self.emit(EventKind::Paused {
-                actor: actor.to_owned(),
-                step: step.to_owned(),
-            });
-            // A closed channel means the reader is gone; the supervisor is cancelling the run.
-            let _ = permits.recv().await;
-        }
+    fn gate<'a>(&'a self, actor: &'a str, step: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Some(gate) = &self.gate {
+                let mut permits = gate.permits.lock().await;
+                while permits.try_recv().is_ok() {}
+                self.sink.emit(EventKind::Paused {
+                    actor: actor.to_owned(),
+                    step: step.to_owned(),
+                });
+                // A closed channel means the reader is gone; the supervisor is cancelling the run.
+                let _ = permits.recv().await;
+            }
+        })
     }
+}
 
+impl RunCore {
     /// The actors (by name) that `pid` is waiting for right now; empty if it is not waiting.
     pub(super) async fn blockers(&self, pid: i32) -> Result<Vec<String>, RunError> {
         let output = {
@@ -132,35 +151,72 @@ impl RunCore {
             .collect())
     }
 
-    /// Opens a connection for `who` in this run's sandbox, with the run's limits.
-    async fn connect(&self, who: &str) -> Result<PgConnection, RunError> {
-        Ok(self
-            .options
-            .clone()
-            .application_name(&application_name(&self.id, who))
-            .connect()
-            .await?)
+    /// Remembers whose session backend `pid` is.
+    pub(super) fn name_session(&self, pid: i32, name: &str) {
+        self.actors_by_pid
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(pid, name.to_owned());
+    }
+
+    /// The connection options of `who`'s session: named `racelab/<run>/<who>`, in logical
+    /// database `schema` (the run's default schema when `None`), with the run's limits.
+    pub(super) fn session_options(&self, who: &str, schema: Option<&str>) -> Result<PgConnectOptions, RunError> {
+        session_options(&self.sandbox, &self.reach, who, schema)
+    }
+
+    /// Opens a connection for `who` (see [`RunCore::session_options`]).
+    pub(super) async fn connect(&self, who: &str, schema: Option<&str>) -> Result<PgConnection, RunError> {
+        Ok(self.session_options(who, schema)?.connect().await?)
+    }
+
+    /// The schema of logical database `logical`.
+    pub(super) fn schema(&self, logical: &str) -> Result<&str, RunError> {
+        self.sandbox
+            .schema(logical)
+            .ok_or_else(|| RunError::Other(format!("this run has no database called {logical:?}")))
+    }
+
+    /// The run's event sink (child processes' events are put back on it).
+    pub(super) fn sink(&self) -> &EventSink {
+        &self.sink
     }
 }
 
+/// See [`RunCore::session_options`].
+fn session_options(
+    sandbox: &Sandbox,
+    reach: &Reach,
+    who: &str,
+    schema: Option<&str>,
+) -> Result<PgConnectOptions, RunError> {
+    let schema = match schema {
+        Some(logical) => sandbox
+            .schema(logical)
+            .ok_or_else(|| RunError::Other(format!("this run has no database called {logical:?}")))?,
+        None => sandbox.default_schema().unwrap_or("public"),
+    };
+    Ok(reach
+        .options
+        .clone()
+        .application_name(&application_name(&sandbox.run_id, who))
+        .options([("search_path", quote_ident(schema).as_str())]))
+}
+
 impl Run {
-    /// Connects the monitor and makes the run. `options` must already point at the run's
-    /// database, with the sandbox's `search_path` and the limits set (see `Engine`).
+    /// Connects the monitor and makes the run. `reach.options` must already carry the limits.
     pub(super) async fn open(
-        id: String,
-        options: PgConnectOptions,
+        sandbox: Sandbox,
+        reach: Reach,
         sink: Arc<EventSink>,
         gate: Option<Gate>,
         limits: Limits,
     ) -> Result<Run, RunError> {
-        let monitor = options
-            .clone()
-            .application_name(&application_name(&id, "monitor"))
-            .connect()
-            .await?;
+        let monitor = session_options(&sandbox, &reach, "monitor", None)?.connect().await?;
         let core = RunCore {
-            id,
-            options,
+            id: sandbox.run_id.clone(),
+            sandbox,
+            reach,
             sink,
             gate,
             monitor: tokio::sync::Mutex::new(monitor),
@@ -170,39 +226,53 @@ impl Run {
         Ok(Run { core: Arc::new(core) })
     }
 
-    /// The run id (also in the schema name and every application_name).
+    pub(super) fn core(&self) -> &Arc<RunCore> {
+        &self.core
+    }
+
+    /// The run id (in every namespace's name and every application_name).
     pub fn id(&self) -> &str {
         &self.core.id
     }
 
-    /// Opens an actor: a dedicated session whose transactions run at `level`.
-    pub async fn actor(&self, name: &str, level: Level) -> Result<PgActor, RunError> {
-        self.open_actor(name, level, false).await
+    /// The run's sandbox: its schemas, key prefix, topics.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.core.sandbox
     }
 
-    /// Opens a quiet actor (a load-test worker): no per-step events.
-    pub async fn worker(&self, name: &str, level: Level) -> Result<PgActor, RunError> {
-        self.open_actor(name, level, true).await
+    /// A lane named `name` on this run's stream, for an actor kind or a server's handlers.
+    pub fn lane(&self, name: &str, quiet: bool) -> Lane {
+        Lane::new(name, self.core.clone(), quiet)
     }
 
-    async fn open_actor(&self, name: &str, level: Level, quiet: bool) -> Result<PgActor, RunError> {
-        let mut conn = self.core.connect(name).await?;
-        let pid = execute(&mut conn, "SELECT pg_backend_pid()", &[]).await?.int()?;
-        let pid = i32::try_from(pid).map_err(|_| RunError::Other(format!("odd backend pid {pid}")))?;
+    /// The schema of logical database `logical` (`payments`, `notifier`).
+    pub fn schema(&self, logical: &str) -> Result<&str, RunError> {
+        self.core.schema(logical)
+    }
+
+    /// The run's advisory-lock space: take the tutorial's lock 4200 as
+    /// `pg_try_advisory_lock(<space>, 4200)`, and two runs never contend for it.
+    pub fn lock_space(&self) -> i32 {
+        self.core.sandbox.lock_space()
+    }
+
+    /// The run's topic for the tutorial's topic `logical`.
+    pub fn topic(&self, logical: &str) -> Result<&str, RunError> {
         self.core
-            .actors_by_pid
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(pid, name.to_owned());
-        Ok(PgActor::spawn(self.core.clone(), conn, name, level, pid, quiet))
+            .sandbox
+            .topic(logical)
+            .ok_or_else(|| RunError::Other(format!("this run has no topic called {logical:?}")))
+    }
+
+    /// The run's consumer-group id for the tutorial's group `logical` (`notifier`): removed with
+    /// the sandbox.
+    pub fn group(&self, logical: &str) -> String {
+        broker_name(&self.core.id, logical)
     }
 
     /// Speaks a transcript line for `actor`: `[actor] message`.
     pub fn say(&self, actor: &str, message: impl AsRef<str>) {
-        self.core.emit(EventKind::Say {
-            actor: Some(actor.to_owned()),
-            line: format!("[{actor}] {}", message.as_ref()),
-        });
+        self.lane(actor, false).say(message);
     }
 
     /// Speaks a transcript line that belongs to no actor (headers, final lines, summaries).
@@ -232,26 +302,36 @@ impl Run {
     }
 
     /// One query on the monitor session (a final check, like the tutorials' `check` connection).
-    pub async fn check(&self, sql: &str, params: &[Value]) -> Result<super::Output, RunError> {
+    pub async fn check(&self, sql: &str, params: &[Value]) -> Result<Output, RunError> {
         let mut monitor = self.core.monitor.lock().await;
         Ok(execute(&mut monitor, sql, params).await?)
     }
 
-    /// Takes a snapshot: each named query becomes one table, its first `key_columns` columns
-    /// identifying a row.
+    /// Takes a snapshot: each query becomes one table, its first `key_columns` columns
+    /// identifying a row; a query with a `schema` reads that logical database.
     pub async fn snapshot(&self, tables: &[TableQuery]) -> Result<Ledger, RunError> {
         let mut ledger = Ledger::default();
+        let mut monitor = self.core.monitor.lock().await;
         for query in tables {
-            let output = self.check(query.sql, &[]).await?;
-            let columns = if output.columns.is_empty() {
-                let mut monitor = self.core.monitor.lock().await;
-                describe_columns(&mut monitor, query.sql).await?
-            } else {
-                output.columns
+            if !query.schema.is_empty() {
+                let schema = quote_ident(self.core.schema(query.schema)?);
+                execute(&mut monitor, &format!("SET search_path TO {schema}"), &[]).await?;
+            }
+            let output = execute(&mut monitor, query.sql, &[]).await;
+            let output = match output {
+                Ok(output) if output.columns.is_empty() => Ok(Output {
+                    columns: describe_columns(&mut monitor, query.sql).await?,
+                    ..output
+                }),
+                other => other,
             };
+            if !query.schema.is_empty() {
+                execute(&mut monitor, "RESET search_path", &[]).await?;
+            }
+            let output = output?;
             ledger.tables.push(Table {
                 name: query.name.to_owned(),
-                columns,
+                columns: output.columns,
                 key_columns: query.key_columns,
                 rows: output.rows,
             });
@@ -263,6 +343,8 @@ impl Run {
 /// One table of a ledger snapshot, as a query on the run's sandbox.
 pub struct TableQuery {
     pub name: &'static str,
+    /// The logical database it reads (`notifier`); empty for the run's default schema.
+    pub schema: &'static str,
     pub sql: &'static str,
     pub key_columns: usize,
 }

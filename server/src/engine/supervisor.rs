@@ -4,24 +4,24 @@
 //! The scenario plays on its own task; the supervisor stays outside it, forwarding events,
 //! passing `next` to the step gate, and watching for cancel, disconnect and the time limit. When
 //! the scenario ends — finished, failed, aborted — the supervisor destroys the sandbox (ending every
-//! session the run opened), stores the events for replay, and only then says `done`.
+//! session the run opened, its child processes' included, and removing its keys, topics and
+//! groups), stores the events for replay, and only then says `done`.
 
 use super::events::EventSink;
-use super::run::{Gate, Limits, Run};
+use super::run::{Gate, Limits, Reach, Run};
 use super::{Admission, RunError, Scenario};
 use crate::sandbox::{self, Sandbox};
 use crate::store::Store;
-use shared::{Event, EventKind, Mode, Outcome, ServerMsg};
+use shared::{Event, EventKind, Mode, Outcome, ServerMsg, Service};
 use sqlx::PgPool;
-use sqlx::postgres::PgConnectOptions;
 use std::sync::Arc;
 use thiserror::Error;
 use tokio::sync::mpsc;
 
-/// Everything runs need: the admin pool, connection options for actors, the queue and the store.
+/// Everything runs need: the admin pool, how runs reach their services, the queue and the store.
 pub struct Engine {
     pub(crate) pool: PgPool,
-    pub(crate) actor_options: PgConnectOptions,
+    pub(crate) reach: Reach,
     pub(crate) admission: Admission,
     pub(crate) limits: Limits,
     pub(crate) store: Store,
@@ -68,11 +68,41 @@ pub enum StartError {
     /// Step mode for a scenario that cannot pause between steps.
     #[error("{0} cannot be played step by step; start it in auto mode")]
     NotSteppable(String),
+    /// A service the run needs is not answering: refused before it queues, never left to hang.
+    #[error("{scenario} needs {service}, which is down right now ({detail}); the other labs still work")]
+    ServiceDown {
+        scenario: String,
+        service: &'static str,
+        detail: String,
+    },
 }
 
 impl Engine {
-    /// Queues a run of `scenario`'s `variant` and returns its handle at once.
-    pub fn start(
+    /// Whether `service` answers right now, and if not, why.
+    async fn probe(&self, service: Service) -> Result<(), String> {
+        let services = &self.reach.services;
+        let dependency = match service {
+            Service::Redis => crate::health::redis(&services.redis_url).await,
+            Service::Kafka => crate::health::kafka(&services.brokers).await,
+            // PostgreSQL is racelab's own database: without it nothing started.
+            Service::Postgres | Service::Http | Service::Process => return Ok(()),
+        };
+        if dependency.up { Ok(()) } else { Err(dependency.detail) }
+    }
+
+    /// Where runs reach their shared services (and where the sweep cleans up).
+    pub fn services(&self) -> &crate::sandbox::Services {
+        &self.reach.services
+    }
+
+    /// The limits every run is held to (the sweep's age threshold comes from them).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Queues a run of `scenario`'s `variant` and returns its handle once it is queued. A run
+    /// whose services are down is refused here, with the reason.
+    pub async fn start(
         self: &Arc<Self>,
         scenario: &'static dyn Scenario,
         variant: &str,
@@ -95,6 +125,15 @@ impl Engine {
         if mode == Mode::Step && !info.steppable {
             return Err(StartError::NotSteppable(info.id));
         }
+        for service in scenario.budget(variant).services() {
+            if let Err(detail) = self.probe(service).await {
+                return Err(StartError::ServiceDown {
+                    scenario: info.id,
+                    service: service.label(),
+                    detail,
+                });
+            }
+        }
         let (updates_tx, updates) = mpsc::unbounded_channel();
         let (control, control_rx) = mpsc::unbounded_channel();
         tokio::spawn(
@@ -112,9 +151,9 @@ impl Engine {
         updates: mpsc::UnboundedSender<ServerMsg>,
         mut control: mpsc::UnboundedReceiver<Control>,
     ) {
-        let needed = scenario.connections(&variant);
+        let budget = scenario.budget(&variant);
         let admitted = tokio::select! {
-            admitted = self.admission.enter(needed, |position| { let _ = updates.send(ServerMsg::Queued { position }); }) => admitted,
+            admitted = self.admission.enter(budget, |position| { let _ = updates.send(ServerMsg::Queued { position }); }) => admitted,
             () = cancelled(&mut control) => {
                 let _ = updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
                 return;
@@ -163,7 +202,8 @@ impl Engine {
         pipe: &mut EventPipe<'_>,
         control: &mut mpsc::UnboundedReceiver<Control>,
     ) -> Outcome {
-        let sandbox = match Sandbox::create(&self.pool, run_id, scenario.schema_sql()).await {
+        let services = &self.reach.services;
+        let sandbox = match Sandbox::create(services, run_id, scenario.sandbox()).await {
             Ok(sandbox) => sandbox,
             Err(error) => {
                 return Outcome::Failed {
@@ -173,17 +213,16 @@ impl Engine {
         };
         let (permits, gate_rx) = mpsc::unbounded_channel();
         let gate = (mode == Mode::Step).then(|| Gate::new(gate_rx));
-        let mut options = self
-            .actor_options
-            .clone()
-            .options([("search_path", sandbox.schema.as_str())]);
+        let mut reach = self.reach.clone();
         if mode == Mode::Step {
             // A reader may think for minutes while an actor waits for a lock: the wait must not
             // time out before the run's idle limit does. (Later `-c` options win.)
             let idle = format!("{}ms", self.limits.idle_in_transaction_timeout.as_millis());
-            options = options.options([("lock_timeout", idle.as_str()), ("statement_timeout", idle.as_str())]);
+            reach.options = reach
+                .options
+                .options([("lock_timeout", idle.as_str()), ("statement_timeout", idle.as_str())]);
         }
-        let outcome = match Run::open(run_id.to_owned(), options, pipe.sink.clone(), gate, self.limits.clone()).await {
+        let outcome = match Run::open(sandbox.clone(), reach, pipe.sink.clone(), gate, self.limits.clone()).await {
             Err(error) => Outcome::Failed {
                 message: error.to_string(),
             },
@@ -221,7 +260,7 @@ impl Engine {
                 outcome
             }
         };
-        if let Err(error) = sandbox.destroy(&self.pool).await {
+        if let Err(error) = sandbox.destroy(services).await {
             tracing::error!(run = %run_id, %error, "could not destroy the sandbox; the startup sweep will");
         }
         outcome

@@ -1,15 +1,18 @@
 //! The labs: one folder per tutorial, one file per scenario.
 //!
 //! Every scenario module has the same small shape: a doc comment that opens with the rule and the
-//! expected result as numbers, a [`ScenarioDef`] naming its variants and actors, and a `play`
-//! function that drives the actors in the tutorial's order. Only the isolation lab exists so far;
-//! outbox, idempotency and locks join [`LABS`] as they land.
+//! expected result as numbers, a [`ScenarioDef`] naming its variants, actors, sandbox and budget,
+//! and a `play` function that drives the actors in the tutorial's order. Only the isolation lab
+//! exists so far; outbox, idempotency and locks join [`LABS`] as they land, and the kinds of
+//! child-process actor they run (`racelab actor <kind>`) join [`CHILD_KINDS`].
 
 pub mod isolation;
 
-use crate::engine::{BoxFuture, Run, RunError, Scenario};
+use crate::engine::child::{ChildKind, SQL_SCRIPT};
+use crate::engine::{BoxFuture, Budget, Run, RunError, Scenario};
+use crate::sandbox::Spec;
 use shared::event::ActorInfo;
-use shared::{Lab, ScenarioInfo, Service, VariantInfo};
+use shared::{Lab, Ledger, ScenarioInfo, Service, VariantInfo};
 
 /// A variant as written in a scenario module: `(id, tab label, one-line description)`.
 pub type VariantDef = (&'static str, &'static str, &'static str);
@@ -27,11 +30,15 @@ pub struct ScenarioDef {
     /// See [`ScenarioInfo::workload`].
     pub workload: bool,
     pub variants: &'static [VariantDef],
-    /// The lab's schema SQL.
-    pub schema: &'static str,
+    /// What the run's sandbox holds (the lab's schema SQL, Redis keys, topics).
+    pub sandbox: Spec,
     /// The actors of a variant, in swimlane order.
     pub actors: fn(&str) -> Vec<ActorInfo>,
+    /// What a run of a variant holds; `None`: one PostgreSQL connection per actor.
+    pub budget: Option<fn(&str) -> Budget>,
     pub play: for<'a> fn(&'a Run, &'a str) -> BoxFuture<'a, Result<(), RunError>>,
+    /// See [`Scenario::summarize`].
+    pub summarize: Option<fn(&[Ledger]) -> String>,
 }
 
 impl Scenario for ScenarioDef {
@@ -55,21 +62,27 @@ impl Scenario for ScenarioDef {
         }
     }
 
-    fn schema_sql(&self) -> &'static str {
-        self.schema
+    fn sandbox(&self) -> &Spec {
+        &self.sandbox
     }
 
     fn actors(&self, variant: &str) -> Vec<ActorInfo> {
         (self.actors)(variant)
     }
 
-    /// One connection per actor, plus the run's monitor.
-    fn connections(&self, variant: &str) -> u32 {
-        u32::try_from((self.actors)(variant).len() + 1).unwrap_or(u32::MAX)
+    fn budget(&self, variant: &str) -> Budget {
+        match self.budget {
+            Some(budget) => budget(variant),
+            None => Budget::postgres(u32::try_from((self.actors)(variant).len()).unwrap_or(u32::MAX)),
+        }
     }
 
     fn play<'a>(&'a self, run: &'a Run, variant: &'a str) -> BoxFuture<'a, Result<(), RunError>> {
         (self.play)(run, variant)
+    }
+
+    fn summarize(&self, runs: &[Ledger]) -> Option<String> {
+        self.summarize.map(|summarize| summarize(runs))
     }
 }
 
@@ -83,6 +96,9 @@ pub struct LabDef {
 
 /// Every lab racelab can run.
 pub static LABS: &[&LabDef] = &[&isolation::LAB];
+
+/// Every kind of child-process actor (`racelab actor <kind>`): the engine's own and the labs'.
+pub static CHILD_KINDS: &[&ChildKind] = &[&SQL_SCRIPT];
 
 /// The scenario with id `lab/scenario`, if there is one.
 pub fn find(id: &str) -> Option<&'static ScenarioDef> {

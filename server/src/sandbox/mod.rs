@@ -1,176 +1,216 @@
-//! Sandboxes: every run plays in its own PostgreSQL schema, so a thousand readers can run the same
-//! scenario at once without seeing each other's rows, locks or predicate locks.
+//! Sandboxes: everything a run owns in a shared service, so a thousand readers can run the same
+//! scenario at once without seeing each other's rows, locks, keys or messages.
 //!
-//! A sandbox is the schema `run_<id>`, made from the lab's schema SQL and carrying a comment with
-//! the run id and its creation time. [`Sandbox::destroy`] ends every session of the run (an actor
-//! may be stuck waiting on a lock, or idle in a transaction) and drops the schema; the server calls
-//! it on success, failure, cancel and disconnect alike. [`sweep`] removes what a crash left behind.
-//! Redis key prefixes and Kafka topics will join the sandbox with the labs that use them.
+//! A run's sandbox is its **namespaces**, one kind per service:
+//! - PostgreSQL schemas, one per logical database the tutorial uses (`run_<id>` for a lab with
+//!   one, `run_<id>_payments` and `run_<id>_notifier` for the outbox), made from the lab's schema
+//!   SQL ([`postgres`]);
+//! - an advisory-lock space: the run's own first key of PostgreSQL's two-key advisory locks, so
+//!   two runs using the tutorial's key 4200 never contend ([`Sandbox::lock_space`]);
+//! - a Redis key prefix, `racelab:<id>:`, placed before the tutorial's key so a hash tag such as
+//!   `{wallet:42}` still chooses the slot ([`redis`]);
+//! - broker topics (with their partition count) and consumer groups, `racelab.<id>.<name>`
+//!   ([`broker`]).
+//!
+//! Each sandbox is written to racelab's `sandboxes` table (run id, creation time, what it holds)
+//! *before* anything is created, and removed from it only once everything is gone, so whatever a
+//! crash leaves behind is known and [`sweep`] removes it. The supervisor destroys a sandbox on
+//! success, failure, cancel, disconnect and time limit alike.
 
-use crate::engine::BoxFuture;
-use crate::engine::actor::execute;
-use crate::engine::run::application_name;
-use serde::{Deserialize, Serialize};
-use sqlx::{PgPool, Row};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::time::Instant;
+pub mod broker;
+pub mod postgres;
+pub mod redis;
+mod sweep;
 
-/// What a sandbox schema's comment records, so a sweep can tell racelab's own and their age.
-#[derive(Debug, Serialize, Deserialize)]
-struct Label {
-    racelab_run: String,
-    created_unix: u64,
+pub use sweep::sweep;
+
+use sqlx::PgPool;
+use std::time::{SystemTime, UNIX_EPOCH};
+use thiserror::Error;
+
+/// What a scenario's sandbox holds, as the scenario declares it.
+#[derive(Clone, Copy, Debug)]
+pub struct Spec {
+    /// PostgreSQL schemas: `(logical name, schema SQL)`. The first is every actor's default
+    /// `search_path`; an empty logical name makes the schema plain `run_<id>`.
+    pub schemas: &'static [(&'static str, &'static str)],
+    /// Whether the run writes Redis keys (under its prefix).
+    pub redis: bool,
+    /// Broker topics: `(logical name, partitions)`.
+    pub topics: &'static [(&'static str, i32)],
 }
 
-/// One run's schema.
-#[derive(Clone, Debug)]
+/// Where the shared services are, for creating and removing namespaces.
+#[derive(Clone)]
+pub struct Services {
+    /// racelab's own pool (sandbox DDL, the registry).
+    pub pool: PgPool,
+    pub redis: ::redis::Client,
+    /// Where `redis` points, for health probes and messages.
+    pub redis_url: String,
+    /// `host:port[,host:port…]`.
+    pub brokers: String,
+}
+
+/// Why a sandbox could not be made or removed.
+#[derive(Debug, Error)]
+pub enum SandboxError {
+    #[error("PostgreSQL: {0}")]
+    Postgres(#[from] sqlx::Error),
+    #[error("Redis: {0}")]
+    Redis(#[from] ::redis::RedisError),
+    #[error("broker: {0}")]
+    Broker(String),
+}
+
+/// One run's namespaces. Serialisable: a child process gets its run's sandbox from its parent.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Sandbox {
     pub run_id: String,
-    pub schema: String,
+    pub created_unix: u64,
+    /// `(logical name, schema name)`, in the spec's order.
+    pub schemas: Vec<(String, String)>,
+    pub redis_prefix: Option<String>,
+    /// `(logical name, topic name, partitions)`.
+    pub topics: Vec<(String, String, i32)>,
 }
 
-/// The schema name of a run.
-pub fn schema_of(run_id: &str) -> String {
-    format!("run_{run_id}")
-}
-
-/// A new random run id: 12 hex digits, safe inside identifiers and application names.
+/// A new random run id: 12 hex digits, safe inside identifiers, key prefixes, topic names and
+/// application names.
 pub fn new_run_id() -> String {
     format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
 }
 
-impl Sandbox {
-    /// Creates the run's schema (boxed for the same reason as `engine::actor::execute`) and runs the lab's schema SQL (tables and seed rows) inside it.
-    /// All in one transaction: a sandbox either exists whole or not at all.
-    pub fn create<'a>(
-        pool: &'a PgPool,
-        run_id: &'a str,
-        lab_sql: &'a str,
-    ) -> BoxFuture<'a, Result<Sandbox, sqlx::Error>> {
-        Box::pin(Self::create_inner(pool, run_id, lab_sql))
-    }
-
-    async fn create_inner(pool: &PgPool, run_id: &str, lab_sql: &str) -> Result<Sandbox, sqlx::Error> {
-        let schema = schema_of(run_id);
-        let label = serde_json::to_string(&Label {
-            racelab_run: run_id.to_owned(),
-            created_unix: now_unix(),
-        })
-        .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
-        let mut tx = pool.begin().await?;
-        let prepare = format!(
-            "CREATE SCHEMA {schema}; COMMENT ON SCHEMA {schema} IS '{}'; SET LOCAL search_path TO {schema};",
-            label.replace('\'', "''")
-        );
-        execute(&mut tx, &prepare, &[]).await?;
-        execute(&mut tx, lab_sql, &[]).await?;
-        tx.commit().await?;
-        Ok(Sandbox {
-            run_id: run_id.to_owned(),
-            schema,
-        })
-    }
-
-    /// Ends every session of the run and drops its schema. Safe to call twice.
-    ///
-    /// The DROP waits at most [`DROP_LOCK_TIMEOUT`] for its locks (someone outside the run may be
-    /// reading the sandbox from psql in an open transaction) and is tried a few times, ending the
-    /// run's sessions again before each try; a schema still there afterwards is left to the
-    /// periodic sweep, and the error says so. Cleanup never hangs a supervisor.
-    pub fn destroy<'a>(&'a self, pool: &'a PgPool) -> BoxFuture<'a, Result<(), sqlx::Error>> {
-        Box::pin(async move {
-            let drop = format!(
-                "SET LOCAL lock_timeout = '{}ms'; DROP SCHEMA IF EXISTS {} CASCADE",
-                DROP_LOCK_TIMEOUT.as_millis(),
-                quote_ident(&self.schema)
-            );
-            let mut last = None;
-            for _ in 0..DROP_TRIES {
-                end_sessions(pool, &self.run_id).await?;
-                let mut tx = pool.begin().await?;
-                match execute(&mut tx, &drop, &[]).await {
-                    Ok(_) => return tx.commit().await,
-                    Err(error) => last = Some(error),
-                }
-            }
-            Err(last.unwrap_or_else(|| sqlx::Error::Protocol("no attempt to drop the sandbox".into())))
-        })
-    }
-}
-
-/// How long one DROP of a sandbox may wait for its locks, and how many times it is tried.
-const DROP_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
-const DROP_TRIES: usize = 3;
-
-/// `"run_abc"`: an identifier quoted for SQL, whatever it holds.
-fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// Whether `id` has the shape [`new_run_id`] gives (12 hex digits): anything else found in the
-/// database is not one of ours, and never goes near SQL.
-fn is_run_id(id: &str) -> bool {
+/// Whether `id` has the shape [`new_run_id`] gives (12 hex digits): anything else found in a
+/// service is not one of ours, and never goes near a query.
+pub fn is_run_id(id: &str) -> bool {
     id.len() == 12 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// Terminates the run's backends (`racelab/<run>/…`) and waits (up to 10 s) until they are gone,
-/// so that dropping the schema does not wait on a lock one of them still holds; if some are still
-/// there after that, the DROP's own lock timeout and retries take over.
-async fn end_sessions(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> {
-    let pattern = application_name(run_id, "%");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left: i64 = sqlx::query_scalar(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-             WHERE application_name LIKE $1 AND pid <> pg_backend_pid()",
-        )
-        .bind(&pattern)
-        .fetch_one(pool)
-        .await?;
-        if left == 0 || Instant::now() >= deadline {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+/// The schema name of logical database `logical` in run `run_id`.
+pub fn schema_name(run_id: &str, logical: &str) -> String {
+    if logical.is_empty() {
+        format!("run_{run_id}")
+    } else {
+        format!("run_{run_id}_{logical}")
     }
 }
 
-/// Drops sandboxes older than `max_age` (runs a crash left behind). Younger ones may belong to
-/// runs still playing, here or on another replica, so they are left alone. Returns how many
-/// were dropped.
-pub async fn sweep(pool: &PgPool, max_age: Duration) -> Result<usize, sqlx::Error> {
-    let rows = sqlx::query(
-        "SELECT nspname::text, obj_description(oid, 'pg_namespace') FROM pg_namespace
-         WHERE nspname LIKE 'run\\_%'",
-    )
-    .fetch_all(pool)
-    .await?;
-    let now = now_unix();
-    let mut dropped = 0;
-    for row in rows {
-        let schema: String = row.try_get(0)?;
-        let comment: Option<String> = row.try_get(1)?;
-        let Some(label) = comment.and_then(|c| serde_json::from_str::<Label>(&c).ok()) else {
-            continue;
-        };
-        if !is_run_id(&label.racelab_run)
-            || schema != schema_of(&label.racelab_run)
-            || now.saturating_sub(label.created_unix) < max_age.as_secs()
-        {
-            continue;
-        }
-        // One stubborn sandbox must not stop the others from being swept, nor the server starting.
-        match (Sandbox {
-            run_id: label.racelab_run,
-            schema: schema.clone(),
-        })
-        .destroy(pool)
-        .await
-        {
-            Ok(()) => dropped += 1,
-            Err(error) => tracing::warn!(%schema, %error, "could not sweep a sandbox; will try again"),
+/// The Redis key prefix of run `run_id`. No `{` in it, so a key's own hash tag stays the first
+/// one and still chooses the slot.
+pub fn redis_prefix(run_id: &str) -> String {
+    format!("racelab:{run_id}:")
+}
+
+/// The broker name (topic or consumer group) of `logical` in run `run_id`.
+pub fn broker_name(run_id: &str, logical: &str) -> String {
+    format!("racelab.{run_id}.{logical}")
+}
+
+/// The run's advisory-lock space: the first key of every two-key advisory lock the run takes.
+/// From the run id, so every process of the run (the relay, its standby, a restarted one) agrees
+/// on it without being told. Two runs share one only if their ids agree in 31 bits.
+pub fn lock_space(run_id: &str) -> i32 {
+    let prefix = run_id.get(..8).unwrap_or(run_id);
+    i32::try_from(u32::from_str_radix(prefix, 16).unwrap_or(0) & 0x7fff_ffff).unwrap_or(0)
+}
+
+impl Sandbox {
+    /// The names `spec` gets in run `run_id` (nothing is created).
+    pub fn plan(run_id: &str, spec: &Spec) -> Sandbox {
+        Sandbox {
+            run_id: run_id.to_owned(),
+            created_unix: now_unix(),
+            schemas: spec
+                .schemas
+                .iter()
+                .map(|(logical, _)| ((*logical).to_owned(), schema_name(run_id, logical)))
+                .collect(),
+            redis_prefix: spec.redis.then(|| redis_prefix(run_id)),
+            topics: spec
+                .topics
+                .iter()
+                .map(|(logical, partitions)| ((*logical).to_owned(), broker_name(run_id, logical), *partitions))
+                .collect(),
         }
     }
-    Ok(dropped)
+
+    /// Registers, then creates, every namespace of `spec` for run `run_id`. If any part fails,
+    /// what was made is removed again before the error returns.
+    pub async fn create(services: &Services, run_id: &str, spec: &Spec) -> Result<Sandbox, SandboxError> {
+        let sandbox = Sandbox::plan(run_id, spec);
+        sweep::register(&services.pool, &sandbox).await?;
+        let made = async {
+            for ((_, schema), (_, sql)) in sandbox.schemas.iter().zip(spec.schemas) {
+                postgres::create_schema(&services.pool, &sandbox, schema, sql).await?;
+            }
+            if !sandbox.topics.is_empty() {
+                broker::create_topics(&services.brokers, &sandbox.topics).await?;
+            }
+            Ok::<(), SandboxError>(())
+        }
+        .await;
+        match made {
+            Ok(()) => Ok(sandbox),
+            Err(error) => {
+                if let Err(cleanup) = sandbox.destroy(services).await {
+                    tracing::warn!(run = run_id, %cleanup, "could not remove a half-made sandbox; the sweep will");
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// The schema of logical database `logical`, if the run has one.
+    pub fn schema(&self, logical: &str) -> Option<&str> {
+        self.schemas
+            .iter()
+            .find(|(l, _)| l == logical)
+            .map(|(_, name)| name.as_str())
+    }
+
+    /// The actors' default schema (the spec's first).
+    pub fn default_schema(&self) -> Option<&str> {
+        self.schemas.first().map(|(_, name)| name.as_str())
+    }
+
+    /// See [`lock_space`].
+    pub fn lock_space(&self) -> i32 {
+        lock_space(&self.run_id)
+    }
+
+    /// The run's topic for logical topic `logical`.
+    pub fn topic(&self, logical: &str) -> Option<&str> {
+        self.topics
+            .iter()
+            .find(|(l, _, _)| l == logical)
+            .map(|(_, name, _)| name.as_str())
+    }
+
+    /// Ends every session of the run, then removes every namespace it has (whether the run made
+    /// it yet or not), then its registry row. Safe to call twice. Each service is cleaned even if
+    /// another fails; the first error is returned and the row stays for the sweep.
+    pub async fn destroy(&self, services: &Services) -> Result<(), SandboxError> {
+        let mut first_error = None;
+        let schemas: Vec<&str> = self.schemas.iter().map(|(_, s)| s.as_str()).collect();
+        if let Err(e) = postgres::drop_schemas(&services.pool, &self.run_id, &schemas).await {
+            first_error.get_or_insert(SandboxError::Postgres(e));
+        }
+        if let Some(prefix) = &self.redis_prefix
+            && let Err(e) = redis::unlink_prefix(&services.redis, prefix).await
+        {
+            first_error.get_or_insert(SandboxError::Redis(e));
+        }
+        if !self.topics.is_empty()
+            && let Err(e) = broker::remove_run(&services.brokers, &self.run_id, &self.topics).await
+        {
+            first_error.get_or_insert(e);
+        }
+        match first_error {
+            Some(error) => Err(error),
+            None => Ok(sweep::unregister(&services.pool, &self.run_id).await?),
+        }
+    }
 }
 
 fn now_unix() -> u64 {
@@ -186,14 +226,27 @@ mod tests {
         assert!(is_run_id(&new_run_id()));
         assert!(!is_run_id("%"));
         assert!(!is_run_id("abc; DROP x"));
-        assert_eq!(quote_ident("run_a\"b"), "\"run_a\"\"b\"");
     }
 
     #[test]
-    fn run_ids_make_safe_schema_names() {
-        let id = new_run_id();
-        assert_eq!(id.len(), 12);
-        assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_eq!(schema_of("abc"), "run_abc");
+    fn every_namespace_carries_the_run_id() {
+        let spec = Spec {
+            schemas: &[("payments", ""), ("notifier", "")],
+            redis: true,
+            topics: &[("payments", 3)],
+        };
+        let sandbox = Sandbox::plan("0123456789ab", &spec);
+        assert_eq!(sandbox.schema("payments"), Some("run_0123456789ab_payments"));
+        assert_eq!(sandbox.default_schema(), Some("run_0123456789ab_payments"));
+        assert_eq!(sandbox.redis_prefix.as_deref(), Some("racelab:0123456789ab:"));
+        assert_eq!(sandbox.topic("payments"), Some("racelab.0123456789ab.payments"));
+        assert_eq!(schema_name("0123456789ab", ""), "run_0123456789ab");
+    }
+
+    #[test]
+    fn lock_spaces_differ_between_runs_and_fit_an_int4() {
+        assert_eq!(lock_space("0123456789ab"), 0x0123_4567);
+        assert_eq!(lock_space("ffffffffffff"), 0x7fff_ffff);
+        assert_ne!(lock_space("0123456789ab"), lock_space("1123456789ab"));
     }
 }

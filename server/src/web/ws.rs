@@ -36,7 +36,7 @@ async fn serve(mut socket: WebSocket, state: AppState) {
             incoming = socket.recv() => {
                 let reply = match incoming {
                     None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
-                    Some(Ok(Message::Text(text))) => act(text.as_str(), &mut run, &state),
+                    Some(Ok(Message::Text(text))) => act(text.as_str(), &mut run, &state).await,
                     Some(Ok(Message::Binary(_))) => Some(error(ErrorCode::BadFrame, "frames are JSON text, not binary")),
                     Some(Ok(_)) => None, // ping and pong are answered by axum
                 };
@@ -63,7 +63,7 @@ async fn serve(mut socket: WebSocket, state: AppState) {
 }
 
 /// Acts on one client frame; returns the immediate reply, if any.
-fn act(text: &str, run: &mut Option<RunHandle>, state: &AppState) -> Option<ServerMsg> {
+async fn act(text: &str, run: &mut Option<RunHandle>, state: &AppState) -> Option<ServerMsg> {
     let frame = match parse(text) {
         Ok(frame) => frame,
         Err((code, message)) => return Some(error(code, &message)),
@@ -90,13 +90,14 @@ fn act(text: &str, run: &mut Option<RunHandle>, state: &AppState) -> Option<Serv
                     &format!("unknown scenario {scenario:?}; known: {}", known.join(", ")),
                 ));
             };
-            match state.engine.start(def, &variant, mode) {
+            match state.engine.start(def, &variant, mode).await {
                 Ok(handle) => {
                     *run = Some(handle);
                     None
                 }
                 Err(e @ StartError::UnknownVariant { .. }) => Some(error(ErrorCode::UnknownVariant, &e.to_string())),
                 Err(e @ StartError::NotSteppable(_)) => Some(error(ErrorCode::NotSteppable, &e.to_string())),
+                Err(e @ StartError::ServiceDown { .. }) => Some(error(ErrorCode::ServiceDown, &e.to_string())),
             }
         }
         ClientMsg::Next => match run {

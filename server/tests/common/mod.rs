@@ -28,6 +28,8 @@ pub fn config() -> Config {
         redis_url: std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
         kafka_brokers: std::env::var("KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into()),
         run_connections: None,
+        // The tests are not the racelab binary: child-process actors start the real one.
+        actor_binary: Some(env!("CARGO_BIN_EXE_racelab").into()),
     }
 }
 
@@ -87,7 +89,7 @@ impl Finished {
 /// Plays `scenario`/`variant` to its end through the engine, as the CLI does.
 pub async fn play(engine: &Arc<Engine>, scenario: &str, variant: &str) -> Finished {
     let def = racelab::labs::find(scenario).unwrap_or_else(|| panic!("no scenario {scenario}"));
-    let mut handle = engine.start(def, variant, Mode::Auto).expect("a known variant");
+    let mut handle = engine.start(def, variant, Mode::Auto).await.expect("a known variant");
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
@@ -138,36 +140,152 @@ pub async fn inspector() -> PgConnection {
     PgConnection::connect(&config().database_url).await.expect("PostgreSQL")
 }
 
-/// What a run left behind: its schema, its sessions, the locks its sessions hold.
-pub async fn leftovers(conn: &mut PgConnection, run_id: &str) -> (i64, i64, i64) {
-    let schemas: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_namespace WHERE nspname = $1")
-        .bind(format!("run_{run_id}"))
-        .fetch_one(&mut *conn)
+/// What a run left behind, in every service: schemas, sessions, locks (advisory ones of its
+/// lock space too), registry rows, Redis keys, broker topics and consumer groups.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Leftovers {
+    pub schemas: i64,
+    pub sessions: i64,
+    pub locks: i64,
+    pub registry: i64,
+    pub keys: i64,
+    pub topics: i64,
+    pub groups: i64,
+}
+
+impl Leftovers {
+    pub const NONE: Leftovers = Leftovers {
+        schemas: 0,
+        sessions: 0,
+        locks: 0,
+        registry: 0,
+        keys: 0,
+        topics: 0,
+        groups: 0,
+    };
+}
+
+async fn count(conn: &mut PgConnection, sql: &str, bind: String) -> i64 {
+    sqlx::query_scalar::<_, i64>(sql)
+        .bind(bind)
+        .fetch_one(conn)
         .await
-        .expect("query");
-    let pattern = format!("racelab/{run_id}/%");
-    let sessions: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE $1")
-        .bind(&pattern)
-        .fetch_one(&mut *conn)
-        .await
-        .expect("query");
-    let locks: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.application_name LIKE $1",
+        .expect("query")
+}
+
+/// The PostgreSQL side of what a run left behind (spelled here, not borrowed from the code
+/// under test).
+pub async fn leftovers_in_postgres(conn: &mut PgConnection, run_id: &str) -> Leftovers {
+    let schemas = count(
+        conn,
+        "SELECT count(*) FROM pg_namespace WHERE nspname = $1 OR nspname LIKE $1 || '\\_%'",
+        format!("run_{run_id}"),
     )
-    .bind(&pattern)
-    .fetch_one(&mut *conn)
+    .await;
+    let pattern = format!("racelab/{run_id}/%");
+    let sessions = count(
+        conn,
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE $1",
+        pattern.clone(),
+    )
+    .await;
+    let locks = count(
+        conn,
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.application_name LIKE $1",
+        pattern,
+    )
+    .await;
+    let space = i64::from_str_radix(&run_id[..8], 16).expect("a hex run id") & 0x7fff_ffff;
+    let advisory = count(
+        conn,
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = $1::bigint AND objsubid = 2",
+        space.to_string(),
+    )
+    .await;
+    let registry = count(
+        conn,
+        "SELECT count(*) FROM sandboxes WHERE run_id = $1",
+        run_id.to_owned(),
+    )
+    .await;
+    Leftovers {
+        schemas,
+        sessions,
+        locks: locks + advisory,
+        registry,
+        ..Leftovers::NONE
+    }
+}
+
+/// Keys under the run's Redis prefix.
+pub async fn redis_keys_of(run_id: &str) -> i64 {
+    let client = redis::Client::open(config().redis_url.as_str()).expect("a Redis URL");
+    let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("racelab:{run_id}:*"))
+        .query_async(&mut conn)
+        .await
+        .expect("KEYS");
+    keys.len() as i64
+}
+
+/// The broker's topics and consumer groups of a run (both named `racelab.<run>.…`).
+pub async fn broker_names_of(run_id: &str) -> (Vec<String>, Vec<String>) {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let prefix = format!("racelab.{run_id}.");
+    let brokers = config().kafka_brokers;
+    tokio::task::spawn_blocking(move || {
+        let client: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .create()
+            .expect("a client");
+        let timeout = Duration::from_secs(10);
+        let topics = client
+            .fetch_metadata(None, timeout)
+            .expect("the broker's metadata (is the broker up at KAFKA_BROKERS? scripts/test starts one)")
+            .topics()
+            .iter()
+            .map(|t| t.name().to_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        let groups = client
+            .fetch_group_list(None, timeout)
+            .expect("the broker's groups")
+            .groups()
+            .iter()
+            .map(|g| g.name().to_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        (topics, groups)
+    })
     .await
-    .expect("query");
-    (schemas, sessions, locks)
+    .expect("join")
+}
+
+/// Everything a run left behind. `with_broker`: also ask the broker (only runs that used it).
+pub async fn leftovers(conn: &mut PgConnection, run_id: &str, with_broker: bool) -> Leftovers {
+    let mut left = leftovers_in_postgres(conn, run_id).await;
+    left.keys = redis_keys_of(run_id).await;
+    if with_broker {
+        let (topics, groups) = broker_names_of(run_id).await;
+        left.topics = topics.len() as i64;
+        left.groups = groups.len() as i64;
+    }
+    left
 }
 
 /// Waits (polling, up to 15 s) until a run has left nothing behind; returns what is left.
-pub async fn wait_until_clean(run_id: &str) -> (i64, i64, i64) {
+pub async fn wait_until_clean(run_id: &str) -> Leftovers {
+    wait_until_clean_of(run_id, false).await
+}
+
+/// As [`wait_until_clean`], asking the broker too.
+pub async fn wait_until_clean_of(run_id: &str, with_broker: bool) -> Leftovers {
     let mut conn = inspector().await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     loop {
-        let left = leftovers(&mut conn, run_id).await;
-        if left == (0, 0, 0) || tokio::time::Instant::now() >= deadline {
+        let left = leftovers(&mut conn, run_id, with_broker).await;
+        if left == Leftovers::NONE || tokio::time::Instant::now() >= deadline {
             return left;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

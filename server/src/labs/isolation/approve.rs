@@ -41,9 +41,11 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     ],
     steppable: true,
     workload: false,
-    schema: super::SCHEMA,
+    sandbox: super::SANDBOX,
     actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
+    budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
+    summarize: None,
 };
 
 fn level_of(variant: &str) -> Level {
@@ -59,13 +61,13 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     ledger_before(run).await?;
     let alice = run.actor("alice", level_of(variant)).await?;
     let bob = run.actor("bob", level_of(variant)).await?;
-    let spent = match variant {
+    match variant {
         "serializable" => serializable(&alice, &bob).await?,
         "for-update" => for_update(&alice, &bob).await?,
         _ => conditional(&alice, &bob).await?,
-    };
+    }
     let (count, total) = say_totals(run).await?;
-    ledger_after(run, ledger_of(&[(TEAM, BUDGET, spent)], &[(TEAM, AMOUNT, "alice")])).await?;
+    ledger_after(run, expected(variant)).await?;
     let how = match variant {
         "serializable" => "Bob's retry saw Alice's $3,000 and rejected",
         "for-update" => "Bob waited for the team's row lock, then saw Alice's $3,000 and rejected",
@@ -75,11 +77,17 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     Ok(())
 }
 
+/// What a correct system holds after any fix: Alice's $3,000 approved, Bob's rejected. Only the
+/// conditional fix keeps `teams.spent`, so only there does it move, by exactly one approval.
+fn expected(variant: &str) -> shared::Ledger {
+    let spent = if variant == "conditional" { AMOUNT } else { 0 };
+    ledger_of(&[(TEAM, BUDGET, spent)], &[(TEAM, AMOUNT, "alice")])
+}
+
 /// Fix 1. Each manager runs the rule inside the retry loop, as two halves joined on one task
 /// and handing each other the turn: alice checks, then bob checks, then alice inserts and
 /// commits, then bob's INSERT is cancelled and his loop runs the whole transaction again.
-/// Returns what `teams.spent` should hold (this fix leaves it alone).
-async fn serializable(alice: &PgActor, bob: &PgActor) -> Result<i64, RunError> {
+async fn serializable(alice: &PgActor, bob: &PgActor) -> Result<(), RunError> {
     let (alice_checked, bob_checked, alice_done) = (Signal::new(), Signal::new(), Signal::new());
     let alice_half = async {
         let result = approve_with_retry(alice, AMOUNT, || async {
@@ -113,7 +121,7 @@ async fn serializable(alice: &PgActor, bob: &PgActor) -> Result<i64, RunError> {
             bob.say(format!("gave up after {attempts} attempt(s): {}", last.message));
         }
     }
-    Ok(0)
+    Ok(())
 }
 
 /// The rule at SERIALIZABLE inside the retry loop, COMMIT included (that is often where the
@@ -145,7 +153,7 @@ where
 
 /// Fix 2. Alice takes the team's row lock and checks; bob's lock waits; alice inserts and
 /// commits; bob gets the lock, reads her $3,000 and rejects.
-pub async fn for_update(alice: &PgActor, bob: &PgActor) -> Result<i64, RunError> {
+pub async fn for_update(alice: &PgActor, bob: &PgActor) -> Result<(), RunError> {
     alice.query(LOCK_TEAM, &[TEAM.into()]).await?;
     alice.say(format!("locked team {TEAM}"));
     let mut bob_waits = None;
@@ -165,12 +173,12 @@ pub async fn for_update(alice: &PgActor, bob: &PgActor) -> Result<i64, RunError>
         bob.say("commit");
         bob.commit().await?;
     }
-    Ok(0)
+    Ok(())
 }
 
 /// Fix 3. Alice reserves the money and inserts; bob's conditional UPDATE waits for her row lock;
 /// after her commit it re-checks `spent + 3000 <= budget` on the new row and matches nothing.
-async fn conditional(alice: &PgActor, bob: &PgActor) -> Result<i64, RunError> {
+async fn conditional(alice: &PgActor, bob: &PgActor) -> Result<(), RunError> {
     let spent = alice.query(RESERVE, &[TEAM.into(), AMOUNT.into()]).await?.int()?;
     alice.say(format!("UPDATE reserved {}, spent now {}", usd(AMOUNT), usd(spent)));
     super::insert_expense(alice, TEAM, AMOUNT).await?;
@@ -191,5 +199,22 @@ async fn conditional(alice: &PgActor, bob: &PgActor) -> Result<i64, RunError> {
         bob.say("commit");
         bob.commit().await?;
     }
-    Ok(spent)
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labs::isolation::spent_of;
+
+    #[test]
+    fn the_expected_ledger_comes_from_the_constants() {
+        assert_eq!(spent_of(&expected("conditional"), TEAM), AMOUNT);
+        assert_eq!(spent_of(&expected("serializable"), TEAM), 0);
+        assert_eq!(spent_of(&expected("for-update"), TEAM), 0);
+        assert_eq!(
+            super::super::expense_totals(&expected("conditional"), TEAM),
+            (1, AMOUNT)
+        );
+    }
 }

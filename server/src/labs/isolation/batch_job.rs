@@ -32,7 +32,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     ],
     steppable: true,
     workload: false,
-    schema: super::SCHEMA,
+    sandbox: super::SANDBOX,
     actors: |variant| {
         vec![
             ActorInfo {
@@ -45,7 +45,9 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             },
         ]
     },
+    budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
+    summarize: None,
 };
 
 fn batch_level(variant: &str) -> Level {

@@ -35,9 +35,11 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     ],
     steppable: false,
     workload: false,
-    schema: super::SCHEMA,
+    sandbox: super::SANDBOX,
     actors: |_| actors_at(&["alice", "bob"], Level::ReadCommitted.sql()),
+    budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
+    summarize: None,
 };
 
 /// Each team's share of one approval.
@@ -49,7 +51,7 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     ledger_before(run).await?;
     let alice = run.actor("alice", Level::ReadCommitted).await?;
     let bob = run.actor("bob", Level::ReadCommitted).await?;
-    let alice_attempts = if variant == "same-order" {
+    let attempts = if variant == "same-order" {
         same_order(&alice, &bob).await?
     } else {
         opposite_order(&alice, &bob).await?
@@ -75,6 +77,26 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
         "approved {approvals} shared expense(s) of {} per team",
         usd(SHARE)
     ));
+    run.verdict(verdict(approvals, &attempts));
+    Ok(())
+}
+
+/// How many attempts each manager's approval took, as their retry loops counted them.
+type Attempts = [(&'static str, u32); 2];
+
+/// The verdict, from what happened: how many shared approvals committed, and how many attempts
+/// each manager's retry loop needed (more than one means a deadlock cancelled an attempt).
+fn verdict(approvals: usize, attempts: &Attempts) -> Verdict {
+    let cancelled: Vec<String> = attempts
+        .iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(who, n)| format!("{who} needed {n} attempts"))
+        .collect();
+    let tally = attempts
+        .iter()
+        .map(|(who, n)| format!("{who} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let checks = vec![
         Check::new(
             "both approvals commit",
@@ -83,25 +105,26 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
         ),
         Check::new(
             "no approval is cancelled by a deadlock",
-            format!("alice needed {alice_attempts} attempt(s)"),
-            alice_attempts == 1,
+            format!("attempts: {tally}"),
+            cancelled.is_empty(),
         ),
     ];
-    let verdict = if alice_attempts > 1 {
-        Verdict::judge(
-            checks,
-            "Deadlock: PostgreSQL cancelled Alice's approval (40P01); her retry approved it",
-            "Each held one team's lock and waited for the other's; PostgreSQL broke the cycle by cancelling one.",
-        )
-    } else {
+    if cancelled.is_empty() {
         Verdict::judge(
             checks,
             "No deadlock: Bob waited his turn",
             "Taking locks in one agreed order means nobody can hold what the other waits for.",
         )
-    };
-    run.verdict(verdict);
-    Ok(())
+    } else {
+        Verdict::judge(
+            checks,
+            format!(
+                "Deadlock: PostgreSQL cancelled an approval (40P01); the retry approved it ({})",
+                cancelled.join(", ")
+            ),
+            "Each held one team's lock and waited for the other's; PostgreSQL broke the cycle by cancelling one.",
+        )
+    }
 }
 
 /// Locks one team's row and says so.
@@ -133,8 +156,10 @@ async fn wait_for_lock(bob: &PgActor, team: &str, go_on: &Signal, waiting: &Sign
     Ok(())
 }
 
-/// Opposite orders, as two halves handing each other the turn. Returns alice's attempts.
-async fn opposite_order(alice: &PgActor, bob: &PgActor) -> Result<u32, RunError> {
+/// Opposite orders, as two halves handing each other the turn. Returns each one's attempts
+/// (bob's half is not retried: a deadlock cancelling him would fail the run, which the test
+/// would see).
+async fn opposite_order(alice: &PgActor, bob: &PgActor) -> Result<Attempts, RunError> {
     let [
         alice_has_design,
         bob_has_ops,
@@ -148,7 +173,7 @@ async fn opposite_order(alice: &PgActor, bob: &PgActor) -> Result<u32, RunError>
             alice,
             RetryPolicy::default(),
             |attempt, error| {
-                alice.say(format!("attempt {attempt} failed: {}", error.message));
+                say_failed(alice, attempt, error);
                 alice_failed.set();
             },
             |attempt| {
@@ -202,30 +227,95 @@ async fn opposite_order(alice: &PgActor, bob: &PgActor) -> Result<u32, RunError>
     match alice_result? {
         Retried::Done { attempts, .. } => {
             alice.say(format!("approved after {attempts} attempt(s)"));
-            Ok(attempts)
+            Ok([("alice", attempts), ("bob", 1)])
         }
         Retried::GaveUp { attempts, last } => Err(RunError::Other(format!("alice gave up after {attempts}: {last}"))),
     }
 }
 
-/// Same order: bob waits for design until alice commits. Returns alice's attempts (always 1).
-async fn same_order(alice: &PgActor, bob: &PgActor) -> Result<u32, RunError> {
-    let (alice_done, bob_waiting) = (Signal::new(), Signal::new());
-    lock(alice, TEAM).await?;
+/// `attempt 1 failed: deadlock detected`.
+fn say_failed(who: &PgActor, attempt: u32, error: &crate::engine::DbError) {
+    who.say(format!("attempt {attempt} failed: {}", error.message));
+}
+
+/// The attempts a retry loop took, or the run's error if it gave up.
+fn attempts_of(who: &str, retried: Retried<()>) -> Result<u32, RunError> {
+    match retried {
+        Retried::Done { attempts, .. } => Ok(attempts),
+        Retried::GaveUp { attempts, last } => Err(RunError::Other(format!("{who} gave up after {attempts}: {last}"))),
+    }
+}
+
+/// Same order: bob waits for design until alice commits. Both approvals run in retry loops, so a
+/// deadlock here would be retried and counted, not assumed away. Returns each one's attempts.
+async fn same_order(alice: &PgActor, bob: &PgActor) -> Result<Attempts, RunError> {
+    let (alice_locked, alice_done, bob_waiting) = (Signal::new(), Signal::new(), Signal::new());
     let alice_half = async {
-        bob_waiting.wait().await;
-        lock(alice, OTHER_TEAM).await?;
-        let result = approve_shared(alice).await;
+        let result = retry(
+            alice,
+            RetryPolicy::default(),
+            |n, e| say_failed(alice, n, e),
+            |attempt| {
+                let (alice_locked, bob_waiting) = (&alice_locked, &bob_waiting);
+                async move {
+                    lock(alice, TEAM).await?;
+                    alice_locked.set();
+                    if attempt == 1 {
+                        bob_waiting.wait().await;
+                    }
+                    lock(alice, OTHER_TEAM).await?;
+                    approve_shared(alice).await
+                }
+            },
+        )
+        .await;
         alice_done.set();
         result
     };
     let bob_half = async {
-        wait_for_lock(bob, TEAM, &alice_done, &bob_waiting).await?;
-        lock(bob, OTHER_TEAM).await?;
-        approve_shared(bob).await
+        alice_locked.wait().await;
+        retry(
+            bob,
+            RetryPolicy::default(),
+            |n, e| say_failed(bob, n, e),
+            |attempt| {
+                let (alice_done, bob_waiting) = (&alice_done, &bob_waiting);
+                async move {
+                    if attempt == 1 {
+                        wait_for_lock(bob, TEAM, alice_done, bob_waiting).await?;
+                    } else {
+                        lock(bob, TEAM).await?;
+                    }
+                    lock(bob, OTHER_TEAM).await?;
+                    approve_shared(bob).await
+                }
+            },
+        )
+        .await
     };
     let (alice_result, bob_result) = tokio::join!(alice_half, bob_half);
-    alice_result?;
-    bob_result?;
-    Ok(1)
+    Ok([
+        ("alice", attempts_of("alice", alice_result?)?),
+        ("bob", attempts_of("bob", bob_result?)?),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::VerdictKind;
+
+    #[test]
+    fn a_cancelled_attempt_of_either_manager_breaks_the_no_deadlock_check() {
+        assert_eq!(verdict(2, &[("alice", 1), ("bob", 1)]).kind, VerdictKind::Prevented);
+        let bob_retried = verdict(2, &[("alice", 1), ("bob", 2)]);
+        assert_eq!(bob_retried.kind, VerdictKind::Reproduced);
+        assert_eq!(bob_retried.checks[1].actual, "attempts: alice 1, bob 2");
+        assert!(
+            bob_retried.headline.contains("bob needed 2 attempts"),
+            "{}",
+            bob_retried.headline
+        );
+        assert_eq!(verdict(1, &[("alice", 1), ("bob", 1)]).kind, VerdictKind::Reproduced);
+    }
 }

@@ -52,12 +52,14 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     ],
     steppable: false,
     workload: true,
-    schema: super::SCHEMA,
+    sandbox: super::SANDBOX,
     actors: |variant| {
         let detail = Strategy::from_variant(variant).map_or("per strategy", |s| s.level().sql());
         actors_at(&WORKER_NAMES, detail)
     },
+    budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
+    summarize: Some(load_test_summary),
 };
 
 /// Concurrent workers, each with its own connection.
@@ -274,19 +276,47 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
         key_columns: 1,
         rows: all.iter().map(Figures::row).collect(),
     });
+    after
+        .tables
+        .push(over_budget_table(all.iter().map(|f| (f.strategy, f.over_budget()))));
     run.emit(EventKind::Ledger {
         moment: Moment::After,
         ledger: after,
     });
     run.emit(EventKind::Ledger {
         moment: Moment::Expected,
+        ledger: expected_ledger(&all),
+    });
+    run.emit(EventKind::Ledger {
+        moment: Moment::Reference,
         ledger: tutorial_ranges(&all),
     });
     run.verdict(verdict(&all));
     Ok(())
 }
 
-/// The tutorial's six-run ranges for the strategies that ran, as the "expected" ledger: what its
+/// What correctness demands of every strategy that ran: nothing over budget. (How many it
+/// approves, retries or waits is not a matter of correctness, so the expected ledger says
+/// nothing about it.)
+fn expected_ledger(all: &[Figures]) -> Ledger {
+    Ledger {
+        tables: vec![over_budget_table(all.iter().map(|f| (f.strategy, 0)))],
+    }
+}
+
+/// The `budget` table: each strategy's amount over budget.
+fn over_budget_table(rows: impl Iterator<Item = (Strategy, i64)>) -> Table {
+    Table {
+        name: "budget".into(),
+        columns: vec!["strategy".into(), "over_budget".into()],
+        key_columns: 1,
+        rows: rows
+            .map(|(strategy, over)| vec![Value::from(strategy.name()), Value::Int(over)])
+            .collect(),
+    }
+}
+
+/// The tutorial's six-run ranges for the strategies that ran, as the reference ledger: what its
 /// author measured (PostgreSQL 18.6 in Docker), shown beside ours, never asserted.
 fn tutorial_ranges(all: &[Figures]) -> Ledger {
     let columns = ["strategy", "over_budget", "approved", "retries", "most_attempts"];
@@ -456,15 +486,20 @@ pub fn verdict(all: &[Figures]) -> Verdict {
         .filter(|f| !f.strategy.is_fix())
         .map(Figures::over_budget)
         .max();
-    let fixes_held = all.iter().filter(|f| f.strategy.is_fix()).all(|f| f.over_budget() == 0);
-    let headline = match (worst_naive, fixes_held) {
-        (Some(over), true) if over > 0 && all.iter().any(|f| f.strategy.is_fix()) => {
+    let broken_fixes: Vec<String> = all
+        .iter()
+        .filter(|f| f.strategy.is_fix() && f.over_budget() > 0)
+        .map(|f| format!("{} by {}", f.strategy.name(), usd(f.over_budget())))
+        .collect();
+    let fixes_held = broken_fixes.is_empty();
+    let headline = match worst_naive {
+        _ if !fixes_held => format!("A fix went over budget: {}", broken_fixes.join(", ")),
+        Some(over) if over > 0 && all.iter().any(|f| f.strategy.is_fix()) => {
             format!("Naive approvals overspent by up to {}; the fixes never did", usd(over))
         }
-        (Some(over), _) if over > 0 => format!("Overspent by {} under load", usd(over)),
-        (Some(_), _) => "This run's race happened to stay within budget".to_owned(),
-        (None, true) => "Never over budget, 400 approvals under load".to_owned(),
-        (None, false) => "A fix went over budget".to_owned(),
+        Some(over) if over > 0 => format!("Overspent by {} under load", usd(over)),
+        Some(_) => "This run's race happened to stay within budget".to_owned(),
+        None => "Never over budget, 400 approvals under load".to_owned(),
     };
     let reason = if fixes_held {
         "Check-then-insert lets concurrent approvals all see room; SERIALIZABLE, the row lock and the conditional UPDATE each make them take turns or retry."
@@ -472,6 +507,12 @@ pub fn verdict(all: &[Figures]) -> Verdict {
         "A strategy meant to keep the budget did not: this is a bug in racelab or the database."
     };
     Verdict::judge(checks, headline, reason)
+}
+
+/// The `--runs N` summary: the table of [`range_table`] from each run's final ledger.
+fn load_test_summary(runs: &[Ledger]) -> String {
+    let figures: Vec<Vec<Figures>> = runs.iter().map(figures_of).collect();
+    range_table(&figures)
 }
 
 /// The `--runs N` table: each strategy's min–max over the runs, beside the tutorial's six-run
@@ -600,7 +641,37 @@ mod tests {
     fn a_fix_that_overspends_breaks_the_verdict() {
         let v = verdict(&[figures(Strategy::Serializable, 50_100, 3)]);
         assert_eq!(v.kind, VerdictKind::Reproduced);
-        assert_eq!(v.headline, "A fix went over budget");
+        assert_eq!(v.headline, "A fix went over budget: serializable by $100");
+    }
+
+    #[test]
+    fn the_headline_names_a_fix_that_overspent_even_when_naive_did_too() {
+        let v = verdict(&[
+            figures(Strategy::NaiveReadCommitted, 52_000, 0),
+            figures(Strategy::ForUpdate, 50_250, 0),
+        ]);
+        assert_eq!(v.headline, "A fix went over budget: for-update by $250");
+    }
+
+    #[test]
+    fn the_expected_ledger_is_what_correctness_demands_not_the_tutorials_figures() {
+        let all = vec![
+            figures(Strategy::NaiveReadCommitted, 52_000, 0),
+            figures(Strategy::Serializable, 49_952, 120),
+        ];
+        let expected = expected_ledger(&all);
+        assert_eq!(expected.tables.len(), 1);
+        let budget = &expected.tables[0];
+        assert_eq!(budget.name, "budget");
+        assert_eq!(
+            budget.rows,
+            vec![
+                vec![Value::from("naive-rc"), Value::Int(0)],
+                vec![Value::from("serializable"), Value::Int(0)],
+            ]
+        );
+        let reference = tutorial_ranges(&all);
+        assert_eq!(reference.tables[0].name, "tutorial, six runs");
     }
 
     #[test]

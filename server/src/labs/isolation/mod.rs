@@ -49,6 +49,13 @@ pub static LAB: LabDef = LabDef {
 /// Tables and seed: one team, `design`, with a $5,000 budget.
 pub const SCHEMA: &str = include_str!("schema.sql");
 
+/// Every isolation scenario plays in one schema made from [`SCHEMA`].
+pub const SANDBOX: crate::sandbox::Spec = crate::sandbox::Spec {
+    schemas: &[("", SCHEMA)],
+    redis: false,
+    topics: &[],
+};
+
 /// The team every scenario approves expenses for.
 pub const TEAM: &str = "design";
 /// Its budget.
@@ -166,11 +173,13 @@ pub fn python_bool(b: bool) -> &'static str {
 pub const LEDGER: [TableQuery; 2] = [
     TableQuery {
         name: "teams",
+        schema: "",
         sql: "SELECT id, budget, spent FROM teams ORDER BY id",
         key_columns: 1,
     },
     TableQuery {
         name: "expenses",
+        schema: "",
         sql: "SELECT id, team_id, amount, approved_by FROM expenses ORDER BY id",
         key_columns: 1,
     },

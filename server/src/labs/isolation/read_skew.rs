@@ -32,7 +32,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     ],
     steppable: true,
     workload: false,
-    schema: super::SCHEMA,
+    sandbox: super::SANDBOX,
     actors: |variant| {
         let mut actors = actors_at(&["carol"], Level::ReadCommitted.sql());
         actors.push(ActorInfo {
@@ -41,7 +41,9 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
         });
         actors
     },
+    budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
+    summarize: None,
 };
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {

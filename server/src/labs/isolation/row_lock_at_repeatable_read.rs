@@ -32,9 +32,11 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     ],
     steppable: true,
     workload: false,
-    schema: super::SCHEMA,
+    sandbox: super::SANDBOX,
     actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
+    budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
+    summarize: None,
 };
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {

@@ -1,4 +1,5 @@
-//! Started steps, and how the engine sees that one is blocked.
+//! Started steps, and how the engine sees that one is blocked (part of [`super::PgActor`]: a
+//! started statement borrows its actor).
 //!
 //! Like PostgreSQL's own isolation tester, the engine does not take a scenario's word that a step
 //! waits: it starts the step, then asks the server from the run's monitor connection, every
@@ -6,8 +7,9 @@
 //! does it report `Blocked { by }` and let the choreography go on. A step that finishes instead,
 //! or neither finishes nor blocks in time, ends the run with a clear message.
 
-use super::actor::{Output, PgActor};
-use super::error::{RunError, StepError};
+use super::PgActor;
+use crate::engine::error::{RunError, StepError};
+use crate::engine::sql::Output;
 use shared::EventKind;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -52,18 +54,24 @@ impl<'a> Pending<'a> {
                 }
                 _ = tokio::time::sleep(POLL_EVERY) => {}
             }
-            let by = self.actor.run.blockers(self.actor.pid()).await?;
+            let Some(monitor) = &self.actor.monitor else {
+                return Err(RunError::Other(format!(
+                    "{}'s session is watched by its parent process, not here",
+                    self.actor.name()
+                )));
+            };
+            let by = monitor.blockers(self.actor.pid()).await?;
             if !by.is_empty() {
                 self.blocked_since = Some(Instant::now());
-                self.actor.emit(EventKind::Blocked {
-                    actor: self.actor.name.clone(),
+                self.actor.lane.emit(EventKind::Blocked {
+                    actor: self.actor.name().to_owned(),
                     by: by.clone(),
                 });
                 return Ok(Settled::Blocked { pending: self, by });
             }
             if Instant::now() >= deadline {
                 return Err(RunError::BlockTimeout {
-                    actor: self.actor.name.clone(),
+                    actor: self.actor.name().to_owned(),
                     timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
                 });
             }
@@ -74,8 +82,14 @@ impl<'a> Pending<'a> {
     /// of the actors it waits for. Fails the run if the step finishes instead, or neither happens
     /// within the run's block timeout.
     pub async fn expect_blocked(self) -> Result<(Pending<'a>, Vec<String>), RunError> {
-        let actor = self.actor.name.clone();
-        let timeout = self.actor.run.limits.block_timeout;
+        let actor = self.actor.name().to_owned();
+        let timeout = self
+            .actor
+            .monitor
+            .as_ref()
+            .map_or(crate::engine::run::Limits::default().block_timeout, |m| {
+                m.limits.block_timeout
+            });
         match self.settle(timeout).await? {
             Settled::Blocked { pending, by } => Ok((pending, by)),
             // A step that failed instead of waiting reports its own error (its SQLSTATE).
@@ -91,8 +105,8 @@ impl<'a> Pending<'a> {
         let answer = self.answer().await?;
         if let Some(since) = blocked_since {
             let waited_ms = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
-            actor.emit(EventKind::Unblocked {
-                actor: actor.name.clone(),
+            actor.lane.emit(EventKind::Unblocked {
+                actor: actor.name().to_owned(),
                 waited_ms,
             });
         }

@@ -1,0 +1,150 @@
+//! Budgets: what a run *holds* in each shared service, as opposed to how many lanes it shows.
+//!
+//! Fifty Redis actors are fifty lanes, fifty Redis connections and one PostgreSQL session (the
+//! monitor); an HTTP API with a pool of five is one lane and five PostgreSQL connections; a relay
+//! in a child process is one lane, one child process, one PostgreSQL session and one broker
+//! client. Admission counts budgets, never lanes.
+
+use shared::Service;
+
+/// What one run of a variant holds at most, per service. The run's monitor session is not
+/// counted here: every run has exactly one, and admission adds it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Budget {
+    /// PostgreSQL connections: actors, the pools of servers the run starts, child processes'
+    /// sessions.
+    pub postgres: u32,
+    /// Redis connections.
+    pub redis: u32,
+    /// Broker clients (producers, consumers, admin probes).
+    pub broker: u32,
+    /// Child processes alive at once.
+    pub processes: u32,
+    /// A service the run needs to itself (one that pauses Redis must not stall other readers'
+    /// runs): it is admitted only when no other run holds any of it, and holds all of it.
+    pub exclusive: Option<Service>,
+}
+
+impl Budget {
+    /// `n` PostgreSQL connections and nothing else.
+    pub const fn postgres(n: u32) -> Budget {
+        Budget {
+            postgres: n,
+            redis: 0,
+            broker: 0,
+            processes: 0,
+            exclusive: None,
+        }
+    }
+
+    /// Adds `n` Redis connections.
+    pub const fn and_redis(self, n: u32) -> Budget {
+        Budget {
+            redis: self.redis + n,
+            ..self
+        }
+    }
+
+    /// Adds `n` broker clients.
+    pub const fn and_broker(self, n: u32) -> Budget {
+        Budget {
+            broker: self.broker + n,
+            ..self
+        }
+    }
+
+    /// Adds `n` child processes.
+    pub const fn and_processes(self, n: u32) -> Budget {
+        Budget {
+            processes: self.processes + n,
+            ..self
+        }
+    }
+
+    /// Asks for `service` to itself.
+    pub const fn exclusive(self, service: Service) -> Budget {
+        Budget {
+            exclusive: Some(service),
+            ..self
+        }
+    }
+
+    /// How many of `service` this budget holds.
+    pub fn of(&self, service: Service) -> u32 {
+        match service {
+            Service::Postgres => self.postgres,
+            Service::Redis => self.redis,
+            Service::Kafka => self.broker,
+            Service::Process => self.processes,
+            Service::Http => 0,
+        }
+    }
+
+    /// The shared services this budget touches (what must be up for the run to start).
+    pub fn services(&self) -> Vec<Service> {
+        let mut services = vec![Service::Postgres];
+        if self.redis > 0 || self.exclusive == Some(Service::Redis) {
+            services.push(Service::Redis);
+        }
+        if self.broker > 0 || self.exclusive == Some(Service::Kafka) {
+            services.push(Service::Kafka);
+        }
+        services
+    }
+}
+
+/// How much of each service all runs together may hold: the admission's pools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capacity {
+    pub postgres: u32,
+    pub redis: u32,
+    pub broker: u32,
+    pub processes: u32,
+}
+
+impl Default for Capacity {
+    /// PostgreSQL is sized from the server at startup; the others are generous for one machine:
+    /// Redis allows 10,000 clients by default, a broker a few hundred, and every child process
+    /// is a whole `racelab` binary.
+    fn default() -> Self {
+        Capacity {
+            postgres: 90,
+            redis: 1_000,
+            broker: 100,
+            processes: 16,
+        }
+    }
+}
+
+impl Capacity {
+    /// The pool of `service`.
+    pub fn of(&self, service: Service) -> u32 {
+        match service {
+            Service::Postgres => self.postgres,
+            Service::Redis => self.redis,
+            Service::Kafka => self.broker,
+            Service::Process => self.processes,
+            Service::Http => 0,
+        }
+    }
+}
+
+/// The services admission pools, in the one order every run takes them (so two runs can never
+/// each hold what the other waits for).
+pub const POOLED: [Service; 4] = [Service::Postgres, Service::Redis, Service::Kafka, Service::Process];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_names_the_services_it_needs() {
+        let locks = Budget::postgres(0).and_redis(50);
+        assert_eq!(locks.services(), vec![Service::Postgres, Service::Redis]);
+        assert_eq!(locks.of(Service::Postgres), 0);
+        assert_eq!(locks.of(Service::Redis), 50);
+        let outbox = Budget::postgres(3).and_broker(2).and_processes(2);
+        assert_eq!(outbox.services(), vec![Service::Postgres, Service::Kafka]);
+        assert_eq!(outbox.of(Service::Process), 2);
+    }
+}

@@ -1,0 +1,368 @@
+//! Child-process actors, the parent's side: a relay, a consumer or an API server that runs as
+//! its own `racelab actor <kind>` process, so that its death is real.
+//!
+//! Why a process and not a task: when the outbox tutorial's relay dies after producing, what the
+//! lesson rests on is what the *services* do about it. PostgreSQL rolls back the open transaction
+//! and frees the session advisory lock because the connection really dropped; the broker keeps
+//! the consumer as a group member because it never said goodbye. A task that is cancelled runs
+//! destructors (sqlx rolls back politely, rdkafka leaves the group), which is not a crash.
+//!
+//! The child speaks JSON lines on its stdout ([`ChildMsg`]): the events of its lane (put back on
+//! the run's one stream, numbered by the parent), the pid of each PostgreSQL session it opens
+//! (so blocked detection names it), a request to wait at the step gate, and "I am at crash point
+//! X". At a crash point the engine kills it with SIGKILL — no cleanup, no group leave, no offset
+//! commit — and emits [`EventKind::Crash`]. The scenario can also kill it itself
+//! ([`ChildActor::kill`], like `docker kill`) and start it again ([`ChildActor::restart`]: a new
+//! pid, so a new session and a new producer). A child whose stdin closes (its parent died) exits
+//! at once, so a crashed racelab leaves no actor running.
+
+use super::error::RunError;
+use super::lane::{Lane, Stage};
+use super::run::{Run, RunCore};
+use serde::{Deserialize, Serialize};
+use shared::EventKind;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{mpsc, oneshot};
+
+/// One line a child writes on its stdout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "msg", rename_all = "snake_case")]
+pub enum ChildMsg {
+    /// One event of the child's lane.
+    Event { event: EventKind },
+    /// The child opened a PostgreSQL session with backend pid `pid`.
+    Session { pid: i32 },
+    /// Step mode: the child waits for a line on its stdin before `step`.
+    Gate { step: String },
+    /// The child reached crash point `point` and waits there to be killed.
+    CrashPoint { point: String },
+}
+
+/// What the parent passes a child in its environment.
+pub mod env {
+    /// The run id.
+    pub const RUN: &str = "RACELAB_RUN";
+    /// The lane's name (`relay`, `notifier`).
+    pub const LANE: &str = "RACELAB_LANE";
+    /// The database URL, without the run's session options.
+    pub const DATABASE_URL: &str = "RACELAB_DATABASE_URL";
+    /// The run's sandbox as JSON (schemas, prefix, topics).
+    pub const SANDBOX: &str = "RACELAB_SANDBOX";
+    /// The session limits, as `name=value` pairs separated by spaces.
+    pub const PG_OPTIONS: &str = "RACELAB_PG_OPTIONS";
+    /// Where the services are: `REDIS_URL` and `KAFKA_BROKERS`, as for the server.
+    pub const REDIS_URL: &str = "REDIS_URL";
+    pub const KAFKA_BROKERS: &str = "KAFKA_BROKERS";
+    /// The kind's own arguments, as JSON.
+    pub const ARGS: &str = "RACELAB_ARGS";
+}
+
+/// How a child ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Killed with SIGKILL at `point`.
+    Crashed { point: String },
+    /// Exited by itself with `code` (`None`: killed by a signal not ours).
+    Exited { code: Option<i32> },
+}
+
+/// What the scenario hears from a child, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum News {
+    Event(EventKind),
+    Ended(End),
+}
+
+/// What the handle can ask of the task that owns the child.
+enum Order {
+    Kill { point: String, done: oneshot::Sender<()> },
+}
+
+/// The handle a scenario holds for one child-process actor.
+pub struct ChildActor {
+    lane: Lane,
+    kind: String,
+    args: serde_json::Value,
+    run: Run,
+    pid: u32,
+    news: mpsc::UnboundedReceiver<News>,
+    orders: mpsc::UnboundedSender<Order>,
+    ended: bool,
+}
+
+impl Run {
+    /// Starts `racelab actor <kind>` as lane `name`, with the kind's `args`.
+    pub async fn process(&self, name: &str, kind: &str, args: serde_json::Value) -> Result<ChildActor, RunError> {
+        let lane = self.lane(name, false);
+        let (pid, news, orders) = spawn(self.core(), &lane, kind, &args, false)?;
+        Ok(ChildActor {
+            lane,
+            kind: kind.to_owned(),
+            args,
+            run: self.clone(),
+            pid,
+            news,
+            orders,
+            ended: false,
+        })
+    }
+}
+
+impl ChildActor {
+    /// The reader's name for this actor.
+    pub fn name(&self) -> &str {
+        self.lane.name()
+    }
+
+    /// The current process's pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The next thing the child did, or `None` once it has ended and everything was heard.
+    pub async fn next(&mut self) -> Option<News> {
+        let news = self.news.recv().await;
+        if let Some(News::Ended(_)) = news {
+            self.ended = true;
+        }
+        news
+    }
+
+    /// Waits (at most `timeout`) for an event of the child's that `wanted` accepts, and returns
+    /// it. Fails if the child ends first.
+    pub async fn wait_for(
+        &mut self,
+        timeout: Duration,
+        mut wanted: impl FnMut(&EventKind) -> bool,
+    ) -> Result<EventKind, RunError> {
+        let name = self.name().to_owned();
+        let waited = tokio::time::timeout(timeout, async {
+            while let Some(news) = self.next().await {
+                match news {
+                    News::Event(event) if wanted(&event) => return Ok(event),
+                    News::Event(_) => {}
+                    News::Ended(end) => {
+                        return Err(RunError::Process {
+                            actor: name.clone(),
+                            reason: format!("ended ({end:?}) before the awaited event"),
+                        });
+                    }
+                }
+            }
+            Err(RunError::Process {
+                actor: name.clone(),
+                reason: "its pipe closed".into(),
+            })
+        })
+        .await;
+        waited.unwrap_or_else(|_| {
+            Err(RunError::Process {
+                actor: name,
+                reason: format!("nothing awaited happened within {} ms", timeout.as_millis()),
+            })
+        })
+    }
+
+    /// Waits (at most `timeout`) for the child to end: at a crash point, or by itself.
+    pub async fn wait_end(&mut self, timeout: Duration) -> Result<End, RunError> {
+        let name = self.name().to_owned();
+        let waited = tokio::time::timeout(timeout, async {
+            while let Some(news) = self.next().await {
+                if let News::Ended(end) = news {
+                    return Some(end);
+                }
+            }
+            None
+        })
+        .await;
+        match waited {
+            Ok(Some(end)) => Ok(end),
+            Ok(None) => Err(RunError::Process {
+                actor: name,
+                reason: "its pipe closed without an end".into(),
+            }),
+            Err(_) => Err(RunError::Process {
+                actor: name,
+                reason: format!("still running after {} ms", timeout.as_millis()),
+            }),
+        }
+    }
+
+    /// Kills the child with SIGKILL now (as `docker kill` would), naming the moment `point`;
+    /// returns once it is dead and `Crash` was emitted.
+    pub async fn kill(&mut self, point: &str) -> Result<(), RunError> {
+        let (done, dead) = oneshot::channel();
+        if self
+            .orders
+            .send(Order::Kill {
+                point: point.to_owned(),
+                done,
+            })
+            .is_ok()
+        {
+            let _ = dead.await;
+        }
+        Ok(())
+    }
+
+    /// Starts the same kind again with the same arguments, after the child ended (or killing it
+    /// first): a new pid, shown as a restart.
+    pub async fn restart(&mut self) -> Result<(), RunError> {
+        if !self.ended {
+            self.kill("restart").await?;
+            while let Some(news) = self.news.recv().await {
+                if let News::Ended(_) = news {
+                    break;
+                }
+            }
+        }
+        let (pid, news, orders) = spawn(self.run.core(), &self.lane, &self.kind, &self.args, true)?;
+        self.pid = pid;
+        self.news = news;
+        self.orders = orders;
+        self.ended = false;
+        Ok(())
+    }
+}
+
+type Spawned = (u32, mpsc::UnboundedReceiver<News>, mpsc::UnboundedSender<Order>);
+
+/// Starts the child process and the task that owns it.
+fn spawn(
+    core: &Arc<RunCore>,
+    lane: &Lane,
+    kind: &str,
+    args: &serde_json::Value,
+    restart: bool,
+) -> Result<Spawned, RunError> {
+    let failed = |reason: String| RunError::Process {
+        actor: lane.name().to_owned(),
+        reason,
+    };
+    let sandbox = serde_json::to_string(&core.sandbox).map_err(|e| failed(e.to_string()))?;
+    let limits = &core.limits;
+    let pg_options = format!(
+        "statement_timeout={}ms lock_timeout={}ms idle_in_transaction_session_timeout={}ms",
+        limits.statement_timeout.as_millis(),
+        limits.lock_timeout.as_millis(),
+        limits.idle_in_transaction_timeout.as_millis()
+    );
+    let mut command = Command::new(&core.reach.actor_binary);
+    command
+        .arg("actor")
+        .arg(kind)
+        .env(env::RUN, &core.id)
+        .env(env::LANE, lane.name())
+        .env(env::DATABASE_URL, &core.reach.database_url)
+        .env(env::SANDBOX, sandbox)
+        .env(env::PG_OPTIONS, pg_options)
+        .env(env::REDIS_URL, &core.reach.services.redis_url)
+        .env(env::KAFKA_BROKERS, &core.reach.services.brokers)
+        .env(env::ARGS, args.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        // If the run is dropped without a word (an aborted scenario), its children die with it.
+        .kill_on_drop(true);
+    let mut child = command
+        .spawn()
+        .map_err(|e| failed(format!("cannot start {}: {e}", core.reach.actor_binary.display())))?;
+    let pid = child.id().unwrap_or_default();
+    let stdout = child.stdout.take().ok_or_else(|| failed("no stdout pipe".into()))?;
+    let stdin = child.stdin.take().ok_or_else(|| failed("no stdin pipe".into()))?;
+    lane.emit_always(EventKind::ProcessStarted {
+        actor: lane.name().to_owned(),
+        pid,
+        restart,
+    });
+    let (news_tx, news) = mpsc::unbounded_channel();
+    let (orders, orders_rx) = mpsc::unbounded_channel();
+    tokio::spawn(own(
+        core.clone(),
+        lane.clone(),
+        child,
+        stdin,
+        stdout,
+        news_tx,
+        orders_rx,
+    ));
+    Ok((pid, news, orders))
+}
+
+/// The task that owns one child: forwards its lines, answers its gate requests, kills it at its
+/// crash point or when told to, and reports how it ended.
+async fn own(
+    core: Arc<RunCore>,
+    lane: Lane,
+    mut child: Child,
+    mut stdin: ChildStdin,
+    stdout: tokio::process::ChildStdout,
+    news: mpsc::UnboundedSender<News>,
+    mut orders: mpsc::UnboundedReceiver<Order>,
+) {
+    let mut lines = BufReader::new(stdout).lines();
+    let mut killed_at: Option<String> = None;
+    let mut told_dead: Vec<oneshot::Sender<()>> = Vec::new();
+    loop {
+        tokio::select! {
+            line = lines.next_line() => {
+                let Ok(Some(line)) = line else { break };
+                match serde_json::from_str::<ChildMsg>(&line) {
+                    Ok(ChildMsg::Event { event }) => {
+                        core.sink().emit(event.clone());
+                        let _ = news.send(News::Event(event));
+                    }
+                    Ok(ChildMsg::Session { pid }) => core.name_session(pid, lane.name()),
+                    Ok(ChildMsg::Gate { step }) => {
+                        core.gate(lane.name(), &step).await;
+                        if stdin.write_all(b"go\n").await.is_err() || stdin.flush().await.is_err() {
+                            break;
+                        }
+                    }
+                    Ok(ChildMsg::CrashPoint { point }) => {
+                        let _ = child.start_kill();
+                        killed_at = Some(point);
+                        break;
+                    }
+                    // Anything else on stdout is not ours to interpret; keep it out of the stream.
+                    Err(_) => tracing::debug!(actor = lane.name(), %line, "a child printed a line that is not a message"),
+                }
+            }
+            order = orders.recv(), if killed_at.is_none() => match order {
+                Some(Order::Kill { point, done }) => {
+                    let _ = child.start_kill();
+                    killed_at = Some(point);
+                    told_dead.push(done);
+                    break;
+                }
+                None => {}
+            },
+        }
+    }
+    let status = child.wait().await;
+    let end = match killed_at {
+        Some(point) => {
+            lane.emit_always(EventKind::Crash {
+                actor: lane.name().to_owned(),
+                point: point.clone(),
+            });
+            End::Crashed { point }
+        }
+        None => {
+            let code = status.ok().and_then(|s| s.code());
+            lane.emit_always(EventKind::ProcessExited {
+                actor: lane.name().to_owned(),
+                code,
+            });
+            End::Exited { code }
+        }
+    };
+    let _ = news.send(News::Ended(end));
+    for done in told_dead {
+        let _ = done.send(());
+    }
+}

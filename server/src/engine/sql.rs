@@ -1,0 +1,272 @@
+//! The PostgreSQL helpers every part of racelab uses: run one statement and read its rows as
+//! plain [`Value`]s, name a session. A leaf: it knows nothing of actors, runs or sandboxes, so
+//! all of them can use it.
+
+use super::BoxFuture;
+use super::error::StepError;
+use futures_util::TryStreamExt;
+use shared::Value;
+use sqlx::postgres::{PgArguments, PgConnection, PgRow};
+use sqlx::query::Query;
+use sqlx::{Column, Either, Executor, Postgres, Row, TypeInfo};
+
+/// The `application_name` of `who`'s session in run `run_id` (`racelab/3fa9c0e1b2d4/bob`): how
+/// anyone watching `pg_stat_activity` tells whose it is, and how cleanup finds a run's sessions.
+pub fn application_name(run_id: &str, who: &str) -> String {
+    format!("racelab/{run_id}/{who}")
+}
+
+/// What a statement returned: its command tag (`UPDATE 1`) and its rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Output {
+    pub tag: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+impl Output {
+    /// How many rows the statement returned or touched.
+    pub fn row_count(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The integer in the first column of the first row (`SELECT spent …`, `RETURNING spent`).
+    pub fn int(&self) -> Result<i64, StepError> {
+        self.rows
+            .first()
+            .and_then(|row| row.first())
+            .and_then(Value::as_int)
+            .ok_or_else(|| StepError::Shape(format!("expected an integer, got {:?}", self.rows)))
+    }
+
+    /// The integer in column `col` of the first row.
+    pub fn int_at(&self, col: usize) -> Result<i64, StepError> {
+        self.rows
+            .first()
+            .and_then(|row| row.get(col))
+            .and_then(Value::as_int)
+            .ok_or_else(|| StepError::Shape(format!("expected an integer in column {col}, got {:?}", self.rows)))
+    }
+}
+
+/// Runs one statement. Without parameters it goes over the simple query protocol (as psql and
+/// the tutorials' BEGIN/COMMIT do); with parameters, as a prepared statement with bound values.
+///
+/// Boxed, with `Send` checked here where the lifetimes are concrete: sqlx's executor traits are
+/// generic over lifetimes, and left unboxed they defeat the compiler's proof that the callers'
+/// futures are `Send` (rust-lang/rust#102211).
+pub(crate) fn execute<'a>(
+    conn: &'a mut PgConnection,
+    sql: &'a str,
+    params: &'a [Value],
+) -> BoxFuture<'a, Result<Output, sqlx::Error>> {
+    Box::pin(async move {
+        if params.is_empty() {
+            collect(conn, sql, sql).await
+        } else {
+            collect(conn, sql, bind_all(sqlx::query(sql), params)).await
+        }
+    })
+}
+
+/// The column names `sql` would return, without running it: a snapshot of an empty table still
+/// shows its header. Boxed like [`execute`].
+pub(crate) fn describe_columns<'a>(
+    conn: &'a mut PgConnection,
+    sql: &'a str,
+) -> BoxFuture<'a, Result<Vec<String>, sqlx::Error>> {
+    Box::pin(async move {
+        let described = conn.describe(sql).await?;
+        Ok(described.columns().iter().map(|c| c.name().to_owned()).collect())
+    })
+}
+
+fn bind_all<'q>(mut query: Query<'q, Postgres, PgArguments>, params: &'q [Value]) -> Query<'q, Postgres, PgArguments> {
+    for param in params {
+        query = match param {
+            Value::Null => query.bind(None::<i64>),
+            Value::Bool(b) => query.bind(*b),
+            Value::Int(i) => query.bind(*i),
+            Value::Float(x) => query.bind(*x),
+            Value::Text(s) => query.bind(s.as_str()),
+        };
+    }
+    query
+}
+
+async fn collect<'q, E>(conn: &mut PgConnection, sql: &str, query: E) -> Result<Output, sqlx::Error>
+where
+    E: sqlx::Execute<'q, Postgres> + 'q,
+{
+    let mut stream = conn.fetch_many(query);
+    let mut columns = Vec::new();
+    let mut rows = Vec::new();
+    let mut affected = 0u64;
+    while let Some(item) = stream.try_next().await? {
+        match item {
+            Either::Left(done) => affected += done.rows_affected(),
+            Either::Right(row) => {
+                if columns.is_empty() {
+                    columns = row.columns().iter().map(|c| c.name().to_owned()).collect();
+                }
+                rows.push(decode_row(&row));
+            }
+        }
+    }
+    Ok(Output {
+        tag: command_tag(sql, affected),
+        columns,
+        rows,
+    })
+}
+
+/// The command tag PostgreSQL's psql would show: `SELECT 1`, `INSERT 0 1`, `UPDATE 0`, `COMMIT`.
+pub fn command_tag(sql: &str, affected: u64) -> String {
+    let verb = sql.split_whitespace().next().unwrap_or_default().to_ascii_uppercase();
+    match verb.as_str() {
+        "INSERT" => format!("INSERT 0 {affected}"),
+        "SELECT" | "UPDATE" | "DELETE" | "WITH" | "MERGE" => format!("{verb} {affected}"),
+        _ => verb,
+    }
+}
+
+/// Decodes a row by its column types: numbers and booleans as themselves, everything else as the
+/// text a reader would see in psql (a uuid, a jsonb document, a timestamptz, `\x…` bytes, an
+/// interval). A type racelab cannot read is shown by name rather than guessed at.
+fn decode_row(row: &PgRow) -> Vec<Value> {
+    (0..row.columns().len())
+        .map(|i| {
+            let type_name = row.columns()[i].type_info().name().to_owned();
+            let value = match type_name.as_str() {
+                "INT2" => row
+                    .try_get::<Option<i16>, _>(i)
+                    .map(|v| v.map(|v| Value::Int(v.into()))),
+                "INT4" => row
+                    .try_get::<Option<i32>, _>(i)
+                    .map(|v| v.map(|v| Value::Int(v.into()))),
+                "INT8" => row.try_get::<Option<i64>, _>(i).map(|v| v.map(Value::Int)),
+                "BOOL" => row.try_get::<Option<bool>, _>(i).map(|v| v.map(Value::Bool)),
+                "FLOAT4" => row
+                    .try_get::<Option<f32>, _>(i)
+                    .map(|v| v.map(|v| Value::Float(v.into()))),
+                "FLOAT8" => row.try_get::<Option<f64>, _>(i).map(|v| v.map(Value::Float)),
+                "TEXT" | "VARCHAR" | "NAME" | "BPCHAR" => {
+                    row.try_get::<Option<String>, _>(i).map(|v| v.map(Value::Text))
+                }
+                "UUID" => row
+                    .try_get::<Option<sqlx::types::Uuid>, _>(i)
+                    .map(|v| v.map(|u| Value::Text(u.hyphenated().to_string()))),
+                "JSON" | "JSONB" => row
+                    .try_get::<Option<sqlx::types::JsonValue>, _>(i)
+                    .map(|v| v.map(|j| Value::Text(j.to_string()))),
+                "TIMESTAMPTZ" => row
+                    .try_get::<Option<sqlx::types::chrono::DateTime<sqlx::types::chrono::Utc>>, _>(i)
+                    .map(|v| v.map(|t| Value::Text(timestamptz_text(&t)))),
+                "TIMESTAMP" => row
+                    .try_get::<Option<sqlx::types::chrono::NaiveDateTime>, _>(i)
+                    .map(|v| v.map(|t| Value::Text(t.format("%Y-%m-%d %H:%M:%S%.f").to_string()))),
+                "BYTEA" => row
+                    .try_get::<Option<Vec<u8>>, _>(i)
+                    .map(|v| v.map(|b| Value::Text(bytea_text(&b)))),
+                "INTERVAL" => row
+                    .try_get::<Option<sqlx::postgres::types::PgInterval>, _>(i)
+                    .map(|v| v.map(|iv| Value::Text(interval_text(iv.months, iv.days, iv.microseconds)))),
+                _ => Ok(Some(Value::Text(format!("<{type_name}>")))),
+            };
+            match value {
+                Ok(Some(v)) => v,
+                Ok(None) => Value::Null,
+                Err(e) => Value::Text(format!("<undecodable {type_name}: {e}>")),
+            }
+        })
+        .collect()
+}
+
+/// `2026-10-12 11:39:00.616311+00`: a timestamptz as psql prints it in UTC (microseconds, no
+/// trailing zeros, none at all on a whole second).
+pub fn timestamptz_text(t: &sqlx::types::chrono::DateTime<sqlx::types::chrono::Utc>) -> String {
+    let mut text = t.format("%Y-%m-%d %H:%M:%S%.6f").to_string();
+    while text.ends_with('0') {
+        text.pop();
+    }
+    if text.ends_with('.') {
+        text.pop();
+    }
+    text + "+00"
+}
+
+/// `\x7b22…`: bytes as psql prints a bytea (hex output, PostgreSQL's default).
+pub fn bytea_text(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(2 + bytes.len() * 2);
+    text.push_str("\\x");
+    for b in bytes {
+        text.push_str(&format!("{b:02x}"));
+    }
+    text
+}
+
+/// An interval as PostgreSQL's default output style writes it: `00:00:00`, `8 days`,
+/// `1 day 02:03:04.5`, `-00:00:01`.
+pub fn interval_text(months: i32, days: i32, micros: i64) -> String {
+    let mut parts = Vec::new();
+    let (years, months) = (months / 12, months % 12);
+    let plural = |n: i64, unit: &str| format!("{n} {unit}{}", if n.abs() == 1 { "" } else { "s" });
+    if years != 0 {
+        parts.push(plural(years.into(), "year"));
+    }
+    if months != 0 {
+        parts.push(plural(months.into(), "mon"));
+    }
+    if days != 0 {
+        parts.push(plural(days.into(), "day"));
+    }
+    if micros != 0 || parts.is_empty() {
+        let sign = if micros < 0 { "-" } else { "" };
+        let total = micros.unsigned_abs();
+        let (secs, frac) = (total / 1_000_000, total % 1_000_000);
+        let mut time = format!("{sign}{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+        if frac != 0 {
+            let digits = format!("{frac:06}");
+            time.push('.');
+            time.push_str(digits.trim_end_matches('0'));
+        }
+        parts.push(time);
+    }
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_tags_follow_psql() {
+        assert_eq!(command_tag("SELECT spent FROM teams", 1), "SELECT 1");
+        assert_eq!(command_tag("insert into expenses values (1)", 1), "INSERT 0 1");
+        assert_eq!(command_tag("UPDATE teams SET spent = 0", 0), "UPDATE 0");
+        assert_eq!(command_tag("COMMIT", 0), "COMMIT");
+        assert_eq!(command_tag("BEGIN ISOLATION LEVEL SERIALIZABLE", 0), "BEGIN");
+    }
+
+    #[test]
+    fn intervals_read_as_postgres_prints_them() {
+        assert_eq!(interval_text(0, 0, 0), "00:00:00");
+        assert_eq!(interval_text(0, 8, 0), "8 days");
+        assert_eq!(interval_text(0, 1, 7_384_500_000), "1 day 02:03:04.5");
+        assert_eq!(interval_text(14, 0, 0), "1 year 2 mons");
+        assert_eq!(interval_text(0, 0, -1_000_000), "-00:00:01");
+    }
+
+    #[test]
+    fn timestamps_and_bytes_read_as_psql_prints_them() {
+        use sqlx::types::chrono::{NaiveDate, TimeZone, Utc};
+        let t = NaiveDate::from_ymd_opt(2026, 10, 12)
+            .and_then(|d| d.and_hms_micro_opt(11, 39, 0, 616_311))
+            .expect("a time")
+            .and_utc();
+        assert_eq!(timestamptz_text(&t), "2026-10-12 11:39:00.616311+00");
+        let whole = Utc.with_ymd_and_hms(2026, 10, 12, 11, 39, 0).single().expect("a time");
+        assert_eq!(timestamptz_text(&whole), "2026-10-12 11:39:00+00");
+        assert_eq!(bytea_text(&[0x7b, 0x0a]), "\\x7b0a");
+    }
+}

@@ -1,0 +1,126 @@
+//! A run's broker namespaces: its topics (created with the tutorial's partition count) and its
+//! consumer groups, all named `racelab.<run>.<name>`, deleted after the run.
+//!
+//! Consumer groups come into being when a consumer first joins, so they are not created here;
+//! cleanup lists the broker's groups and deletes every one under the run's prefix.
+
+use super::SandboxError;
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::types::RDKafkaErrorCode;
+use std::time::Duration;
+
+/// How long one admin call may take before the broker counts as unreachable.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An admin client for `brokers`.
+pub fn admin(brokers: &str) -> Result<AdminClient<DefaultClientContext>, SandboxError> {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("socket.timeout.ms", "5000")
+        .create()
+        .map_err(|e| SandboxError::Broker(e.to_string()))
+}
+
+fn options() -> AdminOptions {
+    AdminOptions::new()
+        .request_timeout(Some(TIMEOUT))
+        .operation_timeout(Some(TIMEOUT))
+}
+
+/// Creates the run's topics: `(logical name, topic name, partitions)`.
+pub async fn create_topics(brokers: &str, topics: &[(String, String, i32)]) -> Result<(), SandboxError> {
+    let admin = admin(brokers)?;
+    let new: Vec<NewTopic<'_>> = topics
+        .iter()
+        .map(|(_, name, partitions)| NewTopic::new(name, *partitions, TopicReplication::Fixed(1)))
+        .collect();
+    let results = admin
+        .create_topics(new.iter(), &options())
+        .await
+        .map_err(|e| SandboxError::Broker(e.to_string()))?;
+    for result in results {
+        if let Err((topic, code)) = result
+            && code != RDKafkaErrorCode::TopicAlreadyExists
+        {
+            return Err(SandboxError::Broker(format!("could not create topic {topic}: {code}")));
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the run's topics and every consumer group under its prefix. Topics already gone are
+/// not an error (cleanup runs twice when a run is cancelled while its sandbox is being made).
+pub async fn remove_run(brokers: &str, run_id: &str, topics: &[(String, String, i32)]) -> Result<(), SandboxError> {
+    let admin = admin(brokers)?;
+    let names: Vec<&str> = topics.iter().map(|(_, name, _)| name.as_str()).collect();
+    let results = admin
+        .delete_topics(&names, &options())
+        .await
+        .map_err(|e| SandboxError::Broker(e.to_string()))?;
+    for result in results {
+        if let Err((topic, code)) = result
+            && code != RDKafkaErrorCode::UnknownTopicOrPartition
+        {
+            return Err(SandboxError::Broker(format!("could not delete topic {topic}: {code}")));
+        }
+    }
+    let groups = run_groups(brokers, run_id).await?;
+    if !groups.is_empty() {
+        let names: Vec<&str> = groups.iter().map(String::as_str).collect();
+        let results = admin
+            .delete_groups(&names, &options())
+            .await
+            .map_err(|e| SandboxError::Broker(e.to_string()))?;
+        for result in results {
+            if let Err((group, code)) = result
+                && code != RDKafkaErrorCode::GroupIdNotFound
+            {
+                return Err(SandboxError::Broker(format!("could not delete group {group}: {code}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The broker's consumer groups under run `run_id`'s prefix.
+pub async fn run_groups(brokers: &str, run_id: &str) -> Result<Vec<String>, SandboxError> {
+    let prefix = super::broker_name(run_id, "");
+    let admin = admin(brokers)?;
+    // librdkafka's group listing blocks its caller; keep it off the runtime's threads.
+    tokio::task::spawn_blocking(move || {
+        let list = admin
+            .inner()
+            .fetch_group_list(None, TIMEOUT)
+            .map_err(|e| SandboxError::Broker(e.to_string()))?;
+        Ok(list
+            .groups()
+            .iter()
+            .map(|g| g.name().to_owned())
+            .filter(|name| name.starts_with(&prefix))
+            .collect())
+    })
+    .await
+    .map_err(|e| SandboxError::Broker(e.to_string()))?
+}
+
+/// The broker's topics whose names start with `prefix`.
+pub async fn topics_with_prefix(brokers: &str, prefix: &str) -> Result<Vec<String>, SandboxError> {
+    let admin = admin(brokers)?;
+    let prefix = prefix.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let metadata = admin
+            .inner()
+            .fetch_metadata(None, TIMEOUT)
+            .map_err(|e| SandboxError::Broker(e.to_string()))?;
+        Ok(metadata
+            .topics()
+            .iter()
+            .map(|t| t.name().to_owned())
+            .filter(|name| name.starts_with(&prefix))
+            .collect())
+    })
+    .await
+    .map_err(|e| SandboxError::Broker(e.to_string()))?
+}

@@ -1,0 +1,122 @@
+//! A run's PostgreSQL schemas: made from the lab's schema SQL, labelled with the run id and its
+//! creation time, and dropped after ending every session of the run.
+
+use super::Sandbox;
+use crate::engine::BoxFuture;
+use crate::engine::sql::{application_name, execute};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// What a sandbox schema's comment records, so anyone looking at the database (and the sweep)
+/// can tell racelab's own and their age.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Label {
+    pub racelab_run: String,
+    pub created_unix: u64,
+}
+
+/// How long one DROP of a sandbox may wait for its locks, and how many times it is tried.
+const DROP_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+const DROP_TRIES: usize = 3;
+
+/// `"run_abc"`: an identifier quoted for SQL, whatever it holds.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Creates `schema` and runs the lab's `sql` (tables and seed rows) inside it, in one
+/// transaction: a schema either exists whole or not at all. Boxed for the same reason as
+/// [`execute`].
+pub(super) fn create_schema<'a>(
+    pool: &'a PgPool,
+    sandbox: &'a Sandbox,
+    schema: &'a str,
+    sql: &'a str,
+) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+    Box::pin(async move {
+        let label = serde_json::to_string(&Label {
+            racelab_run: sandbox.run_id.clone(),
+            created_unix: sandbox.created_unix,
+        })
+        .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+        let quoted = quote_ident(schema);
+        let prepare = format!(
+            "CREATE SCHEMA {quoted}; COMMENT ON SCHEMA {quoted} IS '{}'; SET LOCAL search_path TO {quoted};",
+            label.replace('\'', "''")
+        );
+        let mut tx = pool.begin().await?;
+        execute(&mut tx, &prepare, &[]).await?;
+        if !sql.trim().is_empty() {
+            execute(&mut tx, sql, &[]).await?;
+        }
+        tx.commit().await
+    })
+}
+
+/// Ends every session of the run and drops `schemas`. Safe to call twice.
+///
+/// The DROP waits at most [`DROP_LOCK_TIMEOUT`] for its locks (someone outside the run may be
+/// reading the sandbox from psql in an open transaction) and is tried a few times, ending the
+/// run's sessions again before each try; a schema still there afterwards is left to the periodic
+/// sweep, and the error says so. Cleanup never hangs a supervisor.
+pub(super) fn drop_schemas<'a>(
+    pool: &'a PgPool,
+    run_id: &'a str,
+    schemas: &'a [&'a str],
+) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+    Box::pin(async move {
+        let names: Vec<String> = schemas.iter().map(|s| quote_ident(s)).collect();
+        let mut last = None;
+        for _ in 0..DROP_TRIES {
+            end_sessions(pool, run_id).await?;
+            if names.is_empty() {
+                return Ok(());
+            }
+            let drop = format!(
+                "SET LOCAL lock_timeout = '{}ms'; DROP SCHEMA IF EXISTS {} CASCADE",
+                DROP_LOCK_TIMEOUT.as_millis(),
+                names.join(", ")
+            );
+            let mut tx = pool.begin().await?;
+            match execute(&mut tx, &drop, &[]).await {
+                Ok(_) => return tx.commit().await,
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.unwrap_or_else(|| sqlx::Error::Protocol("no attempt to drop the sandbox".into())))
+    })
+}
+
+/// Terminates the run's backends (`racelab/<run>/…`, child processes' included) and waits (up to
+/// 10 s) until they are gone, so that dropping a schema does not wait on a lock one of them still
+/// holds, and no advisory lock of the run outlives it.
+async fn end_sessions(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> {
+    let pattern = application_name(run_id, "%");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: i64 = sqlx::query_scalar(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE application_name LIKE $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(&pattern)
+        .fetch_one(pool)
+        .await?;
+        if left == 0 || Instant::now() >= deadline {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quote_ident;
+
+    #[test]
+    fn identifiers_are_quoted_whatever_they_hold() {
+        assert_eq!(quote_ident("run_abc"), "\"run_abc\"");
+        assert_eq!(quote_ident("run_a\"b"), "\"run_a\"\"b\"");
+    }
+}
