@@ -393,3 +393,58 @@ async fn measure_run_latency_and_embed_first_paint() {
     })
     .await;
 }
+
+/// A Redis command, HTTP requests (one that times out, one answered 409), a broker message and a
+/// child process that crashes and restarts: each drawn as its own kind of card, from a real run's
+/// stored events, replayed at its permalink.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_service_is_drawn_as_its_own_kind_of_card() {
+    let played = common::play_def(&common::engine().await, &common::every_service::EVERY_SERVICE, "only").await;
+    assert_eq!(played.outcome, shared::Outcome::Completed, "{:?}", played.outcome);
+    run("every_service_is_drawn_as_its_own_kind_of_card", async |b| {
+        b.goto(&format!("/runs/{}", played.run_id)).await;
+        b.wait_for(".rl-replay .rl-card[data-kind=\"process\"]").await;
+        for service in ["redis", "http", "kafka", "postgres"] {
+            let cards = b
+                .count(&format!(
+                    ".rl-card[data-kind=\"statement\"][data-service=\"{service}\"]"
+                ))
+                .await;
+            assert!(cards >= 1, "no {service} card");
+        }
+        let badges = b.texts(".rl-service-badge").await;
+        for label in ["Redis", "HTTP", "Kafka", "SQL"] {
+            assert!(badges.iter().any(|t| t == label), "no {label} badge in {badges:?}");
+        }
+        let kinds = b.attrs(".rl-sqlstate", "data-error-kind").await;
+        assert!(
+            kinds.contains(&Some("timeout".into())),
+            "the phone's timeout is badged: {kinds:?}"
+        );
+        assert_eq!(
+            b.count(".rl-card[data-kind=\"process\"]").await,
+            2,
+            "a start and a restart"
+        );
+        assert_eq!(b.count(".rl-card[data-kind=\"crash\"]").await, 2);
+        let headers = b.texts(".rl-headers").await;
+        assert!(
+            headers.iter().any(|h| h.contains("Idempotency-Key: order-7731")),
+            "{headers:?}"
+        );
+        assert!(headers.iter().any(|h| h.contains("retry-after: 1")), "{headers:?}");
+        assert!(
+            b.count(".rl-card--error[data-service=\"http\"]").await >= 2,
+            "the timeout and the 409 are shown as errors"
+        );
+        assert!(
+            b.texts(".rl-message-place").await.iter().any(|p| p == "p1@0"),
+            "pay_001 on p1"
+        );
+        b.screenshot("every-service").await;
+        b.set_viewport(360, 900).await;
+        b.screenshot("every-service-360").await;
+        b.reset_viewport().await;
+    })
+    .await;
+}

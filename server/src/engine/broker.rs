@@ -135,23 +135,32 @@ impl Producer {
     pub async fn send(&self, topic: &str, key: &str, value: &str) -> Result<(i32, i64), StepError> {
         let text = format!("produce {topic} key={key}");
         self.lane.gate(&text).await;
-        let message = |partition, offset| Detail::Message {
+        let sent = Detail::Message {
             topic: topic.to_owned(),
-            partition,
-            offset,
+            partition: None,
+            offset: None,
             key: Some(key.to_owned()),
             value: Some(value.to_owned()),
             headers: Vec::new(),
         };
-        self.lane.step(Service::Kafka, &text, &[], Some(message(None, None)));
+        self.lane.step(Service::Kafka, &text, &[], Some(sent));
         let wire = wire_topic(&self.sandbox, topic)?;
         let record = FutureRecord::to(wire).key(key).payload(value);
         match self.producer.send(record, Duration::from_secs(30)).await {
             Ok(delivery) => {
+                // Where it landed; the message itself is on the step already.
+                let delivered = Detail::Message {
+                    topic: topic.to_owned(),
+                    partition: Some(delivery.partition),
+                    offset: Some(delivery.offset),
+                    key: None,
+                    value: None,
+                    headers: Vec::new(),
+                };
                 self.lane.result(
                     format!("delivered p{}@{}", delivery.partition, delivery.offset),
                     None,
-                    Some(message(Some(delivery.partition), Some(delivery.offset))),
+                    Some(delivered),
                 );
                 Ok((delivery.partition, delivery.offset))
             }

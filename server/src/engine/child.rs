@@ -167,29 +167,36 @@ async fn watch_stdin(go: mpsc::UnboundedSender<()>) {
     std::process::exit(3);
 }
 
-/// Runs `kind` in this process (the `racelab actor` subcommand). An error becomes an error event
-/// on the lane and a non-zero exit.
+/// Runs `kind` in this process (the `racelab actor` subcommand), and exits. An error becomes an
+/// error event on the lane and a non-zero exit. The exit is explicit: the stdin watcher is a
+/// blocking read that would otherwise keep the runtime, and the process, alive.
 pub async fn main(kinds: &[&ChildKind], kind: &str) -> std::process::ExitCode {
+    let code = run_kind(kinds, kind).await;
+    let _ = std::io::stdout().flush();
+    std::process::exit(code)
+}
+
+async fn run_kind(kinds: &[&ChildKind], kind: &str) -> i32 {
     let context = match ChildContext::from_env() {
         Ok(context) => context,
         Err(error) => {
             eprintln!("{error}");
-            return std::process::ExitCode::from(2);
+            return 2;
         }
     };
     let Some(found) = kinds.iter().find(|k| k.name == kind) else {
         let known: Vec<&str> = kinds.iter().map(|k| k.name).collect();
         eprintln!("racelab actor: unknown kind {kind:?}; known: {}", known.join(", "));
-        return std::process::ExitCode::from(2);
+        return 2;
     };
     match (found.run)(&context).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(error) => {
             context
                 .lane
                 .error(shared::event::ErrorKind::Connection, None, error.to_string());
             eprintln!("racelab actor {kind}: {error}");
-            std::process::ExitCode::FAILURE
+            1
         }
     }
 }
@@ -198,8 +205,9 @@ pub async fn main(kinds: &[&ChildKind], kind: &str) -> std::process::ExitCode {
 #[derive(Debug, Deserialize)]
 struct Script {
     /// Statements in order. `BEGIN` and `COMMIT` open and end a transaction; `crash:<point>`
-    /// is a crash point; `say:<line>` a transcript line. `{lock_space}` is replaced by the
-    /// run's advisory-lock space.
+    /// is a crash point; `say:<line>` a transcript line; `sleep:<ms>` waits with the session
+    /// idle (in its transaction, if one is open). `{lock_space}` is replaced by the run's
+    /// advisory-lock space.
     steps: Vec<String>,
     /// Which logical database the session uses (the run's default when absent).
     #[serde(default)]
@@ -224,6 +232,11 @@ async fn sql_script(context: &ChildContext) -> Result<(), RunError> {
             context.crash_point(point).await;
         } else if let Some(line) = step.strip_prefix("say:") {
             context.lane.say(line);
+        } else if let Some(ms) = step.strip_prefix("sleep:") {
+            let ms = ms
+                .parse()
+                .map_err(|_| RunError::Other(format!("sql-script: {step:?} is not a number of milliseconds")))?;
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         } else if step.eq_ignore_ascii_case("BEGIN") {
             session.begin().await?;
         } else if step.eq_ignore_ascii_case("COMMIT") {

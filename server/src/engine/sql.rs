@@ -137,49 +137,56 @@ fn decode_row(row: &PgRow) -> Vec<Value> {
     (0..row.columns().len())
         .map(|i| {
             let type_name = row.columns()[i].type_info().name().to_owned();
-            let value = match type_name.as_str() {
-                "INT2" => row
-                    .try_get::<Option<i16>, _>(i)
-                    .map(|v| v.map(|v| Value::Int(v.into()))),
-                "INT4" => row
-                    .try_get::<Option<i32>, _>(i)
-                    .map(|v| v.map(|v| Value::Int(v.into()))),
-                "INT8" => row.try_get::<Option<i64>, _>(i).map(|v| v.map(Value::Int)),
-                "BOOL" => row.try_get::<Option<bool>, _>(i).map(|v| v.map(Value::Bool)),
-                "FLOAT4" => row
-                    .try_get::<Option<f32>, _>(i)
-                    .map(|v| v.map(|v| Value::Float(v.into()))),
-                "FLOAT8" => row.try_get::<Option<f64>, _>(i).map(|v| v.map(Value::Float)),
-                "TEXT" | "VARCHAR" | "NAME" | "BPCHAR" => {
-                    row.try_get::<Option<String>, _>(i).map(|v| v.map(Value::Text))
-                }
-                "UUID" => row
-                    .try_get::<Option<sqlx::types::Uuid>, _>(i)
-                    .map(|v| v.map(|u| Value::Text(u.hyphenated().to_string()))),
-                "JSON" | "JSONB" => row
-                    .try_get::<Option<sqlx::types::JsonValue>, _>(i)
-                    .map(|v| v.map(|j| Value::Text(j.to_string()))),
-                "TIMESTAMPTZ" => row
-                    .try_get::<Option<sqlx::types::chrono::DateTime<sqlx::types::chrono::Utc>>, _>(i)
-                    .map(|v| v.map(|t| Value::Text(timestamptz_text(&t)))),
-                "TIMESTAMP" => row
-                    .try_get::<Option<sqlx::types::chrono::NaiveDateTime>, _>(i)
-                    .map(|v| v.map(|t| Value::Text(t.format("%Y-%m-%d %H:%M:%S%.f").to_string()))),
-                "BYTEA" => row
-                    .try_get::<Option<Vec<u8>>, _>(i)
-                    .map(|v| v.map(|b| Value::Text(bytea_text(&b)))),
-                "INTERVAL" => row
-                    .try_get::<Option<sqlx::postgres::types::PgInterval>, _>(i)
-                    .map(|v| v.map(|iv| Value::Text(interval_text(iv.months, iv.days, iv.microseconds)))),
-                _ => Ok(Some(Value::Text(format!("<{type_name}>")))),
-            };
-            match value {
+            match decode_cell(row, i, &type_name) {
                 Ok(Some(v)) => v,
                 Ok(None) => Value::Null,
                 Err(e) => Value::Text(format!("<undecodable {type_name}: {e}>")),
             }
         })
         .collect()
+}
+
+/// One cell. Numbers, booleans and text by their type; in the text protocol (a query without
+/// parameters) every other type already arrives as PostgreSQL's own text, which is what a reader
+/// should see; in the binary protocol the types racelab's labs use are formatted as psql would.
+fn decode_cell(row: &PgRow, i: usize, type_name: &str) -> Result<Option<Value>, sqlx::Error> {
+    use sqlx::ValueRef as _;
+    use sqlx::types::chrono::{DateTime, NaiveDateTime, Utc};
+    Ok(match type_name {
+        "INT2" => row.try_get::<Option<i16>, _>(i)?.map(|v| Value::Int(v.into())),
+        "INT4" => row.try_get::<Option<i32>, _>(i)?.map(|v| Value::Int(v.into())),
+        "INT8" => row.try_get::<Option<i64>, _>(i)?.map(Value::Int),
+        "BOOL" => row.try_get::<Option<bool>, _>(i)?.map(Value::Bool),
+        "FLOAT4" => row.try_get::<Option<f32>, _>(i)?.map(|v| Value::Float(v.into())),
+        "FLOAT8" => row.try_get::<Option<f64>, _>(i)?.map(Value::Float),
+        "TEXT" | "VARCHAR" | "NAME" | "BPCHAR" => row.try_get::<Option<String>, _>(i)?.map(Value::Text),
+        _ => {
+            let raw = row.try_get_raw(i)?;
+            if raw.is_null() {
+                return Ok(None);
+            }
+            if raw.format() == sqlx::postgres::PgValueFormat::Text {
+                let text = raw.as_str().map_err(sqlx::Error::Decode)?;
+                return Ok(Some(Value::Text(text.to_owned())));
+            }
+            let text = match type_name {
+                "UUID" => row.try_get::<sqlx::types::Uuid, _>(i)?.hyphenated().to_string(),
+                "JSON" | "JSONB" => jsonb_text(&row.try_get::<sqlx::types::JsonValue, _>(i)?),
+                "TIMESTAMPTZ" => timestamptz_text(&row.try_get::<DateTime<Utc>, _>(i)?),
+                "TIMESTAMP" => row
+                    .try_get::<NaiveDateTime, _>(i)?
+                    .format("%Y-%m-%d %H:%M:%S%.f")
+                    .to_string(),
+                "BYTEA" => bytea_text(&row.try_get::<Vec<u8>, _>(i)?),
+                "INTERVAL" => {
+                    let iv = row.try_get::<sqlx::postgres::types::PgInterval, _>(i)?;
+                    interval_text(iv.months, iv.days, iv.microseconds)
+                }
+                _ => format!("<{type_name}>"),
+            };
+            Some(Value::Text(text))
+        }
+    })
 }
 
 /// `2026-10-12 11:39:00.616311+00`: a timestamptz as psql prints it in UTC (microseconds, no
@@ -193,6 +200,25 @@ pub fn timestamptz_text(t: &sqlx::types::chrono::DateTime<sqlx::types::chrono::U
         text.pop();
     }
     text + "+00"
+}
+
+/// A JSON document as PostgreSQL prints a jsonb: keys shortest first (then bytewise), `", "` and
+/// `": "` between items, so a value reads the same whichever protocol brought it.
+pub fn jsonb_text(value: &sqlx::types::JsonValue) -> String {
+    use sqlx::types::JsonValue as J;
+    match value {
+        J::Object(map) => {
+            let mut entries: Vec<(&String, &J)> = map.iter().collect();
+            entries.sort_by(|(a, _), (b, _)| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+            let items: Vec<String> = entries
+                .into_iter()
+                .map(|(k, v)| format!("{}: {}", J::String(k.clone()), jsonb_text(v)))
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        J::Array(items) => format!("[{}]", items.iter().map(jsonb_text).collect::<Vec<_>>().join(", ")),
+        other => other.to_string(),
+    }
 }
 
 /// `\x7b22…`: bytes as psql prints a bytea (hex output, PostgreSQL's default).
@@ -255,6 +281,15 @@ mod tests {
         assert_eq!(interval_text(0, 1, 7_384_500_000), "1 day 02:03:04.5");
         assert_eq!(interval_text(14, 0, 0), "1 year 2 mons");
         assert_eq!(interval_text(0, 0, -1_000_000), "-00:00:01");
+    }
+
+    #[test]
+    fn jsonb_reads_as_postgres_prints_it() {
+        let doc = serde_json::json!({"currency": "USD", "amount_cents": 2500, "data": [1, {}]});
+        assert_eq!(
+            jsonb_text(&doc),
+            r#"{"data": [1, {}], "currency": "USD", "amount_cents": 2500}"#
+        );
     }
 
     #[test]

@@ -66,23 +66,40 @@ pub async fn remove_run(brokers: &str, run_id: &str, topics: &[(String, String, 
             return Err(SandboxError::Broker(format!("could not delete topic {topic}: {code}")));
         }
     }
-    let groups = run_groups(brokers, run_id).await?;
-    if !groups.is_empty() {
+    let mut groups = run_groups(brokers, run_id).await?;
+    // A consumer that just closed may still be leaving its group; give it a moment.
+    let deadline = tokio::time::Instant::now() + GROUP_LEAVE;
+    while !groups.is_empty() {
         let names: Vec<&str> = groups.iter().map(String::as_str).collect();
         let results = admin
             .delete_groups(&names, &options())
             .await
             .map_err(|e| SandboxError::Broker(e.to_string()))?;
+        let mut busy = Vec::new();
         for result in results {
-            if let Err((group, code)) = result
-                && code != RDKafkaErrorCode::GroupIdNotFound
-            {
-                return Err(SandboxError::Broker(format!("could not delete group {group}: {code}")));
+            match result {
+                Ok(_) => {}
+                Err((_, RDKafkaErrorCode::GroupIdNotFound)) => {}
+                Err((group, RDKafkaErrorCode::NonEmptyGroup)) if tokio::time::Instant::now() < deadline => {
+                    busy.push(group);
+                }
+                Err((group, code)) => {
+                    return Err(SandboxError::Broker(format!(
+                        "could not delete group {group}: {code} (a member that never left is kept until the broker expires it)"
+                    )));
+                }
             }
+        }
+        groups = busy;
+        if !groups.is_empty() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
     Ok(())
 }
+
+/// How long cleanup waits for a closed consumer's group to become empty.
+const GROUP_LEAVE: Duration = Duration::from_secs(3);
 
 /// The broker's consumer groups under run `run_id`'s prefix.
 pub async fn run_groups(brokers: &str, run_id: &str) -> Result<Vec<String>, SandboxError> {

@@ -2,6 +2,8 @@
 //! way to play a run to its end, and the leak checks.
 #![allow(dead_code)]
 
+pub mod every_service;
+
 use racelab::config::Config;
 use racelab::engine::Engine;
 use racelab::web::{self, AppState};
@@ -89,6 +91,11 @@ impl Finished {
 /// Plays `scenario`/`variant` to its end through the engine, as the CLI does.
 pub async fn play(engine: &Arc<Engine>, scenario: &str, variant: &str) -> Finished {
     let def = racelab::labs::find(scenario).unwrap_or_else(|| panic!("no scenario {scenario}"));
+    play_def(engine, def, variant).await
+}
+
+/// Plays a scenario that is not in the catalog (an engine test's own).
+pub async fn play_def(engine: &Arc<Engine>, def: &'static racelab::labs::ScenarioDef, variant: &str) -> Finished {
     let mut handle = engine.start(def, variant, Mode::Auto).await.expect("a known variant");
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
