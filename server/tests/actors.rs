@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
 use common::{Finished, Leftovers, engine, play_def, wait_until_clean_of};
-use racelab::engine::{Budget, Call, Command, End, Lane, Level, RunError, StepError};
+use racelab::engine::{Budget, Command, End, Lane, Level, RunError, StepError};
 use racelab::labs::{ScenarioDef, actors_at};
 use racelab::sandbox::Spec;
 use shared::event::{Detail, ErrorKind};
@@ -268,14 +268,7 @@ static HTTP_TIMEOUT: ScenarioDef = test_scenario!(
                 .http_server(axum::Router::new().route("/charges", post(charge)).with_state(provider))
                 .await?;
             let phone = run.http_client("phone");
-            let call = |timeout_ms| Call {
-                method: "POST".into(),
-                base: server.url(""),
-                path: "/charges".into(),
-                headers: vec![("Idempotency-Key".into(), "order-7731".into())],
-                body: r#"{"amount": 2500, "card": "tok_visa"}"#.into(),
-                timeout: Duration::from_millis(timeout_ms),
-            };
+            let call = |timeout_ms| common::checkout_call(server.url(""), "/charges", timeout_ms);
             match phone.send(&call(FIRST_TIMEOUT_MS)).await {
                 Err(StepError::Timeout { .. }) => phone.lane().say("attempt 1: no answer: timed out"),
                 other => return Err(RunError::Other(format!("the first attempt should time out: {other:?}"))),
@@ -645,8 +638,8 @@ async fn a_sandbox_with_two_databases_gives_each_actor_its_own_schema() {
 /// The outbox tutorial's placements under librdkafka's default partitioner (specs/outbox.md §7.6).
 const PLACEMENTS: [(&str, i32); 2] = [("pay_001", 1), ("pay_002", 0)];
 
-/// The broker's view of a topic and a group, asked with a client of the test's own.
-async fn broker_view(topic: String, group: String) -> (usize, bool) {
+/// Whether the broker knows consumer group `group`, asked with a client of the test's own.
+async fn group_exists(group: String) -> bool {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     let brokers = common::config().kafka_brokers;
     tokio::task::spawn_blocking(move || {
@@ -654,15 +647,10 @@ async fn broker_view(topic: String, group: String) -> (usize, bool) {
             .set("bootstrap.servers", &brokers)
             .create()
             .expect("a client");
-        let partitions = client
-            .fetch_metadata(Some(&topic), Duration::from_secs(10))
-            .map(|m| m.topics().first().map_or(0, |t| t.partitions().len()))
-            .unwrap_or(0);
-        let group_exists = client
+        client
             .fetch_group_list(Some(&group), Duration::from_secs(10))
             .map(|l| l.groups().iter().any(|g| g.name() == group))
-            .unwrap_or(false);
-        (partitions, group_exists)
+            .unwrap_or(false)
     })
     .await
     .expect("join")
@@ -702,7 +690,8 @@ static BROKER: ScenarioDef = test_scenario!(
                 ));
                 received += 1;
             }
-            let (partitions, group) = broker_view(run.topic("payments")?.to_owned(), run.group("notifier")).await;
+            let partitions = common::partitions_of(run.topic("payments")?).await;
+            let group = group_exists(run.group("notifier")).await;
             run.say_plain(format!(
                 "the topic has {partitions} partitions; the group exists: {group}"
             ));

@@ -70,22 +70,7 @@ async fn every_namespace_is_made_and_the_sweep_removes_old_ones_of_each_kind() {
         (2, 1, 1, 1, 1),
         "two schemas, a registry row, a key, a topic and a group: {made:?}"
     );
-    let partitions: i64 = {
-        let brokers = common::config().kafka_brokers;
-        let topic = old_box.topic("payments").expect("a topic").to_owned();
-        tokio::task::spawn_blocking(move || {
-            let client: BaseConsumer = rdkafka::ClientConfig::new()
-                .set("bootstrap.servers", &brokers)
-                .create()
-                .expect("a client");
-            let metadata = client
-                .fetch_metadata(Some(&topic), Duration::from_secs(10))
-                .expect("metadata");
-            metadata.topics()[0].partitions().len() as i64
-        })
-        .await
-        .expect("join")
-    };
+    let partitions = common::partitions_of(old_box.topic("payments").expect("a topic")).await;
     assert_eq!(partitions, 3, "the topic has the tutorial's partition count");
 
     // Age the first one past the limit, as if its racelab had crashed a day ago.

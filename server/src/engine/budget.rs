@@ -71,13 +71,7 @@ impl Budget {
 
     /// How many of `service` this budget holds.
     pub fn of(&self, service: Service) -> u32 {
-        match service {
-            Service::Postgres => self.postgres,
-            Service::Redis => self.redis,
-            Service::Kafka => self.broker,
-            Service::Process => self.processes,
-            Service::Http => 0,
-        }
+        pick(service, [self.postgres, self.redis, self.broker, self.processes])
     }
 
     /// The shared services this budget touches (what must be up for the run to start).
@@ -119,13 +113,19 @@ impl Default for Capacity {
 impl Capacity {
     /// The pool of `service`.
     pub fn of(&self, service: Service) -> u32 {
-        match service {
-            Service::Postgres => self.postgres,
-            Service::Redis => self.redis,
-            Service::Kafka => self.broker,
-            Service::Process => self.processes,
-            Service::Http => 0,
-        }
+        pick(service, [self.postgres, self.redis, self.broker, self.processes])
+    }
+}
+
+/// The count of `service` among `[postgres, redis, broker, processes]` (HTTP servers are the
+/// run's own and cost nothing shared).
+fn pick(service: Service, [postgres, redis, broker, processes]: [u32; 4]) -> u32 {
+    match service {
+        Service::Postgres => postgres,
+        Service::Redis => redis,
+        Service::Kafka => broker,
+        Service::Process => processes,
+        Service::Http => 0,
     }
 }
 

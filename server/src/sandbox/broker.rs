@@ -104,13 +104,8 @@ const GROUP_LEAVE: Duration = Duration::from_secs(3);
 /// The broker's consumer groups under run `run_id`'s prefix.
 pub async fn run_groups(brokers: &str, run_id: &str) -> Result<Vec<String>, SandboxError> {
     let prefix = super::broker_name(run_id, "");
-    let admin = admin(brokers)?;
-    // librdkafka's group listing blocks its caller; keep it off the runtime's threads.
-    tokio::task::spawn_blocking(move || {
-        let list = admin
-            .inner()
-            .fetch_group_list(None, TIMEOUT)
-            .map_err(|e| SandboxError::Broker(e.to_string()))?;
+    listed(brokers, move |client| {
+        let list = client.fetch_group_list(None, TIMEOUT)?;
         Ok(list
             .groups()
             .iter()
@@ -119,25 +114,18 @@ pub async fn run_groups(brokers: &str, run_id: &str) -> Result<Vec<String>, Sand
             .collect())
     })
     .await
-    .map_err(|e| SandboxError::Broker(e.to_string()))?
 }
 
-/// The broker's topics whose names start with `prefix`.
-pub async fn topics_with_prefix(brokers: &str, prefix: &str) -> Result<Vec<String>, SandboxError> {
+/// Runs a listing on an admin client's inner client. librdkafka's listings block their caller,
+/// so it runs off the runtime's threads.
+async fn listed(
+    brokers: &str,
+    list: impl FnOnce(&rdkafka::client::Client<DefaultClientContext>) -> rdkafka::error::KafkaResult<Vec<String>>
+    + Send
+    + 'static,
+) -> Result<Vec<String>, SandboxError> {
     let admin = admin(brokers)?;
-    let prefix = prefix.to_owned();
-    tokio::task::spawn_blocking(move || {
-        let metadata = admin
-            .inner()
-            .fetch_metadata(None, TIMEOUT)
-            .map_err(|e| SandboxError::Broker(e.to_string()))?;
-        Ok(metadata
-            .topics()
-            .iter()
-            .map(|t| t.name().to_owned())
-            .filter(|name| name.starts_with(&prefix))
-            .collect())
-    })
-    .await
-    .map_err(|e| SandboxError::Broker(e.to_string()))?
+    tokio::task::spawn_blocking(move || list(admin.inner()).map_err(|e| SandboxError::Broker(e.to_string())))
+        .await
+        .map_err(|e| SandboxError::Broker(e.to_string()))?
 }

@@ -6,7 +6,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
-use racelab::engine::{Budget, Call, Command, RunError, StepError};
+use racelab::engine::{Budget, Command, RunError, StepError};
 use racelab::labs::{ScenarioDef, actors_at};
 use racelab::sandbox::Spec;
 use std::time::Duration;
@@ -62,14 +62,7 @@ pub static EVERY_SERVICE: ScenarioDef = ScenarioDef {
                 )
                 .await?;
             let phone = run.http_client("phone");
-            let call = |timeout_ms| Call {
-                method: "POST".into(),
-                base: slow.url(""),
-                path: "/payments".into(),
-                headers: vec![("Idempotency-Key".into(), "order-7731".into())],
-                body: r#"{"amount": 2500, "card": "tok_visa"}"#.into(),
-                timeout: Duration::from_millis(timeout_ms),
-            };
+            let call = |timeout_ms| super::checkout_call(slow.url(""), "/payments", timeout_ms);
             match phone.send(&call(100)).await {
                 Err(StepError::Timeout { .. }) => {}
                 other => return Err(RunError::Other(format!("expected a timeout, got {other:?}"))),

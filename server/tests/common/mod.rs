@@ -269,6 +269,38 @@ pub async fn broker_names_of(run_id: &str) -> (Vec<String>, Vec<String>) {
     .expect("join")
 }
 
+/// How many partitions the broker says `topic` has (0 if it has no such topic), asked with a
+/// client of the test's own.
+pub async fn partitions_of(topic: &str) -> usize {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let (brokers, topic) = (config().kafka_brokers, topic.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let client: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .create()
+            .expect("a client");
+        client
+            .fetch_metadata(Some(&topic), Duration::from_secs(10))
+            .map(|m| m.topics().first().map_or(0, |t| t.partitions().len()))
+            .unwrap_or(0)
+    })
+    .await
+    .expect("join")
+}
+
+/// The tutorials' checkout request: `POST <path>` with key `order-7731` and the phone's body,
+/// waiting at most `timeout_ms`.
+pub fn checkout_call(base: String, path: &str, timeout_ms: u64) -> racelab::engine::Call {
+    racelab::engine::Call {
+        method: "POST".into(),
+        base,
+        path: path.into(),
+        headers: vec![("Idempotency-Key".into(), "order-7731".into())],
+        body: r#"{"amount": 2500, "card": "tok_visa"}"#.into(),
+        timeout: Duration::from_millis(timeout_ms),
+    }
+}
+
 /// Everything a run left behind. `with_broker`: also ask the broker (only runs that used it).
 pub async fn leftovers(conn: &mut PgConnection, run_id: &str, with_broker: bool) -> Leftovers {
     let mut left = leftovers_in_postgres(conn, run_id).await;

@@ -33,11 +33,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "row lock",
             "Both lock the team row first; Bob waits, then sees Alice's $3,000",
         ),
-        (
-            "conditional",
-            "conditional UPDATE",
-            "One UPDATE reserves the money only if it fits",
-        ),
+        ("conditional", "conditional UPDATE", super::CONDITIONAL_FIX),
     ],
     steppable: true,
     workload: false,
@@ -69,7 +65,7 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     let (count, total) = say_totals(run).await?;
     ledger_after(run, expected(variant)).await?;
     let how = match variant {
-        "serializable" => "Bob's retry saw Alice's $3,000 and rejected",
+        "serializable" => super::RETRY_SAW_ALICE,
         "for-update" => "Bob waited for the team's row lock, then saw Alice's $3,000 and rejected",
         _ => "Bob's UPDATE waited for Alice's, then matched 0 rows",
     };

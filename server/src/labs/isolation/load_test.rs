@@ -44,11 +44,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "row lock",
             "Each approval locks the team row first: one at a time",
         ),
-        (
-            "conditional",
-            "conditional UPDATE",
-            "One UPDATE reserves the money only if it fits",
-        ),
+        ("conditional", "conditional UPDATE", super::CONDITIONAL_FIX),
     ],
     steppable: false,
     workload: true,

@@ -82,6 +82,13 @@ pub const LOCK_TEAM: &str = "SELECT 1 FROM teams WHERE id = $1 FOR UPDATE";
 /// The conditional fix: reserve the money only if it fits, in one statement.
 pub const RESERVE: &str = "UPDATE teams SET spent = spent + $2 WHERE id = $1 AND spent + $2 <= budget RETURNING spent";
 
+/// How the serializable fix ends in the two-manager demos (write skew's serializable variant and
+/// the approve demo's first fix): the verdict's reason.
+pub const RETRY_SAW_ALICE: &str = "Bob's retry saw Alice's $3,000 and rejected";
+
+/// The conditional fix, as its variant describes it (approve demo and load test).
+pub const CONDITIONAL_FIX: &str = "One UPDATE reserves the money only if it fits";
+
 /// The session level a variant named after a level asks for (`read-committed`, …); variants
 /// named after something else run at READ COMMITTED, PostgreSQL's default.
 pub fn level_of(variant: &str) -> Level {

@@ -56,11 +56,7 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
 
     let (count, total) = say_totals(run).await?;
     ledger_after(run, ledger_of(&[(TEAM, BUDGET, 0)], &[(TEAM, AMOUNT, "alice")])).await?;
-    run.verdict(overspend_verdict(
-        count,
-        total,
-        "Bob's retry saw Alice's $3,000 and rejected",
-    ));
+    run.verdict(overspend_verdict(count, total, super::RETRY_SAW_ALICE));
     Ok(())
 }
 
