@@ -636,6 +636,7 @@ async fn a_sandbox_with_two_databases_gives_each_actor_its_own_schema() {
 // ---- The broker ---------------------------------------------------------------------------
 
 /// The outbox tutorial's placements under librdkafka's default partitioner (specs/outbox.md §7.6).
+/// The run also leaves a static consumer group member behind, which its cleanup must remove.
 const PLACEMENTS: [(&str, i32); 2] = [("pay_001", 1), ("pay_002", 0)];
 
 /// Whether the broker knows consumer group `group`, asked with a client of the test's own.
@@ -663,8 +664,8 @@ static BROKER: ScenarioDef = test_scenario!(
         redis: false,
         topics: &[("payments", 3)],
     },
-    |_| actors_at(&["relay", "notifier"], "Kafka"),
-    |_| Budget::postgres(0).and_broker(3),
+    |_| actors_at(&["relay", "notifier", "audit"], "Kafka"),
+    |_| Budget::postgres(0).and_broker(4),
     |run, _| {
         Box::pin(async move {
             let relay = run.producer("relay", true)?;
@@ -689,6 +690,12 @@ static BROKER: ScenarioDef = test_scenario!(
                     message.key.unwrap_or_default()
                 ));
                 received += 1;
+            }
+            // A static member (`group.instance.id`) never leaves its group, even when it closes:
+            // cleanup must remove it before the group can go.
+            let audit = run.consumer("audit", "audit", Some("audit-1"), &["payments"])?;
+            if let Some(message) = audit.poll(Duration::from_secs(20)).await? {
+                audit.commit(&message).await?;
             }
             let partitions = common::partitions_of(run.topic("payments")?).await;
             let group = group_exists(run.group("notifier")).await;

@@ -67,39 +67,81 @@ pub async fn remove_run(brokers: &str, run_id: &str, topics: &[(String, String, 
         }
     }
     let mut groups = run_groups(brokers, run_id).await?;
-    // A consumer that just closed may still be leaving its group; give it a moment.
-    let deadline = tokio::time::Instant::now() + GROUP_LEAVE;
+    // A consumer that just closed may still be leaving its group: give it a moment. Then remove
+    // the members that will never leave by themselves (killed ones, static ones), and try again.
+    let started = tokio::time::Instant::now();
+    let mut evicted = false;
     while !groups.is_empty() {
-        let names: Vec<&str> = groups.iter().map(String::as_str).collect();
-        let results = admin
-            .delete_groups(&names, &options())
-            .await
-            .map_err(|e| SandboxError::Broker(e.to_string()))?;
-        let mut busy = Vec::new();
-        for result in results {
-            match result {
-                Ok(_) => {}
-                Err((_, RDKafkaErrorCode::GroupIdNotFound)) => {}
-                Err((group, RDKafkaErrorCode::NonEmptyGroup)) if tokio::time::Instant::now() < deadline => {
-                    busy.push(group);
-                }
-                Err((group, code)) => {
-                    return Err(SandboxError::Broker(format!(
-                        "could not delete group {group}: {code} (a member that never left is kept until the broker expires it)"
-                    )));
-                }
+        groups = delete_groups(&admin, &groups).await?;
+        if groups.is_empty() {
+            break;
+        }
+        let waited = started.elapsed();
+        if !evicted && waited >= GRACE {
+            for group in &groups {
+                evict_members(brokers, group).await?;
             }
+            evicted = true;
+        } else if evicted && waited >= GRACE + AFTER_EVICTION {
+            return Err(SandboxError::Broker(format!(
+                "consumer groups {} still have members after they were asked to leave",
+                groups.join(", ")
+            )));
         }
-        groups = busy;
-        if !groups.is_empty() {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Ok(())
 }
 
-/// How long cleanup waits for a closed consumer's group to become empty.
-const GROUP_LEAVE: Duration = Duration::from_secs(3);
+/// How long cleanup lets closed consumers leave by themselves, and how long it waits after
+/// asking the rest to leave.
+const GRACE: Duration = Duration::from_secs(1);
+const AFTER_EVICTION: Duration = Duration::from_secs(3);
+
+/// Deletes `groups`; returns those that still have members.
+async fn delete_groups(
+    admin: &AdminClient<DefaultClientContext>,
+    groups: &[String],
+) -> Result<Vec<String>, SandboxError> {
+    let names: Vec<&str> = groups.iter().map(String::as_str).collect();
+    let results = admin
+        .delete_groups(&names, &options())
+        .await
+        .map_err(|e| SandboxError::Broker(e.to_string()))?;
+    let mut busy = Vec::new();
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::GroupIdNotFound)) => {}
+            Err((group, RDKafkaErrorCode::NonEmptyGroup)) => busy.push(group),
+            Err((group, code)) => {
+                return Err(SandboxError::Broker(format!("could not delete group {group}: {code}")));
+            }
+        }
+    }
+    Ok(busy)
+}
+
+/// Makes every member of `group` leave it (see [`super::kafka_wire`]).
+async fn evict_members(brokers: &str, group: &str) -> Result<(), SandboxError> {
+    let wanted = group.to_owned();
+    let members = listed(brokers, move |client| {
+        let list = client.fetch_group_list(Some(&wanted), TIMEOUT)?;
+        Ok(list
+            .groups()
+            .iter()
+            .filter(|g| g.name() == wanted)
+            .flat_map(|g| g.members().iter().map(|m| m.id().to_owned()))
+            .collect())
+    })
+    .await?;
+    if members.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(%group, members = members.len(), "removing members that never left, so the group can be deleted");
+    super::kafka_wire::leave_group(brokers, group, &members)
+        .await
+        .map_err(SandboxError::Broker)
+}
 
 /// The broker's consumer groups under run `run_id`'s prefix.
 pub async fn run_groups(brokers: &str, run_id: &str) -> Result<Vec<String>, SandboxError> {

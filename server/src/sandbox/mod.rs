@@ -18,6 +18,7 @@
 //! success, failure, cancel, disconnect and time limit alike.
 
 pub mod broker;
+mod kafka_wire;
 pub mod postgres;
 pub mod redis;
 mod sweep;
