@@ -130,7 +130,7 @@ pub async fn kafka(brokers: &str) -> Dependency {
 }
 
 /// `redis://user:pw@host:6380/0` → `host:6380`; a missing port gets `default_port`.
-fn host_port(url: &str, default_port: u16) -> String {
+pub fn host_port(url: &str, default_port: u16) -> String {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
     let host = rest.split('/').next().unwrap_or(rest);

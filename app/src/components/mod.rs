@@ -5,6 +5,7 @@ pub mod embed_code;
 pub mod error_view;
 pub mod header;
 pub mod ledger_diff;
+pub mod reference;
 pub mod run_panel;
 pub mod status;
 pub mod step_card;

@@ -5,6 +5,7 @@
 use super::chart::{Progress, StrategyChart};
 use super::embed_code::EmbedCode;
 use super::ledger_diff::LedgerDiff;
+use super::reference::ReferenceFigures;
 use super::status::Status;
 use super::timeline::TimelineView;
 use super::transcript::Transcript;
@@ -137,6 +138,11 @@ pub fn RunPanel(
                     }),
                     _ => None,
                 }
+            }))}
+            {move || (!is_load_test).then(|| state.with(|s| {
+                s.ledger(Moment::Reference)
+                    .and_then(|l| l.tables.first().cloned())
+                    .map(|table| view! { <ReferenceFigures table=table /> })
             }))}
             <Transcript text=transcript />
             {move || state.with(|s| (!s.is_active()).then(|| s.run_id.clone()).flatten()).map(|run_id| view! {

@@ -4,6 +4,7 @@
 use crate::api::fetch_json;
 use crate::components::error_view::ErrorView;
 use crate::components::ledger_diff::LedgerDiff;
+use crate::components::reference::ReferenceFigures;
 use crate::components::timeline::TimelineView;
 use crate::components::transcript::Transcript;
 use crate::components::verdict::VerdictBanner;
@@ -39,6 +40,10 @@ pub fn ReplayPage(id: String) -> impl IntoView {
                         }),
                         _ => None,
                     };
+                    let reference = state
+                        .ledger(Moment::Reference)
+                        .and_then(|l| l.tables.first().cloned())
+                        .map(|table| view! { <ReferenceFigures table=table /> });
                     view! {
                         <article class="rl-replay" data-run-id=run.id.clone()>
                             <h1>{format!("Run {} — {} ({})", run.id, run.scenario, run.variant)}</h1>
@@ -49,6 +54,7 @@ pub fn ReplayPage(id: String) -> impl IntoView {
                             <TimelineView timeline=timeline />
                             {state.verdict().cloned().map(|v| view! { <VerdictBanner verdict=v /> })}
                             {ledger}
+                            {reference}
                             <Transcript text=transcript />
                         </article>
                     }

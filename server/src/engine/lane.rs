@@ -61,6 +61,15 @@ impl Lane {
         });
     }
 
+    /// Speaks a transcript line that is this lane's but printed as the program printed it,
+    /// without the `[name] ` prefix (`A: got the lock, fence 33`).
+    pub fn say_exactly(&self, line: impl Into<String>) {
+        self.emit(EventKind::Say {
+            actor: Some(self.name.to_string()),
+            line: line.into(),
+        });
+    }
+
     /// In step mode, waits for the reader's `next` before `step` (quiet lanes never pause).
     pub async fn gate(&self, step: &str) {
         if !self.quiet {

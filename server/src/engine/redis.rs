@@ -229,10 +229,22 @@ impl RedisActor {
             }
             Err(error) => {
                 let (code, message) = error_text(&error);
+                // Redis quotes the arguments of a command it refuses; show the tutorial's keys.
+                let message = message.replace(&self.prefix, "");
                 self.lane.error(ErrorKind::Redis, Some(code.clone()), message.clone());
                 Err(StepError::Redis { code, message })
             }
         }
+    }
+}
+
+/// The integer a reply carries: an integer reply, or a string holding one (`GET` of a counter).
+pub fn reply_int(value: &redis::Value) -> Option<i64> {
+    match value {
+        redis::Value::Int(i) => Some(*i),
+        redis::Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.trim().parse().ok(),
+        redis::Value::SimpleString(s) => s.trim().parse().ok(),
+        _ => None,
     }
 }
 
@@ -303,6 +315,13 @@ mod tests {
         );
         let script = Command::new("EVAL").arg("return 1").arg(1).key("lock:wallet:42");
         assert_eq!(script.text(), "EVAL 'return 1' 1 lock:wallet:42");
+    }
+
+    #[test]
+    fn integers_come_from_integer_and_string_replies() {
+        assert_eq!(reply_int(&redis::Value::Int(34)), Some(34));
+        assert_eq!(reply_int(&redis::Value::BulkString(b"100".to_vec())), Some(100));
+        assert_eq!(reply_int(&redis::Value::Nil), None);
     }
 
     #[test]

@@ -264,6 +264,11 @@ impl Run {
             .ok_or_else(|| RunError::Other(format!("this run has no topic called {logical:?}")))
     }
 
+    /// Where the run's Redis is (`127.0.0.1:6379`), as redis-cli's prompt shows it.
+    pub fn redis_address(&self) -> String {
+        crate::health::host_port(&self.core.reach.services.redis_url, 6379)
+    }
+
     /// The run's consumer-group id for the tutorial's group `logical` (`notifier`): removed with
     /// the sandbox.
     pub fn group(&self, logical: &str) -> String {

@@ -22,10 +22,12 @@ pub struct Output {
     pub tag: String,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Value>>,
+    /// Rows an INSERT, UPDATE or DELETE changed (`UPDATE 0` is 0).
+    pub affected: u64,
 }
 
 impl Output {
-    /// How many rows the statement returned or touched.
+    /// How many rows the statement returned.
     pub fn row_count(&self) -> usize {
         self.rows.len()
     }
@@ -117,6 +119,7 @@ where
         tag: command_tag(sql, affected),
         columns,
         rows,
+        affected,
     })
 }
 

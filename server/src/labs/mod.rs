@@ -7,6 +7,7 @@
 //! child-process actor they run (`racelab actor <kind>`) join [`CHILD_KINDS`].
 
 pub mod isolation;
+pub mod locks;
 
 use crate::engine::child::{ChildKind, SQL_SCRIPT};
 use crate::engine::{BoxFuture, Budget, Run, RunError, Scenario};
@@ -95,7 +96,7 @@ pub struct LabDef {
 }
 
 /// Every lab racelab can run.
-pub static LABS: &[&LabDef] = &[&isolation::LAB];
+pub static LABS: &[&LabDef] = &[&isolation::LAB, &locks::LAB];
 
 /// Every kind of child-process actor (`racelab actor <kind>`): the engine's own and the labs'.
 pub static CHILD_KINDS: &[&ChildKind] = &[&SQL_SCRIPT];

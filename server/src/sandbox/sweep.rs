@@ -46,6 +46,10 @@ pub async fn sweep(services: &Services, max_age: Duration) -> Result<usize, Sand
     .fetch_all(&services.pool)
     .await?;
     let mut removed = 0;
+    // A sandbox with topics waits while the broker is down, rather than making every start wait
+    // out the broker client's timeouts.
+    let broker_up = crate::health::kafka(&services.brokers).await.up;
+    let redis_up = crate::health::redis(&services.redis_url).await.up;
     for row in rows {
         let run_id: String = row.try_get(0)?;
         if !is_run_id(&run_id) {
@@ -61,6 +65,10 @@ pub async fn sweep(services: &Services, max_age: Duration) -> Result<usize, Sand
             topics: topics.into_iter().map(|t| (String::new(), t, 0)).collect(),
             run_id,
         };
+        if (!sandbox.topics.is_empty() && !broker_up) || (sandbox.redis_prefix.is_some() && !redis_up) {
+            tracing::info!(run = %sandbox.run_id, "a service it used is down; this sandbox waits for the next sweep");
+            continue;
+        }
         match sandbox.destroy(services).await {
             Ok(()) => removed += 1,
             Err(error) => tracing::warn!(run = %sandbox.run_id, %error, "could not sweep a sandbox; will try again"),

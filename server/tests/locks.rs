@@ -1,0 +1,312 @@
+//! The locks lab against the real Redis and PostgreSQL: each scenario's transcript (exact where
+//! the tutorial's program prints the same lines every time, its invariants where timing decides
+//! the figures, repeated to catch a race that only sometimes happens), its final ledger against
+//! the scenario's constants, its verdict, and nothing left behind.
+
+mod common;
+
+use common::{Finished, Leftovers, db_slot, engine, lines, play, wait_until_clean};
+use shared::{EventKind, Outcome, Value, VerdictKind};
+
+/// Plays a locks scenario and checks what every run must: it completes, and leaves nothing.
+async fn locks(scenario: &str, variant: &str) -> Finished {
+    let _slot = db_slot().await;
+    let run = play(&engine().await, scenario, variant).await;
+    assert_eq!(
+        run.outcome,
+        Outcome::Completed,
+        "{scenario} {variant}: {:?}",
+        run.outcome
+    );
+    assert_eq!(
+        wait_until_clean(&run.run_id).await,
+        Leftovers::NONE,
+        "{scenario} {variant}: leftovers"
+    );
+    run
+}
+
+/// The `accepted=… balance=… expected=… OK|BROKEN` line, parsed: (accepted, balance, ok).
+fn check_line(line: &str) -> (i64, i64, bool) {
+    let field = |name: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or_else(|| panic!("no {name}= in {line:?}"))
+    };
+    let ok = match line.rsplit(' ').next() {
+        Some("OK") => true,
+        Some("BROKEN") => false,
+        other => panic!("no status in {line:?}: {other:?}"),
+    };
+    assert_eq!(field("expected"), 100 - 10 * field("accepted"), "{line}");
+    (field("accepted"), field("balance"), ok)
+}
+
+/// A Redis key's value in the final ledger, if the key is there.
+fn redis_value(run: &Finished, key: &str) -> Option<Value> {
+    run.rows_after("redis")
+        .into_iter()
+        .find(|row| row.first() == Some(&Value::from(key)))
+        .map(|row| row[1].clone())
+}
+
+/// The `spends` table of the final ledger: accepted, turned away.
+fn spends(run: &Finished) -> (i64, i64) {
+    let rows = run.rows_after("spends");
+    (
+        rows[0][1].as_int().expect("accepted"),
+        rows[1][1].as_int().expect("turned away"),
+    )
+}
+
+#[tokio::test]
+async fn redis_cli_takes_the_lock_once_and_only_its_token_releases_it() {
+    let run = locks("locks/redis-cli", "redis-cli").await;
+    let transcript = run.transcript();
+    let prompt = format!(
+        "{}>",
+        common::config()
+            .redis_url
+            .trim_start_matches("redis://")
+            .trim_end_matches('/')
+    );
+    let release = |token: &str| {
+        format!(
+            r#"{prompt} EVAL 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end' 1 lock:wallet:42 {token}"#
+        )
+    };
+    assert_eq!(
+        transcript[..4],
+        [
+            format!("{prompt} SET lock:wallet:42 token-a NX PX 30000"),
+            "OK".to_owned(),
+            format!("{prompt} SET lock:wallet:42 token-b NX PX 30000"),
+            "(nil)".to_owned(),
+        ]
+    );
+    assert_eq!(transcript[4], format!("{prompt} PTTL lock:wallet:42"));
+    let pttl: i64 = transcript[5]
+        .strip_prefix("(integer) ")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a PTTL reply: {}", transcript[5]));
+    assert!(0 < pttl && pttl <= 30_000, "the lease runs down from 30000: {pttl}");
+    assert_eq!(
+        transcript[6..],
+        [
+            release("token-b"),
+            "(integer) 0".into(),
+            release("token-a"),
+            "(integer) 1".into()
+        ]
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+    assert!(run.rows_after("redis").is_empty(), "A's release deleted the lock");
+}
+
+#[tokio::test]
+async fn a_zero_ttl_is_refused_before_anything_reaches_redis() {
+    let run = locks("locks/zero-ttl", "zero-ttl").await;
+    assert_eq!(
+        run.transcript(),
+        lines(
+            "[guarded] acquire with a TTL of 0: lock TTL must be at least 1ms
+[unguarded] SET without PX: PTTL -1, the lock never expires"
+        )
+    );
+    let guarded_steps = run
+        .events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::Step { actor, .. } if actor == "guarded"))
+        .count();
+    assert_eq!(guarded_steps, 0, "the guard sends no command");
+    assert_eq!(redis_value(&run, "lock:wallet:42"), Some(Value::from("token-a")));
+    let ttl = run.rows_after("redis")[0][2].clone();
+    assert_eq!(ttl, Value::Int(-1), "the unguarded lock never expires");
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+/// `(major, minor)` of the Redis the tests use.
+async fn redis_version() -> (u32, u32) {
+    let client = redis::Client::open(common::config().redis_url.as_str()).expect("a Redis URL");
+    let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    let version = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .expect("a version")
+        .trim()
+        .to_owned();
+    let mut parts = version.split('.').map(|p| p.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+#[tokio::test]
+async fn delex_releases_once_or_shows_the_servers_unknown_command() {
+    let run = locks("locks/delex", "delex").await;
+    let transcript = run.transcript();
+    if redis_version().await >= (8, 4) {
+        assert_eq!(
+            transcript,
+            lines(
+                "first release:  <nil>
+second release: lock not held (expired or taken by someone else)"
+            )
+        );
+        assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+    } else {
+        assert!(
+            transcript[0].starts_with("first release:  ERR unknown command 'DELEX'"),
+            "{}",
+            transcript[0]
+        );
+        assert!(
+            !transcript[0].contains("racelab:"),
+            "the key is shown without the run's prefix"
+        );
+        assert_eq!(
+            transcript[2], "second release: <nil>",
+            "the Lua release works everywhere"
+        );
+        assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+    }
+    assert!(run.rows_after("redis").is_empty());
+}
+
+/// The fencing transcript's lines, the same in both variants but for A's write and the end.
+fn fencing_lines(a_write: &str, fence: i64) -> Vec<String> {
+    lines(&format!(
+        "A: got the lock, fence 33, read balance 100
+A: paused for 250ms (GC pause, slow network, stopped VM)
+B: got the lock, fence 34, read balance 100
+B: wrote balance 90 with fence 34
+A: wakes up and carries on
+{a_write}
+A: release: lock not held (expired or taken by someone else)
+final: balance=90 fence={fence} (two spends of 10 were attempted)"
+    ))
+}
+
+#[tokio::test]
+async fn a_fenced_update_refuses_the_paused_holders_stale_write() {
+    let run = locks("locks/fencing", "fence").await;
+    assert_eq!(run.transcript(), fencing_lines("A: write with fence 33 REJECTED", 34));
+    assert_eq!(run.rows_after("wallets"), vec![row![42, 90, 34]]);
+    assert_eq!(redis_value(&run, "fence:{wallet:42}"), Some(Value::from("34")));
+    assert_eq!(redis_value(&run, "lock:{wallet:42}"), None, "no lock is left");
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+}
+
+#[tokio::test]
+async fn without_the_fence_the_stale_write_lands_and_the_fence_goes_back() {
+    let run = locks("locks/fencing", "no-fence").await;
+    assert_eq!(run.transcript(), fencing_lines("A: wrote balance 90 with fence 33", 33));
+    assert_eq!(run.rows_after("wallets"), vec![row![42, 90, 33]]);
+    assert_eq!(redis_value(&run, "fence:{wallet:42}"), Some(Value::from("34")));
+    let verdict = run.verdict();
+    assert_eq!(verdict.kind, VerdictKind::Reproduced);
+    assert!(verdict.checks.iter().all(|c| !c.holds), "{verdict:?}");
+}
+
+#[tokio::test]
+async fn a_double_tap_records_one_of_two_spends() {
+    let run = locks("locks/double-tap", "no-lock").await;
+    assert_eq!(
+        run.transcript(),
+        lines(
+            "[req01] read 100: 10 is affordable
+[req02] read 100: 10 is affordable
+[req01] wrote 90
+[req02] wrote 90
+accepted=2 balance=90 expected=80 BROKEN"
+        )
+    );
+    assert_eq!(redis_value(&run, "wallet:42:balance"), Some(Value::from("90")));
+    assert_eq!(spends(&run), (2, 0));
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+#[tokio::test]
+async fn fifty_requests_without_a_lock_are_all_accepted_and_the_balance_is_wrong() {
+    // Timing decides the balance; that all fifty are accepted and it is wrong does not.
+    for _ in 0..3 {
+        let run = locks("locks/no-lock", "no-lock").await;
+        let transcript = run.transcript();
+        assert_eq!(transcript.len(), 1, "{transcript:?}");
+        let (accepted, balance, ok) = check_line(&transcript[0]);
+        assert_eq!((accepted, ok), (50, false), "{}", transcript[0]);
+        assert!(0 < balance && balance <= 90, "balance {balance}");
+        assert_eq!(
+            redis_value(&run, "wallet:42:balance"),
+            Some(Value::Text(balance.to_string()))
+        );
+        assert_eq!(spends(&run), (50, 0));
+        assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+    }
+}
+
+#[tokio::test]
+async fn the_hand_rolled_lock_accepts_ten_and_leaves_no_lock() {
+    for _ in 0..3 {
+        let run = locks("locks/hand-lock", "lock").await;
+        assert_eq!(run.transcript(), lines("accepted=10 balance=0 expected=0 OK"));
+        assert_eq!(redis_value(&run, "wallet:42:balance"), Some(Value::from("0")));
+        assert_eq!(redis_value(&run, "lock:wallet:42"), None, "EXISTS lock:wallet:42 is 0");
+        assert_eq!(spends(&run), (10, 40));
+        assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+    }
+}
+
+/// The figures of the `refused stale releases=N elapsed=D` log line (after its timestamp).
+fn stale_and_elapsed(line: &str) -> (i64, String) {
+    let rest = line.get(20..).unwrap_or_else(|| panic!("a log line: {line:?}"));
+    let stale = rest
+        .strip_prefix("refused stale releases=")
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line:?}"));
+    let elapsed = rest.rsplit("elapsed=").next().unwrap_or_default().to_owned();
+    (stale, elapsed)
+}
+
+/// Go's duration text in milliseconds: `740ms` → 740, `1.52s` → 1520.
+fn millis(text: &str) -> u64 {
+    if let Some(ms) = text.strip_suffix("ms") {
+        ms.parse().unwrap_or(0)
+    } else {
+        let seconds: f64 = text.trim_end_matches('s').parse().unwrap_or(0.0);
+        (seconds * 1000.0).round() as u64
+    }
+}
+
+#[tokio::test]
+async fn work_that_outlives_the_lease_loses_debits_without_a_watchdog() {
+    for _ in 0..2 {
+        let run = locks("locks/ttl", "no-watchdog").await;
+        let transcript = run.transcript();
+        let (accepted, balance, ok) = check_line(&transcript[0]);
+        assert_eq!((accepted, ok), (5, false), "{}", transcript[0]);
+        assert!(balance > 50, "overlapping holders lost debits: {balance}");
+        let (stale, elapsed) = stale_and_elapsed(&transcript[1]);
+        assert!(stale >= 1, "a holder whose lease expired found another token: {stale}");
+        assert!(millis(&elapsed) < 1_500, "the leases overlapped: {elapsed}");
+        assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+    }
+}
+
+#[tokio::test]
+async fn a_watchdog_keeps_the_lease_and_the_requests_take_turns() {
+    let run = locks("locks/ttl", "watchdog").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript[0], "accepted=5 balance=50 expected=50 OK");
+    let (stale, elapsed) = stale_and_elapsed(&transcript[1]);
+    assert_eq!(stale, 0);
+    assert!(millis(&elapsed) >= 1_500, "five turns of 300 ms: {elapsed}");
+    assert!(!transcript.iter().any(|l| l.contains("lock lost")), "{transcript:?}");
+    assert_eq!(redis_value(&run, "wallet:42:balance"), Some(Value::from("50")));
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+}
