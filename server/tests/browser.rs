@@ -448,3 +448,53 @@ async fn every_service_is_drawn_as_its_own_kind_of_card() {
     })
     .await;
 }
+
+/// The fencing scenario in both variants: A's stale write refused (or landing), the wallet row's
+/// fence kept at 34 (or taken back to 33), each lane drawing its Redis and SQL steps apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_shows_the_stale_write_refused_or_landing() {
+    run("fencing_shows_the_stale_write_refused_or_landing", async |b| {
+        b.goto("/lab/locks/fencing").await;
+        b.wait_for(".rl-scenario[data-scenario=\"locks/fencing\"]").await;
+        for (variant, fence, verdict) in [("fence", 34, "prevented"), ("no-fence", 33, "reproduced")] {
+            choose_variant(b, variant).await;
+            b.click("button.rl-run").await;
+            let last = format!("final: balance=90 fence={fence} (two spends of 10 were attempted)");
+            b.wait_js(
+                &format!("the {variant} run to end with `{last}`"),
+                r#"const pre = document.querySelector('details.rl-transcript pre');
+                   const v = document.querySelector('.rl-verdict');
+                   return !!pre && !!v && pre.textContent.trim().endsWith(arguments[0]);"#,
+                vec![json!(last)],
+            )
+            .await;
+            assert_eq!(
+                b.attr(".rl-verdict", "data-kind").await.as_deref(),
+                Some(verdict),
+                "{variant}"
+            );
+            let lanes = b.attrs(".rl-timeline .rl-lane-head", "data-lane").await;
+            assert_eq!(lanes, [Some("A".to_owned()), Some("B".to_owned())], "{variant}");
+            for lane in ["A", "B"] {
+                for service in ["redis", "postgres"] {
+                    let cards = b
+                        .count(&format!(".rl-card[data-lane=\"{lane}\"][data-service=\"{service}\"]"))
+                        .await;
+                    assert!(cards >= 1, "{variant}: {lane} has no {service} step");
+                }
+            }
+            let wallet = b
+                .texts("table.rl-ledger-table[data-table=\"wallets\"] tr[data-change=\"changed\"] td")
+                .await;
+            assert!(
+                wallet.iter().any(|cell| cell.contains(&fence.to_string())),
+                "{variant}: the wallet row shows fence {fence}: {wallet:?}"
+            );
+            b.screenshot(variant).await;
+        }
+        b.set_viewport(360, 900).await;
+        b.screenshot("no-fence-360").await;
+        b.reset_viewport().await;
+    })
+    .await;
+}

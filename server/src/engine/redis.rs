@@ -25,6 +25,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 enum Part {
     Key(String),
     Arg(String),
+    /// A Lua script: its source on the wire, its name on the timeline.
+    Script {
+        name: String,
+        source: String,
+    },
 }
 
 /// A Redis command as a scenario writes it: `Command::new("SET").key("lock:wallet:42")
@@ -49,9 +54,19 @@ impl Command {
         self
     }
 
-    /// A plain argument (a value, a flag, a TTL, a script).
+    /// A plain argument (a value, a flag, a TTL).
     pub fn arg(mut self, arg: impl ToString) -> Command {
         self.parts.push(Part::Arg(arg.to_string()));
+        self
+    }
+
+    /// A Lua script (for `EVAL`): sent whole, shown as `<name>` so a lane stays readable; the
+    /// scenario's page says what the script does.
+    pub fn script(mut self, name: &str, source: &str) -> Command {
+        self.parts.push(Part::Script {
+            name: name.to_owned(),
+            source: source.to_owned(),
+        });
         self
     }
 
@@ -60,8 +75,14 @@ impl Command {
     pub fn text(&self) -> String {
         let mut text = self.name.clone();
         for part in &self.parts {
-            let (Part::Key(s) | Part::Arg(s)) = part;
             text.push(' ');
+            let s = match part {
+                Part::Key(s) | Part::Arg(s) => s,
+                Part::Script { name, .. } => {
+                    text.push_str(&format!("<{name}>"));
+                    continue;
+                }
+            };
             if s.contains(char::is_whitespace) || s.is_empty() {
                 text.push_str(&format!("'{}'", s.replace('\'', "\\'")));
             } else {
@@ -77,7 +98,7 @@ impl Command {
         for part in &self.parts {
             match part {
                 Part::Key(key) => cmd.arg(format!("{prefix}{key}")),
-                Part::Arg(arg) => cmd.arg(arg),
+                Part::Arg(arg) | Part::Script { source: arg, .. } => cmd.arg(arg),
             };
         }
         cmd
@@ -315,6 +336,11 @@ mod tests {
         );
         let script = Command::new("EVAL").arg("return 1").arg(1).key("lock:wallet:42");
         assert_eq!(script.text(), "EVAL 'return 1' 1 lock:wallet:42");
+        let named = Command::new("EVAL")
+            .script("release script", "return 1")
+            .arg(1)
+            .key("k");
+        assert_eq!(named.text(), "EVAL <release script> 1 k");
     }
 
     #[test]

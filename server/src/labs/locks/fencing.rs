@@ -38,7 +38,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "locks/fencing",
     title: "Fencing tokens: a paused lock holder wakes up too late",
     hook: "A's lease expired while it was paused; its stale write arrives after B's",
-    about: "Every lease comes with a fencing token from INCR, issued in the same script that takes the lock, so tokens only grow. The UPDATE that writes the wallet requires a token higher than the last one that wrote: A wakes after B has written with 34, and its write with 33 changes nothing. Without that check, A's write lands and one of the two spends is lost.",
+    about: "Every lease comes with a fencing token from INCR, issued in the same script that takes the lock, so tokens only grow. The UPDATE that writes the wallet requires a token higher than the last one that wrote: A wakes after B has written with 34, and its write with 33 changes nothing. Without that check, A's write lands and one of the two spends is lost. The lesson reaches past this demo: a Redis lock can fail open (a failover, a paused or partitioned holder, a clock jump), and no Redlock majority changes that; treat the lock as a performance tool and let the database refuse a write made from a stale read.",
     variants: &[
         (
             "fence",
@@ -55,7 +55,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     workload: false,
     sandbox: super::SANDBOX,
     actors: |_| actors_at(&["A", "B"], "Redis + PostgreSQL (autocommit)"),
-    budget: Some(|_| Budget::postgres(2).and_redis(2)),
+    budget: Some(|_| Budget::postgres(2).and_redis(3)),
     play: |run, variant| Box::pin(play(run, variant == "fence")),
     summarize: None,
 };
@@ -92,13 +92,13 @@ impl Holder {
 async fn play(run: &Run, fenced: bool) -> Result<(), RunError> {
     let a = Holder::open(run, "A").await?;
     let b = Holder::open(run, "B").await?;
-    // The program's reset: the wallet, the counter (so the next token is 33), no lock.
+    // The program's reset, off the timeline: the wallet, the counter (so the next token is 33),
+    // no lock.
     run.setup("UPDATE wallets SET balance = 100, fence = 0 WHERE id = 42")
         .await?;
-    a.redis
-        .run(&Command::new("SET").key(FENCE_KEY).arg(FIRST_FENCE))
-        .await?;
-    a.redis.run(&Command::new("DEL").key(FENCED_LOCK_KEY)).await?;
+    let setup = run.redis_worker("setup").await?;
+    setup.run(&Command::new("SET").key(FENCE_KEY).arg(FIRST_FENCE)).await?;
+    setup.run(&Command::new("DEL").key(FENCED_LOCK_KEY)).await?;
     let before = ledger(run).await?;
 
     let a_lock = acquire_fenced(&a.redis, FENCED_LOCK_KEY, FENCE_KEY, TTL, Duration::from_secs(5)).await?;

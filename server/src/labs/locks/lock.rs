@@ -110,7 +110,7 @@ pub async fn acquire_fenced(
     let token = token();
     let give_up = Instant::now() + deadline;
     let script = Command::new("EVAL")
-        .arg(ACQUIRE_FENCED)
+        .script("acquire-fenced script", ACQUIRE_FENCED)
         .arg(2)
         .key(key)
         .key(fence_key)
@@ -140,7 +140,11 @@ async fn wait_or_give_up(key: &str, give_up: Instant) -> Result<(), LockError> {
 
 /// Gives the lease back, only if it is still this caller's.
 pub async fn release(who: &RedisActor, lock: &Lock) -> Result<(), LockError> {
-    let script = Command::new("EVAL").arg(RELEASE).arg(1).key(&lock.key).arg(&lock.token);
+    let script = Command::new("EVAL")
+        .script("release script", RELEASE)
+        .arg(1)
+        .key(&lock.key)
+        .arg(&lock.token);
     match reply_int(&who.run(&script).await?) {
         Some(1) => Ok(()),
         _ => Err(LockError::NotHeld),
@@ -152,7 +156,7 @@ pub async fn release(who: &RedisActor, lock: &Lock) -> Result<(), LockError> {
 pub async fn refresh(who: &RedisActor, lock: &Lock, ttl: Duration, within: Duration) -> Result<(), LockError> {
     let ms = ttl_ms(ttl)?;
     let script = Command::new("EVAL")
-        .arg(REFRESH)
+        .script("refresh script", REFRESH)
         .arg(1)
         .key(&lock.key)
         .arg(&lock.token)
