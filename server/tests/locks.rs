@@ -169,7 +169,7 @@ second release: lock not held (expired or taken by someone else)"
             "the key is shown without the run's prefix"
         );
         assert_eq!(
-            transcript[2], "second release: <nil>",
+            transcript[1], "second release: <nil>",
             "the Lua release works everywhere"
         );
         assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
@@ -309,4 +309,50 @@ async fn a_watchdog_keeps_the_lease_and_the_requests_take_turns() {
     assert!(!transcript.iter().any(|l| l.contains("lock lost")), "{transcript:?}");
     assert_eq!(redis_value(&run, "wallet:42:balance"), Some(Value::from("50")));
     assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+}
+
+/// The `writes rejected by the database=N` log line's count (after its timestamp).
+fn rejected(line: &str) -> i64 {
+    line.get(20..)
+        .and_then(|rest| rest.strip_prefix("writes rejected by the database="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a rejected-writes line: {line:?}"))
+}
+
+#[tokio::test]
+async fn a_healthy_lease_keeps_fifty_fenced_spends_in_line() {
+    for variant in ["ttl-2s", "ttl-2s-version-check"] {
+        let run = locks("locks/load-test", variant).await;
+        let transcript = run.transcript();
+        assert_eq!(transcript[0], "accepted=10 balance=0 expected=0 OK", "{variant}");
+        assert_eq!(rejected(&transcript[1]), 0, "{variant}");
+        assert_eq!(run.rows_after("wallets"), vec![row![42, 0]]);
+        assert_eq!(run.verdict().kind, VerdictKind::Prevented, "{variant}");
+    }
+}
+
+#[tokio::test]
+async fn a_one_ms_lease_with_fencing_alone_lets_stale_reads_through() {
+    // Timing decides the counts; the wrong balance and the never-negative one do not.
+    for _ in 0..2 {
+        let run = locks("locks/load-test", "ttl-1ms").await;
+        let transcript = run.transcript();
+        let (accepted, balance, ok) = check_line(&transcript[0]);
+        assert!(accepted > 10 && !ok, "{}", transcript[0]);
+        assert_eq!(balance, 0, "the balance never goes below 0");
+        assert!(rejected(&transcript[1]) >= 0);
+        assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+    }
+}
+
+#[tokio::test]
+async fn checking_the_version_read_turns_the_overlap_into_rejected_writes() {
+    for _ in 0..2 {
+        let run = locks("locks/load-test", "ttl-1ms-version-check").await;
+        let transcript = run.transcript();
+        assert_eq!(transcript[0], "accepted=10 balance=0 expected=0 OK");
+        assert!(rejected(&transcript[1]) >= 1, "the overlap shows as refused writes: {}", transcript[1]);
+        assert_eq!(run.rows_after("wallets"), vec![row![42, 0]]);
+        assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+    }
 }

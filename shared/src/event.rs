@@ -198,6 +198,10 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         code: Option<i32>,
     },
+    /// A remark on an actor's lane that is not a transcript line: what racelab shows of a step
+    /// the tutorial's program did silently (a pooled query's result, say). The CLI prints the
+    /// transcript only, so its output stays the program's.
+    Note { actor: String, text: String },
     /// One transcript line, exactly as the CLI prints it (`line` includes the `[actor] ` prefix).
     Say {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -235,6 +239,7 @@ impl EventKind {
             | EventKind::Error { actor, .. }
             | EventKind::Commit { actor }
             | EventKind::Rollback { actor }
+            | EventKind::Note { actor, .. }
             | EventKind::ProcessStarted { actor, .. }
             | EventKind::ProcessExited { actor, .. }
             | EventKind::Crash { actor, .. } => Some(actor),

@@ -237,6 +237,7 @@ impl Timeline {
                 EventKind::Say { line, .. } => Card::Note {
                     line: strip_actor(line, actor).to_owned(),
                 },
+                EventKind::Note { text, .. } => Card::Note { line: text.clone() },
                 _ => continue,
             };
             let is_statement = matches!(card, Card::Statement { error: None, .. } | Card::Released { .. });

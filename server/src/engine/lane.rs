@@ -70,6 +70,14 @@ impl Lane {
         });
     }
 
+    /// A remark on this lane's timeline that is not a transcript line (see [`EventKind::Note`]).
+    pub fn note(&self, text: impl Into<String>) {
+        self.emit(EventKind::Note {
+            actor: self.name.to_string(),
+            text: text.into(),
+        });
+    }
+
     /// In step mode, waits for the reader's `next` before `step` (quiet lanes never pause).
     pub async fn gate(&self, step: &str) {
         if !self.quiet {

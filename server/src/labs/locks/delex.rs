@@ -57,7 +57,7 @@ async fn play(run: &Run) -> Result<(), RunError> {
     let second = if unknown {
         holder
             .lane()
-            .say("this Redis has no DELEX (it came in 8.4): releasing with the Lua script instead");
+            .note("this Redis has no DELEX (it came in 8.4): releasing with the Lua script instead");
         release(&holder, &lock).await
     } else {
         release_delex(&holder, &lock.token).await?

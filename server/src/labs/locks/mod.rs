@@ -12,6 +12,8 @@
 //! - [`ttl`]: work that outlives the lease, with and without a watchdog.
 //! - [`fencing`]: a paused holder wakes after its lease passed on; PostgreSQL refuses its stale
 //!   write only when the UPDATE checks the fencing token.
+//! - [`load_test`]: fifty fenced spends behind a lease broken on purpose (1 ms), with and
+//!   without the UPDATE also checking the version it read.
 //!
 //! The helpers below are the lab's vocabulary: the tutorial's keys and amounts, the spend (read,
 //! decide, work, write), the callers released at once, the check line every program prints, the
@@ -21,6 +23,7 @@ pub mod delex;
 pub mod double_tap;
 pub mod fencing;
 pub mod hand_lock;
+pub mod load_test;
 pub mod lock;
 pub mod no_lock;
 pub mod redis_cli;
@@ -48,6 +51,7 @@ pub static LAB: LabDef = LabDef {
         &delex::SCENARIO,
         &ttl::SCENARIO,
         &fencing::SCENARIO,
+        &load_test::SCENARIO,
     ],
 };
 
