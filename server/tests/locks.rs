@@ -351,8 +351,101 @@ async fn checking_the_version_read_turns_the_overlap_into_rejected_writes() {
         let run = locks("locks/load-test", "ttl-1ms-version-check").await;
         let transcript = run.transcript();
         assert_eq!(transcript[0], "accepted=10 balance=0 expected=0 OK");
-        assert!(rejected(&transcript[1]) >= 1, "the overlap shows as refused writes: {}", transcript[1]);
+        assert!(
+            rejected(&transcript[1]) >= 1,
+            "the overlap shows as refused writes: {}",
+            transcript[1]
+        );
         assert_eq!(run.rows_after("wallets"), vec![row![42, 0]]);
         assert_eq!(run.verdict().kind, VerdictKind::Prevented);
     }
+}
+
+/// The figures of the `gave up=N (err == ErrNotObtained matched M) elapsed=D` line.
+fn gave_up_matched_elapsed(line: &str) -> (i64, i64, u64) {
+    let rest = line.get(20..).unwrap_or_else(|| panic!("a log line: {line:?}"));
+    let number_after = |tag: &str| -> i64 {
+        rest.split(tag)
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {tag} in {line:?}"))
+    };
+    let elapsed = rest.rsplit("elapsed=").next().unwrap_or_default();
+    (number_after("gave up="), number_after("matched "), millis(elapsed))
+}
+
+#[tokio::test]
+async fn retries_in_lockstep_may_give_up_jitter_never_does_and_the_balance_is_right_either_way() {
+    let run = locks("locks/retry", "no-jitter").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript[0], "accepted=10 balance=0 expected=0 OK");
+    let (gave_up, matched, elapsed) = gave_up_matched_elapsed(&transcript[1]);
+    assert!((0..=40).contains(&gave_up), "{}", transcript[1]);
+    assert_eq!(matched, 0, "the joined error is never == ErrNotObtained");
+    assert!(
+        elapsed <= 5_500,
+        "nobody waits past the 5 s deadline: {}",
+        transcript[1]
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+
+    let run = locks("locks/retry", "jitter").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript[0], "accepted=10 balance=0 expected=0 OK");
+    let (gave_up, matched, elapsed) = gave_up_matched_elapsed(&transcript[1]);
+    assert_eq!((gave_up, matched), (0, 0), "{}", transcript[1]);
+    assert!(elapsed < 5_000, "{}", transcript[1]);
+}
+
+#[tokio::test]
+async fn a_stalled_redis_holds_a_default_client_past_its_deadline() {
+    let run = locks("locks/client-timeout", "context-timeouts").await;
+    assert_eq!(
+        run.transcript(),
+        lines("deadline honoured: a GET with a 100ms deadline failed after 100ms")
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+    let run = locks("locks/client-timeout", "default").await;
+    let line = &run.transcript()[0];
+    let after = line.rsplit("after ").next().unwrap_or_default();
+    assert!(
+        line.starts_with("default client: a GET with a 100ms deadline failed after") && millis(after) >= 4_900,
+        "{line}"
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+    // The private server is gone with its run; the shared one (the tests' REDIS_URL) stays.
+    let shared = common::config().redis_url.rsplit(':').next().unwrap_or("6379").to_owned();
+    let private: Vec<String> = std::process::Command::new("pgrep")
+        .args(["-af", "redis-server"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_owned).collect())
+        .unwrap_or_default();
+    let private: Vec<&String> = private.iter().filter(|l| !l.contains(&format!(":{shared}"))).collect();
+    assert!(private.is_empty(), "a private redis-server outlived its run: {private:?}");
+}
+
+#[tokio::test]
+async fn a_reader_who_leaves_mid_run_leaves_no_key_behind() {
+    let _slot = db_slot().await;
+    let engine = engine().await;
+    let ttl = racelab::labs::find("locks/ttl").expect("scenario");
+    let mut handle = engine.start(ttl, "watchdog", shared::Mode::Auto).await.expect("start");
+    let run_id = loop {
+        match handle.updates.recv().await.expect("updates") {
+            shared::ServerMsg::Event { event } if matches!(event.kind, EventKind::Step { .. }) => {}
+            shared::ServerMsg::Started { run_id } => break run_id,
+            _ => {}
+        }
+    };
+    // The first Redis command is on its way: the reader closes the tab.
+    loop {
+        if let shared::ServerMsg::Event { event } = handle.updates.recv().await.expect("updates")
+            && matches!(event.kind, EventKind::Step { .. })
+        {
+            break;
+        }
+    }
+    drop(handle);
+    assert_eq!(wait_until_clean(&run_id).await, Leftovers::NONE);
 }

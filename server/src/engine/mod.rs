@@ -103,7 +103,7 @@ pub use http::{Call, HttpClient, HttpServer, Reply};
 pub use lane::Lane;
 pub use postgres::{Level, Pending, PgActor, Settled};
 pub use process::{ChildActor, End, News};
-pub use redis::{Command, RedisActor, reply_int};
+pub use redis::{Command, PrivateRedis, RedisActor, reply_int};
 pub use retry::{Retried, RetryPolicy, retry};
 pub use run::{Limits, Run, TableQuery};
 pub use signal::Signal;

@@ -105,6 +105,14 @@ impl Command {
     }
 }
 
+/// A `redis-server` the run started for itself; killed when dropped.
+pub struct PrivateRedis {
+    pub client: redis::Client,
+    /// `127.0.0.1:<port>`.
+    pub address: String,
+    _child: tokio::process::Child,
+}
+
 /// The handle a scenario holds for one Redis actor.
 pub struct RedisActor {
     lane: Lane,
@@ -124,17 +132,31 @@ impl Run {
     }
 
     async fn open_redis(&self, name: &str, quiet: bool) -> Result<RedisActor, RunError> {
-        let core = self.core();
-        let prefix = core
+        let client = self.core().reach.services.redis.clone();
+        self.redis_on(name, &client, None, quiet).await
+    }
+
+    /// A Redis actor on `client`'s server (a private one, see [`Run::private_redis`]), whose
+    /// every reply is waited for at most `response_timeout` (a client's own read timeout), if
+    /// given.
+    pub async fn redis_on(
+        &self,
+        name: &str,
+        client: &redis::Client,
+        response_timeout: Option<Duration>,
+        quiet: bool,
+    ) -> Result<RedisActor, RunError> {
+        let prefix = self
+            .core()
             .sandbox
             .redis_prefix
             .clone()
             .ok_or_else(|| RunError::Other("this scenario's sandbox has no Redis namespace".into()))?;
-        let config = redis::AsyncConnectionConfig::new().set_connection_timeout(CONNECT_TIMEOUT);
-        let conn = core
-            .reach
-            .services
-            .redis
+        let mut config = redis::AsyncConnectionConfig::new().set_connection_timeout(CONNECT_TIMEOUT);
+        if let Some(timeout) = response_timeout {
+            config = config.set_response_timeout(timeout);
+        }
+        let conn = client
             .get_multiplexed_async_connection_with_config(&config)
             .await
             .map_err(|e| RunError::Other(format!("cannot reach Redis for {name}: {e}")))?;
@@ -143,6 +165,50 @@ impl Run {
             conn,
             prefix,
         })
+    }
+
+    /// Starts a `redis-server` of the run's own on a free loopback port, for a scenario that
+    /// must stall Redis itself (`CLIENT PAUSE`) without stalling the server every other reader
+    /// uses. It keeps nothing on disk and dies with the handle (and so with the run).
+    pub async fn private_redis(&self) -> Result<PrivateRedis, RunError> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| RunError::Other(format!("no free port for a private Redis: {e}")))?;
+        let child = tokio::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| RunError::Other(format!("cannot start redis-server (is it installed?): {e}")))?;
+        let url = format!("redis://127.0.0.1:{port}");
+        let client = redis::Client::open(url.as_str()).map_err(|e| RunError::Other(e.to_string()))?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            if crate::health::redis(&url).await.up {
+                return Ok(PrivateRedis {
+                    client,
+                    address: format!("127.0.0.1:{port}"),
+                    _child: child,
+                });
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(RunError::Other(format!(
+                    "the private redis-server on port {port} never answered"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// A ledger table of Redis keys (`key`, `value`, `ttl_ms`), read with racelab's own
@@ -239,6 +305,14 @@ impl RedisActor {
             Ok(value) => {
                 self.lane.result(reply_text(&value, &self.prefix), None, None);
                 Ok(value)
+            }
+            Err(error) if error.is_timeout() => {
+                // The connection's own read timeout, not the caller's deadline.
+                self.lane.error(ErrorKind::Timeout, None, format!("no reply: {error}"));
+                Err(StepError::Timeout {
+                    actor: self.name().to_owned(),
+                    after_ms: 0,
+                })
             }
             Err(error) if error.kind() == redis::ErrorKind::IoError || error.is_connection_dropped() => {
                 let message = error.to_string();

@@ -10,6 +10,10 @@
 //! - [`zero_ttl`]: a zero TTL would make a lock that never expires; the lock refuses it.
 //! - [`delex`]: Redis 8.4's `DELEX key IFEQ token` release, and what older servers answer.
 //! - [`ttl`]: work that outlives the lease, with and without a watchdog.
+//! - [`client_timeout`]: a stalled Redis (a private server) and a 100 ms deadline, honoured or
+//!   not.
+//! - [`retry`]: fifty callers backing off in lockstep or with jitter, through the Go library's
+//!   behaviour ([`redislock`]), including the joined error that `==` misses.
 //! - [`fencing`]: a paused holder wakes after its lease passed on; PostgreSQL refuses its stale
 //!   write only when the UPDATE checks the fencing token.
 //! - [`load_test`]: fifty fenced spends behind a lease broken on purpose (1 ms), with and
@@ -19,6 +23,7 @@
 //! decide, work, write), the callers released at once, the check line every program prints, the
 //! verdict and the ledger.
 
+pub mod client_timeout;
 pub mod delex;
 pub mod double_tap;
 pub mod fencing;
@@ -27,6 +32,8 @@ pub mod load_test;
 pub mod lock;
 pub mod no_lock;
 pub mod redis_cli;
+pub mod redislock;
+pub mod retry;
 pub mod ttl;
 pub mod zero_ttl;
 
@@ -50,6 +57,8 @@ pub static LAB: LabDef = LabDef {
         &zero_ttl::SCENARIO,
         &delex::SCENARIO,
         &ttl::SCENARIO,
+        &client_timeout::SCENARIO,
+        &retry::SCENARIO,
         &fencing::SCENARIO,
         &load_test::SCENARIO,
     ],
