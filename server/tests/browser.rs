@@ -483,6 +483,22 @@ async fn fencing_shows_the_stale_write_refused_or_landing() {
                     assert!(cards >= 1, "{variant}: {lane} has no {service} step");
                 }
             }
+            // A's 100 ms lease runs out during its 250 ms pause: marked in A's lane, not B's.
+            let labels = b.texts(".rl-cell[data-lane=\"A\"] .rl-lease-label").await;
+            assert!(
+                labels
+                    .iter()
+                    .any(|l| l.starts_with("holds lock:{wallet:42}") && l.ends_with("fence 33")),
+                "{variant}: A's lease is labelled: {labels:?}"
+            );
+            assert!(
+                b.count(".rl-cell[data-lane=\"A\"] .rl-lease-expired").await >= 1,
+                "{variant}: A's lease is seen to expire"
+            );
+            assert!(
+                b.count(".rl-cell--lease[data-lane=\"B\"]").await >= 1,
+                "{variant}: B's band"
+            );
             let wallet = b
                 .texts("table.rl-ledger-table[data-table=\"wallets\"] tr[data-change=\"changed\"] td")
                 .await;

@@ -415,14 +415,22 @@ async fn a_stalled_redis_holds_a_default_client_past_its_deadline() {
     );
     assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
     // The private server is gone with its run; the shared one (the tests' REDIS_URL) stays.
-    let shared = common::config().redis_url.rsplit(':').next().unwrap_or("6379").to_owned();
+    let shared = common::config()
+        .redis_url
+        .rsplit(':')
+        .next()
+        .unwrap_or("6379")
+        .to_owned();
     let private: Vec<String> = std::process::Command::new("pgrep")
         .args(["-af", "redis-server"])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_owned).collect())
         .unwrap_or_default();
     let private: Vec<&String> = private.iter().filter(|l| !l.contains(&format!(":{shared}"))).collect();
-    assert!(private.is_empty(), "a private redis-server outlived its run: {private:?}");
+    assert!(
+        private.is_empty(),
+        "a private redis-server outlived its run: {private:?}"
+    );
 }
 
 #[tokio::test]

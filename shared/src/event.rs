@@ -84,6 +84,21 @@ impl ErrorKind {
     }
 }
 
+/// What happened to a lease (a Redis lock) an actor holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaseChange {
+    /// The actor took it, for `ttl_ms`.
+    Acquired,
+    /// Its TTL was reset to `ttl_ms` from now (a watchdog's refresh).
+    Refreshed,
+    /// The actor gave it back.
+    Released,
+    /// A release or refresh found the key gone or holding another token: the lease had expired
+    /// while the actor believed it held it.
+    Lost,
+}
+
 /// The structured side of a step or result that is not SQL: an HTTP request or response, or a
 /// broker message. Readers draw these fields; they never parse the step's `text`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -198,6 +213,18 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         code: Option<i32>,
     },
+    /// A lease (a Redis lock) changed hands: the timeline marks who holds `key` and when its TTL
+    /// runs out, so a lease expiring under its holder is seen, not inferred.
+    Lease {
+        actor: String,
+        key: String,
+        change: LeaseChange,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ttl_ms: Option<u64>,
+        /// The fencing token that came with it, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fence: Option<i64>,
+    },
     /// A remark on an actor's lane that is not a transcript line: what racelab shows of a step
     /// the tutorial's program did silently (a pooled query's result, say). The CLI prints the
     /// transcript only, so its output stays the program's.
@@ -240,6 +267,7 @@ impl EventKind {
             | EventKind::Commit { actor }
             | EventKind::Rollback { actor }
             | EventKind::Note { actor, .. }
+            | EventKind::Lease { actor, .. }
             | EventKind::ProcessStarted { actor, .. }
             | EventKind::ProcessExited { actor, .. }
             | EventKind::Crash { actor, .. } => Some(actor),

@@ -5,7 +5,7 @@
 //! saying who holds the lock, and the lane stays marked as waiting on every row until the actor
 //! is released.
 
-use crate::event::{ActorInfo, Detail, ErrorKind, Rows};
+use crate::event::{ActorInfo, Detail, ErrorKind, LeaseChange, Rows};
 use crate::{Event, EventKind, Service, Value};
 use serde::{Deserialize, Serialize};
 
@@ -88,6 +88,34 @@ pub struct Row {
     /// Lanes whose actor is blocked at this row (drawn as a bar through the row, below the card
     /// when the card is the blocked actor's own: its waiting card, a note while it waits).
     pub waiting: Vec<usize>,
+    /// Leases held at this row, each drawn as a band through its holder's lane.
+    #[serde(default)]
+    pub leases: Vec<LeaseMark>,
+    /// Leases whose TTL ran out since the row before, marked in their holder's lane: the holder
+    /// may not know yet.
+    #[serde(default)]
+    pub expired: Vec<LeaseMark>,
+}
+
+/// A lease as a row shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LeaseMark {
+    pub lane: usize,
+    pub key: String,
+    /// How much of its TTL is left at this row (at the moment of expiry, for an expired one: 0).
+    pub left_ms: u64,
+    /// The first row of this holding (where the band is labelled).
+    pub fresh: bool,
+    pub fence: Option<i64>,
+}
+
+/// A lease the fold is tracking.
+struct Held {
+    lane: usize,
+    key: String,
+    expires_ms: u64,
+    fence: Option<i64>,
+    shown: bool,
 }
 
 /// The whole picture.
@@ -103,6 +131,8 @@ impl Timeline {
     pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Timeline {
         let mut timeline = Timeline::default();
         let mut blocked: Vec<usize> = Vec::new();
+        let mut held: Vec<Held> = Vec::new();
+        let mut expired: Vec<LeaseMark> = Vec::new();
         // Per lane: the row of its statement still waiting for a result.
         let mut open: Vec<Option<usize>> = Vec::new();
         for event in events {
@@ -112,6 +142,21 @@ impl Timeline {
                 }
                 continue;
             }
+            // A lease whose TTL has run out by now expired, whatever its holder believes.
+            held.retain(|h| {
+                if h.expires_ms <= event.at_ms {
+                    expired.push(LeaseMark {
+                        lane: h.lane,
+                        key: h.key.clone(),
+                        left_ms: 0,
+                        fresh: false,
+                        fence: h.fence,
+                    });
+                    false
+                } else {
+                    true
+                }
+            });
             let Some(actor) = event.kind.actor() else { continue };
             let lane = timeline.lane_of(actor, "", &mut open);
             let card = match &event.kind {
@@ -238,16 +283,61 @@ impl Timeline {
                     line: strip_actor(line, actor).to_owned(),
                 },
                 EventKind::Note { text, .. } => Card::Note { line: text.clone() },
+                EventKind::Lease {
+                    key,
+                    change,
+                    ttl_ms,
+                    fence,
+                    ..
+                } => {
+                    match change {
+                        LeaseChange::Acquired => {
+                            held.retain(|h| &h.key != key);
+                            held.push(Held {
+                                lane,
+                                key: key.clone(),
+                                expires_ms: event.at_ms + ttl_ms.unwrap_or(u64::MAX / 2),
+                                fence: *fence,
+                                shown: false,
+                            });
+                        }
+                        LeaseChange::Refreshed => {
+                            if let Some(h) = held.iter_mut().find(|h| &h.key == key && h.lane == lane) {
+                                h.expires_ms = event.at_ms + ttl_ms.unwrap_or(0);
+                            }
+                        }
+                        LeaseChange::Released | LeaseChange::Lost => {
+                            held.retain(|h| !(&h.key == key && h.lane == lane))
+                        }
+                    }
+                    continue;
+                }
                 _ => continue,
             };
             let is_statement = matches!(card, Card::Statement { error: None, .. } | Card::Released { .. });
             let waiting = blocked.clone();
+            let leases = held
+                .iter_mut()
+                .map(|h| {
+                    let fresh = !h.shown;
+                    h.shown = true;
+                    LeaseMark {
+                        lane: h.lane,
+                        key: h.key.clone(),
+                        left_ms: h.expires_ms.saturating_sub(event.at_ms),
+                        fresh,
+                        fence: h.fence,
+                    }
+                })
+                .collect();
             timeline.rows.push(Row {
                 seq: event.seq,
                 at_ms: event.at_ms,
                 lane,
                 card,
                 waiting,
+                leases,
+                expired: std::mem::take(&mut expired),
             });
             if is_statement {
                 open[lane] = Some(timeline.rows.len() - 1);
@@ -509,5 +599,62 @@ mod tests {
         );
         assert_eq!(cards[3], &Card::Process { pid: 11, restart: true });
         assert_eq!(t.rows.len(), 5);
+    }
+
+    fn lease(actor: &str, change: LeaseChange, ttl_ms: Option<u64>) -> EventKind {
+        EventKind::Lease {
+            actor: actor.into(),
+            key: "lock:wallet:42".into(),
+            change,
+            ttl_ms,
+            fence: None,
+        }
+    }
+
+    fn at(seq: u64, at_ms: u64, kind: EventKind) -> Event {
+        Event { seq, at_ms, kind }
+    }
+
+    #[test]
+    fn a_lease_bands_its_holders_lane_until_its_ttl_runs_out() {
+        let events = vec![
+            at(1, 0, lease("a", LeaseChange::Acquired, Some(100))),
+            at(2, 10, step("a", "GET wallet:42:balance")),
+            at(3, 50, step("a", "SET wallet:42:balance 90")),
+            at(4, 120, step("b", "SET lock:wallet:42 t NX PX 100")),
+            at(5, 130, lease("b", LeaseChange::Acquired, Some(100))),
+            at(6, 140, step("b", "GET wallet:42:balance")),
+            at(7, 150, lease("b", LeaseChange::Released, None)),
+            at(8, 160, step("a", "EVAL <release script>")),
+        ];
+        let t = Timeline::from_events(&events);
+        let marks: Vec<Vec<(usize, u64, bool)>> = t
+            .rows
+            .iter()
+            .map(|r| r.leases.iter().map(|l| (l.lane, l.left_ms, l.fresh)).collect())
+            .collect();
+        assert_eq!(marks[0], vec![(0, 90, true)], "a holds it, 90 ms left");
+        assert_eq!(marks[1], vec![(0, 50, false)]);
+        assert_eq!(
+            marks[2],
+            Vec::<(usize, u64, bool)>::new(),
+            "a's lease ran out at 100 ms"
+        );
+        assert_eq!(t.rows[2].expired.iter().map(|e| e.lane).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(marks[3], vec![(1, 90, true)], "now b holds it");
+        assert!(t.rows[4].leases.is_empty(), "b released it");
+        assert!(t.rows[4].expired.is_empty(), "a release is not an expiry");
+    }
+
+    #[test]
+    fn a_refresh_keeps_the_lease_alive() {
+        let events = vec![
+            at(1, 0, lease("a", LeaseChange::Acquired, Some(100))),
+            at(2, 90, lease("a", LeaseChange::Refreshed, Some(100))),
+            at(3, 150, step("a", "GET wallet:42:balance")),
+        ];
+        let t = Timeline::from_events(&events);
+        assert_eq!(t.rows[0].leases[0].left_ms, 40);
+        assert!(t.rows[0].expired.is_empty());
     }
 }

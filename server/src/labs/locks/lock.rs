@@ -6,6 +6,7 @@
 
 use crate::engine::{Command, RedisActor, RunError, StepError, reply_int};
 use rand::Rng;
+use shared::{EventKind, LeaseChange};
 use std::time::Duration;
 use thiserror::Error;
 use tokio::time::Instant;
@@ -80,6 +81,18 @@ fn ttl_ms(ttl: Duration) -> Result<u128, LockError> {
     Ok(ttl.as_millis())
 }
 
+/// Marks on the caller's lane what happened to its lease, so the timeline can draw who holds
+/// the lock and when its TTL runs out.
+pub fn mark(who: &RedisActor, lock: &Lock, change: LeaseChange, ttl: Option<Duration>) {
+    who.lane().emit(EventKind::Lease {
+        actor: who.name().to_owned(),
+        key: lock.key.clone(),
+        change,
+        ttl_ms: ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        fence: (lock.fence != 0).then_some(lock.fence),
+    });
+}
+
 /// Takes the lease on `key` for `ttl`, retrying while it is busy until `deadline`.
 pub async fn acquire(who: &RedisActor, key: &str, ttl: Duration, deadline: Duration) -> Result<Lock, LockError> {
     let ms = ttl_ms(ttl)?;
@@ -88,11 +101,13 @@ pub async fn acquire(who: &RedisActor, key: &str, ttl: Duration, deadline: Durat
     let set = Command::new("SET").key(key).arg(&token).arg("NX").arg("PX").arg(ms);
     loop {
         if who.run(&set).await? == redis::Value::Okay {
-            return Ok(Lock {
+            let lock = Lock {
                 key: key.to_owned(),
                 token,
                 fence: 0,
-            });
+            };
+            mark(who, &lock, LeaseChange::Acquired, Some(ttl));
+            return Ok(lock);
         }
         wait_or_give_up(key, give_up).await?;
     }
@@ -118,11 +133,13 @@ pub async fn acquire_fenced(
         .arg(ms);
     loop {
         if let Some(fence) = reply_int(&who.run(&script).await?) {
-            return Ok(Lock {
+            let lock = Lock {
                 key: key.to_owned(),
                 token,
                 fence,
-            });
+            };
+            mark(who, &lock, LeaseChange::Acquired, Some(ttl));
+            return Ok(lock);
         }
         wait_or_give_up(key, give_up).await?;
     }
@@ -146,8 +163,14 @@ pub async fn release(who: &RedisActor, lock: &Lock) -> Result<(), LockError> {
         .key(&lock.key)
         .arg(&lock.token);
     match reply_int(&who.run(&script).await?) {
-        Some(1) => Ok(()),
-        _ => Err(LockError::NotHeld),
+        Some(1) => {
+            mark(who, lock, LeaseChange::Released, None);
+            Ok(())
+        }
+        _ => {
+            mark(who, lock, LeaseChange::Lost, None);
+            Err(LockError::NotHeld)
+        }
     }
 }
 
@@ -162,8 +185,14 @@ pub async fn refresh(who: &RedisActor, lock: &Lock, ttl: Duration, within: Durat
         .arg(&lock.token)
         .arg(ms);
     match reply_int(&who.run_within(&script, within).await?) {
-        Some(1) => Ok(()),
-        _ => Err(LockError::NotHeld),
+        Some(1) => {
+            mark(who, lock, LeaseChange::Refreshed, Some(ttl));
+            Ok(())
+        }
+        _ => {
+            mark(who, lock, LeaseChange::Lost, None);
+            Err(LockError::NotHeld)
+        }
     }
 }
 

@@ -8,9 +8,10 @@
 //!   ctx.Err())`), so a caller that compares with `==` misses it, and one that asks `errors.Is`
 //!   does not.
 
-use super::lock::{Lock, RELEASE};
+use super::lock::{Lock, RELEASE, mark};
 use crate::engine::{Command, RedisActor, StepError, reply_int};
 use rand::Rng;
+use shared::LeaseChange;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -125,11 +126,13 @@ pub async fn obtain(
     loop {
         let reply = who.run(&set).await.map_err(ObtainError::Redis)?;
         if reply == redis::Value::Okay {
-            return Ok(Lock {
+            let lock = Lock {
                 key: key.to_owned(),
                 token,
                 fence: 0,
-            });
+            };
+            mark(who, &lock, LeaseChange::Acquired, Some(ttl));
+            return Ok(lock);
         }
         let backoff = retry.next_backoff();
         if backoff.is_zero() {
@@ -151,7 +154,14 @@ pub async fn release(who: &RedisActor, lock: &Lock) -> Result<bool, StepError> {
         .arg(1)
         .key(&lock.key)
         .arg(&lock.token);
-    Ok(reply_int(&who.run(&script).await?) == Some(1))
+    let released = reply_int(&who.run(&script).await?) == Some(1);
+    let change = if released {
+        LeaseChange::Released
+    } else {
+        LeaseChange::Lost
+    };
+    mark(who, lock, change, None);
+    Ok(released)
 }
 
 #[cfg(test)]
