@@ -112,25 +112,6 @@ static REDIS_LOCK: ScenarioDef = test_scenario!(
     }
 );
 
-/// `(major, minor)` of the Redis server the tests use.
-async fn redis_version() -> (u32, u32) {
-    let client = redis::Client::open(common::config().redis_url.as_str()).expect("a Redis URL");
-    let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query_async(&mut conn)
-        .await
-        .expect("INFO");
-    let version = info
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .expect("a version line")
-        .trim()
-        .to_owned();
-    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
-}
-
 #[tokio::test]
 async fn a_redis_actor_races_for_a_lock_under_the_runs_prefix_and_leaves_no_key() {
     let _slot = common::db_slot().await;
@@ -173,7 +154,7 @@ async fn a_redis_actor_races_for_a_lock_under_the_runs_prefix_and_leaves_no_key(
         .rev()
         .find(|k| matches!(k, EventKind::Result { .. } | EventKind::Error { .. }))
         .cloned();
-    if redis_version().await < (8, 4) {
+    if common::redis_version().await < (8, 4) {
         match delex {
             Some(EventKind::Error {
                 kind, code, message, ..

@@ -126,30 +126,11 @@ async fn a_zero_ttl_is_refused_before_anything_reaches_redis() {
     assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
 }
 
-/// `(major, minor)` of the Redis the tests use.
-async fn redis_version() -> (u32, u32) {
-    let client = redis::Client::open(common::config().redis_url.as_str()).expect("a Redis URL");
-    let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query_async(&mut conn)
-        .await
-        .expect("INFO");
-    let version = info
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .expect("a version")
-        .trim()
-        .to_owned();
-    let mut parts = version.split('.').map(|p| p.parse().unwrap_or(0));
-    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
-}
-
 #[tokio::test]
 async fn delex_releases_once_or_shows_the_servers_unknown_command() {
     let run = locks("locks/delex", "delex").await;
     let transcript = run.transcript();
-    if redis_version().await >= (8, 4) {
+    if common::redis_version().await >= (8, 4) {
         assert_eq!(
             transcript,
             lines(

@@ -301,6 +301,25 @@ pub fn checkout_call(base: String, path: &str, timeout_ms: u64) -> racelab::engi
     }
 }
 
+/// `(major, minor)` of the Redis server the tests use.
+pub async fn redis_version() -> (u32, u32) {
+    let client = redis::Client::open(config().redis_url.as_str()).expect("a Redis URL");
+    let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    let version = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .expect("a version line")
+        .trim()
+        .to_owned();
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
 /// Everything a run left behind. `with_broker`: also ask the broker (only runs that used it).
 pub async fn leftovers(conn: &mut PgConnection, run_id: &str, with_broker: bool) -> Leftovers {
     let mut left = leftovers_in_postgres(conn, run_id).await;

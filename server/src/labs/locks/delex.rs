@@ -8,7 +8,7 @@ use super::LOCK_KEY;
 use super::lock::{LockError, acquire, release};
 use crate::engine::{Budget, Command, RedisActor, Run, RunError, StepError, reply_int};
 use crate::labs::{ScenarioDef, actors_at};
-use shared::{Check, Ledger, Moment, Verdict};
+use shared::{Check, Verdict};
 use std::time::Duration;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -66,16 +66,7 @@ async fn play(run: &Run) -> Result<(), RunError> {
         .lane()
         .say_exactly(format!("second release: {}", printed(&second)));
     let after = run.redis_keys("redis", &[LOCK_KEY]).await?;
-    for (moment, table) in [
-        (Moment::Before, before.clone()),
-        (Moment::After, after.clone()),
-        (Moment::Expected, before),
-    ] {
-        run.emit(shared::EventKind::Ledger {
-            moment,
-            ledger: Ledger { tables: vec![table] },
-        });
-    }
+    super::emit_one_table_ledgers(run, before.clone(), after.clone(), before);
     let checks = vec![
         Check::new("the server knows DELEX", printed(&first), !unknown),
         Check::new(

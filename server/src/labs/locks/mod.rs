@@ -299,6 +299,18 @@ pub fn expected_after_spends(callers: usize) -> Ledger {
     }
 }
 
+/// Emits the three ledgers of a scenario whose state is one table: before, after, and what a
+/// correct system holds.
+pub fn emit_one_table_ledgers(run: &Run, before: Table, after: Table, expected: Table) {
+    for (moment, table) in [
+        (Moment::Before, before),
+        (Moment::After, after),
+        (Moment::Expected, expected),
+    ] {
+        emit_ledger(run, moment, Ledger { tables: vec![table] });
+    }
+}
+
 /// Emits a ledger at `moment`.
 pub fn emit_ledger(run: &Run, moment: Moment, ledger: Ledger) {
     run.emit(EventKind::Ledger { moment, ledger });

@@ -7,7 +7,7 @@ use super::LOCK_KEY;
 use super::lock::RELEASE;
 use crate::engine::{Budget, Command, RedisActor, Run, RunError, reply_int};
 use crate::labs::{ScenarioDef, actors_at};
-use shared::{Check, Ledger, Moment, Value, Verdict};
+use shared::{Check, Value, Verdict};
 
 /// The lease the session takes, in ms.
 pub const TTL_MS: i64 = 30_000;
@@ -60,25 +60,11 @@ async fn play(run: &Run) -> Result<(), RunError> {
     let wrong = reply_int(&typed(&cli, &prompt, release_with("token-b")).await?);
     let right = reply_int(&typed(&cli, &prompt, release_with("token-a")).await?);
     let after = run.redis_keys("redis", &[LOCK_KEY]).await?;
-    run.emit(shared::EventKind::Ledger {
-        moment: Moment::Before,
-        ledger: Ledger { tables: vec![before] },
-    });
-    run.emit(shared::EventKind::Ledger {
-        moment: Moment::After,
-        ledger: Ledger {
-            tables: vec![after.clone()],
-        },
-    });
-    run.emit(shared::EventKind::Ledger {
-        moment: Moment::Expected,
-        ledger: Ledger {
-            tables: vec![shared::Table {
-                rows: Vec::new(),
-                ..after
-            }],
-        },
-    });
+    let nothing = shared::Table {
+        rows: Vec::new(),
+        ..after.clone()
+    };
+    super::emit_one_table_ledgers(run, before, after, nothing);
     let held_by_a = held
         .rows
         .first()

@@ -8,8 +8,8 @@
 //!   ctx.Err())`), so a caller that compares with `==` misses it, and one that asks `errors.Is`
 //!   does not.
 
-use super::lock::{Lock, RELEASE, mark};
-use crate::engine::{Command, RedisActor, StepError, reply_int};
+use super::lock::{Lock, LockError, mark};
+use crate::engine::{Command, RedisActor, StepError};
 use rand::Rng;
 use shared::LeaseChange;
 use std::time::Duration;
@@ -146,22 +146,15 @@ pub async fn obtain(
     }
 }
 
-/// `Lock.Release`: deletes the key if it still holds the token. redislock's own answer to a lost
-/// lease is `ErrLockNotHeld`; the program does not look at it.
+/// `Lock.Release`: deletes the key if it still holds the token (the same compare-and-delete as
+/// the tutorial's own lock); whether it did. redislock's own answer to a lost lease is
+/// `ErrLockNotHeld`; the program does not look at it.
 pub async fn release(who: &RedisActor, lock: &Lock) -> Result<bool, StepError> {
-    let script = Command::new("EVAL")
-        .script("release script", RELEASE)
-        .arg(1)
-        .key(&lock.key)
-        .arg(&lock.token);
-    let released = reply_int(&who.run(&script).await?) == Some(1);
-    let change = if released {
-        LeaseChange::Released
-    } else {
-        LeaseChange::Lost
-    };
-    mark(who, lock, change, None);
-    Ok(released)
+    match super::lock::release(who, lock).await {
+        Ok(()) => Ok(true),
+        Err(LockError::Step(error)) => Err(error),
+        Err(_) => Ok(false),
+    }
 }
 
 #[cfg(test)]

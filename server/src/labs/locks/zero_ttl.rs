@@ -6,7 +6,7 @@ use super::LOCK_KEY;
 use super::lock::{LockError, acquire};
 use crate::engine::{Budget, Command, Run, RunError, reply_int};
 use crate::labs::{ScenarioDef, actors_at};
-use shared::{Check, Ledger, Moment, Verdict};
+use shared::{Check, Verdict};
 use std::time::Duration;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -45,20 +45,7 @@ async fn play(run: &Run) -> Result<(), RunError> {
         .lane()
         .say(format!("SET without PX: PTTL {pttl}, the lock never expires"));
     let after = run.redis_keys("redis", &[LOCK_KEY]).await?;
-    run.emit(shared::EventKind::Ledger {
-        moment: Moment::Before,
-        ledger: Ledger {
-            tables: vec![before.clone()],
-        },
-    });
-    run.emit(shared::EventKind::Ledger {
-        moment: Moment::After,
-        ledger: Ledger { tables: vec![after] },
-    });
-    run.emit(shared::EventKind::Ledger {
-        moment: Moment::Expected,
-        ledger: Ledger { tables: vec![before] },
-    });
+    super::emit_one_table_ledgers(run, before.clone(), after, before);
     let checks = vec![
         Check::new("a TTL of 0 is refused", format!("refused: {refused}"), refused),
         Check::new(
