@@ -12,7 +12,7 @@ pub fn Catalog() -> impl IntoView {
         <div class="rl-catalog">
             <h1>"Watch concurrency bugs happen"</h1>
             <p class="rl-explain">
-                "Each scenario plays a few actors against a real PostgreSQL, step by step. Pick one, press Run, "
+                "Each scenario plays a few actors against a real PostgreSQL or Redis, step by step. Pick one, press Run, "
                 "and see who waited for whom, which statement failed and why, and what the ledger ended up holding."
             </p>
             <Suspense fallback=|| view! { <p class="rl-loading">"Loading the catalog…"</p> }>
