@@ -514,3 +514,44 @@ async fn fencing_shows_the_stale_write_refused_or_landing() {
     })
     .await;
 }
+
+/// Fifty callers behind the hand-rolled lock: three lanes, and a strip of all fifty in which
+/// every one is seen to take the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_callers_show_as_three_lanes_and_a_strip_of_fifty() {
+    run("fifty_callers_show_as_three_lanes_and_a_strip_of_fifty", async |b| {
+        b.goto("/lab/locks/hand-lock").await;
+        b.wait_for(".rl-scenario[data-scenario=\"locks/hand-lock\"]").await;
+        b.click("button.rl-run").await;
+        b.wait_js(
+            "the hand-lock run to end",
+            r#"const pre = document.querySelector('details.rl-transcript pre');
+               return !!pre && !!document.querySelector('.rl-verdict')
+                 && pre.textContent.trim() === 'accepted=10 balance=0 expected=0 OK';"#,
+            vec![],
+        )
+        .await;
+        assert_eq!(b.count(".rl-timeline .rl-lane-head").await, 3);
+        assert_eq!(b.count(".rl-crowd .rl-crowd-member").await, 50);
+        assert_eq!(
+            b.count(".rl-crowd .rl-crowd-member--took").await,
+            50,
+            "each took the lock in turn"
+        );
+        assert_eq!(
+            b.count(".rl-crowd .rl-crowd-member--holds").await,
+            0,
+            "nobody holds it at the end"
+        );
+        assert_eq!(
+            b.text(".rl-crowd-summary").await.as_deref(),
+            Some("50 callers; 50 took the lock")
+        );
+        assert!(b.count(".rl-cell--lease").await >= 1, "the visible holders' bands");
+        b.screenshot("hand-lock").await;
+        b.set_viewport(360, 900).await;
+        b.screenshot("hand-lock-360").await;
+        b.reset_viewport().await;
+    })
+    .await;
+}

@@ -123,6 +123,77 @@ struct Held {
 pub struct Timeline {
     pub lanes: Vec<ActorInfo>,
     pub rows: Vec<Row>,
+    /// Every actor that took a lease, lanes or not (fifty racing requests, of which only a few
+    /// get a lane): drawn as a compact strip, the current holder lit.
+    #[serde(default)]
+    pub crowd: Vec<CrowdMember>,
+}
+
+/// One actor of the crowd strip.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CrowdMember {
+    pub name: String,
+    /// Whether it holds a lease at the latest event (its TTL not yet run out).
+    pub holds: bool,
+    /// How many times it took a lease.
+    pub times_held: u32,
+    /// How many of its leases ran out under it (a release or refresh found them gone).
+    pub lost: u32,
+}
+
+/// The crowd's leases: per member, its latest lease's expiry.
+#[derive(Default)]
+struct Crowd {
+    members: Vec<(CrowdMember, Option<u64>)>,
+}
+
+impl Crowd {
+    fn member(&mut self, name: &str) -> &mut (CrowdMember, Option<u64>) {
+        let i = match self.members.iter().position(|(m, _)| m.name == name) {
+            Some(i) => i,
+            None => {
+                self.members.push((
+                    CrowdMember {
+                        name: name.to_owned(),
+                        holds: false,
+                        times_held: 0,
+                        lost: 0,
+                    },
+                    None,
+                ));
+                self.members.len() - 1
+            }
+        };
+        &mut self.members[i]
+    }
+
+    fn apply(&mut self, actor: &str, change: LeaseChange, ttl_ms: Option<u64>, at_ms: u64) {
+        let (member, expires) = self.member(actor);
+        match change {
+            LeaseChange::Acquired => {
+                member.times_held += 1;
+                *expires = Some(at_ms + ttl_ms.unwrap_or(u64::MAX / 2));
+            }
+            LeaseChange::Refreshed => *expires = Some(at_ms + ttl_ms.unwrap_or(0)),
+            LeaseChange::Released => *expires = None,
+            LeaseChange::Lost => {
+                member.lost += 1;
+                *expires = None;
+            }
+        }
+    }
+
+    /// The members, in name order, as they stand at `now_ms`.
+    fn at(mut self, now_ms: u64) -> Vec<CrowdMember> {
+        self.members.sort_by(|(a, _), (b, _)| a.name.cmp(&b.name));
+        self.members
+            .into_iter()
+            .map(|(mut member, expires)| {
+                member.holds = expires.is_some_and(|e| e > now_ms);
+                member
+            })
+            .collect()
+    }
 }
 
 impl Timeline {
@@ -133,10 +204,16 @@ impl Timeline {
         let mut blocked: Vec<usize> = Vec::new();
         let mut held: Vec<Held> = Vec::new();
         let mut expired: Vec<LeaseMark> = Vec::new();
+        let mut crowd = Crowd::default();
+        let mut now_ms = 0;
+        // Whether a header announced the lanes: then an actor it did not announce that only takes
+        // leases is one of many unseen callers, not a lane of its own.
+        let mut announced = false;
         // Per lane: the row of its statement still waiting for a result.
         let mut open: Vec<Option<usize>> = Vec::new();
         for event in events {
             if let EventKind::RunStarted { actors, .. } = &event.kind {
+                announced = true;
                 for actor in actors {
                     timeline.lane_of(&actor.name, &actor.detail, &mut open);
                 }
@@ -157,7 +234,15 @@ impl Timeline {
                     true
                 }
             });
+            now_ms = now_ms.max(event.at_ms);
             let Some(actor) = event.kind.actor() else { continue };
+            if let EventKind::Lease { change, ttl_ms, .. } = &event.kind {
+                crowd.apply(actor, *change, *ttl_ms, event.at_ms);
+                // An actor without a lane (one of many unseen) is in the crowd strip only.
+                if announced && !timeline.lanes.iter().any(|l| l.name == actor) {
+                    continue;
+                }
+            }
             let lane = timeline.lane_of(actor, "", &mut open);
             let card = match &event.kind {
                 EventKind::Step {
@@ -343,6 +428,7 @@ impl Timeline {
                 open[lane] = Some(timeline.rows.len() - 1);
             }
         }
+        timeline.crowd = crowd.at(now_ms);
         timeline
     }
 
@@ -656,5 +742,40 @@ mod tests {
         let t = Timeline::from_events(&events);
         assert_eq!(t.rows[0].leases[0].left_ms, 40);
         assert!(t.rows[0].expired.is_empty());
+    }
+
+    #[test]
+    fn the_crowd_counts_every_lease_holder_and_lights_the_current_one() {
+        let events = vec![
+            ev(
+                1,
+                EventKind::RunStarted {
+                    run_id: "r".into(),
+                    scenario: "s".into(),
+                    variant: "v".into(),
+                    title: "t".into(),
+                    actors: vec![ActorInfo {
+                        name: "req01".into(),
+                        detail: "Redis".into(),
+                    }],
+                    server: "Redis".into(),
+                },
+            ),
+            at(2, 0, lease("req01", LeaseChange::Acquired, Some(100))),
+            at(3, 10, lease("req01", LeaseChange::Released, None)),
+            at(4, 20, lease("req37", LeaseChange::Acquired, Some(100))),
+            at(5, 30, lease("req02", LeaseChange::Lost, None)),
+        ];
+        let t = Timeline::from_events(&events);
+        assert_eq!(t.lanes.len(), 1, "the unseen callers get no lane");
+        let crowd: Vec<(&str, bool, u32, u32)> = t
+            .crowd
+            .iter()
+            .map(|m| (m.name.as_str(), m.holds, m.times_held, m.lost))
+            .collect();
+        assert_eq!(
+            crowd,
+            vec![("req01", false, 1, 0), ("req02", false, 0, 1), ("req37", true, 1, 0)]
+        );
     }
 }

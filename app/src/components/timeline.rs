@@ -7,12 +7,71 @@
 use super::step_card::StepCard;
 use super::swimlane::SwimlaneHeads;
 use leptos::prelude::*;
-use shared::timeline::Timeline;
+use shared::timeline::{CrowdMember, Timeline};
+
+/// Every caller that took a lease, one small cell each, the current holder lit: the lanes show a
+/// few of fifty racing requests, the strip shows them all.
+#[component]
+fn CrowdStrip(crowd: Vec<CrowdMember>) -> impl IntoView {
+    let holding = crowd
+        .iter()
+        .filter(|m| m.holds)
+        .map(|m| m.name.clone())
+        .collect::<Vec<_>>();
+    let took = crowd.iter().filter(|m| m.times_held > 0).count();
+    let summary = format!(
+        "{} callers; {took} took the lock{}",
+        crowd.len(),
+        if holding.is_empty() {
+            String::new()
+        } else {
+            format!("; {} holds it now", holding.join(", "))
+        }
+    );
+    let cells = crowd
+        .into_iter()
+        .map(|m| {
+            let title = format!(
+                "{}: took the lock {} time(s){}",
+                m.name,
+                m.times_held,
+                if m.lost > 0 {
+                    format!(", lost it {} time(s)", m.lost)
+                } else {
+                    String::new()
+                }
+            );
+            let (took, lost) = (m.times_held > 0, m.lost > 0);
+            view! {
+                <span
+                    class="rl-crowd-member"
+                    class:rl-crowd-member--holds=m.holds
+                    class:rl-crowd-member--took=took
+                    class:rl-crowd-member--lost=lost
+                    data-name=m.name.clone()
+                    title=title
+                ></span>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="rl-crowd" aria-label="Every caller">
+            <p class="rl-crowd-summary">{summary}</p>
+            <div class="rl-crowd-cells">{cells}</div>
+        </div>
+    }
+}
 
 #[component]
 pub fn TimelineView(timeline: Signal<Timeline>) -> impl IntoView {
     let lanes = move || timeline.with(|t| t.lanes.len()).max(1);
     view! {
+        {move || {
+            timeline.with(|t| {
+                let unseen = t.crowd.iter().any(|m| !t.lanes.iter().any(|l| l.name == m.name));
+                unseen.then(|| view! { <CrowdStrip crowd=t.crowd.clone() /> })
+            })
+        }}
         <section class="rl-timeline" style=move || format!("--lanes: {}", lanes()) aria-label="Timeline">
             <SwimlaneHeads lanes=Signal::derive(move || timeline.with(|t| t.lanes.clone())) />
             {move || {

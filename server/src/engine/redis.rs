@@ -270,19 +270,33 @@ impl RedisActor {
 
     /// Sends one command and waits for its reply.
     pub async fn run(&self, command: &Command) -> Result<redis::Value, StepError> {
-        self.send(command, None).await
+        self.send(command, None, true).await
+    }
+
+    /// Sends one command without a card on the timeline: a retry of the step just shown (a busy
+    /// `SET NX` tried every few milliseconds), which the caller sums up in a note instead. An
+    /// error reply still shows.
+    pub async fn run_again(&self, command: &Command) -> Result<redis::Value, StepError> {
+        self.send(command, None, false).await
     }
 
     /// Sends one command and gives up waiting after `deadline` (the command may still run): a
     /// timeout error on this lane, like a client whose context deadline cut the read short.
     pub async fn run_within(&self, command: &Command, deadline: Duration) -> Result<redis::Value, StepError> {
-        self.send(command, Some(deadline)).await
+        self.send(command, Some(deadline), true).await
     }
 
-    async fn send(&self, command: &Command, deadline: Option<Duration>) -> Result<redis::Value, StepError> {
+    async fn send(
+        &self,
+        command: &Command,
+        deadline: Option<Duration>,
+        shown: bool,
+    ) -> Result<redis::Value, StepError> {
         let text = command.text();
-        self.lane.gate(&text).await;
-        self.lane.step(Service::Redis, &text, &[], None);
+        if shown {
+            self.lane.gate(&text).await;
+            self.lane.step(Service::Redis, &text, &[], None);
+        }
         let packed = command.packed(&self.prefix);
         let mut conn = self.conn.clone();
         let reply = packed.query_async::<redis::Value>(&mut conn);
@@ -303,7 +317,9 @@ impl RedisActor {
         };
         match reply {
             Ok(value) => {
-                self.lane.result(reply_text(&value, &self.prefix), None, None);
+                if shown {
+                    self.lane.result(reply_text(&value, &self.prefix), None, None);
+                }
                 Ok(value)
             }
             Err(error) if error.is_timeout() => {

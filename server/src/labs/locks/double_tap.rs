@@ -28,7 +28,7 @@ async fn play(run: &Run) -> Result<(), RunError> {
     let first = run.redis(&caller(0)).await?;
     let second = run.redis(&caller(1)).await?;
     reset_balance(&first).await?;
-    let before = super::before_spends(run, 2).await?;
+    let before = super::before_spends(run).await?;
     let read_first = read_balance(&first).await?;
     first.lane().say(format!("read {read_first}: {AMOUNT} is affordable"));
     let read_second = read_balance(&second).await?;

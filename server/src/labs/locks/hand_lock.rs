@@ -38,7 +38,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
 async fn play(run: &Run) -> Result<(), RunError> {
     let callers = open_callers(run, CALLERS).await?;
     reset_balance(&callers[0]).await?;
-    let before = super::before_spends(run, CALLERS).await?;
+    let before = super::before_spends(run).await?;
     let round = hammer(run, &callers, |who| async move {
         let lock = acquire(who, LOCK_KEY, TTL, DEADLINE).await?;
         let spent = spend(who, AMOUNT, WORK).await;

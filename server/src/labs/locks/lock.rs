@@ -82,9 +82,10 @@ fn ttl_ms(ttl: Duration) -> Result<u128, LockError> {
 }
 
 /// Marks on the caller's lane what happened to its lease, so the timeline can draw who holds
-/// the lock and when its TTL runs out.
+/// the lock and when its TTL runs out. Even an unseen caller (one of fifty) reports its leases:
+/// the crowd strip shows them all.
 pub fn mark(who: &RedisActor, lock: &Lock, change: LeaseChange, ttl: Option<Duration>) {
-    who.lane().emit(EventKind::Lease {
+    who.lane().emit_always(EventKind::Lease {
         actor: who.name().to_owned(),
         key: lock.key.clone(),
         change,
@@ -97,10 +98,19 @@ pub fn mark(who: &RedisActor, lock: &Lock, change: LeaseChange, ttl: Option<Dura
 pub async fn acquire(who: &RedisActor, key: &str, ttl: Duration, deadline: Duration) -> Result<Lock, LockError> {
     let ms = ttl_ms(ttl)?;
     let token = token();
-    let give_up = Instant::now() + deadline;
+    let started = Instant::now();
+    let give_up = started + deadline;
     let set = Command::new("SET").key(key).arg(&token).arg("NX").arg("PX").arg(ms);
+    let mut tries = 0u32;
     loop {
-        if who.run(&set).await? == redis::Value::Okay {
+        tries += 1;
+        let reply = if tries == 1 {
+            who.run(&set).await?
+        } else {
+            who.run_again(&set).await?
+        };
+        if reply == redis::Value::Okay {
+            say_tries(who, tries, started);
             let lock = Lock {
                 key: key.to_owned(),
                 token,
@@ -109,7 +119,7 @@ pub async fn acquire(who: &RedisActor, key: &str, ttl: Duration, deadline: Durat
             mark(who, &lock, LeaseChange::Acquired, Some(ttl));
             return Ok(lock);
         }
-        wait_or_give_up(key, give_up).await?;
+        wait_or_give_up(who, key, give_up, tries, started).await?;
     }
 }
 
@@ -123,7 +133,8 @@ pub async fn acquire_fenced(
 ) -> Result<Lock, LockError> {
     let ms = ttl_ms(ttl)?;
     let token = token();
-    let give_up = Instant::now() + deadline;
+    let started = Instant::now();
+    let give_up = started + deadline;
     let script = Command::new("EVAL")
         .script("acquire-fenced script", ACQUIRE_FENCED)
         .arg(2)
@@ -131,8 +142,16 @@ pub async fn acquire_fenced(
         .key(fence_key)
         .arg(&token)
         .arg(ms);
+    let mut tries = 0u32;
     loop {
-        if let Some(fence) = reply_int(&who.run(&script).await?) {
+        tries += 1;
+        let reply = if tries == 1 {
+            who.run(&script).await?
+        } else {
+            who.run_again(&script).await?
+        };
+        if let Some(fence) = reply_int(&reply) {
+            say_tries(who, tries, started);
             let lock = Lock {
                 key: key.to_owned(),
                 token,
@@ -141,14 +160,34 @@ pub async fn acquire_fenced(
             mark(who, &lock, LeaseChange::Acquired, Some(ttl));
             return Ok(lock);
         }
-        wait_or_give_up(key, give_up).await?;
+        wait_or_give_up(who, key, give_up, tries, started).await?;
     }
 }
 
-async fn wait_or_give_up(key: &str, give_up: Instant) -> Result<(), LockError> {
+/// After the first try, a caller's retries are summed up in one note instead of a card each.
+pub fn say_tries(who: &RedisActor, tries: u32, started: Instant) {
+    if tries > 1 {
+        who.lane().note(format!(
+            "took the lock on try {tries}, after {} ms of retries",
+            started.elapsed().as_millis()
+        ));
+    }
+}
+
+async fn wait_or_give_up(
+    who: &RedisActor,
+    key: &str,
+    give_up: Instant,
+    tries: u32,
+    started: Instant,
+) -> Result<(), LockError> {
     let wait = busy_wait();
     if Instant::now() + wait >= give_up {
         tokio::time::sleep_until(give_up).await;
+        who.lane().note(format!(
+            "gave up after {tries} tries in {} ms",
+            started.elapsed().as_millis()
+        ));
         return Err(LockError::Deadline { key: key.to_owned() });
     }
     tokio::time::sleep(wait).await;

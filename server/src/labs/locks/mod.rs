@@ -265,15 +265,20 @@ pub async fn redis_ledger(run: &Run, keys: &[&str]) -> Result<Table, RunError> {
     run.redis_keys("redis", keys).await
 }
 
-/// The `spends` table: how many were accepted and turned away.
+/// The `spends` table after `callers` spends: how many were accepted and turned away.
 pub fn spends_table(callers: usize, accepted: i64) -> Table {
+    spends_of(accepted, callers as i64 - accepted)
+}
+
+/// The `spends` table: `accepted` and `turned_away`.
+fn spends_of(accepted: i64, turned_away: i64) -> Table {
     Table {
         name: "spends".into(),
         columns: vec!["outcome".into(), "count".into()],
         key_columns: 1,
         rows: vec![
             vec![Value::from("accepted"), Value::Int(accepted)],
-            vec![Value::from("turned away"), Value::Int(callers as i64 - accepted)],
+            vec![Value::from("turned away"), Value::Int(turned_away)],
         ],
     }
 }
@@ -357,13 +362,10 @@ pub fn tutorial_figures(rows: &[(&str, &str)]) -> Ledger {
     }
 }
 
-/// The ledger before a round: the balance as it was set, and nobody accepted yet.
-pub async fn before_spends(run: &Run, callers: usize) -> Result<Ledger, RunError> {
+/// The ledger before a round: the balance as it was set, and no spend decided yet.
+pub async fn before_spends(run: &Run) -> Result<Ledger, RunError> {
     Ok(Ledger {
-        tables: vec![
-            redis_ledger(run, &[BALANCE_KEY, LOCK_KEY]).await?,
-            spends_table(callers, 0),
-        ],
+        tables: vec![redis_ledger(run, &[BALANCE_KEY, LOCK_KEY]).await?, spends_of(0, 0)],
     })
 }
 

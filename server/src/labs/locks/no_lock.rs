@@ -32,7 +32,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
 async fn play(run: &Run) -> Result<(), RunError> {
     let callers = open_callers(run, CALLERS).await?;
     reset_balance(&callers[0]).await?;
-    let before = super::before_spends(run, CALLERS).await?;
+    let before = super::before_spends(run).await?;
     let round = hammer(run, &callers, |who| spend(who, AMOUNT, WORK)).await;
     let balance = read_balance(&callers[0]).await?;
     let (line, _) = check_line(round.accepted, balance);

@@ -115,7 +115,8 @@ pub async fn obtain(
     deadline: Option<Duration>,
     retry: &mut dyn RetryStrategy,
 ) -> Result<Lock, ObtainError> {
-    let give_up = Instant::now() + deadline.unwrap_or(ttl);
+    let started = Instant::now();
+    let give_up = started + deadline.unwrap_or(ttl);
     let token = token();
     let set = Command::new("SET")
         .key(key)
@@ -123,9 +124,17 @@ pub async fn obtain(
         .arg("NX")
         .arg("PX")
         .arg(ttl.as_millis());
+    let mut tries = 0u32;
     loop {
-        let reply = who.run(&set).await.map_err(ObtainError::Redis)?;
+        tries += 1;
+        let reply = if tries == 1 {
+            who.run(&set).await
+        } else {
+            who.run_again(&set).await
+        };
+        let reply = reply.map_err(ObtainError::Redis)?;
         if reply == redis::Value::Okay {
+            super::lock::say_tries(who, tries, started);
             let lock = Lock {
                 key: key.to_owned(),
                 token,

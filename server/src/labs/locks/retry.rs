@@ -45,7 +45,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
 async fn play(run: &Run, jitter: bool) -> Result<(), RunError> {
     let callers = open_callers(run, CALLERS).await?;
     reset_balance(&callers[0]).await?;
-    let before = super::before_spends(run, CALLERS).await?;
+    let before = super::before_spends(run).await?;
     let (gave_up, equals_matched) = (AtomicI64::new(0), AtomicI64::new(0));
     let started = tokio::time::Instant::now();
     let round = hammer(run, &callers, |who| {

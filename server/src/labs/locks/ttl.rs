@@ -81,7 +81,7 @@ async fn watchdog(who: &RedisActor, lock: &super::lock::Lock, lost: &AtomicBool)
 async fn play(run: &Run, with_watchdog: bool) -> Result<(), RunError> {
     let callers = open_callers(run, CALLERS).await?;
     reset_balance(&callers[0]).await?;
-    let before = super::before_spends(run, CALLERS).await?;
+    let before = super::before_spends(run).await?;
     let stale = AtomicI64::new(0);
     let started = tokio::time::Instant::now();
     let round = hammer(run, &callers, |who| {
