@@ -555,3 +555,48 @@ async fn fifty_callers_show_as_three_lanes_and_a_strip_of_fifty() {
     })
     .await;
 }
+
+/// Work that outlives the lease: without a watchdog every lease is seen to run out under its
+/// holder and every release to find it gone; with one, its refreshes are marked instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttl_marks_leases_running_out_and_refreshes() {
+    run("ttl_marks_leases_running_out_and_refreshes", async |b| {
+        b.goto("/lab/locks/ttl").await;
+        b.wait_for(".rl-scenario[data-scenario=\"locks/ttl\"]").await;
+        // How each variant's check line ends (the no-watchdog balance is up to timing).
+        for (variant, line_ends) in [
+            ("no-watchdog", "expected=50 BROKEN"),
+            ("watchdog", "balance=50 expected=50 OK"),
+        ] {
+            choose_variant(b, variant).await;
+            b.click("button.rl-run").await;
+            b.wait_js_for(
+                &format!("the {variant} run to end"),
+                Duration::from_secs(30),
+                r#"const pre = document.querySelector('details.rl-transcript pre');
+                   return !!pre && !!document.querySelector('.rl-verdict')
+                     && pre.textContent.split('\n')[0].endsWith(arguments[0])
+                     && document.querySelector('.rl-status').getAttribute('data-state') === 'done';"#,
+                vec![json!(line_ends)],
+            )
+            .await;
+            assert_eq!(
+                b.count(".rl-timeline .rl-lane-head").await,
+                5,
+                "{variant}: five callers, five lanes"
+            );
+            let lost = b.count(".rl-lease-change[data-change=\"lost\"]").await;
+            let refreshed = b.count(".rl-lease-change[data-change=\"refreshed\"]").await;
+            let expired = b.count(".rl-lease-expired").await;
+            if variant == "no-watchdog" {
+                assert!(expired >= 1 && lost >= 1, "{variant}: expired {expired}, lost {lost}");
+                assert_eq!(refreshed, 0, "{variant}");
+            } else {
+                assert!(refreshed >= 1, "{variant}: the watchdog's refreshes are marked");
+                assert_eq!((expired, lost), (0, 0), "{variant}: no lease ran out");
+            }
+            b.screenshot(variant).await;
+        }
+    })
+    .await;
+}

@@ -95,6 +95,10 @@ pub struct Row {
     /// may not know yet.
     #[serde(default)]
     pub expired: Vec<LeaseMark>,
+    /// What holders did to their leases since the row before: a watchdog's refresh, or a release
+    /// or refresh that found the lease gone (`Lost`), marked in their lanes.
+    #[serde(default)]
+    pub lease_changes: Vec<(usize, LeaseChange, String)>,
 }
 
 /// A lease as a row shows it.
@@ -205,6 +209,7 @@ impl Timeline {
         let mut held: Vec<Held> = Vec::new();
         let mut expired: Vec<LeaseMark> = Vec::new();
         let mut crowd = Crowd::default();
+        let mut changes: Vec<(usize, LeaseChange, String)> = Vec::new();
         let mut now_ms = 0;
         // Whether a header announced the lanes: then an actor it did not announce that only takes
         // leases is one of many unseen callers, not a lane of its own.
@@ -375,6 +380,9 @@ impl Timeline {
                     fence,
                     ..
                 } => {
+                    if matches!(change, LeaseChange::Refreshed | LeaseChange::Lost) {
+                        changes.push((lane, *change, key.clone()));
+                    }
                     match change {
                         LeaseChange::Acquired => {
                             held.retain(|h| &h.key != key);
@@ -423,6 +431,7 @@ impl Timeline {
                 waiting,
                 leases,
                 expired: std::mem::take(&mut expired),
+                lease_changes: std::mem::take(&mut changes),
             });
             if is_statement {
                 open[lane] = Some(timeline.rows.len() - 1);
@@ -742,6 +751,10 @@ mod tests {
         let t = Timeline::from_events(&events);
         assert_eq!(t.rows[0].leases[0].left_ms, 40);
         assert!(t.rows[0].expired.is_empty());
+        assert_eq!(
+            t.rows[0].lease_changes,
+            vec![(0, LeaseChange::Refreshed, "lock:wallet:42".to_owned())]
+        );
     }
 
     #[test]

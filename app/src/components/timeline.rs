@@ -111,9 +111,21 @@ pub fn TimelineView(timeline: Signal<Timeline>) -> impl IntoView {
                                             </div>
                                         })
                                         .collect_view();
+                                    let changes = row
+                                        .lease_changes
+                                        .iter()
+                                        .filter(|(l, _, _)| *l == lane)
+                                        .map(|(_, change, key)| {
+                                            let (kind, text) = match change {
+                                                shared::LeaseChange::Refreshed => ("refreshed", format!("refreshed {key}")),
+                                                _ => ("lost", format!("{key} was no longer its own: refused")),
+                                            };
+                                            view! { <div class="rl-lease-change" data-change=kind>{text}</div> }
+                                        })
+                                        .collect_view();
                                     view! {
                                         <div class="rl-cell" class:rl-cell--lease=holds data-lane=name.clone()>
-                                            {expired}{label}{card}{bar}
+                                            {expired}{changes}{label}{card}{bar}
                                         </div>
                                     }
                                 })
