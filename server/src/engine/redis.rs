@@ -175,10 +175,12 @@ impl Run {
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .map_err(|e| RunError::Other(format!("no free port for a private Redis: {e}")))?;
-        let child = tokio::process::Command::new("redis-server")
+        let mut command = tokio::process::Command::new("redis-server");
+        let port_text = port.to_string();
+        command
             .args([
                 "--port",
-                &port.to_string(),
+                &port_text,
                 "--bind",
                 "127.0.0.1",
                 "--save",
@@ -188,7 +190,18 @@ impl Run {
             ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        // kill_on_drop covers every way a run ends; this covers racelab itself being killed, so
+        // no private server outlives it.
+        // SAFETY: prctl is async-signal-safe, and the closure touches nothing else between fork
+        // and exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = command
             .spawn()
             .map_err(|e| RunError::Other(format!("cannot start redis-server (is it installed?): {e}")))?;
         let url = format!("redis://127.0.0.1:{port}");
