@@ -600,3 +600,49 @@ async fn ttl_marks_leases_running_out_and_refreshes() {
     })
     .await;
 }
+
+/// The atomic claim: the phone's three attempts as HTTP cards (a timeout, a 409 with its
+/// Retry-After, a replayed 201), the shop's and the provider's notes, and both ledgers agreeing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_claim_shows_a_timeout_a_409_and_a_replay() {
+    run("the_claim_shows_a_timeout_a_409_and_a_replay", async |b| {
+        b.goto("/lab/idempotency/claim").await;
+        b.wait_for(".rl-scenario[data-scenario=\"idempotency/claim\"]").await;
+        b.click("button.rl-run").await;
+        b.wait_js(
+            "the claim run to end",
+            r#"const pre = document.querySelector('details.rl-transcript pre');
+               return !!pre && !!document.querySelector('.rl-verdict')
+                 && pre.textContent.trim().endsWith('(replayed)');"#,
+            vec![],
+        )
+        .await;
+        let lanes = b.attrs(".rl-timeline .rl-lane-head", "data-lane").await;
+        assert_eq!(
+            lanes,
+            [
+                Some("phone".to_owned()),
+                Some("shop".to_owned()),
+                Some("provider".to_owned())
+            ]
+        );
+        assert_eq!(b.count(".rl-card[data-lane=\"phone\"][data-service=\"http\"]").await, 3);
+        let badges = b
+            .attrs(".rl-card[data-lane=\"phone\"] .rl-sqlstate", "data-error-kind")
+            .await;
+        assert_eq!(badges, [Some("timeout".to_owned())], "the first attempt timed out");
+        let headers = b.texts(".rl-card[data-lane=\"phone\"] .rl-headers").await;
+        assert!(headers.iter().any(|h| h.contains("retry-after: 1")), "{headers:?}");
+        assert!(
+            headers.iter().any(|h| h.contains("idempotent-replayed: true")),
+            "{headers:?}"
+        );
+        assert!(b.count(".rl-card[data-lane=\"shop\"][data-kind=\"note\"]").await >= 2);
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        b.screenshot("claim").await;
+        b.set_viewport(360, 900).await;
+        b.screenshot("claim-360").await;
+        b.reset_viewport().await;
+    })
+    .await;
+}

@@ -6,6 +6,7 @@
 //! exists so far; outbox, idempotency and locks join [`LABS`] as they land, and the kinds of
 //! child-process actor they run (`racelab actor <kind>`) join [`CHILD_KINDS`].
 
+pub mod idempotency;
 pub mod isolation;
 pub mod locks;
 
@@ -96,7 +97,7 @@ pub struct LabDef {
 }
 
 /// Every lab racelab can run.
-pub static LABS: &[&LabDef] = &[&isolation::LAB, &locks::LAB];
+pub static LABS: &[&LabDef] = &[&isolation::LAB, &locks::LAB, &idempotency::LAB];
 
 /// Every kind of child-process actor (`racelab actor <kind>`): the engine's own and the labs'.
 pub static CHILD_KINDS: &[&ChildKind] = &[&SQL_SCRIPT];
@@ -118,6 +119,17 @@ pub fn catalog() -> Vec<Lab> {
             services: lab.services.to_vec(),
             scenarios: lab.scenarios.iter().map(|s| s.info()).collect(),
         })
+        .collect()
+}
+
+/// 26 random base32 characters (A–Z, 2–7), 130 bits: Go's `rand.Text()`, which the tutorials use
+/// for lock tokens and idempotency keys.
+pub fn rand_text() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let mut rng = rand::rng();
+    (0..26)
+        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
         .collect()
 }
 

@@ -58,13 +58,9 @@ pub struct Lock {
     pub fence: i64,
 }
 
-/// 26 random base32 characters (A–Z, 2–7): 130 bits, as the tutorial's tokens.
+/// A lock token: 26 random base32 characters, as the tutorial's (see [`crate::labs::rand_text`]).
 pub fn token() -> String {
-    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    let mut rng = rand::rng();
-    (0..26)
-        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
-        .collect()
+    crate::labs::rand_text()
 }
 
 /// How long a busy caller waits before trying again: 5 ms plus up to 10 ms of jitter, so

@@ -1,0 +1,264 @@
+//! The idempotency-keys lab: a phone that retries a payment, a shop API, and a card provider that
+//! takes a second for every charge, on real HTTP servers the run starts and real PostgreSQL
+//! ledgers (the shop's and the provider's, each in its own schema).
+//!
+//! Scenarios (one file each), in the tutorial's order:
+//! - [`double_charge`]: no key at all: the retry is a second charge.
+//! - [`check_first`]: the key is looked up before charging, and saved after: both requests look
+//!   before either saves.
+//! - [`claim`]: the key is claimed first, atomically: the retry gets 409, then the stored answer.
+//!
+//! The pieces: [`provider`] (the card network), [`shop`] (`POST /payments` in every mode),
+//! [`phone`] (the checkout client). The helpers below start the two servers for a run, wait for
+//! their work to finish, and take the ledger and the verdict.
+
+pub mod check_first;
+pub mod claim;
+pub mod double_charge;
+pub mod phone;
+pub mod provider;
+pub mod shop;
+
+use super::LabDef;
+use crate::engine::{Budget, HttpServer, Run, RunError, TableQuery};
+use crate::sandbox::Spec;
+use shared::{Check, EventKind, Ledger, Moment, Service, Table, Value, Verdict};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The lab as the catalog lists it.
+pub static LAB: LabDef = LabDef {
+    id: "idempotency",
+    title: "Idempotency keys: a retrying phone, a shop API and a slow card provider",
+    services: &[Service::Postgres, Service::Http],
+    scenarios: &[&double_charge::SCENARIO, &check_first::SCENARIO, &claim::SCENARIO],
+};
+
+/// The shop's and the provider's databases: two ledgers, two schemas.
+pub const SANDBOX: Spec = Spec {
+    schemas: &[
+        ("shop", include_str!("shop.sql")),
+        ("provider", include_str!("provider.sql")),
+    ],
+    redis: false,
+    topics: &[],
+};
+
+/// Every run holds the two servers' pools.
+pub const POOL: u32 = 4;
+pub const BUDGET: Budget = Budget::postgres(2 * POOL);
+
+/// The tutorial's customer, amount and card.
+pub const CUSTOMER: &str = "cus_1001";
+pub const CUSTOMER_HEADER: &str = "Customer-ID";
+pub const AMOUNT: i64 = 2500;
+pub const CARD: &str = "tok_visa";
+
+/// Work a server has in flight: a request counts from its arrival until its spawned work ends,
+/// so a scenario can wait for the servers to be done before it reads the ledgers.
+#[derive(Default)]
+pub struct InFlight {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+/// One piece of work in flight; leaving when dropped.
+pub struct InFlightGuard(Arc<InFlight>);
+
+impl InFlight {
+    pub fn enter(self: &Arc<Self>) -> InFlightGuard {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(self.clone())
+    }
+
+    /// Waits (at most `timeout`) until nothing is in flight.
+    pub async fn idle(&self, timeout: Duration) -> Result<(), RunError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.idle.notified();
+            if self.count.load(Ordering::SeqCst) == 0 {
+                return Ok(());
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Err(RunError::Other("the servers' work did not finish in time".into()));
+            }
+        }
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// A JSON value as Go's `json.NewEncoder(w).Encode` writes it: compact, then a newline.
+pub fn json_line(value: &serde_json::Value) -> String {
+    format!("{value}\n")
+}
+
+/// The two servers of a run: the provider, and the shop in `mode` in front of it.
+pub struct Servers {
+    pub provider: HttpServer,
+    pub shop: HttpServer,
+    pub in_flight: Arc<InFlight>,
+}
+
+impl Servers {
+    /// Starts the provider and the shop on loopback ports, each with its own lane and pool.
+    pub async fn start(run: &Run, mode: shop::Mode) -> Result<Servers, RunError> {
+        let in_flight = Arc::new(InFlight::default());
+        let provider = run
+            .http_server(provider::router(provider::Provider {
+                pool: run.pool("provider", Some("provider"), POOL).await?,
+                lane: run.lane("provider", false),
+                lock_space: run.lock_space(),
+                in_flight: in_flight.clone(),
+            }))
+            .await?;
+        let shop = run
+            .http_server(shop::router(shop::Shop {
+                pool: run.pool("shop", Some("shop"), POOL).await?,
+                lane: run.lane("shop", false),
+                provider: provider.url(""),
+                mode,
+                in_flight: in_flight.clone(),
+            }))
+            .await?;
+        Ok(Servers {
+            provider,
+            shop,
+            in_flight,
+        })
+    }
+
+    /// Waits until both servers have finished everything they started.
+    pub async fn settle(&self) -> Result<(), RunError> {
+        self.in_flight.idle(Duration::from_secs(15)).await
+    }
+}
+
+/// Both ledgers and the keys.
+const LEDGER: [TableQuery; 3] = [
+    TableQuery {
+        name: "charges",
+        schema: "shop",
+        // In cents, as the tutorial's API takes them (the page's dollar totals are for dollars).
+        sql: "SELECT id, amount AS amount_cents, provider_id FROM charges ORDER BY id",
+        key_columns: 1,
+    },
+    TableQuery {
+        name: "card_charges",
+        schema: "provider",
+        sql: "SELECT id, idempotency_key, amount AS amount_cents FROM card_charges ORDER BY created_at, id",
+        key_columns: 1,
+    },
+    TableQuery {
+        name: "idempotency_keys",
+        schema: "shop",
+        sql: "SELECT key, status, response_code FROM idempotency_keys ORDER BY created_at, key",
+        key_columns: 1,
+    },
+];
+
+/// How many rows each ledger holds.
+fn counts(shop: i64, provider: i64) -> Table {
+    Table {
+        name: "charges per ledger".into(),
+        columns: vec!["ledger".into(), "charges".into()],
+        key_columns: 1,
+        rows: vec![
+            vec![Value::from("shop"), Value::Int(shop)],
+            vec![Value::from("card provider"), Value::Int(provider)],
+        ],
+    }
+}
+
+/// The ledgers now, with their counts.
+pub async fn ledger(run: &Run) -> Result<Ledger, RunError> {
+    let mut ledger = run.snapshot(&LEDGER).await?;
+    let rows = |name: &str| ledger.table(name).map_or(0, |t| t.rows.len() as i64);
+    let (shop, provider) = (rows("charges"), rows("card_charges"));
+    ledger.tables.push(counts(shop, provider));
+    Ok(ledger)
+}
+
+/// Emits the ledgers before, after, and what a correct system holds (one payment, charged once,
+/// in both ledgers), then the verdict.
+pub async fn finish(run: &Run, before: Ledger, how: &str) -> Result<(), RunError> {
+    let after = ledger(run).await?;
+    let ids = |name: &str, col: usize| -> Vec<String> {
+        after
+            .table(name)
+            .map(|t| t.rows.iter().filter_map(|r| r.get(col).map(Value::to_string)).collect())
+            .unwrap_or_default()
+    };
+    let (shop, provider) = (ids("charges", 2), ids("card_charges", 0));
+    for (moment, ledger) in [
+        (Moment::Before, before),
+        (Moment::After, after.clone()),
+        (
+            Moment::Expected,
+            Ledger {
+                tables: vec![counts(1, 1)],
+            },
+        ),
+    ] {
+        run.emit(EventKind::Ledger { moment, ledger });
+    }
+    let mut agree = shop.clone();
+    agree.sort();
+    let mut charged = provider.clone();
+    charged.sort();
+    let checks = vec![
+        Check::new(
+            "the card is charged once",
+            format!("{} charge(s) at the provider", provider.len()),
+            provider.len() == 1,
+        ),
+        Check::new(
+            "the shop records one payment",
+            format!("{} payment(s) in the shop", shop.len()),
+            shop.len() == 1,
+        ),
+        Check::new(
+            "both ledgers hold the same charges",
+            format!("shop [{}], provider [{}]", agree.join(", "), charged.join(", ")),
+            agree == charged,
+        ),
+    ];
+    let headline = match (shop.len(), provider.len()) {
+        (1, 1) if agree == charged => "One payment, charged once: the ledgers agree".to_owned(),
+        (s, p) => format!("The customer paid once; the provider charged {p} time(s), the shop recorded {s}"),
+    };
+    run.verdict(Verdict::judge(checks, headline, how));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_style_json_ends_with_a_newline() {
+        assert_eq!(json_line(&serde_json::json!({"id": "ch_1"})), "{\"id\":\"ch_1\"}\n");
+    }
+
+    #[tokio::test]
+    async fn work_in_flight_is_waited_for() {
+        let in_flight = Arc::new(InFlight::default());
+        let guard = in_flight.enter();
+        let waiter = {
+            let in_flight = in_flight.clone();
+            tokio::spawn(async move { in_flight.idle(Duration::from_secs(5)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished());
+        drop(guard);
+        assert!(waiter.await.expect("join").is_ok());
+    }
+}

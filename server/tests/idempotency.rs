@@ -1,0 +1,123 @@
+//! The idempotency lab against real HTTP servers (the run's own card provider and shop API on
+//! loopback) and real PostgreSQL ledgers: each scenario's phone lines as the tutorial prints
+//! them (charge ids are random, so they are matched by shape), both ledgers, the key, the
+//! verdict, and nothing left behind.
+
+mod common;
+
+use common::{Finished, Leftovers, db_slot, engine, play, wait_until_clean};
+use shared::event::Detail;
+use shared::{EventKind, Outcome, Value, VerdictKind};
+
+async fn idempotency(scenario: &str, variant: &str) -> Finished {
+    let _slot = db_slot().await;
+    let run = play(&engine().await, scenario, variant).await;
+    assert_eq!(run.outcome, Outcome::Completed, "{scenario}: {:?}", run.outcome);
+    assert_eq!(
+        wait_until_clean(&run.run_id).await,
+        Leftovers::NONE,
+        "{scenario}: leftovers"
+    );
+    run
+}
+
+/// `201 {"id":N,"amount":2500,"provider_charge_id":"ch_…"}`: the charge id, if `line` is that
+/// answer with payment `id`.
+fn charged(line: &str, prefix: &str, id: i64, suffix: &str) -> Option<String> {
+    let rest = line
+        .strip_prefix(prefix)?
+        .strip_prefix(&format!("201 {{\"id\":{id},\"amount\":2500,\"provider_charge_id\":\""))?;
+    let charge = rest.strip_suffix(&format!("\"}}{suffix}"))?;
+    let ok = charge.len() == 13 && charge.starts_with("ch_") && charge[3..].bytes().all(|b| b.is_ascii_hexdigit());
+    ok.then(|| charge.to_owned())
+}
+
+/// The shop's and the provider's charge ids.
+fn ledgers(run: &Finished) -> (Vec<Value>, Vec<Value>) {
+    let shop = run.rows_after("charges").into_iter().map(|r| r[2].clone()).collect();
+    let provider = run
+        .rows_after("card_charges")
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    (shop, provider)
+}
+
+#[tokio::test]
+async fn without_a_key_the_retry_charges_the_card_again() {
+    let run = idempotency("idempotency/double-charge", "naive").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 2, "{transcript:?}");
+    assert_eq!(transcript[0], "attempt 1: no answer: timed out");
+    let second = charged(&transcript[1], "attempt 2: ", 2, "").unwrap_or_else(|| panic!("{}", transcript[1]));
+    let (shop, provider) = ledgers(&run);
+    assert_eq!((shop.len(), provider.len()), (2, 2), "two charges in each ledger");
+    assert!(
+        provider.contains(&Value::Text(second)),
+        "the phone saw the second charge"
+    );
+    assert!(
+        run.rows_after("card_charges").iter().all(|r| r[1] == Value::Null),
+        "no key reached the provider"
+    );
+    assert!(run.rows_after("idempotency_keys").is_empty());
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+#[tokio::test]
+async fn checking_the_key_first_still_charges_twice() {
+    let run = idempotency("idempotency/check-first", "check-first").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript[0], "attempt 1: no answer: timed out");
+    let seen = charged(&transcript[1], "attempt 2: ", 2, "").unwrap_or_else(|| panic!("{}", transcript[1]));
+    let (shop, provider) = ledgers(&run);
+    assert_eq!((shop.len(), provider.len()), (2, 2));
+    let keys = run.rows_after("idempotency_keys");
+    assert_eq!(keys.len(), 1);
+    let key = keys[0][0].as_text().expect("a key");
+    assert_eq!(key.len(), 26, "a rand.Text() key: {key}");
+    assert_eq!(keys[0][1..], [Value::from("completed"), Value::Int(201)]);
+    // The key was saved by the first request (payment 1); the phone saw payment 2.
+    assert_eq!(shop[1], Value::Text(seen));
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+#[tokio::test]
+async fn claiming_the_key_first_makes_the_retry_wait_for_the_answer() {
+    let run = idempotency("idempotency/claim", "claim").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript[0], "attempt 1: no answer: timed out");
+    // The retry at 0.9 s lands while the first request is at the provider (until 1.0 s): 409.
+    assert_eq!(
+        transcript[1],
+        r#"attempt 2: 409 {"error":"a request with this Idempotency-Key is still in progress"}"#
+    );
+    let replayed =
+        charged(&transcript[2], "attempt 3: ", 1, " (replayed)").unwrap_or_else(|| panic!("{}", transcript[2]));
+    assert_eq!(transcript.len(), 3, "a 201 is final: {transcript:?}");
+    let (shop, provider) = ledgers(&run);
+    assert_eq!(shop, vec![Value::Text(replayed.clone())]);
+    assert_eq!(provider, vec![Value::Text(replayed)]);
+    assert_eq!(
+        run.rows_after("idempotency_keys"),
+        vec![row!["order-7731", "completed", 201]]
+    );
+    let conflict = run
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Result {
+                detail: Some(Detail::Response {
+                    status: 409, headers, ..
+                }),
+                ..
+            } => Some(headers.clone()),
+            _ => None,
+        })
+        .expect("the 409's response");
+    assert!(
+        conflict.contains(&("retry-after".to_owned(), "1".to_owned())),
+        "{conflict:?}"
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+}
