@@ -4,11 +4,10 @@
 //! second's save does nothing (`ON CONFLICT DO NOTHING`) and it still answers 201 with payment 2.
 //! Two charges in each ledger again, and the stored answer is not the one the phone saw.
 
-use super::phone::{Settings, pay};
+use super::phone::Settings;
 use super::shop::Mode;
-use super::{Servers, finish, ledger};
-use crate::engine::{Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use super::{lanes, one_purchase};
+use crate::labs::ScenarioDef;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "idempotency/check-first",
@@ -23,28 +22,15 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     steppable: false,
     workload: false,
     sandbox: super::SANDBOX,
-    actors: |_| {
-        actors_at(&["phone"], "checkout client: one key on every attempt")
-            .into_iter()
-            .chain(actors_at(&["shop"], "check first"))
-            .chain(actors_at(&["provider"], "card network, 1 s per charge"))
-            .collect()
-    },
+    actors: |_| lanes("checkout client: one key on every attempt", "check first"),
     budget: Some(|_| super::BUDGET),
-    play: |run, _| Box::pin(play(run)),
+    play: |run, _| {
+        Box::pin(one_purchase(
+            run,
+            Mode::CheckFirst,
+            Settings::default(),
+            "Both requests looked for the key before either had saved it: a lookup is not a claim.",
+        ))
+    },
     summarize: None,
 };
-
-async fn play(run: &Run) -> Result<(), RunError> {
-    let servers = Servers::start(run, Mode::CheckFirst).await?;
-    let before = ledger(run).await?;
-    let phone = run.http_client("phone");
-    pay(&phone, &servers.shop.url(""), &Settings::default(), "").await;
-    servers.settle().await?;
-    finish(
-        run,
-        before,
-        "Both requests looked for the key before either had saved it: a lookup is not a claim.",
-    )
-    .await
-}

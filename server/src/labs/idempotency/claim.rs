@@ -4,11 +4,10 @@
 //! 1`; the third attempt, at about 1.5 s, finds it completed and gets the stored answer:
 //! `attempt 3: 201 {"id":1,…} (replayed)`. One charge in each ledger, and the key completed/201.
 
-use super::phone::{KeyMode, Settings, pay};
+use super::phone::{KeyMode, Settings};
 use super::shop::Mode;
-use super::{Servers, finish, ledger};
-use crate::engine::{Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use super::{lanes, one_purchase};
+use crate::labs::ScenarioDef;
 use std::time::Duration;
 
 /// The key the tutorial's client sends.
@@ -27,36 +26,21 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     steppable: false,
     workload: false,
     sandbox: super::SANDBOX,
-    actors: |_| {
-        actors_at(&["phone"], "checkout client: key order-7731")
-            .into_iter()
-            .chain(actors_at(&["shop"], "atomic claim"))
-            .chain(actors_at(&["provider"], "card network, 1 s per charge"))
-            .collect()
-    },
+    actors: |_| lanes("checkout client: key order-7731", "atomic claim"),
     budget: Some(|_| super::BUDGET),
-    play: |run, _| Box::pin(play(run)),
+    play: |run, _| {
+        Box::pin(one_purchase(
+            run,
+            Mode::Idempotent {
+                lease: Duration::ZERO,
+                provider_key: false,
+            },
+            Settings {
+                key: KeyMode::Once(KEY.into()),
+                ..Settings::default()
+            },
+            "The claim committed before the charge began, so the retry saw the key taken and waited for its answer instead of paying again.",
+        ))
+    },
     summarize: None,
 };
-
-async fn play(run: &Run) -> Result<(), RunError> {
-    let mode = Mode::Idempotent {
-        lease: Duration::ZERO,
-        provider_key: false,
-    };
-    let servers = Servers::start(run, mode).await?;
-    let before = ledger(run).await?;
-    let phone = run.http_client("phone");
-    let settings = Settings {
-        key: KeyMode::Once(KEY.into()),
-        ..Settings::default()
-    };
-    pay(&phone, &servers.shop.url(""), &settings, "").await;
-    servers.settle().await?;
-    finish(
-        run,
-        before,
-        "The claim committed before the charge began, so the retry saw the key taken and waited for its answer instead of paying again.",
-    )
-    .await
-}

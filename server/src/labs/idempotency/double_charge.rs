@@ -4,11 +4,10 @@
 //! payment 2, and the phone shows `attempt 2: 201 {"id":2,…}`. Two charges in each ledger for one
 //! purchase, and nothing links them.
 
-use super::phone::{KeyMode, Settings, pay};
+use super::phone::{KeyMode, Settings};
 use super::shop::Mode;
-use super::{Servers, finish, ledger};
-use crate::engine::{Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use super::{lanes, one_purchase};
+use crate::labs::ScenarioDef;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "idempotency/double-charge",
@@ -19,32 +18,18 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     steppable: false,
     workload: false,
     sandbox: super::SANDBOX,
-    actors: |_| {
-        actors_at(&["phone"], "checkout client: 600 ms, then 3 s")
-            .into_iter()
-            .chain(actors_at(&["shop"], "naive"))
-            .chain(actors_at(&["provider"], "card network, 1 s per charge"))
-            .collect()
-    },
+    actors: |_| lanes("checkout client: 600 ms, then 3 s; no key", "naive"),
     budget: Some(|_| super::BUDGET),
-    play: |run, _| Box::pin(play(run)),
+    play: |run, _| {
+        Box::pin(one_purchase(
+            run,
+            Mode::Naive,
+            Settings {
+                key: KeyMode::None,
+                ..Settings::default()
+            },
+            "Nothing told the shop that the retry was the same purchase, and the first request kept working after the phone hung up.",
+        ))
+    },
     summarize: None,
 };
-
-async fn play(run: &Run) -> Result<(), RunError> {
-    let servers = Servers::start(run, Mode::Naive).await?;
-    let before = ledger(run).await?;
-    let phone = run.http_client("phone");
-    let settings = Settings {
-        key: KeyMode::None,
-        ..Settings::default()
-    };
-    pay(&phone, &servers.shop.url(""), &settings, "").await;
-    servers.settle().await?;
-    finish(
-        run,
-        before,
-        "Nothing told the shop that the retry was the same purchase, and the first request kept working after the phone hung up.",
-    )
-    .await
-}

@@ -19,9 +19,10 @@ pub mod phone;
 pub mod provider;
 pub mod shop;
 
-use super::LabDef;
+use super::{LabDef, actors_at};
 use crate::engine::{Budget, HttpServer, Run, RunError, TableQuery};
 use crate::sandbox::Spec;
+use shared::event::ActorInfo;
 use shared::{Check, EventKind, Ledger, Moment, Service, Table, Value, Verdict};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -164,6 +165,26 @@ const LEDGER: [TableQuery; 3] = [
         key_columns: 1,
     },
 ];
+
+/// Every scenario's three lanes: the phone (`phone` says how it pays), the shop (in `shop`'s
+/// mode), the provider.
+pub fn lanes(phone: &str, shop: &str) -> Vec<ActorInfo> {
+    let mut lanes = actors_at(&["phone"], phone);
+    lanes.extend(actors_at(&["shop"], shop));
+    lanes.extend(actors_at(&["provider"], "card network, 1 s per charge"));
+    lanes
+}
+
+/// One purchase: the servers in `mode`, the phone paying once with `settings` (and retrying as it
+/// does), the servers' work waited for, then the ledgers and the verdict (`how` says why).
+pub async fn one_purchase(run: &Run, mode: shop::Mode, settings: phone::Settings, how: &str) -> Result<(), RunError> {
+    let servers = Servers::start(run, mode).await?;
+    let before = ledger(run).await?;
+    let phone = run.http_client("phone");
+    phone::pay(&phone, &servers.shop.url(""), &settings, "").await;
+    servers.settle().await?;
+    finish(run, before, how).await
+}
 
 /// How many rows each ledger holds.
 fn counts(shop: i64, provider: i64) -> Table {
