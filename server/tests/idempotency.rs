@@ -121,3 +121,88 @@ async fn claiming_the_key_first_makes_the_retry_wait_for_the_answer() {
     );
     assert_eq!(run.verdict().kind, VerdictKind::Prevented);
 }
+
+const IN_PROGRESS: &str = r#"409 {"error":"a request with this Idempotency-Key is still in progress"}"#;
+
+#[tokio::test]
+async fn twenty_copies_with_one_key_charge_once() {
+    let run = idempotency("idempotency/parallel-copies", "copies").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 5, "{transcript:?}");
+    let charge = charged(&transcript[0], "      1 attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[0]));
+    for (n, line) in transcript.iter().enumerate().take(4).skip(1) {
+        assert_eq!(line, &format!("     19 attempt {n}: {IN_PROGRESS}"));
+    }
+    assert_eq!(
+        charged(&transcript[4], "     19 attempt 4: ", 1, " (replayed)"),
+        Some(charge.clone())
+    );
+    let (shop, provider) = ledgers(&run);
+    assert_eq!(
+        (shop, provider),
+        (vec![Value::Text(charge.clone())], vec![Value::Text(charge)])
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+}
+
+#[tokio::test]
+async fn another_body_with_the_key_is_refused_and_the_quoted_key_replays() {
+    let run = idempotency("idempotency/fingerprint", "fingerprint").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 5, "{transcript:?}");
+    assert_eq!(transcript[0], "attempt 1: no answer: timed out");
+    assert_eq!(transcript[1], format!("attempt 2: {IN_PROGRESS}"));
+    let charge =
+        charged(&transcript[2], "attempt 3: ", 1, " (replayed)").unwrap_or_else(|| panic!("{}", transcript[2]));
+    assert_eq!(
+        transcript[3],
+        r#"attempt 1: 422 {"error":"Idempotency-Key was already used with a different request"}"#
+    );
+    assert_eq!(charged(&transcript[4], "attempt 1: ", 1, " (replayed)"), Some(charge));
+    assert_eq!(
+        run.rows_after("idempotency_keys"),
+        vec![row!["order-7731", "completed", 201]]
+    );
+    assert_eq!(ledgers(&run).1.len(), 1, "one charge");
+}
+
+#[tokio::test]
+async fn a_decline_is_stored_and_replayed() {
+    let run = idempotency("idempotency/decline", "decline").await;
+    assert_eq!(
+        run.transcript(),
+        vec![
+            "attempt 1: no answer: timed out".to_owned(),
+            format!("attempt 2: {IN_PROGRESS}"),
+            r#"attempt 3: 402 {"error":"card declined"} (replayed)"#.to_owned(),
+        ]
+    );
+    assert_eq!(ledgers(&run), (vec![], vec![]), "nothing charged, nothing recorded");
+    assert_eq!(
+        run.rows_after("idempotency_keys"),
+        vec![row!["order-7732", "completed", 402]]
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+}
+
+#[tokio::test]
+async fn faults_release_the_key_and_the_payment_goes_through_when_the_provider_is_back() {
+    let run = idempotency("idempotency/provider-down", "provider-down").await;
+    let transcript = run.transcript();
+    let unavailable = r#"502 {"error":"payment provider unavailable"}"#;
+    assert_eq!(
+        transcript[..3],
+        [
+            format!("attempt 1: {unavailable}"),
+            format!("attempt 2: {unavailable}"),
+            "keys left after the faults: 0".to_owned(),
+        ]
+    );
+    let charge = charged(&transcript[3], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[3]));
+    assert_eq!(transcript.len(), 4, "a fresh 201, not a replay");
+    assert_eq!(ledgers(&run).1, vec![Value::Text(charge)]);
+    assert_eq!(
+        run.rows_after("idempotency_keys"),
+        vec![row!["order-7733", "completed", 201]]
+    );
+}

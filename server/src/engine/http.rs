@@ -63,15 +63,7 @@ impl Run {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| RunError::Other(format!("cannot bind a loopback port: {e}")))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| RunError::Other(format!("cannot read the bound port: {e}")))?;
-        let task = tokio::spawn(async move {
-            if let Err(error) = axum::serve(listener, router).await {
-                tracing::warn!(%error, "a run's HTTP server stopped");
-            }
-        });
-        Ok(HttpServer { addr, task })
+        serve_on(listener, router)
     }
 
     /// A client lane (the phone): it sends requests as steps.
@@ -80,6 +72,34 @@ impl Run {
             lane: self.lane(name, false),
         }
     }
+
+    /// A quiet client lane (one of twenty identical copies): no per-request events.
+    pub fn http_worker(&self, name: &str) -> HttpClient {
+        HttpClient {
+            lane: self.lane(name, true),
+        }
+    }
+
+    /// Starts `router` again on the loopback port `port` it had before (a server that was
+    /// stopped, now back), for as long as the returned handle lives.
+    pub async fn http_server_on(&self, router: axum::Router, port: u16) -> Result<HttpServer, RunError> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .map_err(|e| RunError::Other(format!("cannot bind port {port} again: {e}")))?;
+        serve_on(listener, router)
+    }
+}
+
+fn serve_on(listener: tokio::net::TcpListener, router: axum::Router) -> Result<HttpServer, RunError> {
+    let addr = listener
+        .local_addr()
+        .map_err(|e| RunError::Other(format!("cannot read the bound port: {e}")))?;
+    let task = tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, router).await {
+            tracing::warn!(%error, "a run's HTTP server stopped");
+        }
+    });
+    Ok(HttpServer { addr, task })
 }
 
 /// One request as a scenario writes it.

@@ -7,6 +7,11 @@
 //! - [`check_first`]: the key is looked up before charging, and saved after: both requests look
 //!   before either saves.
 //! - [`claim`]: the key is claimed first, atomically: the retry gets 409, then the stored answer.
+//! - [`parallel_copies`]: twenty copies with one key: one charge, the rest 409 then replays.
+//! - [`fingerprint`]: the key with another body gets 422; the quoted key is the same key.
+//! - [`decline`]: a decline is stored and replayed like any final answer.
+//! - [`provider_down`]: faults release the key, so the payment goes through once the provider is
+//!   back.
 //!
 //! The pieces: [`provider`] (the card network), [`shop`] (`POST /payments` in every mode),
 //! [`phone`] (the checkout client). The helpers below start the two servers for a run, wait for
@@ -14,9 +19,13 @@
 
 pub mod check_first;
 pub mod claim;
+pub mod decline;
 pub mod double_charge;
+pub mod fingerprint;
+pub mod parallel_copies;
 pub mod phone;
 pub mod provider;
+pub mod provider_down;
 pub mod shop;
 
 use super::{LabDef, actors_at};
@@ -34,7 +43,15 @@ pub static LAB: LabDef = LabDef {
     id: "idempotency",
     title: "Idempotency keys: a retrying phone, a shop API and a slow card provider",
     services: &[Service::Postgres, Service::Http],
-    scenarios: &[&double_charge::SCENARIO, &check_first::SCENARIO, &claim::SCENARIO],
+    scenarios: &[
+        &double_charge::SCENARIO,
+        &check_first::SCENARIO,
+        &claim::SCENARIO,
+        &parallel_copies::SCENARIO,
+        &fingerprint::SCENARIO,
+        &decline::SCENARIO,
+        &provider_down::SCENARIO,
+    ],
 };
 
 /// The shop's and the provider's databases: two ledgers, two schemas.
@@ -211,6 +228,11 @@ pub async fn ledger(run: &Run) -> Result<Ledger, RunError> {
 /// Emits the ledgers before, after, and what a correct system holds (one payment, charged once,
 /// in both ledgers), then the verdict.
 pub async fn finish(run: &Run, before: Ledger, how: &str) -> Result<(), RunError> {
+    finish_with(run, before, how, 1).await
+}
+
+/// As [`finish`], when a correct system ends with `charges` payments (0 for a decline).
+pub async fn finish_with(run: &Run, before: Ledger, how: &str, charges: i64) -> Result<(), RunError> {
     let after = ledger(run).await?;
     let ids = |name: &str, col: usize| -> Vec<String> {
         after
@@ -225,7 +247,7 @@ pub async fn finish(run: &Run, before: Ledger, how: &str) -> Result<(), RunError
         (
             Moment::Expected,
             Ledger {
-                tables: vec![counts(1, 1)],
+                tables: vec![counts(charges, charges)],
             },
         ),
     ] {
@@ -235,16 +257,22 @@ pub async fn finish(run: &Run, before: Ledger, how: &str) -> Result<(), RunError
     agree.sort();
     let mut charged = provider.clone();
     charged.sort();
+    let want = usize::try_from(charges).unwrap_or(0);
+    let times = if charges == 1 {
+        "once".to_owned()
+    } else {
+        format!("{charges} times")
+    };
     let checks = vec![
         Check::new(
-            "the card is charged once",
+            format!("the card is charged {times}"),
             format!("{} charge(s) at the provider", provider.len()),
-            provider.len() == 1,
+            provider.len() == want,
         ),
         Check::new(
-            "the shop records one payment",
+            format!("the shop records {charges} payment(s)"),
             format!("{} payment(s) in the shop", shop.len()),
-            shop.len() == 1,
+            shop.len() == want,
         ),
         Check::new(
             "both ledgers hold the same charges",
@@ -253,8 +281,9 @@ pub async fn finish(run: &Run, before: Ledger, how: &str) -> Result<(), RunError
         ),
     ];
     let headline = match (shop.len(), provider.len()) {
-        (1, 1) if agree == charged => "One payment, charged once: the ledgers agree".to_owned(),
-        (s, p) => format!("The customer paid once; the provider charged {p} time(s), the shop recorded {s}"),
+        (1, 1) if want == 1 && agree == charged => "One payment, charged once: the ledgers agree".to_owned(),
+        (0, 0) if want == 0 => "Nothing charged, nothing recorded: the decline stands".to_owned(),
+        (s, p) => format!("The provider charged {p} time(s), the shop recorded {s}; a correct system: {charges}"),
     };
     run.verdict(Verdict::judge(checks, headline, how));
     Ok(())

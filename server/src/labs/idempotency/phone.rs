@@ -81,8 +81,20 @@ impl Attempt {
 }
 
 /// Pays once, with retries, against the shop at `base`; prints each attempt's line (prefixed with
-/// `prefix`, `copy 3 `, when several copies run). Returns the attempts.
+/// `prefix`, `copy 3 `, when several copies run), as a transcript line or, for one of many
+/// copies whose lines the tutorial only shows counted, as a note. Returns the attempts.
 pub async fn pay(phone: &HttpClient, base: &str, settings: &Settings, prefix: &str) -> Vec<Attempt> {
+    pay_printing(phone, base, settings, prefix, true).await
+}
+
+/// As [`pay`]; `transcript` false makes the lines notes on the lane.
+pub async fn pay_printing(
+    phone: &HttpClient,
+    base: &str,
+    settings: &Settings,
+    prefix: &str,
+    transcript: bool,
+) -> Vec<Attempt> {
     let mut attempts = Vec::new();
     let mut backoff = BACKOFF;
     for n in 1..=settings.attempts {
@@ -118,7 +130,12 @@ pub async fn pay(phone: &HttpClient, base: &str, settings: &Settings, prefix: &s
             Err(StepError::Lost { reason, .. }) => Attempt::NoAnswer(format!("Post \"{base}/payments\": {reason}")),
             Err(other) => Attempt::NoAnswer(other.to_string()),
         };
-        phone.lane().say_exactly(format!("{prefix}{}", attempt.line(n)));
+        let line = format!("{prefix}{}", attempt.line(n));
+        if transcript {
+            phone.lane().say_exactly(line);
+        } else {
+            phone.lane().note(line);
+        }
         let again = attempt.retries();
         attempts.push(attempt);
         if !again {
