@@ -21,7 +21,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     workload: false,
     sandbox: super::SANDBOX,
     actors: |_| actors_at(&["holder"], "Redis"),
-    budget: Some(|_| Budget::postgres(0).and_redis(1)),
+    budget: Some(|_| Budget::postgres(0).and_redis(2)),
     play: |run, _| Box::pin(play(run)),
     summarize: None,
 };
@@ -35,6 +35,19 @@ async fn release_delex(holder: &RedisActor, token: &str) -> Result<Result<(), Lo
         Err(refused @ StepError::Redis { .. }) => Ok(Err(LockError::Step(refused))),
         Err(other) => Err(other.into()),
     }
+}
+
+/// The server's version, from `INFO server`, asked off the timeline.
+async fn server_version(run: &Run) -> Option<String> {
+    let probe = run.redis_worker("probe").await.ok()?;
+    let info = probe.run(&Command::new("INFO").arg("server")).await.ok()?;
+    let redis::Value::BulkString(bytes) = info else {
+        return None;
+    };
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .map(|v| v.trim().to_owned())
 }
 
 /// `<nil>` or the error, as Go prints an error value.
@@ -55,9 +68,10 @@ async fn play(run: &Run) -> Result<(), RunError> {
         .say_exactly(format!("first release:  {}", printed(&first)));
     let unknown = matches!(&first, Err(LockError::Step(StepError::Redis { .. })));
     let second = if unknown {
-        holder
-            .lane()
-            .note("this Redis has no DELEX (it came in 8.4): releasing with the Lua script instead");
+        let version = server_version(run).await.unwrap_or_else(|| "this server".into());
+        holder.lane().note(format!(
+            "Redis {version} has no DELEX (it came in 8.4): releasing with the Lua script instead"
+        ));
         release(&holder, &lock).await
     } else {
         release_delex(&holder, &lock.token).await?
