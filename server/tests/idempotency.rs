@@ -129,12 +129,12 @@ async fn twenty_copies_with_one_key_charge_once() {
     let run = idempotency("idempotency/parallel-copies", "copies").await;
     let transcript = run.transcript();
     assert_eq!(transcript.len(), 5, "{transcript:?}");
-    let charge = charged(&transcript[0], "      1 attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[0]));
+    let charge = charged(&transcript[0], "   1 attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[0]));
     for (n, line) in transcript.iter().enumerate().take(4).skip(1) {
-        assert_eq!(line, &format!("     19 attempt {n}: {IN_PROGRESS}"));
+        assert_eq!(line, &format!("  19 attempt {n}: {IN_PROGRESS}"));
     }
     assert_eq!(
-        charged(&transcript[4], "     19 attempt 4: ", 1, " (replayed)"),
+        charged(&transcript[4], "  19 attempt 4: ", 1, " (replayed)"),
         Some(charge.clone())
     );
     let (shop, provider) = ledgers(&run);

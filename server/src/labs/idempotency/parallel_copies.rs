@@ -37,7 +37,8 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     summarize: None,
 };
 
-/// The lines as `sort | uniq -c` prints them: the count right-aligned in seven columns.
+/// The lines as `sort | uniq -c` printed them in the tutorial: the count right-aligned in four
+/// columns.
 pub fn counted(lines: &[String]) -> Vec<String> {
     let mut sorted = lines.to_vec();
     sorted.sort();
@@ -49,7 +50,7 @@ pub fn counted(lines: &[String]) -> Vec<String> {
         }
     }
     out.into_iter()
-        .map(|(count, line)| format!("{count:>7} {line}"))
+        .map(|(count, line)| format!("{count:>4} {line}"))
         .collect()
 }
 
@@ -109,6 +110,6 @@ mod tests {
     #[test]
     fn lines_are_counted_as_sort_and_uniq_count_them() {
         let lines: Vec<String> = ["b", "a", "b", "b"].iter().map(|s| (*s).to_owned()).collect();
-        assert_eq!(counted(&lines), vec!["      1 a", "      3 b"]);
+        assert_eq!(counted(&lines), vec!["   1 a", "   3 b"]);
     }
 }
