@@ -5,12 +5,17 @@
 
 mod common;
 
-use common::{Finished, Leftovers, db_slot, engine, play, wait_until_clean};
+use common::{Finished, Leftovers, engine, play, wait_until_clean};
 use shared::event::Detail;
 use shared::{EventKind, Outcome, Value, VerdictKind};
 
 async fn idempotency(scenario: &str, variant: &str) -> Finished {
-    let _slot = db_slot().await;
+    idempotency_holding(scenario, variant, 1).await
+}
+
+/// As [`idempotency`], holding `slots` of the tests' database slots while it plays.
+async fn idempotency_holding(scenario: &str, variant: &str, slots: u32) -> Finished {
+    let _slots = common::db_slots(slots).await;
     let run = play(&engine().await, scenario, variant).await;
     assert_eq!(run.outcome, Outcome::Completed, "{scenario}: {:?}", run.outcome);
     assert_eq!(
@@ -205,4 +210,61 @@ async fn faults_release_the_key_and_the_payment_goes_through_when_the_provider_i
         run.rows_after("idempotency_keys"),
         vec![row!["order-7733", "completed", 201]]
     );
+}
+
+/// The load test's counted lines: (fresh 201s, replayed 201s, 409s).
+fn load_counts(transcript: &[String]) -> (i64, i64, i64) {
+    let count_of = |suffix: &str| -> i64 {
+        transcript
+            .iter()
+            .find(|l| l.trim_start().split_once(' ').is_some_and(|(_, rest)| rest == suffix))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    (
+        count_of("201 {payment}"),
+        count_of("201 {payment} (replayed)"),
+        count_of(IN_PROGRESS),
+    )
+}
+
+#[tokio::test]
+async fn thirty_payments_of_five_copies_charge_thirty_times_and_the_ledgers_agree() {
+    // Its provider pool alone holds 32 connections: few other runs beside it.
+    let run = idempotency_holding("idempotency/load-test", "final", 5).await;
+    let transcript = run.transcript();
+    let (fresh, replayed, conflicts) = load_counts(&transcript);
+    assert_eq!((fresh, replayed), (30, 120), "{transcript:?}");
+    // Each of the 120 losers is told 409 at least once, at most on its first three attempts.
+    assert!((120..=360).contains(&conflicts), "{conflicts} × 409");
+    assert_eq!(
+        transcript[transcript.len() - 3..],
+        [
+            "payments 30 | distinct_amounts 30".to_owned(),
+            "card_charges 30".to_owned(),
+            "completed | 201 | 30".to_owned(),
+        ]
+    );
+    let keys: Vec<Value> = run
+        .rows_after("card_charges")
+        .into_iter()
+        .map(|r| r[1].clone())
+        .collect();
+    assert!(
+        keys.iter().all(|k| k.as_text().is_some_and(|k| k.len() == 64)),
+        "every charge carries the derived provider key"
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+}
+
+#[tokio::test]
+async fn the_cleanup_deletes_keys_older_than_a_day_and_nothing_else() {
+    let run = idempotency_holding("idempotency/expiry", "24h", 5).await;
+    let transcript = run.transcript();
+    assert_eq!(
+        transcript[transcript.len() - 3..],
+        ["UPDATE 12".to_owned(), "DELETE 12".to_owned(), "count 18".to_owned(),]
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
 }

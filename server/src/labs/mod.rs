@@ -14,7 +14,7 @@ use crate::engine::child::{ChildKind, SQL_SCRIPT};
 use crate::engine::{BoxFuture, Budget, Run, RunError, Scenario};
 use crate::sandbox::Spec;
 use shared::event::ActorInfo;
-use shared::{Lab, Ledger, ScenarioInfo, Service, VariantInfo};
+use shared::{Lab, Ledger, ScenarioInfo, Service, Table, Value, VariantInfo};
 
 /// A variant as written in a scenario module: `(id, tab label, one-line description)`.
 pub type VariantDef = (&'static str, &'static str, &'static str);
@@ -131,6 +131,22 @@ pub fn rand_text() -> String {
     (0..26)
         .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
         .collect()
+}
+
+/// The tutorial's own figures for a scenario, as a reference ledger: `(figure, what its runs
+/// showed)`. Shown beside ours, never judged against.
+pub fn tutorial_figures(rows: &[(&str, &str)]) -> Ledger {
+    Ledger {
+        tables: vec![Table {
+            name: "The tutorial's runs".into(),
+            columns: vec!["figure".into(), "tutorial".into()],
+            key_columns: 1,
+            rows: rows
+                .iter()
+                .map(|(figure, seen)| vec![Value::from(*figure), Value::from(*seen)])
+                .collect(),
+        }],
+    }
 }
 
 /// Actors named `names`, all with the same session detail.

@@ -22,6 +22,15 @@ pub async fn db_slot() -> SemaphorePermit<'static> {
     DB_SLOTS.acquire().await.expect("the test semaphore is never closed")
 }
 
+/// `n` slots at once, for a test whose run holds many connections (a load test with a pool of
+/// thirty), so that few others run beside it.
+pub async fn db_slots(n: u32) -> SemaphorePermit<'static> {
+    DB_SLOTS
+        .acquire_many(n)
+        .await
+        .expect("the test semaphore is never closed")
+}
+
 /// The configuration tests run with: the environment's, else the local defaults.
 pub fn config() -> Config {
     Config {

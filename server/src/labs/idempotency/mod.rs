@@ -12,6 +12,9 @@
 //! - [`decline`]: a decline is stored and replayed like any final answer.
 //! - [`provider_down`]: faults release the key, so the payment goes through once the provider is
 //!   back.
+//! - [`load_test`]: thirty payments, five copies each, at once: thirty charges, ledgers agree.
+//! - [`expiry`]: the load test's keys, twelve of them a day old, and the cleanup that removes
+//!   them.
 //!
 //! The pieces: [`provider`] (the card network), [`shop`] (`POST /payments` in every mode),
 //! [`phone`] (the checkout client). The helpers below start the two servers for a run, wait for
@@ -21,7 +24,9 @@ pub mod check_first;
 pub mod claim;
 pub mod decline;
 pub mod double_charge;
+pub mod expiry;
 pub mod fingerprint;
+pub mod load_test;
 pub mod parallel_copies;
 pub mod phone;
 pub mod provider;
@@ -51,6 +56,8 @@ pub static LAB: LabDef = LabDef {
         &fingerprint::SCENARIO,
         &decline::SCENARIO,
         &provider_down::SCENARIO,
+        &load_test::SCENARIO,
+        &expiry::SCENARIO,
     ],
 };
 
@@ -129,10 +136,16 @@ pub struct Servers {
 impl Servers {
     /// Starts the provider and the shop on loopback ports, each with its own lane and pool.
     pub async fn start(run: &Run, mode: shop::Mode) -> Result<Servers, RunError> {
+        Self::start_with(run, mode, POOL).await
+    }
+
+    /// As [`Servers::start`], with a provider pool of `provider_pool` (one connection per charge
+    /// in flight: a load test needs more).
+    pub async fn start_with(run: &Run, mode: shop::Mode, provider_pool: u32) -> Result<Servers, RunError> {
         let in_flight = Arc::new(InFlight::default());
         let provider = run
             .http_server(provider::router(provider::Provider {
-                pool: run.pool("provider", Some("provider"), POOL).await?,
+                pool: run.pool("provider", Some("provider"), provider_pool).await?,
                 lane: run.lane("provider", false),
                 lock_space: run.lock_space(),
                 in_flight: in_flight.clone(),
@@ -204,7 +217,7 @@ pub async fn one_purchase(run: &Run, mode: shop::Mode, settings: phone::Settings
 }
 
 /// How many rows each ledger holds.
-fn counts(shop: i64, provider: i64) -> Table {
+pub(super) fn counts(shop: i64, provider: i64) -> Table {
     Table {
         name: "charges per ledger".into(),
         columns: vec!["ledger".into(), "charges".into()],

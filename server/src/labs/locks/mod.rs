@@ -346,21 +346,7 @@ pub async fn finish_spends(
     Ok(())
 }
 
-/// The tutorial's own figures for a scenario, as a reference ledger: `(figure, what its runs
-/// showed)`. Shown beside ours, never judged against.
-pub fn tutorial_figures(rows: &[(&str, &str)]) -> Ledger {
-    Ledger {
-        tables: vec![Table {
-            name: "The tutorial's runs".into(),
-            columns: vec!["figure".into(), "tutorial".into()],
-            key_columns: 1,
-            rows: rows
-                .iter()
-                .map(|(figure, seen)| vec![Value::from(*figure), Value::from(*seen)])
-                .collect(),
-        }],
-    }
-}
+pub use super::tutorial_figures;
 
 /// The ledger before a round: the balance as it was set, and no spend decided yet.
 pub async fn before_spends(run: &Run) -> Result<Ledger, RunError> {
