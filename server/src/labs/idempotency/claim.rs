@@ -5,10 +5,9 @@
 //! `attempt 3: 201 {"id":1,…} (replayed)`. One charge in each ledger, and the key completed/201.
 
 use super::phone::{KeyMode, Settings};
-use super::shop::Mode;
+use super::shop::CLAIM;
 use super::{lanes, one_purchase};
 use crate::labs::ScenarioDef;
-use std::time::Duration;
 
 /// The key the tutorial's client sends.
 pub const KEY: &str = "order-7731";
@@ -31,10 +30,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     play: |run, _| {
         Box::pin(one_purchase(
             run,
-            Mode::Idempotent {
-                lease: Duration::ZERO,
-                provider_key: false,
-            },
+            CLAIM,
             Settings {
                 key: KeyMode::Once(KEY.into()),
                 ..Settings::default()

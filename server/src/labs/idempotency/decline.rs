@@ -5,11 +5,10 @@
 
 use super::phone::{KeyMode, Settings};
 use super::provider::DECLINED_CARD;
-use super::shop::Mode;
+use super::shop::CLAIM;
 use super::{Servers, finish_with, lanes, ledger};
 use crate::engine::{Run, RunError};
 use crate::labs::ScenarioDef;
-use std::time::Duration;
 
 pub const KEY: &str = "order-7732";
 
@@ -29,11 +28,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
 };
 
 async fn play(run: &Run) -> Result<(), RunError> {
-    let mode = Mode::Idempotent {
-        lease: Duration::ZERO,
-        provider_key: false,
-    };
-    let servers = Servers::start(run, mode).await?;
+    let servers = Servers::start(run, CLAIM).await?;
     let before = ledger(run).await?;
     let phone = run.http_client("phone");
     let settings = Settings {

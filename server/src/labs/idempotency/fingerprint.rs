@@ -9,7 +9,7 @@
 //! receipt.
 
 use super::phone::{KeyMode, Settings, pay};
-use super::shop::Mode;
+use super::shop::CLAIM;
 use super::{Servers, finish, lanes, ledger};
 use crate::engine::{Run, RunError};
 use crate::labs::ScenarioDef;
@@ -39,11 +39,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
 };
 
 async fn play(run: &Run) -> Result<(), RunError> {
-    let mode = Mode::Idempotent {
-        lease: Duration::ZERO,
-        provider_key: false,
-    };
-    let servers = Servers::start(run, mode).await?;
+    let servers = Servers::start(run, CLAIM).await?;
     let before = ledger(run).await?;
     let phone = run.http_client("phone");
     let base = servers.shop.url("");

@@ -5,7 +5,7 @@
 //! 1 × `attempt 1: 201`, 19 × 409 on attempts 1–3, 19 × `attempt 4: 201 … (replayed)`. One charge.
 
 use super::phone::{Attempt, KeyMode, Settings, pay_printing};
-use super::shop::Mode;
+use super::shop::CLAIM;
 use super::{Servers, finish, ledger};
 use crate::engine::{Run, RunError};
 use crate::labs::ScenarioDef;
@@ -55,11 +55,7 @@ pub fn counted(lines: &[String]) -> Vec<String> {
 }
 
 async fn play(run: &Run) -> Result<(), RunError> {
-    let mode = Mode::Idempotent {
-        lease: Duration::ZERO,
-        provider_key: false,
-    };
-    let servers = Servers::start(run, mode).await?;
+    let servers = Servers::start(run, CLAIM).await?;
     let before = ledger(run).await?;
     let settings = Settings {
         key: KeyMode::Once(crate::labs::rand_text()),

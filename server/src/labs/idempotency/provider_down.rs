@@ -4,7 +4,7 @@
 //! normally: `attempt 1: 201 {"id":1,…}`, a fresh charge, not a replay.
 
 use super::phone::{KeyMode, Settings, pay};
-use super::shop::Mode;
+use super::shop::CLAIM;
 use super::{Servers, finish, lanes, ledger};
 use crate::engine::{Run, RunError};
 use crate::labs::ScenarioDef;
@@ -32,11 +32,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
 };
 
 async fn play(run: &Run) -> Result<(), RunError> {
-    let mode = Mode::Idempotent {
-        lease: Duration::ZERO,
-        provider_key: false,
-    };
-    let servers = Servers::start(run, mode).await?;
+    let servers = Servers::start(run, CLAIM).await?;
     let before = ledger(run).await?;
     let provider_port = servers.provider.addr().port();
     let Servers {

@@ -39,6 +39,12 @@ pub enum Mode {
     },
 }
 
+/// The atomic claim alone: no lease (a started key is never taken over), no provider key.
+pub const CLAIM: Mode = Mode::Idempotent {
+    lease: Duration::ZERO,
+    provider_key: false,
+};
+
 /// What the shop's handler needs.
 #[derive(Clone)]
 pub struct Shop {
