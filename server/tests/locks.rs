@@ -382,9 +382,13 @@ async fn retries_in_lockstep_may_give_up_jitter_never_does_and_the_balance_is_ri
 #[tokio::test]
 async fn a_stalled_redis_holds_a_default_client_past_its_deadline() {
     let run = locks("locks/client-timeout", "context-timeouts").await;
-    assert_eq!(
-        run.transcript(),
-        lines("deadline honoured: a GET with a 100ms deadline failed after 100ms")
+    let line = &run.transcript()[0];
+    let after = line.rsplit("after ").next().unwrap_or_default();
+    // The tutorial's 100 ms; a busy machine rounds it up by a tick or two.
+    assert!(
+        line.starts_with("deadline honoured: a GET with a 100ms deadline failed after")
+            && (100..300).contains(&millis(after)),
+        "{line}"
     );
     assert_eq!(run.verdict().kind, VerdictKind::Prevented);
     let run = locks("locks/client-timeout", "default").await;

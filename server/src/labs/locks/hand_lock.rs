@@ -4,10 +4,7 @@
 //! spent. `accepted=10 balance=0 expected=0 OK`, and no lock key is left.
 
 use super::lock::{acquire, release};
-use super::{
-    AMOUNT, CALLERS, LOCK_KEY, WORK, caller_lanes, check_line, finish_spends, hammer, open_callers, read_balance,
-    reset_balance, spend,
-};
+use super::{AMOUNT, CALLERS, LOCK_KEY, WORK, caller_lanes, finish_spends, open_callers, spend, spend_round};
 use crate::engine::{Budget, Run, RunError};
 use crate::labs::ScenarioDef;
 use std::time::Duration;
@@ -37,9 +34,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
 
 async fn play(run: &Run) -> Result<(), RunError> {
     let callers = open_callers(run, CALLERS).await?;
-    reset_balance(&callers[0]).await?;
-    let before = super::before_spends(run).await?;
-    let round = hammer(run, &callers, |who| async move {
+    let round = spend_round(run, &callers, |who| async move {
         let lock = acquire(who, LOCK_KEY, TTL, DEADLINE).await?;
         let spent = spend(who, AMOUNT, WORK).await;
         if let Err(error) = release(who, &lock).await {
@@ -47,16 +42,13 @@ async fn play(run: &Run) -> Result<(), RunError> {
         }
         spent
     })
-    .await;
-    let balance = read_balance(&callers[0]).await?;
-    let (line, _) = check_line(round.accepted, balance);
-    run.say_plain(line);
+    .await?;
     finish_spends(
         run,
-        before,
+        round.before,
         CALLERS,
         round.accepted,
-        balance,
+        round.balance,
         "Only the lock's holder read and wrote the balance; the next request waited, read what it left, and paid from that.",
         &[("check line", "accepted=10 balance=0 expected=0 OK, on all five runs")],
     )

@@ -177,6 +177,43 @@ where
     hammered
 }
 
+/// What a round of spends came to.
+pub struct Round {
+    /// The ledger after the balance was set, before any spend.
+    pub before: Ledger,
+    pub accepted: i64,
+    /// The balance afterwards.
+    pub balance: i64,
+    /// From the first spend's start to the last one's end.
+    pub elapsed: Duration,
+}
+
+/// A round of spends on the Redis balance, as every Step 1–4 program plays it: set the balance,
+/// release every caller's `spend` at once, read the balance, and print the check line.
+pub async fn spend_round<'a, F, Fut>(run: &Run, callers: &'a [RedisActor], spend: F) -> Result<Round, RunError>
+where
+    F: Fn(&'a RedisActor) -> Fut,
+    Fut: Future<Output = Result<bool, RunError>>,
+{
+    let first = callers
+        .first()
+        .ok_or_else(|| RunError::Other("a round needs at least one caller".into()))?;
+    reset_balance(first).await?;
+    let before = before_spends(run).await?;
+    let started = tokio::time::Instant::now();
+    let round = hammer(run, callers, spend).await;
+    let elapsed = started.elapsed();
+    let balance = read_balance(first).await?;
+    let (line, _) = check_line(round.accepted, balance);
+    run.say_plain(line);
+    Ok(Round {
+        before,
+        accepted: round.accepted,
+        balance,
+        elapsed,
+    })
+}
+
 /// Sets the balance to its starting value (no TTL), as every program does first.
 pub async fn reset_balance(who: &RedisActor) -> Result<(), RunError> {
     who.run(&Command::new("SET").key(BALANCE_KEY).arg(INITIAL)).await?;

@@ -3,10 +3,7 @@
 //! `read − 10` over the others'. `accepted=50 balance=60..80 expected=-400 BROKEN` (the tutorial:
 //! 60, 70, 80 over its runs). A correct system accepts 10 and ends at 0.
 
-use super::{
-    AMOUNT, CALLERS, WORK, caller_lanes, check_line, finish_spends, hammer, open_callers, read_balance, reset_balance,
-    spend,
-};
+use super::{AMOUNT, CALLERS, WORK, caller_lanes, finish_spends, open_callers, spend, spend_round};
 use crate::engine::{Budget, Run, RunError};
 use crate::labs::ScenarioDef;
 
@@ -31,18 +28,13 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
 
 async fn play(run: &Run) -> Result<(), RunError> {
     let callers = open_callers(run, CALLERS).await?;
-    reset_balance(&callers[0]).await?;
-    let before = super::before_spends(run).await?;
-    let round = hammer(run, &callers, |who| spend(who, AMOUNT, WORK)).await;
-    let balance = read_balance(&callers[0]).await?;
-    let (line, _) = check_line(round.accepted, balance);
-    run.say_plain(line);
+    let round = spend_round(run, &callers, |who| spend(who, AMOUNT, WORK)).await?;
     finish_spends(
         run,
-        before,
+        round.before,
         CALLERS,
         round.accepted,
-        balance,
+        round.balance,
         "Every request read a balance that covered it before any of them wrote: each write erased the ones before it.",
         &[
             ("accepted", "50 (three of five runs shown)"),

@@ -11,8 +11,8 @@
 
 use super::redislock::{ExponentialBackoff, FullJitter, RetryStrategy, obtain, release};
 use super::{
-    AMOUNT, CALLERS, LOCK_KEY, WORK, caller_lanes, check_line, finish_spends, go_duration, hammer, log_prefix,
-    open_callers, read_balance, reset_balance, spend,
+    AMOUNT, CALLERS, LOCK_KEY, WORK, caller_lanes, finish_spends, go_duration, log_prefix, open_callers, spend,
+    spend_round,
 };
 use crate::engine::{Budget, Run, RunError};
 use crate::labs::ScenarioDef;
@@ -44,11 +44,8 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
 
 async fn play(run: &Run, jitter: bool) -> Result<(), RunError> {
     let callers = open_callers(run, CALLERS).await?;
-    reset_balance(&callers[0]).await?;
-    let before = super::before_spends(run).await?;
     let (gave_up, equals_matched) = (AtomicI64::new(0), AtomicI64::new(0));
-    let started = tokio::time::Instant::now();
-    let round = hammer(run, &callers, |who| {
+    let round = spend_round(run, &callers, |who| {
         let (gave_up, equals_matched) = (&gave_up, &equals_matched);
         async move {
             // A new strategy per obtain: the exponential one counts its calls.
@@ -76,17 +73,13 @@ async fn play(run: &Run, jitter: bool) -> Result<(), RunError> {
             spent
         }
     })
-    .await;
-    let elapsed = started.elapsed();
-    let balance = read_balance(&callers[0]).await?;
-    let (line, _) = check_line(round.accepted, balance);
-    run.say_plain(line);
+    .await?;
     run.say_plain(format!(
         "{}gave up={} (err == ErrNotObtained matched {}) elapsed={}",
         log_prefix(),
         gave_up.load(Ordering::SeqCst),
         equals_matched.load(Ordering::SeqCst),
-        go_duration(elapsed)
+        go_duration(round.elapsed)
     ));
     let (how, tutorial): (&str, &[(&str, &str)]) = if jitter {
         (
@@ -99,5 +92,5 @@ async fn play(run: &Run, jitter: bool) -> Result<(), RunError> {
             &[("gave up", "0 to 5 of 50"), ("elapsed", "2.91 s (none gave up) to 5 s")],
         )
     };
-    finish_spends(run, before, CALLERS, round.accepted, balance, how, tutorial).await
+    finish_spends(run, round.before, CALLERS, round.accepted, round.balance, how, tutorial).await
 }

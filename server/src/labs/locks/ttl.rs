@@ -9,8 +9,7 @@
 
 use super::lock::{LockError, acquire, refresh, release};
 use super::{
-    AMOUNT, LOCK_KEY, caller_lanes, check_line, finish_spends, go_duration, hammer, log_prefix, open_callers,
-    read_balance, reset_balance,
+    AMOUNT, LOCK_KEY, caller_lanes, finish_spends, go_duration, log_prefix, open_callers, read_balance, spend_round,
 };
 use crate::engine::{Budget, Command, RedisActor, Run, RunError};
 use crate::labs::ScenarioDef;
@@ -80,11 +79,8 @@ async fn watchdog(who: &RedisActor, lock: &super::lock::Lock, lost: &AtomicBool)
 
 async fn play(run: &Run, with_watchdog: bool) -> Result<(), RunError> {
     let callers = open_callers(run, CALLERS).await?;
-    reset_balance(&callers[0]).await?;
-    let before = super::before_spends(run).await?;
     let stale = AtomicI64::new(0);
-    let started = tokio::time::Instant::now();
-    let round = hammer(run, &callers, |who| {
+    let round = spend_round(run, &callers, |who| {
         let stale = &stale;
         async move {
             let lock = acquire(who, LOCK_KEY, TTL, DEADLINE).await?;
@@ -107,16 +103,12 @@ async fn play(run: &Run, with_watchdog: bool) -> Result<(), RunError> {
             spent
         }
     })
-    .await;
-    let elapsed = started.elapsed();
-    let balance = read_balance(&callers[0]).await?;
-    let (line, _) = check_line(round.accepted, balance);
-    run.say_plain(line);
+    .await?;
     run.say_plain(format!(
         "{}refused stale releases={} elapsed={}",
         log_prefix(),
         stale.load(Ordering::SeqCst),
-        go_duration(elapsed)
+        go_duration(round.elapsed)
     ));
     let how = if with_watchdog {
         "The watchdog kept each lease alive while its work ran, so the requests took turns."
@@ -134,5 +126,5 @@ async fn play(run: &Run, with_watchdog: bool) -> Result<(), RunError> {
             ("log", "refused stale releases=5 elapsed=740ms"),
         ]
     };
-    finish_spends(run, before, CALLERS, round.accepted, balance, how, tutorial).await
+    finish_spends(run, round.before, CALLERS, round.accepted, round.balance, how, tutorial).await
 }
