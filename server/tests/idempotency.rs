@@ -268,3 +268,20 @@ async fn the_cleanup_deletes_keys_older_than_a_day_and_nothing_else() {
     );
     assert_eq!(run.verdict().kind, VerdictKind::Prevented);
 }
+
+#[tokio::test]
+async fn a_new_key_per_attempt_charges_twice_with_two_provider_keys() {
+    let run = idempotency("idempotency/new-key-per-attempt", "new-key").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript[0], "attempt 1: no answer: timed out");
+    charged(&transcript[1], "attempt 2: ", 2, "").unwrap_or_else(|| panic!("{}", transcript[1]));
+    let provider_keys: Vec<Value> = run
+        .rows_after("card_charges")
+        .into_iter()
+        .map(|r| r[1].clone())
+        .collect();
+    assert_eq!(provider_keys.len(), 2, "two charges");
+    assert_ne!(provider_keys[0], provider_keys[1], "with two different provider keys");
+    assert_eq!(run.rows_after("idempotency_keys").len(), 2, "two keys in the shop");
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}

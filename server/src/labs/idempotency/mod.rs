@@ -15,6 +15,8 @@
 //! - [`load_test`]: thirty payments, five copies each, at once: thirty charges, ledgers agree.
 //! - [`expiry`]: the load test's keys, twelve of them a day old, and the cleanup that removes
 //!   them.
+//! - [`new_key`]: a client that makes a new key per attempt: every layer is idempotent, and the
+//!   card is charged twice (the troubleshooting table's first row).
 //!
 //! The pieces: [`provider`] (the card network), [`shop`] (`POST /payments` in every mode),
 //! [`phone`] (the checkout client). The helpers below start the two servers for a run, wait for
@@ -27,6 +29,7 @@ pub mod double_charge;
 pub mod expiry;
 pub mod fingerprint;
 pub mod load_test;
+pub mod new_key;
 pub mod parallel_copies;
 pub mod phone;
 pub mod provider;
@@ -58,6 +61,7 @@ pub static LAB: LabDef = LabDef {
         &provider_down::SCENARIO,
         &load_test::SCENARIO,
         &expiry::SCENARIO,
+        &new_key::SCENARIO,
     ],
 };
 
