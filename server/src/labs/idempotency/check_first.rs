@@ -30,6 +30,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             Mode::CheckFirst,
             Settings::default(),
             "Both requests looked for the key before either had saved it: a lookup is not a claim.",
+            1,
         ))
     },
     summarize: None,

@@ -36,6 +36,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
                 ..Settings::default()
             },
             "The claim committed before the charge began, so the retry saw the key taken and waited for its answer instead of paying again.",
+            1,
         ))
     },
     summarize: None,

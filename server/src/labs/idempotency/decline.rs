@@ -6,7 +6,7 @@
 use super::phone::{KeyMode, Settings};
 use super::provider::DECLINED_CARD;
 use super::shop::CLAIM;
-use super::{Servers, finish_with, lanes, ledger};
+use super::{lanes, one_purchase};
 use crate::engine::{Run, RunError};
 use crate::labs::ScenarioDef;
 
@@ -28,21 +28,11 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
 };
 
 async fn play(run: &Run) -> Result<(), RunError> {
-    let servers = Servers::start(run, CLAIM).await?;
-    let before = ledger(run).await?;
-    let phone = run.http_client("phone");
     let settings = Settings {
         card: DECLINED_CARD.into(),
         key: KeyMode::Once(KEY.into()),
         ..Settings::default()
     };
-    super::phone::pay(&phone, &servers.shop.url(""), &settings, "").await;
-    servers.settle().await?;
-    finish_with(
-        run,
-        before,
-        "The decline was stored as the key's answer, so the retry got it back instead of trying the card again.",
-        0,
-    )
-    .await
+    let how = "The decline was stored as the key's answer, so the retry got it back instead of trying the card again.";
+    one_purchase(run, CLAIM, settings, how, 0).await
 }

@@ -29,6 +29,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
                 ..Settings::default()
             },
             "Nothing told the shop that the retry was the same purchase, and the first request kept working after the phone hung up.",
+            1,
         ))
     },
     summarize: None,

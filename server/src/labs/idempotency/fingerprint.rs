@@ -65,6 +65,7 @@ async fn play(run: &Run) -> Result<(), RunError> {
         run,
         before,
         "The stored fingerprint told a new payment reusing the key from a retry of the old one, and the quotes are not part of the key.",
+        1,
     )
     .await
 }

@@ -210,14 +210,21 @@ pub fn lanes(phone: &str, shop: &str) -> Vec<ActorInfo> {
 }
 
 /// One purchase: the servers in `mode`, the phone paying once with `settings` (and retrying as it
-/// does), the servers' work waited for, then the ledgers and the verdict (`how` says why).
-pub async fn one_purchase(run: &Run, mode: shop::Mode, settings: phone::Settings, how: &str) -> Result<(), RunError> {
+/// does), the servers' work waited for, then the ledgers and the verdict against a correct
+/// system's `charges` payments (`how` says why).
+pub async fn one_purchase(
+    run: &Run,
+    mode: shop::Mode,
+    settings: phone::Settings,
+    how: &str,
+    charges: i64,
+) -> Result<(), RunError> {
     let servers = Servers::start(run, mode).await?;
     let before = ledger(run).await?;
     let phone = run.http_client("phone");
     phone::pay(&phone, &servers.shop.url(""), &settings, "").await;
     servers.settle().await?;
-    finish(run, before, how).await
+    finish(run, before, how, charges).await
 }
 
 /// How many rows each ledger holds.
@@ -242,14 +249,9 @@ pub async fn ledger(run: &Run) -> Result<Ledger, RunError> {
     Ok(ledger)
 }
 
-/// Emits the ledgers before, after, and what a correct system holds (one payment, charged once,
-/// in both ledgers), then the verdict.
-pub async fn finish(run: &Run, before: Ledger, how: &str) -> Result<(), RunError> {
-    finish_with(run, before, how, 1).await
-}
-
-/// As [`finish`], when a correct system ends with `charges` payments (0 for a decline).
-pub async fn finish_with(run: &Run, before: Ledger, how: &str, charges: i64) -> Result<(), RunError> {
+/// Emits the ledgers before, after, and what a correct system holds (`charges` payments, each
+/// charged once and in both ledgers: 1 for a purchase, 0 for a decline), then the verdict.
+pub async fn finish(run: &Run, before: Ledger, how: &str, charges: i64) -> Result<(), RunError> {
     let after = ledger(run).await?;
     let ids = |name: &str, col: usize| -> Vec<String> {
         after

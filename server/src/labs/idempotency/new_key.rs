@@ -36,6 +36,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
                 ..Settings::default()
             },
             "The retry carried another key, so nothing downstream could know it was the same purchase.",
+            1,
         ))
     },
     summarize: None,

@@ -95,6 +95,7 @@ async fn play(run: &Run) -> Result<(), RunError> {
         run,
         before,
         "Exactly one copy's INSERT claimed the key; every other copy waited for its stored answer.",
+        1,
     )
     .await
 }

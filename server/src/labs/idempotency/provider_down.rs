@@ -88,6 +88,7 @@ async fn play(run: &Run) -> Result<(), RunError> {
         run,
         before,
         "Each fault released its own claim, so the key was free when the provider came back: one charge, recorded once.",
+        1,
     )
     .await
 }
