@@ -601,6 +601,40 @@ async fn ttl_marks_leases_running_out_and_refreshes() {
     .await;
 }
 
+/// The idempotency load test draws like a scenario, not a free-running workload: its one shown
+/// copy's lane (the shop's notes for the other 149 left out), both ledgers against a correct system's thirty charges, and the verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_idempotency_load_test_shows_its_ledgers() {
+    run("the_idempotency_load_test_shows_its_ledgers", async |b| {
+        b.goto("/lab/idempotency/load-test").await;
+        b.wait_for(".rl-scenario[data-scenario=\"idempotency/load-test\"]")
+            .await;
+        b.click("button.rl-run").await;
+        // 150 requests, some waiting out a 3 s first timeout: longer than the usual wait.
+        b.wait_for_within(".rl-verdict", Duration::from_secs(60)).await;
+        let lanes = b.attrs(".rl-timeline .rl-lane-head", "data-lane").await;
+        assert_eq!(lanes, [Some("payment 1 copy 1".to_owned())], "one copy shown");
+        // The copy's attempts: at most three told 409, then its answer.
+        let attempts = b.count(".rl-card[data-lane=\"payment 1 copy 1\"]").await;
+        assert!((1..=4).contains(&attempts), "{attempts} attempts drawn");
+        assert_eq!(
+            b.count(".rl-card[data-lane=\"shop\"]").await,
+            0,
+            "the crowd is not drawn"
+        );
+        for table in ["charges", "card_charges", "charges per ledger"] {
+            let selector = format!("table.rl-ledger-table[data-table=\"{table}\"]");
+            assert_eq!(b.count(&selector).await, 1, "the {table} ledger is drawn");
+        }
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        b.screenshot("idempotency-load-test").await;
+        b.set_viewport(360, 900).await;
+        b.screenshot("idempotency-load-test-360").await;
+        b.reset_viewport().await;
+    })
+    .await;
+}
+
 /// The atomic claim: the phone's three attempts as HTTP cards (a timeout, a 409 with its
 /// Retry-After, a replayed 201), the shop's and the provider's notes, and both ledgers agreeing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -35,11 +35,8 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     // the one copy it shows) rather than a strategies chart.
     workload: false,
     sandbox: super::SANDBOX,
-    actors: |_| {
-        let mut lanes = actors_at(&["payment 1 copy 1"], "one copy shown; 149 more run unseen");
-        lanes.extend(super::lanes("", "lease 30 s, provider key").into_iter().skip(1));
-        lanes
-    },
+    // The shop and the provider serve the crowd on quiet lanes: only the copy shown is drawn.
+    actors: |_| actors_at(&["payment 1 copy 1"], "one copy shown; 149 more run unseen"),
     budget: Some(|_| Budget::postgres(PROVIDER_POOL + super::POOL)),
     play: |run, _| Box::pin(async move { play(run, true).await.map(|_| ()) }),
     summarize: None,
@@ -66,7 +63,7 @@ pub async fn play(run: &Run, judge: bool) -> Result<Servers, RunError> {
         lease: LEASE,
         provider_key: true,
     };
-    let servers = Servers::start_with(run, mode, PROVIDER_POOL).await?;
+    let servers = Servers::start_for_crowd(run, mode, PROVIDER_POOL).await?;
     let before = ledger(run).await?;
     let base = servers.shop.url("");
     let phones: Vec<(usize, HttpClient, Settings)> = (1..=PAYMENTS)

@@ -140,17 +140,22 @@ pub struct Servers {
 impl Servers {
     /// Starts the provider and the shop on loopback ports, each with its own lane and pool.
     pub async fn start(run: &Run, mode: shop::Mode) -> Result<Servers, RunError> {
-        Self::start_with(run, mode, POOL).await
+        Self::serve(run, mode, POOL, false).await
     }
 
-    /// As [`Servers::start`], with a provider pool of `provider_pool` (one connection per charge
-    /// in flight: a load test needs more).
-    pub async fn start_with(run: &Run, mode: shop::Mode, provider_pool: u32) -> Result<Servers, RunError> {
+    /// As [`Servers::start`], for a crowd of requests: a provider pool of `provider_pool` (one
+    /// connection per charge in flight) and quiet lanes, since a note for each of a load test's
+    /// 150 requests would bury the one copy the page shows.
+    pub async fn start_for_crowd(run: &Run, mode: shop::Mode, provider_pool: u32) -> Result<Servers, RunError> {
+        Self::serve(run, mode, provider_pool, true).await
+    }
+
+    async fn serve(run: &Run, mode: shop::Mode, provider_pool: u32, quiet: bool) -> Result<Servers, RunError> {
         let in_flight = Arc::new(InFlight::default());
         let provider = run
             .http_server(provider::router(provider::Provider {
                 pool: run.pool("provider", Some("provider"), provider_pool).await?,
-                lane: run.lane("provider", false),
+                lane: run.lane("provider", quiet),
                 lock_space: run.lock_space(),
                 in_flight: in_flight.clone(),
             }))
@@ -158,7 +163,7 @@ impl Servers {
         let shop = run
             .http_server(shop::router(shop::Shop {
                 pool: run.pool("shop", Some("shop"), POOL).await?,
-                lane: run.lane("shop", false),
+                lane: run.lane("shop", quiet),
                 provider: provider.url(""),
                 mode,
                 in_flight: in_flight.clone(),
