@@ -14,7 +14,7 @@
 use super::lock::{acquire_fenced, release};
 use super::{
     AMOUNT, CALLERS, FENCE_KEY, FENCED_LOCK_KEY, INITIAL, WORK, caller_lanes, check_line, correct_accepts, emit_ledger,
-    hammer, log_prefix, open_callers, spend_verdict, tutorial_figures,
+    hammer, log_prefix, open_callers, spend_verdict, spends_of, tutorial_figures,
 };
 use crate::engine::{Budget, Command, RedisActor, Run, RunError, TableQuery};
 use crate::labs::ScenarioDef;
@@ -160,31 +160,21 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     Ok(())
 }
 
+/// Spends the database refused: their fencing token was stale.
+const REJECTED: &str = "rejected by the database";
+
 /// The wallet row, the fencing counter, and how the spends went.
 async fn ledger(run: &Run, accepted: i64, rejected: i64) -> Result<Ledger, RunError> {
     let mut ledger = run.snapshot(&WALLET).await?;
-    ledger.tables.push(spends(accepted, rejected));
+    ledger.tables.push(spends_of(accepted, REJECTED, rejected));
     Ok(ledger)
-}
-
-/// `spends`: accepted, and rejected by the database.
-fn spends(accepted: i64, rejected: i64) -> Table {
-    Table {
-        name: "spends".into(),
-        columns: vec!["outcome".into(), "count".into()],
-        key_columns: 1,
-        rows: vec![
-            vec![Value::from("accepted"), Value::Int(accepted)],
-            vec![Value::from("rejected by the database"), Value::Int(rejected)],
-        ],
-    }
 }
 
 /// A correct system: the ten spends the balance covers, balance 0. (How many stale writes it
 /// had to refuse on the way depends on timing, so it is not part of the expectation.)
 fn expected() -> Ledger {
     let accepted = correct_accepts(CALLERS);
-    let mut spends = spends(accepted, 0);
+    let mut spends = spends_of(accepted, REJECTED, 0);
     spends.rows.truncate(1);
     Ledger {
         tables: vec![

@@ -304,18 +304,21 @@ pub async fn redis_ledger(run: &Run, keys: &[&str]) -> Result<Table, RunError> {
 
 /// The `spends` table after `callers` spends: how many were accepted and turned away.
 pub fn spends_table(callers: usize, accepted: i64) -> Table {
-    spends_of(accepted, callers as i64 - accepted)
+    spends_of(accepted, TURNED_AWAY, callers as i64 - accepted)
 }
 
-/// The `spends` table: `accepted` and `turned_away`.
-fn spends_of(accepted: i64, turned_away: i64) -> Table {
+/// Spends turned away by the lock (the load test's are rejected by the database instead).
+const TURNED_AWAY: &str = "turned away";
+
+/// The `spends` table: `accepted`, and `refused` under the label `refused_as`.
+pub(super) fn spends_of(accepted: i64, refused_as: &str, refused: i64) -> Table {
     Table {
         name: "spends".into(),
         columns: vec!["outcome".into(), "count".into()],
         key_columns: 1,
         rows: vec![
             vec![Value::from("accepted"), Value::Int(accepted)],
-            vec![Value::from("turned away"), Value::Int(turned_away)],
+            vec![Value::from(refused_as), Value::Int(refused)],
         ],
     }
 }
@@ -388,7 +391,10 @@ pub use super::tutorial_figures;
 /// The ledger before a round: the balance as it was set, and no spend decided yet.
 pub async fn before_spends(run: &Run) -> Result<Ledger, RunError> {
     Ok(Ledger {
-        tables: vec![redis_ledger(run, &[BALANCE_KEY, LOCK_KEY]).await?, spends_of(0, 0)],
+        tables: vec![
+            redis_ledger(run, &[BALANCE_KEY, LOCK_KEY]).await?,
+            spends_of(0, TURNED_AWAY, 0),
+        ],
     })
 }
 
