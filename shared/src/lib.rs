@@ -8,6 +8,7 @@
 //! - [`ledger`]: snapshots of what a run changed and the pure diff between two of them.
 //! - [`verdict`]: the plain answer at the end of a run: was the bug reproduced or prevented?
 //! - [`money`]: `$1,234` formatting, exactly as the tutorials print it.
+//! - [`psql`]: query results in psql's aligned format, as the tutorials print their checks.
 //!
 //! This crate does no I/O and uses no async runtime, so it also builds for `wasm32`.
 
@@ -16,6 +17,7 @@ pub mod event;
 pub mod ledger;
 pub mod money;
 pub mod protocol;
+pub mod psql;
 pub mod run_state;
 pub mod timeline;
 pub mod value;

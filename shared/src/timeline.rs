@@ -72,7 +72,9 @@ pub enum Card {
     Exited {
         code: Option<i32>,
     },
-    /// A transcript line spoken as this actor (`waiting for alice's row lock`).
+    /// A transcript line spoken as this actor (`waiting for alice's row lock`), or a remark on
+    /// its lane. Lines the actor spoke one after the other (a psql result, a header, its rule,
+    /// its rows) are one note, joined by newlines, so a table stays a table.
     Note {
         line: String,
     },
@@ -216,7 +218,10 @@ impl Timeline {
         let mut announced = false;
         // Per lane: the row of its statement still waiting for a result.
         let mut open: Vec<Option<usize>> = Vec::new();
+        // The lane whose transcript line was the stream's last event, if it was one.
+        let mut said: Option<usize> = None;
         for event in events {
+            let previous_say = said.take();
             if let EventKind::RunStarted { actors, .. } = &event.kind {
                 announced = true;
                 for actor in actors {
@@ -249,6 +254,19 @@ impl Timeline {
                 }
             }
             let lane = timeline.lane_of(actor, "", &mut open);
+            if let EventKind::Say { line, .. } = &event.kind {
+                said = Some(lane);
+                if previous_say == Some(lane)
+                    && let Some(Row {
+                        card: Card::Note { line: note },
+                        ..
+                    }) = timeline.rows.last_mut()
+                {
+                    note.push('\n');
+                    note.push_str(strip_actor(line, actor));
+                    continue;
+                }
+            }
             let card = match &event.kind {
                 EventKind::Step {
                     service,
@@ -598,6 +616,35 @@ mod tests {
             Card::Note {
                 line: "retry the whole transaction".into()
             }
+        );
+    }
+
+    #[test]
+    fn lines_an_actor_speaks_in_a_row_are_one_note() {
+        let say = |actor: &str, line: &str| EventKind::Say {
+            actor: Some(actor.into()),
+            line: line.into(),
+        };
+        let events = vec![
+            ev(1, say("psql", " key | status ")),
+            ev(2, say("psql", "-----+--------")),
+            ev(3, say("psql", "(0 rows)")),
+            ev(4, say("phone", "attempt 1: 201")),
+            ev(5, say("psql", "(1 row)")),
+        ];
+        let t = Timeline::from_events(&events);
+        let notes: Vec<&Card> = t.rows.iter().map(|r| &r.card).collect();
+        assert_eq!(
+            notes,
+            [
+                &Card::Note {
+                    line: " key | status \n-----+--------\n(0 rows)".into()
+                },
+                &Card::Note {
+                    line: "attempt 1: 201".into()
+                },
+                &Card::Note { line: "(1 row)".into() },
+            ]
         );
     }
 

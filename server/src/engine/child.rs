@@ -5,7 +5,9 @@
 //! writes every event as a [`ChildMsg`] line on stdout for the parent to put on the run's
 //! stream; its PostgreSQL sessions are named `racelab/<run>/<lane>` like every other actor's and
 //! report their pid, so the parent's monitor sees them blocked. At a crash point it tells the
-//! parent and waits to be killed. If its stdin closes (the parent is gone), it exits at once.
+//! parent and waits to be killed. On SIGTERM it drops its work, so what it holds lets go
+//! politely (a consumer leaves its group), and exits 0. If its stdin closes (the parent is gone),
+//! it exits at once. A child that serves HTTP says on which port ([`ChildContext::listening`]).
 //!
 //! A kind is a [`ChildKind`]: a name and an async function of a [`ChildContext`]. Labs register
 //! theirs (the relay, the notifier, the shop API) in `labs::CHILD_KINDS`; the engine brings one
@@ -147,10 +149,50 @@ impl ChildContext {
         self.sandbox.lock_space()
     }
 
+    /// A pool of at most `size` sessions in logical database `schema`, for a server this child
+    /// runs (the shop API): named like every session of the run.
+    pub async fn pool(&self, schema: &str, size: u32) -> Result<sqlx::PgPool, RunError> {
+        let schema = self
+            .sandbox
+            .schema(schema)
+            .ok_or_else(|| RunError::Other(format!("no database called {schema:?}")))?;
+        let options = self
+            .options
+            .clone()
+            .application_name(&application_name(&self.run_id, self.lane.name()))
+            .options([("search_path", crate::sandbox::postgres::quote_ident(schema).as_str())]);
+        Ok(sqlx::postgres::PgPoolOptions::new()
+            .max_connections(size)
+            .acquire_timeout(std::time::Duration::from_secs(10))
+            .connect_with(options)
+            .await?)
+    }
+
     /// Reaches crash point `point`: tells the parent, which kills this process with SIGKILL.
     /// Never returns: the process waits here for its death.
     pub async fn crash_point(&self, point: &str) {
-        self.pipes.send(&ChildMsg::CrashPoint {
+        self.crasher().reach(point).await;
+    }
+
+    /// A handle for reaching crash points from tasks this child spawns (a request handler).
+    pub fn crasher(&self) -> Crasher {
+        Crasher(self.pipes.clone())
+    }
+
+    /// Tells the parent this child serves HTTP on loopback port `port`.
+    pub fn listening(&self, port: u16) {
+        self.pipes.send(&ChildMsg::Listening { port });
+    }
+}
+
+/// Reaches a crash point from anywhere in the child (see [`ChildContext::crasher`]).
+#[derive(Clone)]
+pub struct Crasher(Arc<Pipes>);
+
+impl Crasher {
+    /// Tells the parent, which kills this process with SIGKILL; never returns.
+    pub async fn reach(&self, point: &str) {
+        self.0.send(&ChildMsg::CrashPoint {
             point: point.to_owned(),
         });
         std::future::pending::<()>().await;
@@ -189,7 +231,17 @@ async fn run_kind(kinds: &[&ChildKind], kind: &str) -> i32 {
         eprintln!("racelab actor: unknown kind {kind:?}; known: {}", known.join(", "));
         return 2;
     };
-    match (found.run)(&context).await {
+    // SIGTERM (the parent's `stop`, or `docker stop`) ends the kind's work by dropping it, so
+    // what it holds lets go the polite way: a consumer leaves its group, a server closes.
+    let Ok(mut terminated) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
+        eprintln!("racelab actor: cannot watch for SIGTERM");
+        return 2;
+    };
+    let ended = tokio::select! {
+        ended = (found.run)(&context) => ended,
+        _ = terminated.recv() => return 0,
+    };
+    match ended {
         Ok(()) => 0,
         Err(error) => {
             context

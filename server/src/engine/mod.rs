@@ -97,7 +97,7 @@ pub mod supervisor;
 pub use admission::Admission;
 pub use broker::{Consumer, Producer, Received};
 pub use budget::{Budget, Capacity};
-pub use child::{ChildContext, ChildKind};
+pub use child::{ChildContext, ChildKind, Crasher};
 pub use error::{DbError, RunError, StepError};
 pub use http::{Call, HttpClient, HttpServer, Reply};
 pub use lane::Lane;

@@ -193,6 +193,21 @@ impl PgActor {
         self.start(sql, params).await?.finish().await
     }
 
+    /// Runs one statement and prints its result as psql does (header, rule, rows, `(1 row)`), or
+    /// its command tag (`UPDATE 12`) when it returns no rows: the checks the tutorials run in a
+    /// psql terminal, each printed line a transcript line of this lane.
+    pub async fn psql(&self, sql: &str) -> Result<Output, StepError> {
+        let output = self.query(sql, &[]).await?;
+        if output.columns.is_empty() {
+            self.lane.say_exactly(output.tag.clone());
+        } else {
+            for line in shared::psql::aligned(&output.columns, &output.rows) {
+                self.lane.say_exactly(line);
+            }
+        }
+        Ok(output)
+    }
+
     /// Starts one statement without waiting for it: the caller decides whether it should block
     /// ([`Pending::expect_blocked`]) or just [`Pending::finish`].
     pub async fn start(&self, sql: &str, params: &[Value]) -> Result<Pending<'_>, StepError> {

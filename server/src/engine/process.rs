@@ -40,6 +40,8 @@ pub enum ChildMsg {
     Gate { step: String },
     /// The child reached crash point `point` and waits there to be killed.
     CrashPoint { point: String },
+    /// The child serves HTTP on loopback port `port` (a shop API that can crash).
+    Listening { port: u16 },
 }
 
 /// What the parent passes a child in its environment.
@@ -74,12 +76,17 @@ pub enum End {
 #[derive(Clone, Debug, PartialEq)]
 pub enum News {
     Event(EventKind),
+    /// It listens on this loopback port.
+    Listening(u16),
     Ended(End),
 }
 
 /// What the handle can ask of the task that owns the child.
 enum Order {
+    /// SIGKILL: a crash at `point`.
     Kill { point: String, done: oneshot::Sender<()> },
+    /// SIGTERM: the child leaves politely (closes its consumer, stops its server) and exits.
+    Stop { done: oneshot::Sender<()> },
 }
 
 /// The handle a scenario holds for one child-process actor.
@@ -144,7 +151,7 @@ impl ChildActor {
             while let Some(news) = self.next().await {
                 match news {
                     News::Event(event) if wanted(&event) => return Ok(event),
-                    News::Event(_) => {}
+                    News::Event(_) | News::Listening(_) => {}
                     News::Ended(end) => {
                         return Err(RunError::Process {
                             actor: name.clone(),
@@ -163,6 +170,36 @@ impl ChildActor {
             Err(RunError::Process {
                 actor: name,
                 reason: format!("nothing awaited happened within {} ms", timeout.as_millis()),
+            })
+        })
+    }
+
+    /// Waits (at most `timeout`) until the child says which loopback port it serves on.
+    pub async fn wait_listening(&mut self, timeout: Duration) -> Result<u16, RunError> {
+        let name = self.name().to_owned();
+        let waited = tokio::time::timeout(timeout, async {
+            while let Some(news) = self.next().await {
+                match news {
+                    News::Listening(port) => return Ok(port),
+                    News::Event(_) => {}
+                    News::Ended(end) => {
+                        return Err(RunError::Process {
+                            actor: name.clone(),
+                            reason: format!("ended ({end:?}) before it listened"),
+                        });
+                    }
+                }
+            }
+            Err(RunError::Process {
+                actor: name.clone(),
+                reason: "its pipe closed".into(),
+            })
+        })
+        .await;
+        waited.unwrap_or_else(|_| {
+            Err(RunError::Process {
+                actor: name,
+                reason: format!("not listening after {} ms", timeout.as_millis()),
             })
         })
     }
@@ -207,6 +244,24 @@ impl ChildActor {
             let _ = dead.await;
         }
         Ok(())
+    }
+
+    /// Asks the child to stop (SIGTERM, as `docker stop` does) and returns once it has exited,
+    /// which a kind that holds something (a consumer in a group, a server) does after letting go
+    /// of it. A no-op on a child that already ended.
+    pub async fn stop(&mut self) -> Result<(), RunError> {
+        let (done, dead) = oneshot::channel();
+        if !self.ended && self.orders.send(Order::Stop { done }).is_ok() {
+            let _ = dead.await;
+        }
+        Ok(())
+    }
+
+    /// Starts the same kind again with other arguments (the tutorial's "restart the API with
+    /// `-lease 10s`"), after the child ended, or killing it first.
+    pub async fn restart_with(&mut self, args: serde_json::Value) -> Result<(), RunError> {
+        self.args = args;
+        self.restart().await
     }
 
     /// Starts the same kind again with the same arguments, after the child ended (or killing it
@@ -293,6 +348,16 @@ fn spawn(
     Ok((pid, news, orders))
 }
 
+/// Sends SIGTERM to `child`, if it still runs.
+fn terminate(child: &Child) {
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill(2) with a pid this task owns and has not reaped yet; no memory involved.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+}
+
 /// The task that owns one child: forwards its lines, answers its gate requests, kills it at its
 /// crash point or when told to, and reports how it ended.
 async fn own(
@@ -328,6 +393,9 @@ async fn own(
                         killed_at = Some(point);
                         break;
                     }
+                    Ok(ChildMsg::Listening { port }) => {
+                        let _ = news.send(News::Listening(port));
+                    }
                     // Anything else on stdout is not ours to interpret; keep it out of the stream.
                     Err(_) => tracing::debug!(actor = lane.name(), %line, "a child printed a line that is not a message"),
                 }
@@ -339,7 +407,16 @@ async fn own(
                     told_dead.push(done);
                     break;
                 }
-                None => {}
+                Some(Order::Stop { done }) => {
+                    terminate(&child);
+                    told_dead.push(done);
+                    // Keep forwarding its last lines until it exits (stdout closes).
+                }
+                None => {
+                    // The scenario let go of its handle: nobody can stop this child any more.
+                    let _ = child.start_kill();
+                    break;
+                }
             },
         }
     }

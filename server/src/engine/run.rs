@@ -10,7 +10,7 @@ use super::BoxFuture;
 use super::error::RunError;
 use super::events::EventSink;
 use super::lane::{Lane, Stage};
-use super::sql::{Output, application_name, describe_columns, execute};
+use super::sql::{Output, application_name, execute};
 use crate::sandbox::postgres::quote_ident;
 use crate::sandbox::{Sandbox, Services, broker_name};
 use shared::{EventKind, Ledger, Table, Value, Verdict};
@@ -323,13 +323,6 @@ impl Run {
                 execute(&mut monitor, &format!("SET search_path TO {schema}"), &[]).await?;
             }
             let output = execute(&mut monitor, query.sql, &[]).await;
-            let output = match output {
-                Ok(output) if output.columns.is_empty() => Ok(Output {
-                    columns: describe_columns(&mut monitor, query.sql).await?,
-                    ..output
-                }),
-                other => other,
-            };
             if !query.schema.is_empty() {
                 execute(&mut monitor, "RESET search_path", &[]).await?;
             }

@@ -63,11 +63,16 @@ pub(crate) fn execute<'a>(
     params: &'a [Value],
 ) -> BoxFuture<'a, Result<Output, sqlx::Error>> {
     Box::pin(async move {
-        if params.is_empty() {
-            collect(conn, sql, sql).await
+        let mut output = if params.is_empty() {
+            collect(conn, sql, sql).await?
         } else {
-            collect(conn, sql, bind_all(sqlx::query(sql), params)).await
+            collect(conn, sql, bind_all(sqlx::query(sql), params)).await?
+        };
+        // An empty result still has a header, as psql shows it (` key | status `, `(0 rows)`).
+        if output.columns.is_empty() && output.rows.is_empty() && output.tag.starts_with("SELECT") {
+            output.columns = describe_columns(conn, sql).await?;
         }
+        Ok(output)
     })
 }
 

@@ -157,7 +157,8 @@ pub async fn inspector() -> PgConnection {
 }
 
 /// What a run left behind, in every service: schemas, sessions, locks (advisory ones of its
-/// lock space too), registry rows, Redis keys, broker topics and consumer groups.
+/// lock space too), registry rows, Redis keys, broker topics and consumer groups, and its child
+/// processes (`racelab actor …`) still running.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Leftovers {
     pub schemas: i64,
@@ -167,6 +168,7 @@ pub struct Leftovers {
     pub keys: i64,
     pub topics: i64,
     pub groups: i64,
+    pub processes: i64,
 }
 
 impl Leftovers {
@@ -178,7 +180,30 @@ impl Leftovers {
         keys: 0,
         topics: 0,
         groups: 0,
+        processes: 0,
     };
+}
+
+/// Processes started for run `run_id` that still run: those whose environment names the run
+/// (`RACELAB_RUN=<id>`, as every child-process actor's does). Zombies are not running.
+pub fn processes_of(run_id: &str) -> i64 {
+    let wanted = format!("RACELAB_RUN={run_id}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter(|e| {
+            let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+            !status.lines().any(|l| l.starts_with("State:") && l.contains('Z'))
+        })
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .map(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
+                .unwrap_or(false)
+        })
+        .count() as i64
 }
 
 async fn count(conn: &mut PgConnection, sql: &str, bind: String) -> i64 {
@@ -333,6 +358,7 @@ pub async fn redis_version() -> (u32, u32) {
 pub async fn leftovers(conn: &mut PgConnection, run_id: &str, with_broker: bool) -> Leftovers {
     let mut left = leftovers_in_postgres(conn, run_id).await;
     left.keys = redis_keys_of(run_id).await;
+    left.processes = processes_of(run_id);
     if with_broker {
         let (topics, groups) = broker_names_of(run_id).await;
         left.topics = topics.len() as i64;
