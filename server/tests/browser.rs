@@ -680,3 +680,70 @@ async fn the_claim_shows_a_timeout_a_409_and_a_replay() {
     })
     .await;
 }
+
+/// The naive double charge: the phone's timeout (badged) and its second, successful request, the
+/// shop recording two payments and the provider two charges after the phone hung up, and the
+/// verdict that the bug was reproduced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_double_charge_shows_a_timeout_and_two_charges() {
+    run("the_double_charge_shows_a_timeout_and_two_charges", async |b| {
+        b.goto("/lab/idempotency/double-charge").await;
+        b.wait_for(".rl-scenario[data-scenario=\"idempotency/double-charge\"]")
+            .await;
+        b.click("button.rl-run").await;
+        b.wait_for_within(".rl-verdict", Duration::from_secs(30)).await;
+        assert_eq!(b.count(".rl-card[data-lane=\"phone\"][data-service=\"http\"]").await, 2);
+        let badges = b
+            .attrs(".rl-card[data-lane=\"phone\"] .rl-sqlstate", "data-error-kind")
+            .await;
+        assert_eq!(badges, [Some("timeout".to_owned())], "only the first attempt timed out");
+        let recorded = b.texts(".rl-card[data-lane=\"shop\"][data-kind=\"note\"]").await;
+        assert_eq!(
+            recorded.iter().filter(|n| n.contains("recorded payment")).count(),
+            2,
+            "{recorded:?}"
+        );
+        let charged = b.texts(".rl-card[data-lane=\"provider\"][data-kind=\"note\"]").await;
+        assert_eq!(
+            charged.iter().filter(|n| n.contains("charged")).count(),
+            2,
+            "{charged:?}"
+        );
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("reproduced"));
+        assert_eq!(
+            b.count("table.rl-ledger-table[data-table=\"charges per ledger\"]")
+                .await,
+            1
+        );
+        b.screenshot("double-charge").await;
+        b.set_viewport(360, 900).await;
+        b.screenshot("double-charge-360").await;
+        b.reset_viewport().await;
+    })
+    .await;
+}
+
+/// The crash: the shop API's process started, killed at after_charge (marked as a crash), and
+/// started again as a new process; the phone's EOF; the psql lane's query of the stuck key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crash_marks_the_kill_and_the_restart() {
+    run("the_crash_marks_the_kill_and_the_restart", async |b| {
+        b.goto("/lab/idempotency/crash").await;
+        b.wait_for(".rl-scenario[data-scenario=\"idempotency/crash\"]").await;
+        choose_variant(b, "no-lease").await;
+        b.click("button.rl-run").await;
+        b.wait_for_within(".rl-verdict", Duration::from_secs(30)).await;
+        let lanes = b.attrs(".rl-timeline .rl-lane-head", "data-lane").await;
+        assert_eq!(lanes, ["phone", "shop", "provider", "psql"].map(|l| Some(l.to_owned())),);
+        assert_eq!(b.count(".rl-card[data-lane=\"shop\"][data-kind=\"crash\"]").await, 1);
+        assert_eq!(b.count(".rl-card[data-lane=\"shop\"][data-kind=\"process\"]").await, 2);
+        let phone = b.texts(".rl-card[data-lane=\"phone\"] .rl-error-message").await;
+        assert!(phone.iter().any(|t| t.ends_with("EOF")), "{phone:?}");
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("reproduced"));
+        b.screenshot("crash-no-lease").await;
+        b.set_viewport(360, 900).await;
+        b.screenshot("crash-no-lease-360").await;
+        b.reset_viewport().await;
+    })
+    .await;
+}

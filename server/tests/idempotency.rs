@@ -196,15 +196,17 @@ async fn faults_release_the_key_and_the_payment_goes_through_when_the_provider_i
     let transcript = run.transcript();
     let unavailable = r#"502 {"error":"payment provider unavailable"}"#;
     assert_eq!(
-        transcript[..3],
+        transcript[..5],
         [
             format!("attempt 1: {unavailable}"),
             format!("attempt 2: {unavailable}"),
-            "keys left after the faults: 0".to_owned(),
+            " key | status ".to_owned(),
+            "-----+--------".to_owned(),
+            "(0 rows)".to_owned(),
         ]
     );
-    let charge = charged(&transcript[3], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[3]));
-    assert_eq!(transcript.len(), 4, "a fresh 201, not a replay");
+    let charge = charged(&transcript[5], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[5]));
+    assert_eq!(transcript.len(), 6, "a fresh 201, not a replay");
     assert_eq!(ledgers(&run).1, vec![Value::Text(charge)]);
     assert_eq!(
         run.rows_after("idempotency_keys"),
@@ -284,4 +286,426 @@ async fn a_new_key_per_attempt_charges_twice_with_two_provider_keys() {
     assert_ne!(provider_keys[0], provider_keys[1], "with two different provider keys");
     assert_eq!(run.rows_after("idempotency_keys").len(), 2, "two keys in the shop");
     assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+/// The first phone line of a crash run: the connection closed with no answer, on the run's port.
+fn is_eof(line: &str) -> bool {
+    line.strip_prefix("attempt 1: no answer: Post \"http://127.0.0.1:")
+        .and_then(|rest| rest.strip_suffix("/payments\": EOF"))
+        .is_some_and(|port| port.parse::<u16>().is_ok())
+}
+
+/// The psql lines showing key order-8001 started, its `locked_at` in psql's format.
+fn assert_stuck_key(lines: &[String]) {
+    assert_eq!(lines[0], "    key     | status  |           locked_at           ");
+    assert_eq!(lines[1], "------------+---------+-------------------------------");
+    let locked_at = lines[2]
+        .strip_prefix(" order-8001 | started | ")
+        .unwrap_or_else(|| panic!("{}", lines[2]));
+    assert_eq!(locked_at.len(), 29, "2026-10-12 11:39:00.616311+00: {locked_at}");
+    assert!(locked_at.ends_with("+00"), "{locked_at}");
+    assert_eq!(lines[3], "(1 row)");
+}
+
+/// The shop's process crashed at `after_charge` and was started again.
+fn assert_crashed_and_restarted(run: &Finished) {
+    let crashed = run
+        .events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::Crash { actor, point } if actor == "shop" && point == "after_charge"));
+    assert!(crashed, "the shop API was killed at after_charge");
+    let restarted = run
+        .events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::ProcessStarted { actor, restart: true, .. } if actor == "shop"));
+    assert!(restarted, "and started again");
+}
+
+#[tokio::test]
+async fn a_crash_after_the_charge_without_a_lease_leaves_the_key_stuck() {
+    let run = idempotency("idempotency/crash", "no-lease").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 7, "{transcript:?}");
+    assert!(is_eof(&transcript[0]), "{}", transcript[0]);
+    assert_stuck_key(&transcript[1..5]);
+    assert_eq!(transcript[5], format!("attempt 1: {IN_PROGRESS}"));
+    assert_eq!(transcript[6], format!("attempt 2: {IN_PROGRESS}"));
+    assert_crashed_and_restarted(&run);
+    let (shop, provider) = ledgers(&run);
+    assert_eq!((shop.len(), provider.len()), (0, 1), "charged, recorded nowhere");
+    assert_eq!(
+        run.rows_after("idempotency_keys"),
+        vec![vec![Value::from("order-8001"), Value::from("started"), Value::Null]]
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+#[tokio::test]
+async fn a_lease_takes_the_dead_owners_key_over_and_charges_again() {
+    let run = idempotency("idempotency/crash", "lease").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 6, "{transcript:?}");
+    assert!(is_eof(&transcript[0]), "{}", transcript[0]);
+    assert_stuck_key(&transcript[1..5]);
+    let takeover = charged(&transcript[5], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[5]));
+    assert_crashed_and_restarted(&run);
+    let (shop, provider) = ledgers(&run);
+    assert_eq!(shop, vec![Value::Text(takeover.clone())]);
+    assert_eq!(provider.len(), 2, "the crashed charge and the takeover's");
+    assert!(provider.contains(&Value::Text(takeover)));
+    assert!(
+        run.rows_after("card_charges").iter().all(|r| r[1] == Value::Null),
+        "no provider key"
+    );
+    assert_eq!(
+        run.rows_after("idempotency_keys"),
+        vec![row!["order-8001", "completed", 201]]
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+#[tokio::test]
+async fn with_the_provider_key_the_takeover_gets_the_first_charge_back() {
+    let run = idempotency("idempotency/crash", "lease-provider-key").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 2, "{transcript:?}");
+    assert!(is_eof(&transcript[0]), "{}", transcript[0]);
+    let charge = charged(&transcript[1], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[1]));
+    assert_crashed_and_restarted(&run);
+    assert_eq!(
+        run.rows_after("card_charges"),
+        vec![row![
+            charge.as_str(),
+            "9115b225b4ef86fab14f1e43fc342407f9b1f20d5358ab1da88ef89ac96979ca",
+            2500
+        ]],
+        "one charge, under hex(sha256(\"cus_1001:order-8001\"))"
+    );
+    assert_eq!(ledgers(&run).0, vec![Value::Text(charge)]);
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+}
+
+#[tokio::test]
+async fn a_lease_shorter_than_the_charge_takes_over_a_live_owner() {
+    let run = idempotency("idempotency/crash", "short-lease").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 2, "{transcript:?}");
+    assert_eq!(transcript[0], "attempt 1: no answer: timed out");
+    // The takeover found the key completed by the live owner, and replayed its answer.
+    let replayed =
+        charged(&transcript[1], "attempt 2: ", 1, " (replayed)").unwrap_or_else(|| panic!("{}", transcript[1]));
+    let (shop, provider) = ledgers(&run);
+    assert_eq!(shop, vec![Value::Text(replayed.clone())]);
+    assert_eq!(provider.len(), 2, "both owners charged");
+    assert_eq!(
+        provider[0],
+        Value::Text(replayed),
+        "the first owner's charge is the recorded one"
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+#[tokio::test]
+async fn a_short_lease_with_the_provider_key_gets_409_then_the_answer() {
+    let run = idempotency("idempotency/crash", "short-lease-provider-key").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 3, "{transcript:?}");
+    assert_eq!(transcript[0], "attempt 1: no answer: timed out");
+    assert_eq!(transcript[1], format!("attempt 2: {IN_PROGRESS}"));
+    let replayed =
+        charged(&transcript[2], "attempt 3: ", 1, " (replayed)").unwrap_or_else(|| panic!("{}", transcript[2]));
+    let charges = run.rows_after("card_charges");
+    assert_eq!(charges.len(), 1, "one charge");
+    assert_eq!(charges[0][0], Value::Text(replayed));
+    assert!(
+        charges[0][1].as_text().is_some_and(|k| k.len() == 64),
+        "under the derived key"
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+}
+
+#[tokio::test]
+async fn a_stale_owners_guarded_release_leaves_the_takeover_alone() {
+    let run = idempotency("idempotency/stale-release", "guarded").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 2, "{transcript:?}");
+    assert_eq!(transcript[0], "attempt 1: no answer: timed out");
+    let charge = charged(&transcript[1], "attempt 2: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[1]));
+    assert_eq!(
+        ledgers(&run),
+        (vec![Value::Text(charge.clone())], vec![Value::Text(charge)])
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+}
+
+#[tokio::test]
+async fn an_unguarded_release_deletes_the_takeovers_claim_and_the_card_is_charged_twice() {
+    let run = idempotency("idempotency/stale-release", "unguarded").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 3, "{transcript:?}");
+    assert_eq!(transcript[0], "attempt 1: no answer: timed out");
+    assert_eq!(transcript[1], r#"attempt 2: 500 {"error":"could not record payment"}"#);
+    let charge = charged(&transcript[2], "attempt 3: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[2]));
+    let (shop, provider) = ledgers(&run);
+    assert_eq!(shop, vec![Value::Text(charge)]);
+    assert_eq!(provider.len(), 2, "the takeover's charge, unrecorded, and the retry's");
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+#[tokio::test]
+async fn each_customers_key_is_their_own() {
+    let run = idempotency("idempotency/two-customers", "per-customer").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 2, "{transcript:?}");
+    let first = charged(&transcript[0], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[0]));
+    let second = charged(&transcript[1], "attempt 1: ", 2, "").unwrap_or_else(|| panic!("{}", transcript[1]));
+    assert_ne!(first, second);
+    assert_eq!(ledgers(&run).1.len(), 2);
+    assert_eq!(run.verdict().kind, VerdictKind::Prevented);
+}
+
+#[tokio::test]
+async fn global_keys_hand_one_customer_anothers_receipt() {
+    let run = idempotency("idempotency/two-customers", "global-keys").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 2, "{transcript:?}");
+    let first = charged(&transcript[0], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[0]));
+    assert_eq!(
+        charged(&transcript[1], "attempt 1: ", 1, " (replayed)"),
+        Some(first),
+        "cus_2002 is shown cus_1001's payment"
+    );
+    assert_eq!(ledgers(&run).1.len(), 1, "cus_2002 was never charged");
+    let verdict = run.verdict();
+    assert_eq!(verdict.kind, VerdictKind::Reproduced);
+    assert!(
+        verdict
+            .checks
+            .iter()
+            .any(|c| c.rule == "cus_2002 is shown a payment of their own" && !c.holds),
+        "{verdict:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_body_changed_between_attempts_gets_422_after_the_card_was_charged() {
+    let run = idempotency("idempotency/claim", "changed-body").await;
+    assert_eq!(
+        run.transcript(),
+        [
+            "attempt 1: no answer: timed out",
+            r#"attempt 2: 422 {"error":"Idempotency-Key was already used with a different request"}"#,
+        ]
+    );
+    assert_eq!(ledgers(&run).1.len(), 1, "the first attempt's charge went through");
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+#[tokio::test]
+async fn a_claim_inside_the_charge_makes_duplicates_wait_on_a_lock() {
+    let run = idempotency("idempotency/parallel-copies", "one-transaction").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 2, "nobody got 409: {transcript:?}");
+    let charge = charged(&transcript[0], "   1 attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[0]));
+    assert_eq!(
+        charged(&transcript[1], "  19 attempt 1: ", 1, " (replayed)"),
+        Some(charge)
+    );
+    assert_eq!(ledgers(&run).1.len(), 1);
+    let verdict = run.verdict();
+    let waits = verdict
+        .checks
+        .iter()
+        .find(|c| c.rule.starts_with("a duplicate is answered at once"))
+        .expect("the waits check");
+    assert!(!waits.holds, "the shop's sessions were seen waiting: {waits:?}");
+    assert_eq!(verdict.kind, VerdictKind::Reproduced);
+}
+
+#[tokio::test]
+async fn the_atomic_claim_keeps_every_duplicate_off_the_lock() {
+    let run = idempotency("idempotency/parallel-copies", "copies").await;
+    let waits = run
+        .verdict()
+        .checks
+        .into_iter()
+        .find(|c| c.rule.starts_with("a duplicate is answered at once"))
+        .expect("the waits check");
+    assert!(waits.holds, "{waits:?}");
+}
+
+#[tokio::test]
+async fn a_stored_fault_fails_every_retry_after_the_provider_is_back() {
+    let run = idempotency("idempotency/provider-down", "store-faults").await;
+    let transcript = run.transcript();
+    let unavailable = r#"502 {"error":"payment provider unavailable"}"#;
+    assert_eq!(
+        transcript,
+        [
+            format!("attempt 1: {unavailable}"),
+            format!("attempt 2: {unavailable} (replayed)"),
+            "    key     |  status   ".to_owned(),
+            "------------+-----------".to_owned(),
+            " order-7733 | completed".to_owned(),
+            "(1 row)".to_owned(),
+            format!("attempt 1: {unavailable} (replayed)"),
+            format!("attempt 2: {unavailable} (replayed)"),
+            format!("attempt 3: {unavailable} (replayed)"),
+            format!("attempt 4: {unavailable} (replayed)"),
+        ]
+    );
+    assert_eq!(ledgers(&run), (vec![], vec![]));
+    assert_eq!(
+        run.rows_after("idempotency_keys"),
+        vec![row!["order-7733", "completed", 502]]
+    );
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+#[tokio::test]
+async fn a_key_compared_raw_makes_the_quoted_retry_a_second_charge() {
+    let run = idempotency("idempotency/fingerprint", "raw-key").await;
+    let transcript = run.transcript();
+    assert_eq!(transcript.len(), 5, "{transcript:?}");
+    charged(&transcript[4], "attempt 1: ", 2, "").unwrap_or_else(|| panic!("{}", transcript[4]));
+    let keys: Vec<Value> = run
+        .rows_after("idempotency_keys")
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    assert_eq!(keys, [Value::from("order-7731"), Value::from("\"order-7731\"")]);
+    assert_eq!(ledgers(&run).1.len(), 2);
+    assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
+}
+
+/// The bad requests a real payments API gets: `(what, key, body)`, in order. Each has its own
+/// key, so one being stored would show.
+fn bad_requests() -> Vec<(&'static str, Option<String>, String)> {
+    let key = |k: &str| Some(k.to_owned());
+    vec![
+        ("missing key", None, r#"{"amount": 2500, "card": "tok_visa"}"#.into()),
+        (
+            "300-character key",
+            Some("k".repeat(300)),
+            r#"{"amount": 2500, "card": "tok_visa"}"#.into(),
+        ),
+        ("malformed JSON", key("bad-1"), r#"{"amount": 2500, "card": "#.into()),
+        (
+            "negative amount",
+            key("bad-2"),
+            r#"{"amount": -2500, "card": "tok_visa"}"#.into(),
+        ),
+        (
+            "non-integer amount",
+            key("bad-3"),
+            r#"{"amount": 25.5, "card": "tok_visa"}"#.into(),
+        ),
+        ("no card", key("bad-4"), r#"{"amount": 2500}"#.into()),
+        (
+            "unknown card token",
+            key("bad-5"),
+            r#"{"amount": 2500, "card": "tok_nope"}"#.into(),
+        ),
+        (
+            "body over the limit",
+            key("bad-6"),
+            format!(
+                r#"{{"amount": 2500, "card": "tok_visa", "note": "{}"}}"#,
+                "x".repeat(20_000)
+            ),
+        ),
+    ]
+}
+
+/// A run that sends [`bad_requests`] to the idempotent shop, then shows both ledgers and the keys.
+static BAD_INPUT: racelab::labs::ScenarioDef = racelab::labs::ScenarioDef {
+    id: "test/bad-input",
+    title: "Bad input",
+    hook: "",
+    about: "",
+    steppable: false,
+    workload: false,
+    variants: &[("only", "only", "")],
+    sandbox: racelab::labs::idempotency::SANDBOX,
+    actors: |_| racelab::labs::actors_at(&["client"], ""),
+    budget: Some(|_| racelab::labs::idempotency::BUDGET),
+    play: |run, _| {
+        Box::pin(async move {
+            use racelab::labs::idempotency::{Servers, ledger, shop::CLAIM};
+            let servers = Servers::start(run, CLAIM).await?;
+            let client = run.http_client("client");
+            for (_, key, body) in bad_requests() {
+                let mut call = common::checkout_call(servers.shop.url(""), "/payments", 3000);
+                call.headers.retain(|(name, _)| name != "Idempotency-Key");
+                if let Some(key) = key {
+                    call.headers.push(("Idempotency-Key".into(), key));
+                }
+                call.body = body;
+                client.send(&call).await?;
+            }
+            servers.settle().await?;
+            let after = ledger(run).await?;
+            run.emit(EventKind::Ledger {
+                moment: shared::Moment::After,
+                ledger: after,
+            });
+            Ok(())
+        })
+    },
+    summarize: None,
+};
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_error_and_nothing_is_charged_or_stored() {
+    let _slot = common::db_slot().await;
+    let run = common::play_def(&engine().await, &BAD_INPUT, "only").await;
+    assert_eq!(run.outcome, Outcome::Completed, "{:?}", run.outcome);
+    let answers: Vec<(u16, String)> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Result {
+                detail: Some(Detail::Response { status, body, .. }),
+                ..
+            } => Some((*status, body.clone())),
+            _ => None,
+        })
+        .collect();
+    let requests = bad_requests();
+    assert_eq!(answers.len(), requests.len(), "{answers:?}");
+    let json = |message: &str| format!("{}\n", serde_json::json!({ "error": message }));
+    let key_required = json("Idempotency-Key header is required (at most 255 characters)");
+    let exact = [
+        (0, 400, key_required.clone()),
+        (1, 400, key_required),
+        (3, 400, json("amount and card are required")),
+        (6, 400, json("no such card token: 'tok_nope'")),
+        (7, 413, json("request body is larger than 16384 bytes")),
+    ];
+    for (i, status, body) in exact {
+        assert_eq!(answers[i], (status, body), "{}", requests[i].0);
+    }
+    // A body that is not a payment: 400 with the decoder's own words, as the tutorial answers.
+    for (i, words) in [
+        (2, "EOF while parsing"),
+        (4, "expected i64"),
+        (5, "missing field `card`"),
+    ] {
+        let (status, body) = &answers[i];
+        assert_eq!(*status, 400, "{}: {body}", requests[i].0);
+        let error: serde_json::Value = serde_json::from_str(body).expect("a JSON error body");
+        assert!(
+            error["error"].as_str().is_some_and(|e| e.contains(words)),
+            "{}: {body}",
+            requests[i].0
+        );
+    }
+    for table in ["charges", "card_charges", "idempotency_keys"] {
+        assert_eq!(
+            run.rows_after(table),
+            Vec::<Vec<Value>>::new(),
+            "{table}: nothing charged or stored"
+        );
+    }
+    assert_eq!(wait_until_clean(&run.run_id).await, Leftovers::NONE);
 }

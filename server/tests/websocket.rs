@@ -245,6 +245,34 @@ async fn closing_the_tab_while_bob_is_blocked_leaves_no_schema_session_or_lock()
     assert_eq!(wait_until_clean(&run_id).await, common::Leftovers::NONE);
 }
 
+/// A reader closes the tab while the card is being charged: the shop API's own process, the
+/// provider's transaction (and its advisory lock, had it one), both schemas: all gone.
+#[tokio::test]
+async fn closing_the_tab_mid_charge_leaves_no_process_schema_or_lock() {
+    let _slot = db_slot().await;
+    let address = server().await;
+    let mut socket = connect(address).await;
+    send(
+        &mut socket,
+        json!({"v": 1, "type": "start", "scenario": "idempotency/crash", "variant": "lease-provider-key"}),
+    )
+    .await;
+    let started = receive_until(&mut socket, |f| is_type(f, "started")).await;
+    let run_id = started.last().expect("started")["run_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    // The phone's request is on its way: the provider is charging (one second) under the
+    // derived key's advisory lock.
+    receive_until(&mut socket, |f| {
+        event_type(f) == Some("step") && f["event"]["actor"] == "phone"
+    })
+    .await;
+    assert_eq!(common::processes_of(&run_id), 1, "the shop API runs as its own process");
+    drop(socket);
+    assert_eq!(wait_until_clean(&run_id).await, common::Leftovers::NONE);
+}
+
 #[tokio::test]
 async fn catalog_health_and_missing_runs_answer_over_http() {
     let address = server().await;

@@ -2,9 +2,9 @@
 //!
 //! Every scenario module has the same small shape: a doc comment that opens with the rule and the
 //! expected result as numbers, a [`ScenarioDef`] naming its variants, actors, sandbox and budget,
-//! and a `play` function that drives the actors in the tutorial's order. Only the isolation lab
-//! exists so far; outbox, idempotency and locks join [`LABS`] as they land, and the kinds of
-//! child-process actor they run (`racelab actor <kind>`) join [`CHILD_KINDS`].
+//! and a `play` function that drives the actors in the tutorial's order. Each lab joins [`LABS`],
+//! and the kinds of child-process actor it runs (`racelab actor <kind>`: the shop API that
+//! crashes, the outbox's relay and notifier) join [`CHILD_KINDS`].
 
 pub mod idempotency;
 pub mod isolation;
@@ -100,7 +100,7 @@ pub struct LabDef {
 pub static LABS: &[&LabDef] = &[&isolation::LAB, &locks::LAB, &idempotency::LAB];
 
 /// Every kind of child-process actor (`racelab actor <kind>`): the engine's own and the labs'.
-pub static CHILD_KINDS: &[&ChildKind] = &[&SQL_SCRIPT];
+pub static CHILD_KINDS: &[&ChildKind] = &[&SQL_SCRIPT, &idempotency::shop_api::SHOP_API];
 
 /// The scenario with id `lab/scenario`, if there is one.
 pub fn find(id: &str) -> Option<&'static ScenarioDef> {

@@ -7,7 +7,7 @@
 //! the naive shop too.
 
 use super::phone::{Attempt, KeyMode, Settings, pay_printing};
-use super::shop::Mode;
+use super::shop::{Mode, Options};
 use super::{Servers, ledger};
 use crate::engine::{Budget, HttpClient, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at};
@@ -59,10 +59,7 @@ pub fn masked(line: &str) -> String {
 /// expiry scenario, which continues from the burst, judges its own). Returns the servers, still
 /// running.
 pub async fn play(run: &Run, judge: bool) -> Result<Servers, RunError> {
-    let mode = Mode::Idempotent {
-        lease: LEASE,
-        provider_key: true,
-    };
+    let mode = Mode::Idempotent(Options::leased(LEASE, true));
     let servers = Servers::start_for_crowd(run, mode, PROVIDER_POOL).await?;
     let before = ledger(run).await?;
     let base = servers.shop.url("");

@@ -11,19 +11,32 @@
 //! - [`fingerprint`]: the key with another body gets 422; the quoted key is the same key.
 //! - [`decline`]: a decline is stored and replayed like any final answer.
 //! - [`provider_down`]: faults release the key, so the payment goes through once the provider is
-//!   back.
+//!   back (and, stored as final answers instead, fail the key forever).
+//! - [`crash`]: the API dies after the charge (a real process, killed): a stuck key; a lease that
+//!   takes it over and charges again; the provider key that makes the takeover safe; a lease
+//!   shorter than the work.
+//! - [`stale_release`]: a failed owner's release must not delete the takeover's claim.
 //! - [`load_test`]: thirty payments, five copies each, at once: thirty charges, ledgers agree.
 //! - [`expiry`]: the load test's keys, twelve of them a day old, and the cleanup that removes
 //!   them.
 //! - [`new_key`]: a client that makes a new key per attempt: every layer is idempotent, and the
 //!   card is charged twice (the troubleshooting table's first row).
+//! - [`two_customers`]: two customers send the same key; unique per customer, or everyone's.
+//!
+//! The troubleshooting table's other rows are variants where their story is told: the claim
+//! inside the charge's transaction ([`parallel_copies`]), a body changed between attempts
+//! ([`claim`]), a fault stored as final ([`provider_down`]), a key compared with its quotes
+//! ([`fingerprint`]), a dead owner with no lease and a takeover without a provider key
+//! ([`crash`]).
 //!
 //! The pieces: [`provider`] (the card network), [`shop`] (`POST /payments` in every mode),
-//! [`phone`] (the checkout client). The helpers below start the two servers for a run, wait for
-//! their work to finish, and take the ledger and the verdict.
+//! [`shop_api`] (the shop as its own process, for the crashes), [`phone`] (the checkout client).
+//! The helpers below start the two servers for a run, wait for their work to finish, and take
+//! the ledger and the verdict.
 
 pub mod check_first;
 pub mod claim;
+pub mod crash;
 pub mod decline;
 pub mod double_charge;
 pub mod expiry;
@@ -35,6 +48,9 @@ pub mod phone;
 pub mod provider;
 pub mod provider_down;
 pub mod shop;
+pub mod shop_api;
+pub mod stale_release;
+pub mod two_customers;
 
 use super::{LabDef, actors_at};
 use crate::engine::{Budget, HttpServer, Run, RunError, TableQuery};
@@ -59,9 +75,12 @@ pub static LAB: LabDef = LabDef {
         &fingerprint::SCENARIO,
         &decline::SCENARIO,
         &provider_down::SCENARIO,
+        &crash::SCENARIO,
+        &stale_release::SCENARIO,
         &load_test::SCENARIO,
         &expiry::SCENARIO,
         &new_key::SCENARIO,
+        &two_customers::SCENARIO,
     ],
 };
 
@@ -140,25 +159,34 @@ pub struct Servers {
 impl Servers {
     /// Starts the provider and the shop on loopback ports, each with its own lane and pool.
     pub async fn start(run: &Run, mode: shop::Mode) -> Result<Servers, RunError> {
-        Self::serve(run, mode, POOL, false).await
+        Self::serve(run, mode, POOL, false, false).await
     }
 
     /// As [`Servers::start`], for a crowd of requests: a provider pool of `provider_pool` (one
     /// connection per charge in flight) and quiet lanes, since a note for each of a load test's
     /// 150 requests would bury the one copy the page shows.
     pub async fn start_for_crowd(run: &Run, mode: shop::Mode, provider_pool: u32) -> Result<Servers, RunError> {
-        Self::serve(run, mode, provider_pool, true).await
+        Self::serve(run, mode, provider_pool, true, false).await
     }
 
-    async fn serve(run: &Run, mode: shop::Mode, provider_pool: u32, quiet: bool) -> Result<Servers, RunError> {
+    /// As [`Servers::start`], with a provider whose first charge request fails (503 after the
+    /// network's second, nothing charged).
+    pub async fn start_failing_first(run: &Run, mode: shop::Mode) -> Result<Servers, RunError> {
+        Self::serve(run, mode, POOL, false, true).await
+    }
+
+    async fn serve(
+        run: &Run,
+        mode: shop::Mode,
+        provider_pool: u32,
+        quiet: bool,
+        fail_first: bool,
+    ) -> Result<Servers, RunError> {
         let in_flight = Arc::new(InFlight::default());
         let provider = run
-            .http_server(provider::router(provider::Provider {
-                pool: run.pool("provider", Some("provider"), provider_pool).await?,
-                lane: run.lane("provider", quiet),
-                lock_space: run.lock_space(),
-                in_flight: in_flight.clone(),
-            }))
+            .http_server(provider::router(
+                provider_of(run, &in_flight, provider_pool, quiet, fail_first).await?,
+            ))
             .await?;
         let shop = run
             .http_server(shop::router(shop::Shop {
@@ -167,6 +195,7 @@ impl Servers {
                 provider: provider.url(""),
                 mode,
                 in_flight: in_flight.clone(),
+                crash_after_charge: None,
             }))
             .await?;
         Ok(Servers {
@@ -180,6 +209,24 @@ impl Servers {
     pub async fn settle(&self) -> Result<(), RunError> {
         self.in_flight.idle(Duration::from_secs(15)).await
     }
+}
+
+/// The card provider's handler state, on its own pool of `pool` sessions in the provider's
+/// database.
+pub async fn provider_of(
+    run: &Run,
+    in_flight: &Arc<InFlight>,
+    pool: u32,
+    quiet: bool,
+    fail_first: bool,
+) -> Result<provider::Provider, RunError> {
+    Ok(provider::Provider {
+        pool: run.pool("provider", Some("provider"), pool).await?,
+        lane: run.lane("provider", quiet),
+        lock_space: run.lock_space(),
+        in_flight: in_flight.clone(),
+        fail_first: Arc::new(std::sync::atomic::AtomicBool::new(fail_first)),
+    })
 }
 
 /// Both ledgers and the keys.
@@ -225,11 +272,24 @@ pub async fn one_purchase(
     charges: i64,
 ) -> Result<(), RunError> {
     let servers = Servers::start(run, mode).await?;
+    purchase(run, &servers, settings, how, charges).await
+}
+
+/// As [`one_purchase`], on servers already running. Besides the ledgers, the verdict checks what
+/// the phone is finally told: what a correct shop would answer (201, or 402 for a declined card).
+pub async fn purchase(
+    run: &Run,
+    servers: &Servers,
+    settings: phone::Settings,
+    how: &str,
+    charges: i64,
+) -> Result<(), RunError> {
     let before = ledger(run).await?;
     let phone = run.http_client("phone");
-    phone::pay(&phone, &servers.shop.url(""), &settings, "").await;
+    let attempts = phone::pay(&phone, &servers.shop.url(""), &settings, "").await;
     servers.settle().await?;
-    finish(run, before, how, charges).await
+    let told = phone::told(&attempts, settings.correct_answer());
+    finish_with(run, before, how, charges, vec![told]).await
 }
 
 /// How many rows each ledger holds.
@@ -257,6 +317,18 @@ pub async fn ledger(run: &Run) -> Result<Ledger, RunError> {
 /// Emits the ledgers before, after, and what a correct system holds (`charges` payments, each
 /// charged once and in both ledgers: 1 for a purchase, 0 for a decline), then the verdict.
 pub async fn finish(run: &Run, before: Ledger, how: &str, charges: i64) -> Result<(), RunError> {
+    finish_with(run, before, how, charges, Vec::new()).await
+}
+
+/// As [`finish`], with the scenario's own `extra` checks beside the ledgers' (what the phone
+/// was told, whose receipt a customer got).
+pub async fn finish_with(
+    run: &Run,
+    before: Ledger,
+    how: &str,
+    charges: i64,
+    extra: Vec<Check>,
+) -> Result<(), RunError> {
     let after = ledger(run).await?;
     let ids = |name: &str, col: usize| -> Vec<String> {
         after
@@ -282,20 +354,15 @@ pub async fn finish(run: &Run, before: Ledger, how: &str, charges: i64) -> Resul
     let mut charged = provider.clone();
     charged.sort();
     let want = usize::try_from(charges).unwrap_or(0);
-    let times = if charges == 1 {
-        "once".to_owned()
-    } else {
-        format!("{charges} times")
-    };
-    let checks = vec![
+    let mut checks = vec![
         Check::new(
-            format!("the card is charged {times}"),
-            format!("{} charge(s) at the provider", provider.len()),
+            format!("the provider charges {}", times(want)),
+            format!("charged {}", times(provider.len())),
             provider.len() == want,
         ),
         Check::new(
-            format!("the shop records {charges} payment(s)"),
-            format!("{} payment(s) in the shop", shop.len()),
+            format!("the shop records {}", payments(want)),
+            format!("{} recorded", payments(shop.len())),
             shop.len() == want,
         ),
         Check::new(
@@ -304,18 +371,59 @@ pub async fn finish(run: &Run, before: Ledger, how: &str, charges: i64) -> Resul
             agree == charged,
         ),
     ];
-    let headline = match (shop.len(), provider.len()) {
-        (1, 1) if want == 1 && agree == charged => "One payment, charged once: the ledgers agree".to_owned(),
-        (0, 0) if want == 0 => "Nothing charged, nothing recorded: the decline stands".to_owned(),
-        (s, p) => format!("The provider charged {p} time(s), the shop recorded {s}; a correct system: {charges}"),
+    let ledgers_right = checks.iter().all(|c| c.holds);
+    let broken_extra = extra.iter().find(|c| !c.holds).cloned();
+    checks.extend(extra);
+    let agreed = match want {
+        0 => "Nothing charged, nothing recorded".to_owned(),
+        1 => "One payment, charged once".to_owned(),
+        n => format!("{n} payments, each charged once"),
+    };
+    let headline = match (ledgers_right, broken_extra) {
+        (true, None) => format!("{agreed}: the ledgers agree"),
+        (true, Some(broken)) => format!("{agreed}, but not: {} (got {})", broken.rule, broken.actual),
+        (false, _) => format!(
+            "The provider charged {}, the shop recorded {}; a correct system: {} each",
+            times(provider.len()),
+            payments(shop.len()),
+            times(want)
+        ),
     };
     run.verdict(Verdict::judge(checks, headline, how));
     Ok(())
 }
 
+/// `once`, `twice`, `3 times`, `never`.
+fn times(n: usize) -> String {
+    match n {
+        0 => "never".into(),
+        1 => "once".into(),
+        2 => "twice".into(),
+        n => format!("{n} times"),
+    }
+}
+
+/// `1 payment`, `2 payments`, `no payment`.
+fn payments(n: usize) -> String {
+    match n {
+        0 => "no payment".into(),
+        1 => "1 payment".into(),
+        n => format!("{n} payments"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_read_as_words() {
+        assert_eq!(
+            [times(0), times(1), times(2), times(3)],
+            ["never", "once", "twice", "3 times"]
+        );
+        assert_eq!([payments(0), payments(2)], ["no payment", "2 payments"]);
+    }
 
     #[test]
     fn go_style_json_ends_with_a_newline() {

@@ -4,7 +4,7 @@
 //! operation, kept with the pending payment and sent on every attempt, is the fix.
 
 use super::phone::{KeyMode, Settings};
-use super::shop::Mode;
+use super::shop::{Mode, Options};
 use super::{lanes, one_purchase};
 use crate::labs::ScenarioDef;
 use std::time::Duration;
@@ -27,10 +27,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     play: |run, _| {
         Box::pin(one_purchase(
             run,
-            Mode::Idempotent {
-                lease: Duration::from_secs(30),
-                provider_key: true,
-            },
+            Mode::Idempotent(Options::leased(Duration::from_secs(30), true)),
             Settings {
                 key: KeyMode::New,
                 ..Settings::default()

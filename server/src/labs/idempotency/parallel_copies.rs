@@ -3,12 +3,21 @@
 //! 409 at about 0, 0.3 and 0.9 s, and the stored answer on their fourth attempt at about 2.1 s.
 //! Counted the way the tutorial counts them (`sort | uniq -c` of the lines without `copy N `):
 //! 1 × `attempt 1: 201`, 19 × 409 on attempts 1–3, 19 × `attempt 4: 201 … (replayed)`. One charge.
+//!
+//! `one-transaction` (the troubleshooting table's "retries never get 409"): the claim is made in
+//! the charge's own transaction. Each duplicate's INSERT waits on the first one's uncommitted key
+//! (PostgreSQL shows the shop's sessions waiting on a lock, sampled every 10 ms) until the first
+//! commits, then sees it completed and replays it: 1 × `attempt 1: 201`, 19 × `attempt 1: 201 …
+//! (replayed)`. Still one charge, but every waiting duplicate held one of the shop's four
+//! connections for the second the charge took, and the rest queued for one.
 
 use super::phone::{Attempt, KeyMode, Settings, pay_printing};
-use super::shop::CLAIM;
-use super::{Servers, finish, ledger};
+use super::shop::{CLAIM, Mistake, Mode, Options};
+use super::{POOL, Servers, finish_with, ledger};
+use crate::engine::sql::application_name;
 use crate::engine::{Run, RunError};
 use crate::labs::ScenarioDef;
+use shared::Check;
 use std::time::Duration;
 
 /// How many copies, and how many of them get a lane.
@@ -20,20 +29,32 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     title: "Twenty copies of one payment at once",
     hook: "Twenty requests with one key: one charge, 57 × 409, 19 replays",
     about: "Twenty copies of the same payment, one key, all sent at once. The atomic claim lets exactly one through to the provider; every other copy is told 409 (still in progress) until the answer is stored, then gets that answer. The copies needed four attempts only because the client ignores Retry-After.",
-    variants: &[("copies", "20 copies", "One key shared by twenty simultaneous requests")],
+    variants: &[
+        ("copies", "20 copies", "One key shared by twenty simultaneous requests"),
+        (
+            "one-transaction",
+            "claim inside the charge",
+            "The claim shares the charge's transaction: duplicates wait on a lock instead of getting 409",
+        ),
+    ],
     steppable: false,
     workload: false,
     sandbox: super::SANDBOX,
-    actors: |_| {
+    actors: |variant| {
         // The shown copies' lanes, then the shop's and the provider's (not the single phone's).
         let copies: Vec<String> = (1..=SHOWN).map(|i| format!("copy {i}")).collect();
         let names: Vec<&str> = copies.iter().map(String::as_str).collect();
         let mut lanes = crate::labs::actors_at(&names, "a copy; 17 more run unseen");
-        lanes.extend(super::lanes("", "atomic claim").into_iter().skip(1));
+        let shop = if variant == "one-transaction" {
+            "claim inside the charge's transaction"
+        } else {
+            "atomic claim"
+        };
+        lanes.extend(super::lanes("", shop).into_iter().skip(1));
         lanes
     },
     budget: Some(|_| super::BUDGET),
-    play: |run, _| Box::pin(play(run)),
+    play: |run, variant| Box::pin(play(run, variant == "one-transaction")),
     summarize: None,
 };
 
@@ -54,8 +75,13 @@ pub fn counted(lines: &[String]) -> Vec<String> {
         .collect()
 }
 
-async fn play(run: &Run) -> Result<(), RunError> {
-    let servers = Servers::start(run, CLAIM).await?;
+async fn play(run: &Run, one_transaction: bool) -> Result<(), RunError> {
+    let mode = if one_transaction {
+        Mode::Idempotent(Options::mistaken(Mistake::ClaimInsideTheCharge))
+    } else {
+        CLAIM
+    };
+    let servers = Servers::start(run, mode).await?;
     let before = ledger(run).await?;
     let settings = Settings {
         key: KeyMode::Once(crate::labs::rand_text()),
@@ -73,11 +99,11 @@ async fn play(run: &Run) -> Result<(), RunError> {
         })
         .collect();
     let base = servers.shop.url("");
-    let copies = futures_util::future::join_all(phones.iter().enumerate().map(|(i, phone)| {
+    let all_copies = futures_util::future::join_all(phones.iter().enumerate().map(|(i, phone)| {
         let (base, settings) = (&base, &settings);
         async move { pay_printing(phone, base, settings, &format!("copy {} ", i + 1), false).await }
-    }))
-    .await;
+    }));
+    let (copies, waiting) = most_waiting_on_locks(run, "shop", all_copies).await?;
     let lines: Vec<String> = copies
         .iter()
         .flat_map(|attempts| {
@@ -91,13 +117,46 @@ async fn play(run: &Run) -> Result<(), RunError> {
         run.say_plain(line);
     }
     servers.settle().await?;
-    finish(
-        run,
-        before,
-        "Exactly one copy's INSERT claimed the key; every other copy waited for its stored answer.",
-        1,
-    )
-    .await
+    let waits = Check::new(
+        "a duplicate is answered at once, holding no connection while it waits",
+        match waiting {
+            0 => "no session of the shop ever waited on a lock".to_owned(),
+            n => {
+                format!("up to {n} of the shop's {POOL} sessions waited at once on the first request's uncommitted key")
+            }
+        },
+        waiting == 0,
+    );
+    let how = if one_transaction {
+        "The claim was not committed until the charge was, so each duplicate's INSERT waited on the first one's uncommitted key, holding a connection of the shop's small pool for the whole second the charge took, while the rest queued for one. Nobody got 409; they all hung, then replayed."
+    } else {
+        "Exactly one copy's INSERT claimed the key; every other copy waited for its stored answer."
+    };
+    finish_with(run, before, how, 1, vec![waits]).await
+}
+
+/// Runs `work` while sampling, every 10 ms, how many of lane `lane`'s PostgreSQL sessions wait
+/// on a lock (`pg_stat_activity.wait_event_type = 'Lock'`): waits seen, not assumed. Returns the
+/// work's output and the most sessions seen waiting at once.
+async fn most_waiting_on_locks<T>(run: &Run, lane: &str, work: impl Future<Output = T>) -> Result<(T, i64), RunError> {
+    let name = application_name(run.id(), lane);
+    let mut work = std::pin::pin!(work);
+    let mut most = 0;
+    loop {
+        tokio::select! {
+            output = &mut work => return Ok((output, most)),
+            () = tokio::time::sleep(Duration::from_millis(10)) => {
+                let waiting = run
+                    .check(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+                        &[name.clone().into()],
+                    )
+                    .await?
+                    .int()?;
+                most = most.max(waiting);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

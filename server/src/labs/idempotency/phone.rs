@@ -7,8 +7,11 @@
 //! It prints what the tutorial's client prints: `attempt 2: 409 {…}`, with ` (replayed)` when the
 //! answer says so, or `attempt 1: no answer: timed out`.
 
+use super::provider::DECLINED_CARD;
 use super::{AMOUNT, CARD, CUSTOMER, CUSTOMER_HEADER};
+use crate::engine::http::status_line;
 use crate::engine::{Call, HttpClient, StepError};
+use shared::Check;
 use std::time::Duration;
 
 /// Which key the phone sends.
@@ -26,7 +29,12 @@ pub enum KeyMode {
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub amount: i64,
+    /// The amount on every attempt after the first: an app that recomputes the total (a tax line
+    /// added) before it retries, the troubleshooting table's 422. `None`: the same body always.
+    pub retry_amount: Option<i64>,
     pub card: String,
+    /// Whose phone: the tutorial's client always says `cus_1001`.
+    pub customer: String,
     pub key: KeyMode,
     pub first_timeout: Duration,
     pub timeout: Duration,
@@ -37,13 +45,50 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             amount: AMOUNT,
+            retry_amount: None,
             card: CARD.into(),
+            customer: CUSTOMER.into(),
             key: KeyMode::Once(crate::labs::rand_text()),
             first_timeout: Duration::from_millis(600),
             timeout: Duration::from_secs(3),
             attempts: 4,
         }
     }
+}
+
+impl Settings {
+    /// The amount attempt `n` (from 1) sends.
+    pub fn amount_of(&self, n: u32) -> i64 {
+        match self.retry_amount {
+            Some(amount) if n > 1 => amount,
+            _ => self.amount,
+        }
+    }
+
+    /// What a correct shop finally tells this phone: 402 for the declined card, 201 otherwise.
+    pub fn correct_answer(&self) -> u16 {
+        if self.card == DECLINED_CARD { 402 } else { 201 }
+    }
+}
+
+/// The check that the phone's last attempt got `status`: what the customer is finally told.
+pub fn told(attempts: &[Attempt], status: u16) -> Check {
+    let last = attempts.len();
+    let (actual, holds) = match attempts.last() {
+        Some(Attempt::Answered {
+            status: got, replayed, ..
+        }) => (
+            format!("attempt {last}: {got}{}", if *replayed { " (replayed)" } else { "" }),
+            *got == status,
+        ),
+        Some(Attempt::NoAnswer(why)) => (format!("attempt {last}: no answer: {why}"), false),
+        None => ("no attempt".to_owned(), false),
+    };
+    Check::new(
+        format!("the phone is finally told {}", status_line(status)),
+        actual,
+        holds,
+    )
 }
 
 /// The first wait between attempts; each later one doubles.
@@ -100,7 +145,7 @@ pub async fn pay_printing(
     for n in 1..=settings.attempts {
         let mut headers = vec![
             ("Content-Type".to_owned(), "application/json".to_owned()),
-            (CUSTOMER_HEADER.to_owned(), CUSTOMER.to_owned()),
+            (CUSTOMER_HEADER.to_owned(), settings.customer.clone()),
         ];
         match &settings.key {
             KeyMode::Once(key) => headers.push(("Idempotency-Key".into(), key.clone())),
@@ -113,7 +158,11 @@ pub async fn pay_printing(
             path: "/payments".into(),
             headers,
             // Exactly as the tutorial's client formats it, spaces and all.
-            body: format!("{{\"amount\": {}, \"card\": {:?}}}", settings.amount, settings.card),
+            body: format!(
+                "{{\"amount\": {}, \"card\": {:?}}}",
+                settings.amount_of(n),
+                settings.card
+            ),
             timeout: if n == 1 {
                 settings.first_timeout
             } else {

@@ -5,6 +5,11 @@
 //! first still runs gets 409 (a transaction advisory lock on the key, in the run's own space, held
 //! across the slow part).
 //!
+//! Two things the tutorial's provider does not do, for the scenarios and the bad-input checks:
+//! it knows its test cards and refuses any other token at once with 400 (as Stripe's test mode
+//! does), and it can be told to fail its first request (503 after the network's second, nothing
+//! charged), to show a failed owner's release in the stale-release scenario.
+//!
 //! Its ledger is its own database (`provider` schema): what the card network really charged.
 
 use super::{InFlight, json_line};
@@ -16,12 +21,16 @@ use axum::response::Response;
 use serde::Deserialize;
 use sqlx::PgPool;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How long a new charge (or a decline) takes.
 pub const NETWORK_DELAY: Duration = Duration::from_secs(1);
 /// The card the provider declines.
 pub const DECLINED_CARD: &str = "tok_declined";
+/// The test cards the provider knows, as a card network's test mode does; any other token is
+/// refused at once with 400, and nothing is charged.
+pub const KNOWN_CARDS: &[&str] = &["tok_visa", "tok_mastercard", "tok_amex", DECLINED_CARD];
 
 /// What the provider's handler needs.
 #[derive(Clone)]
@@ -31,6 +40,9 @@ pub struct Provider {
     /// The run's advisory-lock space: two runs charging with the same key never contend.
     pub lock_space: i32,
     pub in_flight: Arc<InFlight>,
+    /// Fault injection: the first charge request waits the network's second, then fails with
+    /// 503 without charging (a lost answer, for one request only).
+    pub fail_first: Arc<AtomicBool>,
 }
 
 #[derive(Deserialize)]
@@ -67,6 +79,22 @@ async fn charge_once(provider: &Provider, key: Option<&str>, body: &str) -> Resp
     let Ok(request) = serde_json::from_str::<ChargeRequest>(body) else {
         return text(StatusCode::BAD_REQUEST, "bad request");
     };
+    if !KNOWN_CARDS.contains(&request.card.as_str()) {
+        provider
+            .lane
+            .note(format!("{}: no such card: 400, nothing charged", request.card));
+        return json(StatusCode::BAD_REQUEST, &serde_json::json!({"error": "no_such_token"}));
+    }
+    if provider.fail_first.swap(false, Ordering::SeqCst) {
+        tokio::time::sleep(NETWORK_DELAY).await;
+        provider
+            .lane
+            .note("the card network failed this request: 503, nothing charged");
+        return json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &serde_json::json!({"error": "network_error"}),
+        );
+    }
     match charge_in_transaction(provider, key, &request).await {
         Ok(response) => response,
         Err(error) => text(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),

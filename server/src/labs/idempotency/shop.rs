@@ -9,15 +9,22 @@
 //!   request's claim). With a lease, a claim older than the lease can be taken over; with the
 //!   provider key, the charge itself is deduplicated by the provider.
 //!
+//! Each mistake of the tutorial's troubleshooting table can be made on purpose ([`Mistake`]), for
+//! the variants that show what it costs. Input is validated before anything is claimed or
+//! charged: a missing or over-long key, a body that is not a payment, a body over
+//! [`MAX_BODY`], and a card token the provider does not know each get a 4xx and leave nothing
+//! behind.
+//!
 //! Every mode finishes its work after the client hangs up: the work is a spawned task the
 //! request waits for, not the request's own future (the tutorial's `context.WithoutCancel`).
 //! Bodies and status codes are the tutorial's, byte for byte: fresh answers end with a newline,
 //! stored ones do not.
 
 use super::{CUSTOMER_HEADER, InFlight, json_line};
-use crate::engine::Lane;
+use crate::engine::{Crasher, Lane};
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::rejection::StringRejection;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
@@ -28,22 +35,73 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How the shop treats a retried payment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Mode {
     Naive,
     CheckFirst,
-    /// The atomic claim; `lease` (zero: never take over) and the provider key are options.
-    Idempotent {
-        lease: Duration,
-        provider_key: bool,
-    },
+    /// The atomic claim, with its options.
+    Idempotent(Options),
+}
+
+/// The idempotent mode's options: the tutorial's `-lease` and `-pass-key` flags, and a mistake
+/// from its troubleshooting table made on purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Options {
+    /// A started key older than this may be taken over; zero: never.
+    pub lease: Duration,
+    /// Pass `hex(sha256(customer:key))` to the provider, which charges once per key.
+    pub provider_key: bool,
+    pub mistake: Option<Mistake>,
+}
+
+/// A mistake the tutorial warns about, for the variants that show what it costs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mistake {
+    /// The claim shares the charge's transaction: a duplicate's INSERT waits on the first one's
+    /// uncommitted key, holding a connection, instead of getting 409 at once.
+    ClaimInsideTheCharge,
+    /// Keys are unique across all customers: one customer's key can replay another's receipt.
+    GlobalKeys,
+    /// A provider fault is stored as the final answer, so the key fails forever.
+    StoreFaults,
+    /// The key is compared as sent: the quoted form `"order-7731"` is another key.
+    RawKey,
+    /// A failed owner deletes the key whoever holds it now, without the `locked_at` guard.
+    UnguardedRelease,
+}
+
+impl Options {
+    /// The atomic claim alone: no lease, no provider key, no mistake.
+    pub const CLAIM: Options = Options {
+        lease: Duration::ZERO,
+        provider_key: false,
+        mistake: None,
+    };
+
+    /// The claim with a lease, and the provider key or not.
+    pub const fn leased(lease: Duration, provider_key: bool) -> Options {
+        Options {
+            lease,
+            provider_key,
+            mistake: None,
+        }
+    }
+
+    /// The claim making `mistake`.
+    pub const fn mistaken(mistake: Mistake) -> Options {
+        Options {
+            mistake: Some(mistake),
+            ..Options::CLAIM
+        }
+    }
+
+    fn makes(&self, mistake: Mistake) -> bool {
+        self.mistake == Some(mistake)
+    }
 }
 
 /// The atomic claim alone: no lease (a started key is never taken over), no provider key.
-pub const CLAIM: Mode = Mode::Idempotent {
-    lease: Duration::ZERO,
-    provider_key: false,
-};
+pub const CLAIM: Mode = Mode::Idempotent(Options::CLAIM);
 
 /// What the shop's handler needs.
 #[derive(Clone)]
@@ -54,12 +112,18 @@ pub struct Shop {
     pub provider: String,
     pub mode: Mode,
     pub in_flight: Arc<InFlight>,
+    /// The tutorial's `-crash-after-charge`: when the shop runs as its own process, it dies
+    /// here, after the provider charged and before anything is recorded.
+    pub crash_after_charge: Option<Crasher>,
 }
 
 /// The provider client's timeout.
 pub const PROVIDER_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest key the shop accepts, in bytes.
 pub const MAX_KEY: usize = 255;
+/// The largest body the shop reads (Go's `MaxBytesReader`, which the tutorial names and leaves
+/// out): a payment is a few dozen bytes.
+pub const MAX_BODY: usize = 16 * 1024;
 
 /// The request body, in the field order the fingerprint is computed over.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -81,6 +145,8 @@ enum Charged {
     Id(String),
     Declined,
     InProgress,
+    /// The provider does not know this card token (400): the request is wrong, not the network.
+    Refused(String),
     Fault(String),
 }
 
@@ -88,16 +154,27 @@ enum Charged {
 pub fn router(shop: Shop) -> axum::Router {
     axum::Router::new()
         .route("/payments", axum::routing::post(payments))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(shop)
 }
 
-async fn payments(State(shop): State<Shop>, headers: HeaderMap, body: String) -> Response {
+async fn payments(State(shop): State<Shop>, headers: HeaderMap, body: Result<String, StringRejection>) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("request body is larger than {MAX_BODY} bytes"),
+            );
+        }
+        Err(rejection) => return error(StatusCode::BAD_REQUEST, &rejection.body_text()),
+    };
     let guard = shop.in_flight.enter();
     let work = tokio::spawn(async move {
         let answer = match shop.mode {
             Mode::Naive => naive(&shop, &headers, &body).await,
             Mode::CheckFirst => check_first(&shop, &headers, &body).await,
-            Mode::Idempotent { lease, provider_key } => idempotent(&shop, &headers, &body, lease, provider_key).await,
+            Mode::Idempotent(options) => idempotent(&shop, &headers, &body, options).await,
         };
         drop(guard);
         answer
@@ -131,6 +208,7 @@ async fn naive(shop: &Shop, headers: &HeaderMap, body: &str) -> Response {
     let id = match charge(shop, &request, "").await {
         Charged::Id(id) => id,
         Charged::Declined => return error(StatusCode::PAYMENT_REQUIRED, "card declined"),
+        Charged::Refused(card) => return unknown_card(&card),
         _ => return error(StatusCode::BAD_GATEWAY, "payment provider unavailable"),
     };
     match record(&shop.pool, &customer(headers), &request, &id).await {
@@ -166,8 +244,12 @@ async fn check_first(shop: &Shop, headers: &HeaderMap, body: &str) -> Response {
         Ok(None) => shop.lane.note(format!("key {key} not found: charging")),
         Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "could not read idempotency key"),
     }
-    let Charged::Id(id) = charge(shop, &request, "").await else {
-        return error(StatusCode::BAD_GATEWAY, "payment provider unavailable");
+    // Any provider error is a 502 here, a decline too (the tutorial's check-first quirk); only an
+    // unknown card, which the tutorial's provider never refuses, is the client's own error.
+    let id = match charge(shop, &request, "").await {
+        Charged::Id(id) => id,
+        Charged::Refused(card) => return unknown_card(&card),
+        _ => return error(StatusCode::BAD_GATEWAY, "payment provider unavailable"),
     };
     let payment = match record(&shop.pool, &customer, &request, &id).await {
         Ok(payment) => payment,
@@ -222,8 +304,18 @@ pub fn provider_key(customer: &str, key: &str) -> String {
         .collect()
 }
 
-async fn idempotent(shop: &Shop, headers: &HeaderMap, body: &str, lease: Duration, pass_key: bool) -> Response {
-    let Some(key) = header_text(headers, "idempotency-key").and_then(|k| normalize_key(&k)) else {
+/// The key as a raw-key shop reads it: only empty and too-long keys are refused.
+fn raw_key(raw: &str) -> Option<String> {
+    (!raw.is_empty() && raw.len() <= MAX_KEY).then(|| raw.to_owned())
+}
+
+async fn idempotent(shop: &Shop, headers: &HeaderMap, body: &str, options: Options) -> Response {
+    let read_key = if options.makes(Mistake::RawKey) {
+        raw_key
+    } else {
+        normalize_key
+    };
+    let Some(key) = header_text(headers, "idempotency-key").and_then(|k| read_key(&k)) else {
         return error(
             StatusCode::BAD_REQUEST,
             "Idempotency-Key header is required (at most 255 characters)",
@@ -234,66 +326,169 @@ async fn idempotent(shop: &Shop, headers: &HeaderMap, body: &str, lease: Duratio
         Err(why) => return error(StatusCode::BAD_REQUEST, &why),
     };
     let customer = customer(headers);
-    let hash = fingerprint(&request);
-    let claimed = match claim(&shop.pool, &customer, &key, &hash, lease).await {
+    // Whose keys this one is unique among: the customer's, or (the mistake) everyone's.
+    let scope = if options.makes(Mistake::GlobalKeys) {
+        String::new()
+    } else {
+        customer.clone()
+    };
+    let key = KeyRow {
+        scope,
+        key,
+        hash: fingerprint(&request),
+    };
+    if options.makes(Mistake::ClaimInsideTheCharge) {
+        return claim_inside_the_charge(shop, &key, &customer, &request).await;
+    }
+    let claimed = match claim(&shop.pool, &key, options.lease).await {
         Ok(claimed) => claimed,
         Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "could not claim idempotency key"),
     };
     let Some(locked_at) = claimed else {
-        return not_owner(shop, &customer, &key, &hash).await;
+        return not_owner(shop, &key).await;
     };
-    shop.lane.note(format!("claimed key {key}"));
-    let charge_key = if pass_key {
-        provider_key(&customer, &key)
+    shop.lane.note(format!("claimed key {}", key.key));
+    let charge_key = if options.provider_key {
+        provider_key(&customer, &key.key)
     } else {
         String::new()
     };
-    match charge(shop, &request, &charge_key).await {
-        Charged::Id(id) => finish(shop, &customer, &key, &request, &id).await,
+    let charged = charge(shop, &request, &charge_key).await;
+    if let (Charged::Id(_), Some(crash)) = (&charged, &shop.crash_after_charge) {
+        crash.reach("after_charge").await;
+    }
+    match charged {
+        Charged::Id(id) => finish(shop, &key, &customer, &request, &id).await,
         Charged::Declined => {
             let body = serde_json::json!({"error": "card declined"}).to_string();
-            match complete_with(&shop.pool, &customer, &key, 402, body.as_bytes()).await {
+            match complete_with(&shop.pool, &key, 402, body.as_bytes()).await {
                 Ok(true) => {
-                    shop.lane.note(format!("stored the decline under key {key}"));
+                    shop.lane.note(format!("stored the decline under key {}", key.key));
                     stored_answer(402, body.into_bytes(), false)
                 }
-                Ok(false) => replay(shop, &customer, &key).await,
+                Ok(false) => replay(shop, &key).await,
                 Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "could not save result"),
             }
         }
         Charged::InProgress => in_progress(),
+        Charged::Refused(card) => {
+            release(shop, &key, locked_at, options).await;
+            unknown_card(&card)
+        }
+        Charged::Fault(why) if options.makes(Mistake::StoreFaults) => {
+            let body = serde_json::json!({"error": "payment provider unavailable"}).to_string();
+            let _ = complete_with(&shop.pool, &key, 502, body.as_bytes()).await;
+            shop.lane.note(format!(
+                "provider fault ({why}): stored the 502 as key {}'s final answer",
+                key.key
+            ));
+            error(StatusCode::BAD_GATEWAY, "payment provider unavailable")
+        }
         Charged::Fault(why) => {
-            // Only this request's own claim: a takeover's stays.
-            let _ = sqlx::query(
-                "DELETE FROM idempotency_keys WHERE customer_id = $1 AND key = $2 AND status = 'started' AND locked_at = $3",
-            )
-            .bind(&customer)
-            .bind(&key)
-            .bind(locked_at)
-            .execute(&shop.pool)
-            .await;
-            shop.lane.note(format!("provider fault ({why}): released key {key}"));
+            let released = release(shop, &key, locked_at, options).await;
+            shop.lane.note(format!("provider fault ({why}): {released}"));
             error(StatusCode::BAD_GATEWAY, "payment provider unavailable")
         }
     }
 }
 
+/// A key row as the shop addresses it: whose keys it is unique among (the customer, or nobody
+/// for the global-keys mistake), the key, and the request's fingerprint.
+struct KeyRow {
+    scope: String,
+    key: String,
+    hash: Vec<u8>,
+}
+
+/// Deletes this request's claim after a fault, so a retry can run again; only while it is
+/// still this request's claim (`locked_at` unchanged), unless the shop makes the unguarded-release
+/// mistake. Says what happened, for the shop's lane.
+async fn release(shop: &Shop, key: &KeyRow, locked_at: DateTime<Utc>, options: Options) -> String {
+    let deleted = if options.makes(Mistake::UnguardedRelease) {
+        sqlx::query("DELETE FROM idempotency_keys WHERE customer_id = $1 AND key = $2 AND status = 'started'")
+            .bind(&key.scope)
+            .bind(&key.key)
+            .execute(&shop.pool)
+            .await
+    } else {
+        sqlx::query(
+            "DELETE FROM idempotency_keys WHERE customer_id = $1 AND key = $2 AND status = 'started' AND locked_at = $3",
+        )
+        .bind(&key.scope)
+        .bind(&key.key)
+        .bind(locked_at)
+        .execute(&shop.pool)
+        .await
+    };
+    match deleted.map(|done| done.rows_affected()) {
+        Ok(0) => format!("key {} is not its claim any more: left alone", key.key),
+        Ok(_) => format!("released key {}", key.key),
+        Err(_) => format!("could not release key {}", key.key),
+    }
+}
+
+/// The troubleshooting table's second row: the claim inside the charge's transaction. A
+/// duplicate's claim waits for the first transaction's uncommitted key (holding a connection the
+/// whole time) and then sees it completed, so it never answers 409.
+async fn claim_inside_the_charge(shop: &Shop, key: &KeyRow, customer: &str, request: &PaymentRequest) -> Response {
+    let outcome: Result<Option<Response>, sqlx::Error> = async {
+        let mut tx = shop.pool.begin().await?;
+        let started = std::time::Instant::now();
+        let claimed: Option<DateTime<Utc>> = sqlx::query_scalar(
+            "INSERT INTO idempotency_keys (customer_id, key, request_hash) VALUES ($1, $2, $3)
+             ON CONFLICT (customer_id, key) DO NOTHING RETURNING locked_at",
+        )
+        .bind(&key.scope)
+        .bind(&key.key)
+        .bind(&key.hash)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let waited = started.elapsed();
+        if waited >= Duration::from_millis(50) {
+            shop.lane.note(format!(
+                "the claim of key {} waited {} ms on another transaction's uncommitted key, holding a connection",
+                key.key,
+                waited.as_millis()
+            ));
+        }
+        if claimed.is_none() {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        shop.lane
+            .note(format!("claimed key {} inside the charge's transaction", key.key));
+        let Charged::Id(id) = charge(shop, request, "").await else {
+            // Rolling back removes the claim: whatever went wrong, nothing is stored.
+            tx.rollback().await?;
+            return Ok(Some(error(StatusCode::BAD_GATEWAY, "payment provider unavailable")));
+        };
+        let payment = record(&mut *tx, customer, request, &id).await?;
+        complete(&mut *tx, key, &payment).await?;
+        tx.commit().await?;
+        shop.lane.note(format!(
+            "recorded payment {} for {id}; key {} completed",
+            payment.id, key.key
+        ));
+        Ok(Some(fresh(StatusCode::CREATED, &payment)))
+    }
+    .await;
+    match outcome {
+        Ok(Some(answer)) => answer,
+        Ok(None) => not_owner(shop, key).await,
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "could not record payment"),
+    }
+}
+
 /// The claim: one autocommitted statement; `Some(locked_at)` when this request owns the key.
-async fn claim(
-    pool: &PgPool,
-    customer: &str,
-    key: &str,
-    hash: &[u8],
-    lease: Duration,
-) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+async fn claim(pool: &PgPool, key: &KeyRow, lease: Duration) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
     if lease.is_zero() {
         sqlx::query_scalar(
             "INSERT INTO idempotency_keys (customer_id, key, request_hash) VALUES ($1, $2, $3)
              ON CONFLICT (customer_id, key) DO NOTHING RETURNING locked_at",
         )
-        .bind(customer)
-        .bind(key)
-        .bind(hash)
+        .bind(&key.scope)
+        .bind(&key.key)
+        .bind(&key.hash)
         .fetch_optional(pool)
         .await
     } else {
@@ -304,9 +499,9 @@ async fn claim(
                AND existing.locked_at < now() - make_interval(secs => $4)
              RETURNING locked_at",
         )
-        .bind(customer)
-        .bind(key)
-        .bind(hash)
+        .bind(&key.scope)
+        .bind(&key.key)
+        .bind(&key.hash)
         .bind(lease.as_secs_f64())
         .fetch_optional(pool)
         .await
@@ -315,80 +510,98 @@ async fn claim(
 
 /// Another request owns the key: 422 for another body, the stored answer once it is completed,
 /// 409 while it is started.
-async fn not_owner(shop: &Shop, customer: &str, key: &str, hash: &[u8]) -> Response {
+async fn not_owner(shop: &Shop, key: &KeyRow) -> Response {
     let row: Result<Option<(String, Vec<u8>)>, _> =
         sqlx::query_as("SELECT status, request_hash FROM idempotency_keys WHERE customer_id = $1 AND key = $2")
-            .bind(customer)
-            .bind(key)
+            .bind(&key.scope)
+            .bind(&key.key)
             .fetch_optional(&shop.pool)
             .await;
     // Gone a moment ago (its owner released it): still in progress as far as this request knows.
     let (status, stored_hash) = match row {
         Ok(Some(row)) => row,
-        Ok(None) => ("started".to_owned(), hash.to_vec()),
+        Ok(None) => ("started".to_owned(), key.hash.clone()),
         Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "could not claim idempotency key"),
     };
-    if stored_hash != hash {
-        shop.lane.note(format!("key {key} was used with another request: 422"));
+    if stored_hash != key.hash {
+        shop.lane
+            .note(format!("key {} was used with another request: 422", key.key));
         return error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Idempotency-Key was already used with a different request",
         );
     }
     if status == "completed" {
-        return replay(shop, customer, key).await;
+        return replay(shop, key).await;
     }
-    shop.lane.note(format!("key {key} is still in progress: 409"));
+    shop.lane.note(format!("key {} is still in progress: 409", key.key));
     in_progress()
 }
 
 /// Records the payment and completes the key in one transaction, unless a takeover completed it
-/// first (then this request replays).
-async fn finish(shop: &Shop, customer: &str, key: &str, request: &PaymentRequest, id: &str) -> Response {
+/// first (then this request replays). The key's row is locked first, so of two owners finishing
+/// at once the second waits, then sees the key completed.
+async fn finish(shop: &Shop, key: &KeyRow, customer: &str, request: &PaymentRequest, id: &str) -> Response {
     let done: Result<Option<Payment>, sqlx::Error> = async {
         let mut tx = shop.pool.begin().await?;
         let status: String =
             sqlx::query_scalar("SELECT status FROM idempotency_keys WHERE customer_id = $1 AND key = $2 FOR UPDATE")
-                .bind(customer)
-                .bind(key)
+                .bind(&key.scope)
+                .bind(&key.key)
                 .fetch_one(&mut *tx)
                 .await?;
         if status != "started" {
             return Ok(None);
         }
         let payment = record(&mut *tx, customer, request, id).await?;
-        sqlx::query(
-            "UPDATE idempotency_keys SET status = 'completed', response_code = 201, response_body = $3
-             WHERE customer_id = $1 AND key = $2",
-        )
-        .bind(customer)
-        .bind(key)
-        .bind(body_of(&payment))
-        .execute(&mut *tx)
-        .await?;
+        complete(&mut *tx, key, &payment).await?;
         tx.commit().await?;
         Ok(Some(payment))
     }
     .await;
     match done {
         Ok(Some(payment)) => {
-            shop.lane
-                .note(format!("recorded payment {} for {id}; key {key} completed", payment.id));
+            shop.lane.note(format!(
+                "recorded payment {} for {id}; key {} completed",
+                payment.id, key.key
+            ));
             fresh(StatusCode::CREATED, &payment)
         }
-        Ok(None) => replay(shop, customer, key).await,
+        Ok(None) => replay(shop, key).await,
+        Err(sqlx::Error::RowNotFound) => {
+            shop.lane
+                .note(format!("key {} is gone: charged {id}, but cannot record it", key.key));
+            error(StatusCode::INTERNAL_SERVER_ERROR, "could not record payment")
+        }
         Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "could not record payment"),
     }
 }
 
+/// Completes `key` with `payment` as its stored 201.
+async fn complete<'e, E>(db: E, key: &KeyRow, payment: &Payment) -> Result<(), sqlx::Error>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Postgres>,
+{
+    sqlx::query(
+        "UPDATE idempotency_keys SET status = 'completed', response_code = 201, response_body = $3
+         WHERE customer_id = $1 AND key = $2",
+    )
+    .bind(&key.scope)
+    .bind(&key.key)
+    .bind(body_of(payment))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
 /// Stores a final answer on a started key; false if the key was not started any more.
-async fn complete_with(pool: &PgPool, customer: &str, key: &str, code: i32, body: &[u8]) -> Result<bool, sqlx::Error> {
+async fn complete_with(pool: &PgPool, key: &KeyRow, code: i32, body: &[u8]) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
         "UPDATE idempotency_keys SET status = 'completed', response_code = $3, response_body = $4
          WHERE customer_id = $1 AND key = $2 AND status = 'started'",
     )
-    .bind(customer)
-    .bind(key)
+    .bind(&key.scope)
+    .bind(&key.key)
     .bind(code)
     .bind(body)
     .execute(pool)
@@ -397,16 +610,17 @@ async fn complete_with(pool: &PgPool, customer: &str, key: &str, code: i32, body
 }
 
 /// The stored answer, with `Idempotent-Replayed: true`.
-async fn replay(shop: &Shop, customer: &str, key: &str) -> Response {
+async fn replay(shop: &Shop, key: &KeyRow) -> Response {
     let stored: Result<(Option<i32>, Option<Vec<u8>>), _> =
         sqlx::query_as("SELECT response_code, response_body FROM idempotency_keys WHERE customer_id = $1 AND key = $2")
-            .bind(customer)
-            .bind(key)
+            .bind(&key.scope)
+            .bind(&key.key)
             .fetch_one(&shop.pool)
             .await;
     match stored {
         Ok((Some(code), Some(body))) => {
-            shop.lane.note(format!("key {key} completed: replayed its {code}"));
+            shop.lane
+                .note(format!("key {} completed: replayed its {code}", key.key));
             stored_answer(code, body, true)
         }
         _ => error(StatusCode::INTERNAL_SERVER_ERROR, "could not read stored result"),
@@ -449,6 +663,7 @@ async fn charge(shop: &Shop, request: &PaymentRequest, key: &str) -> Charged {
             Ok(Err(e)) => Charged::Fault(e.to_string()),
             Err(e) => Charged::Fault(e.to_string()),
         },
+        400 => Charged::Refused(request.card.clone()),
         402 => Charged::Declined,
         409 => Charged::InProgress,
         status => Charged::Fault(format!("provider returned {status}")),
@@ -489,6 +704,11 @@ fn fresh(status: StatusCode, payment: &Payment) -> Response {
 /// `{"error":"…"}` and a newline.
 fn error(status: StatusCode, message: &str) -> Response {
     respond(status, json_line(&serde_json::json!({"error": message})), &[])
+}
+
+/// 400 for a card token the provider does not know, in Stripe's words.
+fn unknown_card(card: &str) -> Response {
+    error(StatusCode::BAD_REQUEST, &format!("no such card token: '{card}'"))
 }
 
 /// 409 with `Retry-After: 1`.
