@@ -37,6 +37,14 @@ fn charged(line: &str, prefix: &str, id: i64, suffix: &str) -> Option<String> {
     ok.then(|| charge.to_owned())
 }
 
+/// The key rows' key, status and response code (their lease time and stored answer vary by run).
+fn keys(run: &Finished) -> Vec<Vec<Value>> {
+    run.rows_after("idempotency_keys")
+        .into_iter()
+        .map(|r| r[..3].to_vec())
+        .collect()
+}
+
 /// The shop's and the provider's charge ids.
 fn ledgers(run: &Finished) -> (Vec<Value>, Vec<Value>) {
     let shop = run.rows_after("charges").into_iter().map(|r| r[2].clone()).collect();
@@ -77,13 +85,20 @@ async fn checking_the_key_first_still_charges_twice() {
     let seen = charged(&transcript[1], "attempt 2: ", 2, "").unwrap_or_else(|| panic!("{}", transcript[1]));
     let (shop, provider) = ledgers(&run);
     assert_eq!((shop.len(), provider.len()), (2, 2));
-    let keys = run.rows_after("idempotency_keys");
+    let keys = keys(&run);
     assert_eq!(keys.len(), 1);
     let key = keys[0][0].as_text().expect("a key");
     assert_eq!(key.len(), 26, "a rand.Text() key: {key}");
     assert_eq!(keys[0][1..], [Value::from("completed"), Value::Int(201)]);
     // The key was saved by the first request (payment 1); the phone saw payment 2.
     assert_eq!(shop[1], Value::Text(seen));
+    let stored = run.rows_after("idempotency_keys")[0][4].clone();
+    assert!(
+        stored
+            .as_text()
+            .is_some_and(|body| body.starts_with(r#"{"id":1,"amount":2500,"#)),
+        "the stored answer is payment 1's: {stored:?}"
+    );
     assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
 }
 
@@ -100,13 +115,15 @@ async fn claiming_the_key_first_makes_the_retry_wait_for_the_answer() {
     let replayed =
         charged(&transcript[2], "attempt 3: ", 1, " (replayed)").unwrap_or_else(|| panic!("{}", transcript[2]));
     assert_eq!(transcript.len(), 3, "a 201 is final: {transcript:?}");
+    assert_eq!(
+        run.rows_after("idempotency_keys")[0][4],
+        Value::Text(format!(r#"{{"id":1,"amount":2500,"provider_charge_id":"{replayed}"}}"#)),
+        "the stored answer, without the fresh answer's newline"
+    );
     let (shop, provider) = ledgers(&run);
     assert_eq!(shop, vec![Value::Text(replayed.clone())]);
     assert_eq!(provider, vec![Value::Text(replayed)]);
-    assert_eq!(
-        run.rows_after("idempotency_keys"),
-        vec![row!["order-7731", "completed", 201]]
-    );
+    assert_eq!(keys(&run), vec![row!["order-7731", "completed", 201]]);
     let conflict = run
         .events
         .iter()
@@ -164,10 +181,7 @@ async fn another_body_with_the_key_is_refused_and_the_quoted_key_replays() {
         r#"attempt 1: 422 {"error":"Idempotency-Key was already used with a different request"}"#
     );
     assert_eq!(charged(&transcript[4], "attempt 1: ", 1, " (replayed)"), Some(charge));
-    assert_eq!(
-        run.rows_after("idempotency_keys"),
-        vec![row!["order-7731", "completed", 201]]
-    );
+    assert_eq!(keys(&run), vec![row!["order-7731", "completed", 201]]);
     assert_eq!(ledgers(&run).1.len(), 1, "one charge");
 }
 
@@ -183,10 +197,7 @@ async fn a_decline_is_stored_and_replayed() {
         ]
     );
     assert_eq!(ledgers(&run), (vec![], vec![]), "nothing charged, nothing recorded");
-    assert_eq!(
-        run.rows_after("idempotency_keys"),
-        vec![row!["order-7732", "completed", 402]]
-    );
+    assert_eq!(keys(&run), vec![row!["order-7732", "completed", 402]]);
     assert_eq!(run.verdict().kind, VerdictKind::Prevented);
 }
 
@@ -208,10 +219,7 @@ async fn faults_release_the_key_and_the_payment_goes_through_when_the_provider_i
     let charge = charged(&transcript[5], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[5]));
     assert_eq!(transcript.len(), 6, "a fresh 201, not a replay");
     assert_eq!(ledgers(&run).1, vec![Value::Text(charge)]);
-    assert_eq!(
-        run.rows_after("idempotency_keys"),
-        vec![row!["order-7733", "completed", 201]]
-    );
+    assert_eq!(keys(&run), vec![row!["order-7733", "completed", 201]]);
 }
 
 /// The load test's counted lines: (fresh 201s, replayed 201s, 409s).
@@ -295,15 +303,27 @@ fn is_eof(line: &str) -> bool {
         .is_some_and(|port| port.parse::<u16>().is_ok())
 }
 
-/// The psql lines showing key order-8001 started, its `locked_at` in psql's format.
+/// The psql lines showing key order-8001 started, its `locked_at` in psql's format (which drops
+/// trailing zeros of the microseconds, so the last column's width varies).
 fn assert_stuck_key(lines: &[String]) {
-    assert_eq!(lines[0], "    key     | status  |           locked_at           ");
-    assert_eq!(lines[1], "------------+---------+-------------------------------");
     let locked_at = lines[2]
         .strip_prefix(" order-8001 | started | ")
         .unwrap_or_else(|| panic!("{}", lines[2]));
-    assert_eq!(locked_at.len(), 29, "2026-10-12 11:39:00.616311+00: {locked_at}");
-    assert!(locked_at.ends_with("+00"), "{locked_at}");
+    let (seconds, fraction) = locked_at
+        .strip_suffix("+00")
+        .and_then(|t| t.split_once('.'))
+        .unwrap_or_else(|| panic!("2026-10-12 11:39:00.616311+00: {locked_at}"));
+    assert_eq!(seconds.len(), 19, "{locked_at}");
+    assert!((1..=6).contains(&fraction.len()), "{locked_at}");
+    let header = lines[0]
+        .strip_prefix("    key     | status  |")
+        .unwrap_or_else(|| panic!("{}", lines[0]));
+    assert_eq!(header.trim(), "locked_at");
+    assert_eq!(header.len(), locked_at.len() + 2, "{header:?}");
+    assert_eq!(
+        lines[1],
+        format!("------------+---------+{}", "-".repeat(locked_at.len() + 2))
+    );
     assert_eq!(lines[3], "(1 row)");
 }
 
@@ -334,7 +354,7 @@ async fn a_crash_after_the_charge_without_a_lease_leaves_the_key_stuck() {
     let (shop, provider) = ledgers(&run);
     assert_eq!((shop.len(), provider.len()), (0, 1), "charged, recorded nowhere");
     assert_eq!(
-        run.rows_after("idempotency_keys"),
+        keys(&run),
         vec![vec![Value::from("order-8001"), Value::from("started"), Value::Null]]
     );
     assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
@@ -357,10 +377,7 @@ async fn a_lease_takes_the_dead_owners_key_over_and_charges_again() {
         run.rows_after("card_charges").iter().all(|r| r[1] == Value::Null),
         "no provider key"
     );
-    assert_eq!(
-        run.rows_after("idempotency_keys"),
-        vec![row!["order-8001", "completed", 201]]
-    );
+    assert_eq!(keys(&run), vec![row!["order-8001", "completed", 201]]);
     assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
 }
 
@@ -555,10 +572,7 @@ async fn a_stored_fault_fails_every_retry_after_the_provider_is_back() {
         ]
     );
     assert_eq!(ledgers(&run), (vec![], vec![]));
-    assert_eq!(
-        run.rows_after("idempotency_keys"),
-        vec![row!["order-7733", "completed", 502]]
-    );
+    assert_eq!(keys(&run), vec![row!["order-7733", "completed", 502]]);
     assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
 }
 

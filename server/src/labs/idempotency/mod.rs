@@ -247,7 +247,9 @@ const LEDGER: [TableQuery; 3] = [
     TableQuery {
         name: "idempotency_keys",
         schema: "shop",
-        sql: "SELECT key, status, response_code FROM idempotency_keys ORDER BY created_at, key",
+        // The lease time and the stored answer, as the tutorial's psql queries show them.
+        sql: "SELECT key, status, response_code, locked_at, convert_from(response_body, 'UTF8') AS response
+              FROM idempotency_keys ORDER BY created_at, key",
         key_columns: 1,
     },
 ];
