@@ -77,6 +77,18 @@ impl Run {
         )
     }
 
+    /// A producer on a quiet lane, for setting a scenario's stage (the messages an earlier step
+    /// of the tutorial left on the topic): nothing it sends is drawn.
+    pub fn quiet_producer(&self, name: &str, idempotent: bool) -> Result<Producer, RunError> {
+        let core = self.core();
+        Producer::new(
+            self.lane(name, true),
+            &core.reach.services.brokers,
+            &core.sandbox,
+            idempotent,
+        )
+    }
+
     /// A consumer lane in the run's group `group` (the tutorial's name, e.g. `notifier`),
     /// subscribed to the tutorial's `topics`. See [`Consumer::new`] for `instance`.
     pub fn consumer(
@@ -96,6 +108,37 @@ impl Run {
         )?;
         consumer.subscribe(topics)?;
         Ok(consumer)
+    }
+
+    /// Commits `offsets` (`(partition, next offset to read)`) on the tutorial's topic `topic` for
+    /// the run's group `group`, from outside the group (as `kafka-consumer-groups
+    /// --reset-offsets` would): setting the stage an earlier consumer left. The group must have
+    /// no members.
+    pub async fn set_group_offsets(&self, group: &str, topic: &str, offsets: &[(i32, i64)]) -> Result<(), RunError> {
+        let core = self.core();
+        let wire = wire_topic(&core.sandbox, topic)?.to_owned();
+        let (brokers, group) = (
+            core.reach.services.brokers.clone(),
+            crate::sandbox::broker_name(&core.sandbox.run_id, group),
+        );
+        let offsets = offsets.to_vec();
+        tokio::task::spawn_blocking(move || {
+            let client: rdkafka::consumer::BaseConsumer = ClientConfig::new()
+                .set("bootstrap.servers", &brokers)
+                .set("group.id", &group)
+                .set("enable.auto.commit", "false")
+                .create()
+                .map_err(|e| e.to_string())?;
+            let mut list = TopicPartitionList::new();
+            for (partition, offset) in offsets {
+                list.add_partition_offset(&wire, partition, Offset::Offset(offset))
+                    .map_err(|e| e.to_string())?;
+            }
+            client.commit(&list, CommitMode::Sync).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| RunError::Other(e.to_string()))?
+        .map_err(|e| RunError::Other(format!("cannot set {topic}'s offsets: {e}")))
     }
 
     /// A ledger table of everything on the tutorial's topic `logical`: `partition`, `offset`,
@@ -170,6 +213,67 @@ impl Producer {
                 Err(StepError::Broker(error.to_string()))
             }
         }
+    }
+
+    /// Produces `messages` (`(key, value)`) in order, each a step, all queued before any is
+    /// waited for, then waits for every delivery report (the relay's produce-then-flush): the
+    /// `(partition, offset)` of each once the broker acknowledged it all. The first failure
+    /// fails the batch.
+    pub async fn send_all(&self, topic: &str, messages: &[(String, String)]) -> Result<Vec<(i32, i64)>, StepError> {
+        let wire = wire_topic(&self.sandbox, topic)?;
+        let mut deliveries = Vec::with_capacity(messages.len());
+        for (key, value) in messages {
+            let text = format!("produce {topic} key={key}");
+            self.lane.gate(&text).await;
+            let sent = Detail::Message {
+                topic: topic.to_owned(),
+                partition: None,
+                offset: None,
+                key: Some(key.clone()),
+                value: Some(value.clone()),
+                headers: Vec::new(),
+            };
+            self.lane.step(Service::Kafka, &text, &[], Some(sent));
+            let record = FutureRecord::to(wire).key(key.as_str()).payload(value.as_str());
+            match self.producer.send_result(record) {
+                Ok(delivery) => deliveries.push(delivery),
+                Err((error, _)) => return Err(self.failed(&error)),
+            }
+        }
+        let mut placed = Vec::with_capacity(deliveries.len());
+        for delivery in deliveries {
+            match delivery.await {
+                Ok(Ok(delivery)) => {
+                    self.lane.result(
+                        format!("delivered p{}@{}", delivery.partition, delivery.offset),
+                        None,
+                        Some(Detail::Message {
+                            topic: topic.to_owned(),
+                            partition: Some(delivery.partition),
+                            offset: Some(delivery.offset),
+                            key: None,
+                            value: None,
+                            headers: Vec::new(),
+                        }),
+                    );
+                    placed.push((delivery.partition, delivery.offset));
+                }
+                Ok(Err((error, _))) => return Err(self.failed(&error)),
+                Err(_) => {
+                    let why = "the delivery report never came (the producer was closed)";
+                    self.lane.error(ErrorKind::Broker, None, why);
+                    return Err(StepError::Broker(why.into()));
+                }
+            }
+        }
+        Ok(placed)
+    }
+
+    /// Shows a broker error on the lane and makes it the step's error.
+    fn failed(&self, error: &rdkafka::error::KafkaError) -> StepError {
+        let code = error.rdkafka_error_code().map(|c| format!("{c:?}"));
+        self.lane.error(ErrorKind::Broker, code, error.to_string());
+        StepError::Broker(error.to_string())
     }
 
     /// Waits (at most `timeout`) until every queued message is delivered.

@@ -125,6 +125,17 @@ impl ChildContext {
     /// Opens this child's PostgreSQL session at `level`, in logical database `schema` (the run's
     /// default when `None`), named like every actor's and reported to the parent.
     pub async fn session(&self, schema: Option<&str>, level: Level) -> Result<PgActor, RunError> {
+        self.open_session(schema, level, self.lane.clone()).await
+    }
+
+    /// As [`ChildContext::session`], on a quiet lane: its statements are not drawn one by one
+    /// (a relay polling an empty outbox twice a second), and the kind shows what matters itself.
+    pub async fn quiet_session(&self, schema: Option<&str>, level: Level) -> Result<PgActor, RunError> {
+        let quiet = Lane::new(self.lane.name(), self.pipes.clone(), true);
+        self.open_session(schema, level, quiet).await
+    }
+
+    async fn open_session(&self, schema: Option<&str>, level: Level, lane: Lane) -> Result<PgActor, RunError> {
         let schema = match schema {
             Some(logical) => self
                 .sandbox
@@ -139,7 +150,7 @@ impl ChildContext {
             .options([("search_path", crate::sandbox::postgres::quote_ident(schema).as_str())])
             .connect()
             .await?;
-        let actor = PgActor::on_connection(self.lane.clone(), conn, level, None).await?;
+        let actor = PgActor::on_connection(lane, conn, level, None).await?;
         self.pipes.send(&ChildMsg::Session { pid: actor.pid() });
         Ok(actor)
     }

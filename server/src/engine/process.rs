@@ -99,13 +99,32 @@ pub struct ChildActor {
     news: mpsc::UnboundedReceiver<News>,
     orders: mpsc::UnboundedSender<Order>,
     ended: bool,
+    /// Its events go to the scenario only (see [`Run::muted_process`]).
+    muted: bool,
 }
 
 impl Run {
     /// Starts `racelab actor <kind>` as lane `name`, with the kind's `args`.
     pub async fn process(&self, name: &str, kind: &str, args: serde_json::Value) -> Result<ChildActor, RunError> {
+        self.start_process(name, kind, args, false)
+    }
+
+    /// As [`Run::process`], for one of a crowd (the chaos test's relays and notifier): what the
+    /// child says reaches the scenario ([`ChildActor::next`]), which counts it, but not the
+    /// timeline, except its start, its crash and its exit, which are never hidden.
+    pub async fn muted_process(&self, name: &str, kind: &str, args: serde_json::Value) -> Result<ChildActor, RunError> {
+        self.start_process(name, kind, args, true)
+    }
+
+    fn start_process(
+        &self,
+        name: &str,
+        kind: &str,
+        args: serde_json::Value,
+        muted: bool,
+    ) -> Result<ChildActor, RunError> {
         let lane = self.lane(name, false);
-        let (pid, news, orders) = spawn(self.core(), &lane, kind, &args, false)?;
+        let (pid, news, orders) = spawn(self.core(), &lane, kind, &args, false, muted)?;
         Ok(ChildActor {
             lane,
             kind: kind.to_owned(),
@@ -115,6 +134,7 @@ impl Run {
             news,
             orders,
             ended: false,
+            muted,
         })
     }
 }
@@ -123,6 +143,11 @@ impl ChildActor {
     /// The reader's name for this actor.
     pub fn name(&self) -> &str {
         self.lane.name()
+    }
+
+    /// Its lane, for the scenario's own remarks about it.
+    pub fn lane(&self) -> &Lane {
+        &self.lane
     }
 
     /// The current process's pid.
@@ -275,7 +300,7 @@ impl ChildActor {
                 }
             }
         }
-        let (pid, news, orders) = spawn(self.run.core(), &self.lane, &self.kind, &self.args, true)?;
+        let (pid, news, orders) = spawn(self.run.core(), &self.lane, &self.kind, &self.args, true, self.muted)?;
         self.pid = pid;
         self.news = news;
         self.orders = orders;
@@ -293,6 +318,7 @@ fn spawn(
     kind: &str,
     args: &serde_json::Value,
     restart: bool,
+    muted: bool,
 ) -> Result<Spawned, RunError> {
     let failed = |reason: String| RunError::Process {
         actor: lane.name().to_owned(),
@@ -340,12 +366,18 @@ fn spawn(
         core.clone(),
         lane.clone(),
         child,
-        stdin,
-        stdout,
+        Pipes { stdin, stdout },
         news_tx,
         orders_rx,
+        muted,
     ));
     Ok((pid, news, orders))
+}
+
+/// A child's two pipes.
+struct Pipes {
+    stdin: ChildStdin,
+    stdout: tokio::process::ChildStdout,
 }
 
 /// Sends SIGTERM to `child`, if it still runs.
@@ -364,11 +396,12 @@ async fn own(
     core: Arc<RunCore>,
     lane: Lane,
     mut child: Child,
-    mut stdin: ChildStdin,
-    stdout: tokio::process::ChildStdout,
+    pipes: Pipes,
     news: mpsc::UnboundedSender<News>,
     mut orders: mpsc::UnboundedReceiver<Order>,
+    muted: bool,
 ) {
+    let Pipes { mut stdin, stdout } = pipes;
     let mut lines = BufReader::new(stdout).lines();
     let mut killed_at: Option<String> = None;
     let mut told_dead: Vec<oneshot::Sender<()>> = Vec::new();
@@ -378,7 +411,9 @@ async fn own(
                 let Ok(Some(line)) = line else { break };
                 match serde_json::from_str::<ChildMsg>(&line) {
                     Ok(ChildMsg::Event { event }) => {
-                        core.sink().emit(event.clone());
+                        if !muted {
+                            core.sink().emit(event.clone());
+                        }
                         let _ = news.send(News::Event(event));
                     }
                     Ok(ChildMsg::Session { pid }) => core.name_session(pid, lane.name()),

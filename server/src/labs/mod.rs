@@ -9,6 +9,7 @@
 pub mod idempotency;
 pub mod isolation;
 pub mod locks;
+pub mod outbox;
 
 use crate::engine::child::{ChildKind, SQL_SCRIPT};
 use crate::engine::{BoxFuture, Budget, Run, RunError, Scenario};
@@ -97,10 +98,16 @@ pub struct LabDef {
 }
 
 /// Every lab racelab can run.
-pub static LABS: &[&LabDef] = &[&isolation::LAB, &locks::LAB, &idempotency::LAB];
+pub static LABS: &[&LabDef] = &[&isolation::LAB, &outbox::LAB, &idempotency::LAB, &locks::LAB];
 
 /// Every kind of child-process actor (`racelab actor <kind>`): the engine's own and the labs'.
-pub static CHILD_KINDS: &[&ChildKind] = &[&SQL_SCRIPT, &idempotency::shop_api::SHOP_API];
+pub static CHILD_KINDS: &[&ChildKind] = &[
+    &SQL_SCRIPT,
+    &idempotency::shop_api::SHOP_API,
+    &outbox::relay::RELAY,
+    &outbox::notifier::NOTIFIER,
+    &outbox::dual_write::NAIVE,
+];
 
 /// The scenario with id `lab/scenario`, if there is one.
 pub fn find(id: &str) -> Option<&'static ScenarioDef> {

@@ -1,0 +1,113 @@
+//! The notifier reads the six messages the relay's crash left (each of three events twice), with
+//! and without its inbox.
+//! - `no-dedup` (`DEDUPE=0`): every message acts. The receipt for pay_001 goes out twice:
+//!
+//!   ```text
+//!   p1@0 payment.authorized pay_001: status updated
+//!   p1@1 payment.captured pay_001: receipt sent
+//!   p1@2 payment.authorized pay_001: status updated
+//!   p1@3 payment.captured pay_001: receipt sent
+//!   p0@0 payment.authorized pay_002: status updated
+//!   p0@1 payment.authorized pay_002: status updated
+//!   ```
+//! - `dedup`: the event id is claimed in `processed_events` in the transaction that acts, so the
+//!   three repeats are `duplicate, skipped`: one receipt, three events processed.
+//!
+//! Within a partition the order is the topic's; which partition comes first is up to the
+//! consumer's fetches (the tutorial's two runs differ).
+
+use super::figures::Figures;
+use super::notifier::{self, Switches};
+use super::{judge, ledger, said, stage_published_twice};
+use crate::engine::{Budget, Level, Run, RunError};
+use crate::labs::{ScenarioDef, actors_at};
+
+/// The messages on the stage's topic.
+pub const MESSAGES: usize = 6;
+
+pub static SCENARIO: ScenarioDef = ScenarioDef {
+    id: "outbox/consumer",
+    title: "The consumer and its inbox: one receipt, or two",
+    hook: "Six messages for three events: without an inbox, the customer gets two receipts",
+    about: "The relay delivers at least once, so the notifier sees every event of the crashed batch twice. Without an inbox it acts on each message: the capture's receipt goes out twice. With one, it claims each event id in processed_events in the same transaction as the effects, and a repeat finds the id taken and does nothing. The offset is committed only after that transaction.",
+    variants: &[
+        ("no-dedup", "no inbox", "DEDUPE=0: every message acts"),
+        (
+            "dedup",
+            "inbox",
+            "The event id claimed in processed_events first: repeats are skipped",
+        ),
+    ],
+    steppable: true,
+    workload: false,
+    sandbox: super::SANDBOX,
+    actors: |variant| {
+        let mut lanes = actors_at(
+            &["notifier"],
+            if variant == "no-dedup" {
+                "notifier.py, DEDUPE=0, its own process"
+            } else {
+                "notifier.py, its own process"
+            },
+        );
+        lanes.extend(actors_at(&["psql"], "a terminal on the notifier's database"));
+        lanes
+    },
+    budget: Some(|_| Budget::postgres(2).and_broker(3).and_processes(1)),
+    play: |run, variant| Box::pin(play(run, variant == "dedup")),
+    summarize: None,
+};
+
+async fn play(run: &Run, dedupe: bool) -> Result<(), RunError> {
+    stage_published_twice(run).await?;
+    let psql = run.actor_in("psql", "notifier", Level::Autocommit).await?;
+    let before = ledger(run).await?;
+    let switches = Switches {
+        dedupe,
+        ..Switches::default()
+    };
+    let mut notifier = notifier::start(run, "notifier", &switches).await?;
+    wait_for_lines(&mut notifier, MESSAGES).await?;
+    notifier.stop().await?;
+    psql.psql("SELECT payment_id, count(*) AS receipts FROM receipts_sent GROUP BY payment_id")
+        .await?;
+    psql.close().await;
+    // One receipt for the one capture, three events processed once each.
+    let expected = Figures {
+        captured: 1,
+        events: 3,
+        messages: MESSAGES as i64,
+        processed: 3,
+        receipts: 1,
+        receipt_payments: 1,
+        projection_captured: 1,
+        ..Figures::default()
+    };
+    let how = if dedupe {
+        "Each event id was claimed in the inbox in the transaction that acted on it; the three repeats found their ids taken and did nothing."
+    } else {
+        "Without an inbox, nothing told a repeat from a new event: the repeated capture sent a second receipt."
+    };
+    judge(
+        run,
+        before,
+        &expected,
+        Vec::new(),
+        (
+            "Six messages, three events, one receipt",
+            "The customer got two receipts for one capture",
+        ),
+        how,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Waits until the notifier has printed `count` lines (one per message whose offset it
+/// committed).
+pub async fn wait_for_lines(notifier: &mut crate::engine::ChildActor, count: usize) -> Result<(), RunError> {
+    for _ in 0..count {
+        said(notifier, |line| line.starts_with('p') && line.contains('@')).await?;
+    }
+    Ok(())
+}

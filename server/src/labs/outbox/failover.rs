@@ -1,0 +1,90 @@
+//! Failover: the active relay is killed (SIGKILL, as `docker kill`), and the standby takes over.
+//! Relay A is active and relay B on standby; A is killed; `authorize pay_007 2000`. PostgreSQL
+//! ends A's session when its connection drops, and with it the session advisory lock; B's next
+//! try, at most 2 s later, takes it: `active`, then `published 1: payment.authorized pay_007`,
+//! and the notifier prints `p1@0 payment.authorized pay_007: status updated`.
+
+use super::figures::Figures;
+use super::notifier::{self, Switches as NotifierSwitches};
+use super::relay::{self, STANDBY_RETRY, Switches};
+use super::writer::authorize;
+use super::{judge, ledger, said};
+use crate::engine::{Budget, Level, Run, RunError};
+use crate::labs::{ScenarioDef, actors_at};
+use shared::Check;
+use std::time::{Duration, Instant};
+
+/// How much later than one standby retry the takeover may come (the retry's own query, a busy
+/// machine).
+pub const TAKEOVER_SLACK: Duration = Duration::from_millis(1500);
+
+pub static SCENARIO: ScenarioDef = ScenarioDef {
+    id: "outbox/failover",
+    title: "Failover: the active relay is killed, the standby takes over",
+    hook: "The advisory lock dies with the connection, and the standby's next try gets it",
+    about: "The relay's lock is a session advisory lock, held by its connection rather than by any transaction. Kill the process and PostgreSQL ends the session, releasing the lock; the standby, trying every 2 seconds, becomes active and publishes what arrives next. Nothing had to notice the death except the database.",
+    variants: &[(
+        "kill-active",
+        "kill the active relay",
+        "docker kill relayA, then a new payment",
+    )],
+    steppable: false,
+    workload: false,
+    sandbox: super::SANDBOX,
+    actors: |_| {
+        let mut lanes = actors_at(&["payments"], "payments.py");
+        lanes.extend(actors_at(&["relay A"], "the active relay, killed"));
+        lanes.extend(actors_at(&["relay B"], "the standby"));
+        lanes.extend(actors_at(&["notifier"], "notifier.py"));
+        lanes
+    },
+    budget: Some(|_| Budget::postgres(3).and_broker(6).and_processes(3)),
+    play: |run, _| Box::pin(play(run)),
+    summarize: None,
+};
+
+async fn play(run: &Run) -> Result<(), RunError> {
+    let payments = run.actor("payments", Level::Autocommit).await?;
+    let before = ledger(run).await?;
+    let quiet_notifier = NotifierSwitches {
+        show_sql: false,
+        ..NotifierSwitches::default()
+    };
+    let mut notifier = notifier::start(run, "notifier", &quiet_notifier).await?;
+    let mut relay_a = relay::start(run, "relay A", &Switches::default()).await?;
+    said(&mut relay_a, |line| line == "active").await?;
+    let mut relay_b = relay::start(run, "relay B", &Switches::default()).await?;
+    said(&mut relay_b, |line| line.starts_with("standby")).await?;
+    relay_a.kill("docker kill").await?;
+    let killed = Instant::now();
+    authorize(&payments, "pay_007", 2000).await?;
+    said(&mut relay_b, |line| line == "active").await?;
+    let takeover = killed.elapsed();
+    said(&mut relay_b, |line| line.starts_with("published")).await?;
+    said(&mut notifier, |line| line.starts_with("p1@")).await?;
+    relay_b.stop().await?;
+    notifier.stop().await?;
+    payments.close().await;
+    let bound = STANDBY_RETRY + TAKEOVER_SLACK;
+    let in_time = Check::new(
+        format!("the standby is active within one retry ({} s)", STANDBY_RETRY.as_secs()),
+        format!("after {} ms", takeover.as_millis()),
+        takeover <= bound,
+    );
+    let expected = Figures {
+        events: 1,
+        messages: 1,
+        processed: 1,
+        ..Figures::default()
+    };
+    judge(
+        run,
+        before,
+        &expected,
+        vec![in_time],
+        ("The standby took over and published", "The standby did not take over in time"),
+        "PostgreSQL released the killed relay's session advisory lock when its connection dropped; the standby's next pg_try_advisory_lock got it.",
+    )
+    .await?;
+    Ok(())
+}

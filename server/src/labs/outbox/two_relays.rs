@@ -1,0 +1,173 @@
+//! Two relays at once. A notifier runs throughout.
+//! - `no-lock` (`SINGLE_ACTIVE=0`): relay A holds its batch (the tutorial's `HOLD_SECONDS`),
+//!   which has locked `payment.authorized pay_005`; the capture commits; relay B starts, its
+//!   `SKIP LOCKED` passes over the locked row and publishes `payment.captured pay_005` at once;
+//!   A publishes the authorization after its hold. The topic says captured, then authorized:
+//!
+//!   ```text
+//!   p2@0 payment.captured pay_005: receipt sent
+//!   p2@1 payment.authorized pay_005: status updated
+//!   ```
+//!
+//!   and the notifier's projection ends `authorized` while the payment is `captured`. The inbox
+//!   cannot help: these are two different events.
+//! - `advisory-lock` (the default): relay B finds the session advisory lock taken and prints
+//!   `standby: another relay is active` every 2 s; A publishes `pay_006`'s authorization, then
+//!   its capture, in order.
+//!
+//! Timing shortened: the hold is 2 s here (6 s in the tutorial), which changes nothing but how
+//! many standby lines B prints.
+
+use super::figures::Figures;
+use super::notifier::{self, Switches as NotifierSwitches};
+use super::relay::{self, Switches};
+use super::writer::{authorize, capture};
+use super::{judge, ledger, said};
+use crate::engine::{Budget, Level, Run, RunError};
+use crate::labs::{ScenarioDef, actors_at};
+use shared::{Check, EventKind, Value};
+use std::time::Duration;
+
+/// How long relay A holds a batch's rows before producing them.
+pub const HOLD: Duration = Duration::from_secs(2);
+
+pub static SCENARIO: ScenarioDef = ScenarioDef {
+    id: "outbox/two-relays",
+    title: "Two relays at once: a payment's events out of order",
+    hook: "SKIP LOCKED lets the second relay publish the capture while the first still holds the authorization",
+    about: "Two relays share the outbox safely row by row: FOR UPDATE SKIP LOCKED gives each row to one of them. But not in order: while relay A holds a batch with a payment's authorization, relay B skips it and publishes the capture that committed after it. The notifier's projection ends 'authorized' for a captured payment, and its inbox cannot help, since these are two different events. A session advisory lock keeps one relay active and the other on standby, and order survives.",
+    variants: &[
+        (
+            "no-lock",
+            "two active relays",
+            "SINGLE_ACTIVE=0: both relays publish, and pay_005's events swap places",
+        ),
+        (
+            "advisory-lock",
+            "one active, one standby",
+            "The session advisory lock: relay B waits on standby, pay_006's events stay in order",
+        ),
+    ],
+    steppable: false,
+    workload: false,
+    sandbox: super::SANDBOX,
+    actors: |variant| {
+        let mut lanes = actors_at(&["payments"], "payments.py");
+        if variant == "no-lock" {
+            lanes.extend(actors_at(&["relay A"], "SINGLE_ACTIVE=0, HOLD_SECONDS=2"));
+            lanes.extend(actors_at(&["relay B"], "SINGLE_ACTIVE=0"));
+        } else {
+            lanes.extend(actors_at(&["relay A"], "HOLD_SECONDS=2"));
+            lanes.extend(actors_at(&["relay B"], "the standby"));
+        }
+        lanes.extend(actors_at(&["notifier"], "notifier.py"));
+        lanes.extend(actors_at(&["psql"], "a terminal on both databases"));
+        lanes
+    },
+    budget: Some(|_| Budget::postgres(4).and_broker(6).and_processes(3)),
+    play: |run, variant| Box::pin(play(run, variant == "advisory-lock")),
+    summarize: None,
+};
+
+async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
+    let payment = if single_active { "pay_006" } else { "pay_005" };
+    let payments = run.actor("payments", Level::Autocommit).await?;
+    let psql = run.actor("psql", Level::Autocommit).await?;
+    let before = ledger(run).await?;
+    let quiet_notifier = NotifierSwitches {
+        show_sql: false,
+        ..NotifierSwitches::default()
+    };
+    let mut notifier = notifier::start(run, "notifier", &quiet_notifier).await?;
+    let holding = Switches {
+        single_active,
+        hold_ms: HOLD.as_millis() as u64,
+        ..Switches::default()
+    };
+    let mut relay_a = relay::start(run, "relay A", &holding).await?;
+    said(&mut relay_a, |line| line == "active").await?;
+    let second = Switches {
+        single_active,
+        ..Switches::default()
+    };
+    let mut relay_b = if single_active {
+        let mut b = relay::start(run, "relay B", &second).await?;
+        said(&mut b, |line| line.starts_with("standby")).await?;
+        Some(b)
+    } else {
+        None
+    };
+    authorize(&payments, payment, 3000).await?;
+    // Relay A has fetched the authorization and holds its row lock.
+    relay_a
+        .wait_for(Duration::from_secs(30), |e| matches!(e, EventKind::Note { .. }))
+        .await?;
+    capture(&payments, payment).await?;
+    if relay_b.is_none() {
+        let mut b = relay::start(run, "relay B", &second).await?;
+        said(&mut b, |line| line.starts_with("published")).await?;
+        relay_b = Some(b);
+    }
+    let published = if single_active { 2 } else { 1 };
+    for _ in 0..published {
+        said(&mut relay_a, |line| line.starts_with("published")).await?;
+    }
+    for _ in 0..2 {
+        said(&mut notifier, |line| line.starts_with("p2@")).await?;
+    }
+    for mut relay in [Some(relay_a), relay_b].into_iter().flatten() {
+        relay.stop().await?;
+    }
+    notifier.stop().await?;
+    let paid = psql
+        .psql(&format!(
+            "SELECT id, status FROM {}.payments WHERE id = '{payment}'",
+            crate::sandbox::postgres::quote_ident(run.schema("payments")?)
+        ))
+        .await?;
+    let seen = psql
+        .psql(&format!(
+            "SELECT payment_id, status FROM {}.payment_status WHERE payment_id = '{payment}'",
+            crate::sandbox::postgres::quote_ident(run.schema("notifier")?)
+        ))
+        .await?;
+    psql.close().await;
+    payments.close().await;
+    let status = |rows: &[Vec<Value>]| rows.first().and_then(|r| r.get(1)).map(ToString::to_string);
+    let (paid, seen) = (status(&paid.rows), status(&seen.rows));
+    let agree = Check::new(
+        format!(
+            "the projection shows {payment} as the payments database does ({})",
+            paid.clone().unwrap_or_default()
+        ),
+        seen.clone().unwrap_or_else(|| "no row".into()),
+        paid.is_some() && paid == seen,
+    );
+    let expected = Figures {
+        captured: 1,
+        events: 2,
+        messages: 2,
+        processed: 2,
+        receipts: 1,
+        receipt_payments: 1,
+        projection_captured: 1,
+        ..Figures::default()
+    };
+    judge(
+        run,
+        before,
+        &expected,
+        vec![agree],
+        (
+            "One relay active: the authorization, then the capture",
+            "The capture was published before the authorization: the projection is wrong",
+        ),
+        if single_active {
+            "Relay B never got the advisory lock while A held it, so one relay published the outbox in id order."
+        } else {
+            "Relay B skipped the row A had locked and published the later event first; the broker kept the order it was given, and the notifier's blind upsert let the older event win."
+        },
+    )
+    .await?;
+    Ok(())
+}
