@@ -747,3 +747,71 @@ async fn the_crash_marks_the_kill_and_the_restart() {
     })
     .await;
 }
+
+/// The relay killed after producing: its crash marked in its lane, its restart as a new process,
+/// the psql and offsets lanes, and the topic's six messages in the ledger, the repeats marked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relay_crash_shows_the_kill_the_restart_and_the_repeats() {
+    run(
+        "the_relay_crash_shows_the_kill_the_restart_and_the_repeats",
+        async |b| {
+            b.goto("/lab/outbox/relay-crash").await;
+            b.wait_for(".rl-scenario[data-scenario=\"outbox/relay-crash\"]").await;
+            b.click("button.rl-run").await;
+            b.wait_for_within(".rl-verdict", Duration::from_secs(60)).await;
+            let lanes = b.attrs(".rl-timeline .rl-lane-head", "data-lane").await;
+            assert_eq!(
+                lanes,
+                ["relay", "psql", "kafka-get-offsets"].map(|l| Some(l.to_owned()))
+            );
+            assert_eq!(b.count(".rl-card[data-lane=\"relay\"][data-kind=\"crash\"]").await, 1);
+            assert_eq!(b.count(".rl-card[data-lane=\"relay\"][data-kind=\"process\"]").await, 2);
+            // Six produce steps: the batch, and the batch again.
+            assert_eq!(
+                b.count(".rl-card[data-lane=\"relay\"][data-service=\"kafka\"]").await,
+                6
+            );
+            let copies = b.texts("table.rl-ledger-table[data-table=\"messages\"] tbody tr").await;
+            assert_eq!(copies.len(), 6, "{copies:?}");
+            assert_eq!(copies.iter().filter(|r| r.contains("repeat")).count(), 3, "{copies:?}");
+            assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("reproduced"));
+            b.screenshot("relay-crash").await;
+            b.set_viewport(360, 900).await;
+            b.screenshot("relay-crash-360").await;
+            b.reset_viewport().await;
+        },
+    )
+    .await;
+}
+
+/// The chaos test draws its progress and the drain over time, with the processes it killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chaos_run_draws_its_progress_and_the_drain() {
+    run("the_chaos_run_draws_its_progress_and_the_drain", async |b| {
+        b.goto("/lab/outbox/chaos").await;
+        b.wait_for(".rl-scenario[data-scenario=\"outbox/chaos\"]").await;
+        choose_variant(b, "200").await;
+        b.click("button.rl-run").await;
+        b.wait_for_within(".rl-verdict", Duration::from_secs(120)).await;
+        let labels = b.texts(".rl-progress-label").await;
+        assert_eq!(
+            labels,
+            ["400 of 400 events published", "400 of 400 events processed"],
+            "both counts drained"
+        );
+        assert_eq!(b.count("figure.rl-drain polyline.rl-drain-line").await, 2);
+        let legend = b.texts(".rl-drain-legend-crash").await;
+        let crashes = b.count(".rl-timeline .rl-card[data-kind=\"crash\"]").await;
+        assert_eq!(
+            legend,
+            [format!("{crashes} processes killed (red lines)")],
+            "every crash on the timeline is a mark on the chart"
+        );
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        b.screenshot("chaos").await;
+        b.set_viewport(360, 900).await;
+        b.screenshot("chaos-360").await;
+        b.reset_viewport().await;
+    })
+    .await;
+}

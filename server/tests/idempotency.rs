@@ -207,17 +207,18 @@ async fn faults_release_the_key_and_the_payment_goes_through_when_the_provider_i
     let transcript = run.transcript();
     let unavailable = r#"502 {"error":"payment provider unavailable"}"#;
     assert_eq!(
-        transcript[..5],
+        transcript[..6],
         [
             format!("attempt 1: {unavailable}"),
             format!("attempt 2: {unavailable}"),
             " key | status ".to_owned(),
             "-----+--------".to_owned(),
             "(0 rows)".to_owned(),
+            String::new(),
         ]
     );
-    let charge = charged(&transcript[5], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[5]));
-    assert_eq!(transcript.len(), 6, "a fresh 201, not a replay");
+    let charge = charged(&transcript[6], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[6]));
+    assert_eq!(transcript.len(), 7, "a fresh 201, not a replay");
     assert_eq!(ledgers(&run).1, vec![Value::Text(charge)]);
     assert_eq!(keys(&run), vec![row!["order-7733", "completed", 201]]);
 }
@@ -325,6 +326,7 @@ fn assert_stuck_key(lines: &[String]) {
         format!("------------+---------+{}", "-".repeat(locked_at.len() + 2))
     );
     assert_eq!(lines[3], "(1 row)");
+    assert_eq!(lines[4], "", "psql's empty line after a table");
 }
 
 /// The shop's process crashed at `after_charge` and was started again.
@@ -345,11 +347,11 @@ fn assert_crashed_and_restarted(run: &Finished) {
 async fn a_crash_after_the_charge_without_a_lease_leaves_the_key_stuck() {
     let run = idempotency("idempotency/crash", "no-lease").await;
     let transcript = run.transcript();
-    assert_eq!(transcript.len(), 7, "{transcript:?}");
+    assert_eq!(transcript.len(), 8, "{transcript:?}");
     assert!(is_eof(&transcript[0]), "{}", transcript[0]);
-    assert_stuck_key(&transcript[1..5]);
-    assert_eq!(transcript[5], format!("attempt 1: {IN_PROGRESS}"));
-    assert_eq!(transcript[6], format!("attempt 2: {IN_PROGRESS}"));
+    assert_stuck_key(&transcript[1..6]);
+    assert_eq!(transcript[6], format!("attempt 1: {IN_PROGRESS}"));
+    assert_eq!(transcript[7], format!("attempt 2: {IN_PROGRESS}"));
     assert_crashed_and_restarted(&run);
     let (shop, provider) = ledgers(&run);
     assert_eq!((shop.len(), provider.len()), (0, 1), "charged, recorded nowhere");
@@ -364,10 +366,10 @@ async fn a_crash_after_the_charge_without_a_lease_leaves_the_key_stuck() {
 async fn a_lease_takes_the_dead_owners_key_over_and_charges_again() {
     let run = idempotency("idempotency/crash", "lease").await;
     let transcript = run.transcript();
-    assert_eq!(transcript.len(), 6, "{transcript:?}");
+    assert_eq!(transcript.len(), 7, "{transcript:?}");
     assert!(is_eof(&transcript[0]), "{}", transcript[0]);
-    assert_stuck_key(&transcript[1..5]);
-    let takeover = charged(&transcript[5], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[5]));
+    assert_stuck_key(&transcript[1..6]);
+    let takeover = charged(&transcript[6], "attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[6]));
     assert_crashed_and_restarted(&run);
     let (shop, provider) = ledgers(&run);
     assert_eq!(shop, vec![Value::Text(takeover.clone())]);
@@ -565,6 +567,7 @@ async fn a_stored_fault_fails_every_retry_after_the_provider_is_back() {
             "------------+-----------".to_owned(),
             " order-7733 | completed".to_owned(),
             "(1 row)".to_owned(),
+            String::new(),
             format!("attempt 1: {unavailable} (replayed)"),
             format!("attempt 2: {unavailable} (replayed)"),
             format!("attempt 3: {unavailable} (replayed)"),

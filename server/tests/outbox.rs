@@ -79,13 +79,20 @@ async fn publishing_first_and_dying_leaves_a_phantom_event() {
             "crash at before_commit",
             "   id    |   status   ",
             "---------+------------",
+            " pay_001 | captured",
             " pay_002 | authorized",
-            "(1 row)",
+            "(2 rows)",
+            "",
             r#"pay_002 {"type": "payment.captured", "payment_id": "pay_002", "data": {}}"#,
             "Processed a total of 1 messages",
         ]
     );
     assert!(crashed_at(&run, "payments", "before_commit"));
+    assert_eq!(
+        run.rows_after("payments"),
+        vec![row!["pay_001", 2500, "captured"], row!["pay_002", 2500, "authorized"]],
+        "the capture rolled back; pay_001 is the first run's, staged"
+    );
     assert_eq!(
         messages(&run),
         vec![vec![
@@ -116,6 +123,7 @@ async fn the_change_and_its_event_commit_together() {
             "  2 | pay_001      | payment.captured   | ",
             "  3 | pay_002      | payment.authorized | ",
             "(3 rows)",
+            "",
         ]
     );
     assert_eq!(
@@ -176,6 +184,7 @@ async fn a_relay_killed_after_producing_publishes_the_batch_twice() {
             "-------------",
             "           3",
             "(1 row)",
+            "",
             "active",
             "published 3: payment.authorized pay_001, payment.captured pay_001, payment.authorized pay_002",
             "payments:0:2",
@@ -250,7 +259,8 @@ async fn without_an_inbox_the_repeated_capture_sends_a_second_receipt() {
             " payment_id | receipts ",
             "------------+----------",
             " pay_001    |        2",
-            "(1 row)"
+            "(1 row)",
+            "",
         ]
     );
     assert_eq!(run.rows_after("receipts_sent"), vec![row!["pay_001", 2]]);
@@ -313,14 +323,11 @@ async fn waiting_for_a_dead_member_to_expire_ends_within_its_bound() {
     );
     let lines = lines_of(&run, "notifier");
     assert_eq!(lines[0], "crash at before_offset_commit");
+    // The test broker never expires a member that died without leaving; Apache Kafka does
+    // (set RACELAB_BROKER_EXPIRES_MEMBERS=1 when testing against it).
+    let expires = std::env::var("RACELAB_BROKER_EXPIRES_MEMBERS").is_ok_and(|v| v == "1");
     let verdict = run.verdict();
-    let handed_on = verdict
-        .checks
-        .iter()
-        .find(|c| c.rule.starts_with("the broker hands the dead member's partitions on"))
-        .expect("the expiry check");
-    if handed_on.holds {
-        // A broker that expires dead members (Apache Kafka): the tutorial's outcome.
+    if expires {
         assert_eq!(
             lines[1..],
             [
@@ -330,13 +337,13 @@ async fn waiting_for_a_dead_member_to_expire_ends_within_its_bound() {
         );
         assert_eq!(verdict.kind, VerdictKind::Prevented);
     } else {
-        // One that never does: said plainly on the notifier's lane, and the run still ended.
-        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(lines.len(), 1, "the new notifier never got the partitions: {lines:?}");
         let said = run.events.iter().any(|e| {
             matches!(&e.kind, EventKind::Note { actor, text } if actor == "notifier" && text.contains("has not expired the member"))
         });
         assert!(said, "the page says why the new notifier waited");
         assert_eq!(verdict.kind, VerdictKind::Reproduced);
+        assert_eq!(figure(&run, "events processed once"), 4, "p0@3 was never read");
     }
 }
 
@@ -419,7 +426,8 @@ async fn a_thousand_payments_under_random_crashes_still_add_up() {
     assert_eq!(verify.len(), 7, "{verify:?}");
     assert_eq!(verify[0], "payments captured:          1000");
     assert_eq!(verify[1], "outbox events:              2000 (0 unpublished)");
-    let duplicates = figure(&run, "messages on the topic") - 2000;
+    // Counted from the topic itself: the messages whose event came before.
+    let duplicates = messages(&run).iter().filter(|m| m[5] == Value::from("repeat")).count() as i64;
     assert_eq!(
         verify[2],
         format!(
@@ -457,17 +465,18 @@ async fn the_lag_query_retention_and_the_partial_index() {
     let run = outbox("outbox/monitor", "ops").await;
     let transcript = run.transcript();
     assert_eq!(
-        transcript[..6],
+        transcript[..7],
         [
             "UPDATE 500",
             " unpublished | oldest_unpublished_age ",
             "-------------+------------------------",
             "           0 | 00:00:00",
             "(1 row)",
+            "",
             "DELETE 500",
         ]
     );
-    let plan = &transcript[6..];
+    let plan = &transcript[7..];
     assert!(plan[0].trim() == "QUERY PLAN", "{plan:?}");
     assert!(plan.iter().any(|l| l.contains("outbox_unpublished")), "{plan:?}");
     assert!(!plan.iter().any(|l| l.contains("Seq Scan")), "{plan:?}");

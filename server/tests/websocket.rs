@@ -273,6 +273,41 @@ async fn closing_the_tab_mid_charge_leaves_no_process_schema_or_lock() {
     assert_eq!(wait_until_clean(&run_id).await, common::Leftovers::NONE);
 }
 
+/// A reader closes the tab while two relay processes run, one holding the advisory lock and a
+/// batch's row locks, and a notifier sits in its consumer group: the processes, the lock, the
+/// schemas, the topic and the group are all gone.
+#[tokio::test]
+async fn closing_the_tab_mid_outbox_run_leaves_no_process_lock_topic_or_group() {
+    let _slot = db_slot().await;
+    let address = server().await;
+    let mut socket = connect(address).await;
+    send(
+        &mut socket,
+        json!({"v": 1, "type": "start", "scenario": "outbox/two-relays", "variant": "advisory-lock"}),
+    )
+    .await;
+    let started = receive_until(&mut socket, |f| is_type(f, "started")).await;
+    let run_id = started.last().expect("started")["run_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    // Relay A has its batch and holds it (HOLD_SECONDS): row locks and the advisory lock.
+    receive_until(&mut socket, |f| {
+        event_type(f) == Some("note") && f["event"]["actor"] == "relay A"
+    })
+    .await;
+    assert_eq!(common::processes_of(&run_id), 3, "two relays and a notifier run");
+    let mut inspector = common::inspector().await;
+    let held = common::leftovers(&mut inspector, &run_id, true).await;
+    assert!(held.locks > 0, "relay A holds its locks mid-run: {held:?}");
+    assert_eq!(held.topics, 1, "the run's topic exists");
+    drop(socket);
+    assert_eq!(
+        common::wait_until_clean_of(&run_id, true).await,
+        common::Leftovers::NONE
+    );
+}
+
 #[tokio::test]
 async fn catalog_health_and_missing_runs_answer_over_http() {
     let address = server().await;

@@ -9,6 +9,7 @@
 //! - [`verdict`]: the plain answer at the end of a run: was the bug reproduced or prevented?
 //! - [`money`]: `$1,234` formatting, exactly as the tutorials print it.
 //! - [`psql`]: query results in psql's aligned format, as the tutorials print their checks.
+//! - [`series`]: progress over time and crash moments, for the picture of a draining pipeline.
 //!
 //! This crate does no I/O and uses no async runtime, so it also builds for `wasm32`.
 
@@ -19,6 +20,7 @@ pub mod money;
 pub mod protocol;
 pub mod psql;
 pub mod run_state;
+pub mod series;
 pub mod timeline;
 pub mod value;
 pub mod verdict;

@@ -3,6 +3,7 @@
 //! transcript. The scenario page, each compare column and the embed are all this panel.
 
 use super::chart::{Progress, StrategyChart};
+use super::drain::{DrainChart, ProgressBars};
 use super::embed_code::EmbedCode;
 use super::ledger_diff::LedgerDiff;
 use super::reference::ReferenceFigures;
@@ -13,6 +14,7 @@ use super::variant_picker::VariantPicker;
 use super::verdict::VerdictBanner;
 use crate::api::{Link, RunSocket};
 use leptos::prelude::*;
+use shared::series::Drain;
 use shared::{Mode, Moment, ScenarioInfo, Service};
 
 /// How much chrome a panel shows.
@@ -129,6 +131,13 @@ pub fn RunPanel(
                 let tutorial = s.ledger(Moment::Reference).and_then(|l| l.tables.first().cloned());
                 view! { <StrategyChart figures=figures tutorial=tutorial /> }
             })))}
+            {move || (!is_load_test).then(|| state.with(|s| {
+                let drain = Drain::from_events(&s.events);
+                (!drain.series.is_empty()).then(|| {
+                    let chart = drain.drawable().then(|| view! { <DrainChart drain=drain.clone() /> });
+                    view! { <ProgressBars drain=drain /> {chart} }
+                })
+            }))}
             {(!is_load_test).then(|| view! { <TimelineView timeline=timeline /> })}
             {move || state.with(|s| s.verdict().cloned()).map(|v| view! { <VerdictBanner verdict=v /> })}
             {move || (!is_load_test).then(|| state.with(|s| {

@@ -215,16 +215,26 @@ impl Producer {
         }
     }
 
-    /// Produces `messages` (`(key, value)`) in order, each a step, all queued before any is
-    /// waited for, then waits for every delivery report (the relay's produce-then-flush): the
-    /// `(partition, offset)` of each once the broker acknowledged it all. The first failure
-    /// fails the batch.
+    /// Produces `messages` (`(key, value)`) in order, all queued before any is waited for, then
+    /// waits for every delivery report (the relay's produce-then-flush): the `(partition,
+    /// offset)` of each once the broker acknowledged it. Each message is drawn as its own step
+    /// with its own delivery report, in order; in step mode the batch is one step. The first
+    /// failure fails the batch.
     pub async fn send_all(&self, topic: &str, messages: &[(String, String)]) -> Result<Vec<(i32, i64)>, StepError> {
         let wire = wire_topic(&self.sandbox, topic)?;
+        self.lane
+            .gate(&format!("produce {} messages to {topic}", messages.len()))
+            .await;
         let mut deliveries = Vec::with_capacity(messages.len());
         for (key, value) in messages {
-            let text = format!("produce {topic} key={key}");
-            self.lane.gate(&text).await;
+            let record = FutureRecord::to(wire).key(key.as_str()).payload(value.as_str());
+            match self.producer.send_result(record) {
+                Ok(delivery) => deliveries.push(delivery),
+                Err((error, _)) => return Err(self.failed(&error)),
+            }
+        }
+        let mut placed = Vec::with_capacity(deliveries.len());
+        for ((key, value), delivery) in messages.iter().zip(deliveries) {
             let sent = Detail::Message {
                 topic: topic.to_owned(),
                 partition: None,
@@ -233,15 +243,8 @@ impl Producer {
                 value: Some(value.clone()),
                 headers: Vec::new(),
             };
-            self.lane.step(Service::Kafka, &text, &[], Some(sent));
-            let record = FutureRecord::to(wire).key(key.as_str()).payload(value.as_str());
-            match self.producer.send_result(record) {
-                Ok(delivery) => deliveries.push(delivery),
-                Err((error, _)) => return Err(self.failed(&error)),
-            }
-        }
-        let mut placed = Vec::with_capacity(deliveries.len());
-        for delivery in deliveries {
+            self.lane
+                .step(Service::Kafka, &format!("produce {topic} key={key}"), &[], Some(sent));
             match delivery.await {
                 Ok(Ok(delivery)) => {
                     self.lane.result(

@@ -193,7 +193,8 @@ impl PgActor {
         self.start(sql, params).await?.finish().await
     }
 
-    /// Runs one statement and prints its result as psql does (header, rule, rows, `(1 row)`), or
+    /// Runs one statement and prints its result as psql does (header, rule, rows, `(1 row)`, an
+    /// empty line), or
     /// its command tag (`UPDATE 12`) when it returns no rows: the checks the tutorials run in a
     /// psql terminal, each printed line a transcript line of this lane.
     pub async fn psql(&self, sql: &str) -> Result<Output, StepError> {
@@ -204,6 +205,8 @@ impl PgActor {
             for line in shared::psql::aligned(&output.columns, &output.rows) {
                 self.lane.say_exactly(line);
             }
+            // psql ends every table with an empty line.
+            self.lane.say_exactly("");
         }
         Ok(output)
     }

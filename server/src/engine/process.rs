@@ -101,7 +101,17 @@ pub struct ChildActor {
     ended: bool,
     /// Its events go to the scenario only (see [`Run::muted_process`]).
     muted: bool,
+    /// The backend pids of the PostgreSQL sessions the current process opened.
+    sessions: Sessions,
 }
+
+/// Backend pids a child reported, shared with the task that reads its pipe.
+type Sessions = Arc<std::sync::Mutex<Vec<i32>>>;
+
+/// How long a child may take to stop after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How long a restart waits for PostgreSQL to end the dead process's sessions.
+const SESSIONS_GONE: Duration = Duration::from_secs(5);
 
 impl Run {
     /// Starts `racelab actor <kind>` as lane `name`, with the kind's `args`.
@@ -124,8 +134,10 @@ impl Run {
         muted: bool,
     ) -> Result<ChildActor, RunError> {
         let lane = self.lane(name, false);
-        let (pid, news, orders) = spawn(self.core(), &lane, kind, &args, false, muted)?;
+        let sessions = Sessions::default();
+        let (pid, news, orders) = spawn(self.core(), &lane, kind, &args, false, muted, &sessions)?;
         Ok(ChildActor {
+            sessions,
             lane,
             kind: kind.to_owned(),
             args,
@@ -300,12 +312,48 @@ impl ChildActor {
                 }
             }
         }
-        let (pid, news, orders) = spawn(self.run.core(), &self.lane, &self.kind, &self.args, true, self.muted)?;
+        self.wait_sessions_gone().await;
+        let (pid, news, orders) = spawn(
+            self.run.core(),
+            &self.lane,
+            &self.kind,
+            &self.args,
+            true,
+            self.muted,
+            &self.sessions,
+        )?;
         self.pid = pid;
         self.news = news;
         self.orders = orders;
         self.ended = false;
         Ok(())
+    }
+}
+
+impl ChildActor {
+    /// Waits (at most [`SESSIONS_GONE`]) until PostgreSQL has ended every session of the dead
+    /// process: its backend notices the closed connection, rolls back and frees its locks, and
+    /// only then does the tutorial's restarted process start (a restart loop is never faster
+    /// than that). Gives up quietly: the new process then simply finds what is still held.
+    async fn wait_sessions_gone(&self) {
+        let pids: Vec<String> = std::mem::take(&mut *self.sessions.lock().unwrap_or_else(|p| p.into_inner()))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if pids.is_empty() {
+            return;
+        }
+        let sql = format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY('{{{}}}'::int[])",
+            pids.join(",")
+        );
+        let deadline = tokio::time::Instant::now() + SESSIONS_GONE;
+        while tokio::time::Instant::now() < deadline {
+            match self.run.check(&sql, &[]).await.and_then(|o| Ok(o.int()?)) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
     }
 }
 
@@ -319,6 +367,7 @@ fn spawn(
     args: &serde_json::Value,
     restart: bool,
     muted: bool,
+    sessions: &Sessions,
 ) -> Result<Spawned, RunError> {
     let failed = |reason: String| RunError::Process {
         actor: lane.name().to_owned(),
@@ -369,9 +418,27 @@ fn spawn(
         Pipes { stdin, stdout },
         news_tx,
         orders_rx,
-        muted,
+        Listening {
+            muted,
+            sessions: sessions.clone(),
+        },
     ));
     Ok((pid, news, orders))
+}
+
+/// How the task that owns a child passes on what it hears: muted or not, and where the session
+/// pids go.
+struct Listening {
+    muted: bool,
+    sessions: Sessions,
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// A child's two pipes.
@@ -399,12 +466,15 @@ async fn own(
     pipes: Pipes,
     news: mpsc::UnboundedSender<News>,
     mut orders: mpsc::UnboundedReceiver<Order>,
-    muted: bool,
+    listening: Listening,
 ) {
+    let Listening { muted, sessions } = listening;
     let Pipes { mut stdin, stdout } = pipes;
     let mut lines = BufReader::new(stdout).lines();
     let mut killed_at: Option<String> = None;
     let mut told_dead: Vec<oneshot::Sender<()>> = Vec::new();
+    // Once told to stop: when the grace runs out.
+    let mut stop_by: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             line = lines.next_line() => {
@@ -416,7 +486,10 @@ async fn own(
                         }
                         let _ = news.send(News::Event(event));
                     }
-                    Ok(ChildMsg::Session { pid }) => core.name_session(pid, lane.name()),
+                    Ok(ChildMsg::Session { pid }) => {
+                        core.name_session(pid, lane.name());
+                        sessions.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
+                    }
                     Ok(ChildMsg::Gate { step }) => {
                         core.gate(lane.name(), &step).await;
                         if stdin.write_all(b"go\n").await.is_err() || stdin.flush().await.is_err() {
@@ -435,6 +508,11 @@ async fn own(
                     Err(_) => tracing::debug!(actor = lane.name(), %line, "a child printed a line that is not a message"),
                 }
             }
+            () = sleep_until_or_never(stop_by) => {
+                lane.note(format!("did not stop within {} s of SIGTERM: killed", STOP_GRACE.as_secs()));
+                let _ = child.start_kill();
+                break;
+            }
             order = orders.recv(), if killed_at.is_none() => match order {
                 Some(Order::Kill { point, done }) => {
                     let _ = child.start_kill();
@@ -445,6 +523,7 @@ async fn own(
                 Some(Order::Stop { done }) => {
                     terminate(&child);
                     told_dead.push(done);
+                    stop_by.get_or_insert(tokio::time::Instant::now() + STOP_GRACE);
                     // Keep forwarding its last lines until it exits (stdout closes).
                 }
                 None => {

@@ -26,7 +26,7 @@ use super::figures::{self, Figures};
 use super::notifier::{self, Switches as NotifierSwitches};
 use super::relay::{self, Switches};
 use super::writer::{authorize, capture};
-use super::{TOPIC, finish, ledger, message};
+use super::{TOPIC, finish, invariants, ledger, message};
 use crate::engine::{Budget, ChildActor, End, Level, News, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at, tutorial_figures};
 use shared::{Check, EventKind, Table, Value};
@@ -64,8 +64,8 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     steppable: false,
     workload: false,
     sandbox: super::SANDBOX,
-    actors: |_| {
-        let mut lanes = actors_at(&["loadgen"], "loadgen.py 1000: eight writers, quiet");
+    actors: |variant| {
+        let mut lanes = actors_at(&["loadgen"], &format!("loadgen.py {variant}: eight writers, quiet"));
         lanes.extend(actors_at(
             &["relay A", "relay B"],
             "relay.py, CRASH_RATE=0.1, restarted at once",
@@ -86,7 +86,11 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
 #[derive(Default)]
 struct RelayCount {
     crashes: u64,
+    /// Times it exited on its own (a failed delivery) and was restarted, as a restart loop does.
+    exits: u64,
     batches: u64,
+    /// Rows of its batches that were published: the `N` of its `published N:` lines.
+    rows: u64,
     /// Messages produced in the batch under way (`(key, type)`), reset when it is marked.
     producing: Vec<(String, String)>,
 }
@@ -99,6 +103,7 @@ struct Counts {
     /// and the run with it): the topic's length.
     produced: u64,
     notifier_crashes: u64,
+    notifier_exits: u64,
     notifier_lines: u64,
     skipped: u64,
     /// Rows of the batches that a relay crashed after producing.
@@ -125,6 +130,7 @@ impl Counts {
             }
             EventKind::Say { line, .. } if line.starts_with("published ") => {
                 relay.batches += 1;
+                relay.rows += published_rows(line);
                 relay.producing.clear();
             }
             _ => {}
@@ -150,6 +156,13 @@ impl Counts {
             .collect();
         self.both_in_a_crash.extend(both);
         relay.producing.clear();
+    }
+
+    /// Relay `i` exited on its own: what it was producing is unpublished and will come again.
+    fn relay_exited(&mut self, i: usize) {
+        self.relays[i].exits += 1;
+        self.replayed += self.relays[i].producing.len() as u64;
+        self.relays[i].producing.clear();
     }
 
     fn notifier_event(&mut self, event: &EventKind) {
@@ -220,6 +233,13 @@ async fn play(run: &Run, payments: usize) -> Result<(), RunError> {
         .into_iter()
         .filter(|c| !c.rule.starts_with("messages on the topic"))
         .collect();
+    checks.extend(invariants::checks(
+        &invariants::state(run, &topic).await?,
+        invariants::Scope {
+            notifier: true,
+            payments: None,
+        },
+    ));
     checks.push(Check::new(
         "duplicates on the topic = rows of the batches a relay crashed after producing",
         format!(
@@ -229,10 +249,19 @@ async fn play(run: &Run, payments: usize) -> Result<(), RunError> {
         ),
         actual.messages - actual.events == counts.replayed as i64,
     ));
+    let published: u64 = counts.relays.iter().map(|r| r.rows).sum();
     checks.push(Check::new(
-        "every message was handled and its offset committed once",
-        format!("{} lines for {} messages", counts.notifier_lines, actual.messages),
-        counts.notifier_lines == actual.messages as u64,
+        format!("the relays' `published N` lines add up to {} events", 2 * n),
+        format!("{published}"),
+        published == 2 * n as u64,
+    ));
+    let duplicates = actual.messages - actual.events;
+    let crashes = i64::try_from(counts.notifier_crashes).unwrap_or(i64::MAX);
+    let skipped = i64::try_from(counts.skipped).unwrap_or(i64::MAX);
+    checks.push(Check::new(
+        "duplicates ≤ duplicates skipped ≤ duplicates + notifier crashes (a crashed first claim comes back as a duplicate)",
+        format!("{duplicates} ≤ {skipped} ≤ {duplicates} + {crashes}"),
+        duplicates <= skipped && skipped <= duplicates + crashes,
     ));
     checks.push(Check::new(
         "payments read out of order = payments with both events in one crashed batch",
@@ -316,7 +345,10 @@ async fn supervise(
                     counts.notifier_crashes += 1;
                     notifier.restart().await?;
                 }
-                Some(News::Ended(end)) => return Err(ended("notifier", &end)),
+                Some(News::Ended(End::Exited { .. })) => {
+                    counts.notifier_exits += 1;
+                    notifier.restart().await?;
+                }
                 Some(News::Listening(_)) | None => {}
             },
             _ = tick.tick() => {
@@ -342,21 +374,18 @@ async fn supervise(
 async fn on_relay(counts: &mut Counts, i: usize, relay: &mut ChildActor, news: Option<News>) -> Result<(), RunError> {
     match news {
         Some(News::Event(event)) => counts.relay_event(i, &event),
+        // The tutorial's `while true; do python relay.py; done`: whatever ended it, start it again.
         Some(News::Ended(End::Crashed { .. })) => {
             counts.relay_crashed(i);
             relay.restart().await?;
         }
-        Some(News::Ended(end)) => return Err(ended(relay.name(), &end)),
+        Some(News::Ended(End::Exited { .. })) => {
+            counts.relay_exited(i);
+            relay.restart().await?;
+        }
         Some(News::Listening(_)) | None => {}
     }
     Ok(())
-}
-
-fn ended(name: &str, end: &End) -> RunError {
-    RunError::Process {
-        actor: name.to_owned(),
-        reason: format!("ended on its own ({end:?})"),
-    }
 }
 
 /// Events published and processed so far.
@@ -394,6 +423,14 @@ pub fn stale_payments(topic: &Table) -> HashSet<String> {
     stale
 }
 
+/// The `N` of a relay's `published N: …` line.
+fn published_rows(line: &str) -> u64 {
+    line.strip_prefix("published ")
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 /// This run's own figures, beside the tutorial's (a reference, never the expected state).
 fn ours(counts: &Counts, actual: &Figures, stale: usize, load: Duration, drained: Duration) -> Table {
     let rows: Vec<(&str, String)> = vec![
@@ -407,6 +444,10 @@ fn ours(counts: &Counts, actual: &Figures, stale: usize, load: Duration, drained
             format!("{}, {}", counts.relays[1].crashes, counts.relays[1].batches),
         ),
         ("notifier: crashes", counts.notifier_crashes.to_string()),
+        (
+            "exits without a crash (restarted)",
+            (counts.relays.iter().map(|r| r.exits).sum::<u64>() + counts.notifier_exits).to_string(),
+        ),
         ("notifier: duplicates skipped", counts.skipped.to_string()),
         ("payments read out of order", stale.to_string()),
         ("load took", format!("{:.1} s", load.as_secs_f64())),

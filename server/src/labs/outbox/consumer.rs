@@ -17,10 +17,11 @@
 //! consumer's fetches (the tutorial's two runs differ).
 
 use super::figures::Figures;
+use super::invariants::Scope;
 use super::notifier::{self, Switches};
-use super::{judge, ledger, said, stage_published_twice};
+use super::{Judging, judge, ledger, said, stage_published_twice};
 use crate::engine::{Budget, Level, Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{ScenarioDef, actors_at, tutorial_figures};
 
 /// The messages on the stage's topic.
 pub const MESSAGES: usize = 6;
@@ -38,7 +39,8 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "The event id claimed in processed_events first: repeats are skipped",
         ),
     ],
-    steppable: true,
+    // Its own process runs the steps, and a reader pausing it would outwait the run's bounds.
+    steppable: false,
     workload: false,
     sandbox: super::SANDBOX,
     actors: |variant| {
@@ -53,7 +55,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
         lanes.extend(actors_at(&["psql"], "a terminal on the notifier's database"));
         lanes
     },
-    budget: Some(|_| Budget::postgres(2).and_broker(3).and_processes(1)),
+    budget: Some(|_| Budget::postgres(2).and_broker(4).and_processes(1)),
     play: |run, variant| Box::pin(play(run, variant == "dedup")),
     summarize: None,
 };
@@ -91,13 +93,26 @@ async fn play(run: &Run, dedupe: bool) -> Result<(), RunError> {
     judge(
         run,
         before,
-        &expected,
-        Vec::new(),
-        (
-            "Six messages, three events, one receipt",
-            "The customer got two receipts for one capture",
-        ),
-        how,
+        Judging {
+            expected,
+            scope: Scope {
+                notifier: true,
+                payments: None,
+            },
+            extra: Vec::new(),
+            headlines: (
+                "Six messages, three events, one receipt",
+                "The customer got two receipts for one capture",
+            ),
+            how,
+            tutorial: Some(tutorial_figures(&[
+                (
+                    "first partition read",
+                    "p1 without the inbox, p0 with it: the consumer's fetches decide",
+                ),
+                ("pay_001's receipts", "2 without the inbox, 1 with it"),
+            ])),
+        },
     )
     .await?;
     Ok(())

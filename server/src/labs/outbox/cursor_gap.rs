@@ -16,7 +16,8 @@
 //! past: it reads id 4 once it commits.
 
 use super::figures::Figures;
-use super::{judge, ledger, stage_three_events};
+use super::invariants::Scope;
+use super::{Judging, judge, ledger, stage_three_events};
 use crate::engine::{Budget, Level, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at};
 use shared::{Check, Value};
@@ -39,7 +40,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
         lanes.extend(actors_at(&["cursor"], "cursor_gap.py's relay, autocommit"));
         lanes
     },
-    budget: Some(|_| Budget::postgres(2).and_broker(1)),
+    budget: Some(|_| Budget::postgres(2).and_broker(2)),
     play: |run, _| Box::pin(play(run)),
     summarize: None,
 };
@@ -112,10 +113,14 @@ async fn play(run: &Run) -> Result<(), RunError> {
     judge(
         run,
         before,
-        &expected,
-        checks,
-        ("Every committed event is read", "An event committed behind the cursor is never read"),
-        "Ids were handed out in one order and committed in another: the cursor moved past id 4 while it was still invisible. The outbox relay's query, published_at IS NULL, would have read it.",
+        Judging {
+            expected,
+            scope: Scope::default(),
+            extra: checks,
+            headlines: ("Every committed event is read", "An event committed behind the cursor is never read"),
+            how: "Ids were handed out in one order and committed in another: the cursor moved past id 4 while it was still invisible. The outbox relay's query, published_at IS NULL, would have read it.",
+            tutorial: None,
+        },
     )
     .await?;
     Ok(())

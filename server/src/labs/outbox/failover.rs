@@ -5,12 +5,13 @@
 //! and the notifier prints `p1@0 payment.authorized pay_007: status updated`.
 
 use super::figures::Figures;
+use super::invariants::Scope;
 use super::notifier::{self, Switches as NotifierSwitches};
 use super::relay::{self, STANDBY_RETRY, Switches};
 use super::writer::authorize;
-use super::{judge, ledger, said};
+use super::{Judging, judge, ledger, said};
 use crate::engine::{Budget, Level, Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{ScenarioDef, actors_at, tutorial_figures};
 use shared::Check;
 use std::time::{Duration, Instant};
 
@@ -38,7 +39,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
         lanes.extend(actors_at(&["notifier"], "notifier.py"));
         lanes
     },
-    budget: Some(|_| Budget::postgres(3).and_broker(6).and_processes(3)),
+    budget: Some(|_| Budget::postgres(4).and_broker(5).and_processes(3)),
     play: |run, _| Box::pin(play(run)),
     summarize: None,
 };
@@ -80,10 +81,20 @@ async fn play(run: &Run) -> Result<(), RunError> {
     judge(
         run,
         before,
-        &expected,
-        vec![in_time],
-        ("The standby took over and published", "The standby did not take over in time"),
-        "PostgreSQL released the killed relay's session advisory lock when its connection dropped; the standby's next pg_try_advisory_lock got it.",
+        Judging {
+            expected,
+            scope: Scope {
+                notifier: true,
+                payments: None,
+            },
+            extra: vec![in_time],
+            headlines: ("The standby took over and published", "The standby did not take over in time"),
+            how: "PostgreSQL released the killed relay's session advisory lock when its connection dropped; the standby's next pg_try_advisory_lock got it.",
+            tutorial: Some(tutorial_figures(&[
+                ("relay B", "`active` within one 2-second retry, then published pay_007"),
+                ("the notifier", "p1@4 payment.authorized pay_007 (after the earlier steps' messages; ours is a fresh topic: p1@0)"),
+            ])),
+        },
     )
     .await?;
     Ok(())

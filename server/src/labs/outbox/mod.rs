@@ -29,6 +29,7 @@ pub mod cursor_gap;
 pub mod dual_write;
 pub mod failover;
 pub mod figures;
+pub mod invariants;
 pub mod message;
 pub mod monitor;
 pub mod notifier;
@@ -142,15 +143,13 @@ pub fn messages(topic: &Table) -> Table {
         .map(|row| {
             let value = row.get(3).and_then(Value::as_text).unwrap_or_default();
             let read = message::read(value);
-            let event = read
-                .as_ref()
-                .and_then(|m| m.event_id.as_deref())
-                .map(|id| id.chars().take(8).collect::<String>());
-            let copy = match &event {
+            let full = read.as_ref().and_then(|m| m.event_id.clone());
+            let copy = match &full {
                 Some(id) if !seen.insert(id.clone()) => "repeat",
                 Some(_) => "first",
                 None => "no event id",
             };
+            let event = full.map(|id| id.chars().take(8).collect::<String>());
             vec![
                 row.first().cloned().unwrap_or(Value::Null),
                 row.get(1).cloned().unwrap_or(Value::Null),
@@ -205,36 +204,44 @@ pub struct Judged {
     pub how: &'static str,
 }
 
-/// Reads the ledger after the run, compares its figures with `expected`, and emits everything:
-/// the checks are `figures::checks` of the figures a scenario cares about, plus its own.
-pub async fn judge(
-    run: &Run,
-    before: Ledger,
-    expected: &Figures,
-    extra: Vec<Check>,
-    headlines: (&str, &str),
-    how: &'static str,
-) -> Result<Ledger, RunError> {
+/// How a scenario is judged: what a correct system's figures are, which per-payment rules apply,
+/// its own checks, its two headlines (all held, something broke), why, and the tutorial's own
+/// figures where its run printed some.
+pub struct Judging<'a> {
+    pub expected: Figures,
+    pub scope: invariants::Scope<'a>,
+    pub extra: Vec<Check>,
+    pub headlines: (&'a str, &'a str),
+    pub how: &'static str,
+    pub tutorial: Option<Ledger>,
+}
+
+/// Reads the ledger after the run and emits everything: the ledgers, and a verdict from the
+/// figures against `expected`, the per-payment invariants in scope, and the scenario's own checks.
+pub async fn judge(run: &Run, before: Ledger, judging: Judging<'_>) -> Result<Ledger, RunError> {
     let after = ledger(run).await?;
     let actual = Figures::from_table(after.table(figures::TABLE));
-    let mut checks = expected.checks(&actual);
-    checks.extend(extra);
+    let topic = run.topic_table("messages", TOPIC).await?;
+    let state = invariants::state(run, &topic).await?;
+    let mut checks = judging.expected.checks(&actual);
+    checks.extend(invariants::checks(&state, judging.scope));
+    checks.extend(judging.extra);
     let headline = if checks.iter().all(|c| c.holds) {
-        headlines.0
+        judging.headlines.0
     } else {
-        headlines.1
+        judging.headlines.1
     };
     finish(
         run,
         before,
         after.clone(),
-        expected,
+        &judging.expected,
         Judged {
             checks,
             headline: headline.to_owned(),
-            how,
+            how: judging.how,
         },
-        None,
+        judging.tutorial,
     );
     Ok(after)
 }

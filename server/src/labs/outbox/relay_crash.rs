@@ -14,10 +14,11 @@
 //! relay is a new producer, and the broker only recognises repeats within one producer's session.
 
 use super::figures::Figures;
+use super::invariants::Scope;
 use super::relay::{self, Switches};
-use super::{PARTITIONS, TOPIC, judge, ledger, stage_three_events};
+use super::{Judging, PARTITIONS, TOPIC, judge, ledger, stage_three_events};
 use crate::engine::{Budget, End, Level, Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{ScenarioDef, actors_at, tutorial_figures};
 use shared::{EventKind, Value};
 use std::time::Duration;
 
@@ -97,10 +98,17 @@ async fn play(run: &Run) -> Result<(), RunError> {
     judge(
         run,
         before,
-        &expected,
-        Vec::new(),
-        ("Every event published once", "Every event of the crashed batch is on the topic twice"),
-        "The crash came after the broker acknowledged the batch and before the relay's commit, so the marks rolled back and the next relay, a new producer the broker could not match with the old one, sent the batch again.",
+        Judging {
+            expected,
+            scope: Scope::default(),
+            extra: Vec::new(),
+            headlines: ("Every event published once", "Every event of the crashed batch is on the topic twice"),
+            how: "The crash came after the broker acknowledged the batch and before the relay's commit, so the marks rolled back and the next relay, a new producer the broker could not match with the old one, sent the batch again.",
+            tutorial: Some(tutorial_figures(&[
+                ("the restarted relay", "its log showed `published 3: …` about 10 s later (ours: as soon as it starts)"),
+                ("end offsets", "payments:0:2, payments:1:4, payments:2:0: six messages for three events"),
+            ])),
+        },
     )
     .await?;
     Ok(())

@@ -15,21 +15,20 @@
 //!   `standby: another relay is active` every 2 s; A publishes `pay_006`'s authorization, then
 //!   its capture, in order.
 //!
-//! Timing shortened: the hold is 2 s here (6 s in the tutorial), which changes nothing but how
-//! many standby lines B prints.
 
 use super::figures::Figures;
+use super::invariants::Scope;
 use super::notifier::{self, Switches as NotifierSwitches};
 use super::relay::{self, Switches};
 use super::writer::{authorize, capture};
-use super::{judge, ledger, said};
+use super::{Judging, judge, ledger, said};
 use crate::engine::{Budget, Level, Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{ScenarioDef, actors_at, tutorial_figures};
 use shared::{Check, EventKind, Value};
 use std::time::Duration;
 
 /// How long relay A holds a batch's rows before producing them.
-pub const HOLD: Duration = Duration::from_secs(2);
+pub const HOLD: Duration = Duration::from_secs(6);
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "outbox/two-relays",
@@ -54,17 +53,17 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     actors: |variant| {
         let mut lanes = actors_at(&["payments"], "payments.py");
         if variant == "no-lock" {
-            lanes.extend(actors_at(&["relay A"], "SINGLE_ACTIVE=0, HOLD_SECONDS=2"));
+            lanes.extend(actors_at(&["relay A"], "SINGLE_ACTIVE=0, HOLD_SECONDS=6"));
             lanes.extend(actors_at(&["relay B"], "SINGLE_ACTIVE=0"));
         } else {
-            lanes.extend(actors_at(&["relay A"], "HOLD_SECONDS=2"));
+            lanes.extend(actors_at(&["relay A"], "HOLD_SECONDS=6"));
             lanes.extend(actors_at(&["relay B"], "the standby"));
         }
         lanes.extend(actors_at(&["notifier"], "notifier.py"));
         lanes.extend(actors_at(&["psql"], "a terminal on both databases"));
         lanes
     },
-    budget: Some(|_| Budget::postgres(4).and_broker(6).and_processes(3)),
+    budget: Some(|_| Budget::postgres(5).and_broker(5).and_processes(3)),
     play: |run, variant| Box::pin(play(run, variant == "advisory-lock")),
     summarize: None,
 };
@@ -102,11 +101,16 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
     relay_a
         .wait_for(Duration::from_secs(30), |e| matches!(e, EventKind::Note { .. }))
         .await?;
-    capture(&payments, payment).await?;
     if relay_b.is_none() {
+        // Started while A holds the authorization (the tutorial starts it just after the
+        // capture; either way its SKIP LOCKED passes over A's row and finds the capture).
         let mut b = relay::start(run, "relay B", &second).await?;
-        said(&mut b, |line| line.starts_with("published")).await?;
+        said(&mut b, |line| line == "active").await?;
         relay_b = Some(b);
+    }
+    capture(&payments, payment).await?;
+    if let (false, Some(b)) = (single_active, relay_b.as_mut()) {
+        said(b, |line| line.starts_with("published")).await?;
     }
     let published = if single_active { 2 } else { 1 };
     for _ in 0..published {
@@ -156,16 +160,34 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
     judge(
         run,
         before,
-        &expected,
-        vec![agree],
-        (
-            "One relay active: the authorization, then the capture",
-            "The capture was published before the authorization: the projection is wrong",
-        ),
-        if single_active {
-            "Relay B never got the advisory lock while A held it, so one relay published the outbox in id order."
-        } else {
-            "Relay B skipped the row A had locked and published the later event first; the broker kept the order it was given, and the notifier's blind upsert let the older event win."
+        Judging {
+            expected,
+            scope: Scope {
+                notifier: true,
+                payments: None,
+            },
+            extra: vec![agree],
+            headlines: (
+                "One relay active: the authorization, then the capture",
+                "The capture was published before the authorization: the projection is wrong",
+            ),
+            how: if single_active {
+                "Relay B never got the advisory lock while A held it, so one relay published the outbox in id order."
+            } else {
+                "Relay B skipped the row A had locked and published the later event first; the broker kept the order it was given, and the notifier's blind upsert let the older event win."
+            },
+            tutorial: Some(tutorial_figures(&[
+                ("relay A's hold", "HOLD_SECONDS=6, as here"),
+                (
+                    "the notifier",
+                    if single_active {
+                        "p2@2 authorized, p2@3 captured (after the two-relays run's p2@0 and p2@1; ours is a fresh topic)"
+                    } else {
+                        "p2@0 captured: receipt sent, p2@1 authorized: status updated"
+                    },
+                ),
+                ("relay B", if single_active { "`standby: another relay is active` every 2 s" } else { "published the capture at once" }),
+            ])),
         },
     )
     .await?;

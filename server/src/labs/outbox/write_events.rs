@@ -8,8 +8,9 @@
 //! event.
 
 use super::figures::Figures;
+use super::invariants::Scope;
 use super::writer::{authorize, capture};
-use super::{judge, ledger};
+use super::{Judging, judge, ledger};
 use crate::engine::{Budget, Level, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at};
 use shared::Check;
@@ -39,7 +40,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
         lanes.extend(actors_at(&["psql"], "a terminal on the payments database"));
         lanes
     },
-    budget: Some(|_| Budget::postgres(2).and_broker(1)),
+    budget: Some(|_| Budget::postgres(2).and_broker(2)),
     play: |run, variant| Box::pin(play(run, variant == "guard")),
     summarize: None,
 };
@@ -78,13 +79,17 @@ async fn play(run: &Run, guard: bool) -> Result<(), RunError> {
     judge(
         run,
         before,
-        &expected,
-        extra,
-        (
-            "Every committed change has its event, and no event lacks its change",
-            "The outbox and the payments disagree",
-        ),
-        "Each event was inserted in the transaction of the change it describes, so the two committed together; the refused capture rolled back with its event.",
+        Judging {
+            expected,
+            scope: Scope::default(),
+            extra,
+            headlines: (
+                "Every committed change has its event, and no event lacks its change",
+                "The outbox and the payments disagree",
+            ),
+            how: "Each event was inserted in the transaction of the change it describes, so the two committed together; the refused capture rolled back with its event.",
+            tutorial: None,
+        },
     )
     .await?;
     Ok(())

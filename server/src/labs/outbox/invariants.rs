@@ -1,0 +1,320 @@
+//! The rules a sound outbox pipeline keeps, payment by payment, whatever crashed: the issue's
+//! "no lost events, no phantom events, exactly one receipt per captured payment, per-payment
+//! order". The totals in [`super::figures`] can agree while two errors cancel out; these cannot.
+//!
+//! The state is plain data read from both databases and the topic, and the rules are a pure
+//! function of it, tested below.
+
+use super::message;
+use crate::engine::{Run, RunError};
+use shared::{Check, Table, Value};
+use std::collections::{HashMap, HashSet};
+
+/// One message on the topic, as the rules read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub event_id: Option<String>,
+    pub payment_id: String,
+    pub event_type: String,
+}
+
+/// Everything the rules look at.
+#[derive(Clone, Debug, Default)]
+pub struct State {
+    /// `(id, status)` of every payment.
+    pub payments: Vec<(String, String)>,
+    /// `(event_id, aggregate_id, event_type, published)`, in id order.
+    pub outbox: Vec<(String, String, String, bool)>,
+    /// The topic's messages, each partition in offset order.
+    pub messages: Vec<Message>,
+    /// `(payment_id, receipts)`.
+    pub receipts: Vec<(String, i64)>,
+    /// The notifier's `(payment_id, status)`.
+    pub projection: Vec<(String, String)>,
+}
+
+/// Which rules apply to a scenario.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Scope<'a> {
+    /// A notifier ran: the receipt and projection rules apply.
+    pub notifier: bool,
+    /// Only these payments are the scenario's own (the rest is stage it inherited); `None`: all.
+    pub payments: Option<&'a [&'a str]>,
+}
+
+/// The rules, one check each.
+pub fn checks(state: &State, scope: Scope<'_>) -> Vec<Check> {
+    let ours = |id: &str| scope.payments.is_none_or(|own| own.contains(&id));
+    let status: HashMap<&str, &str> = state.payments.iter().map(|(id, s)| (id.as_str(), s.as_str())).collect();
+    let captured: Vec<&str> = state
+        .payments
+        .iter()
+        .filter(|(id, s)| s == "captured" && ours(id))
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let on_topic: HashSet<&str> = state.messages.iter().filter_map(|m| m.event_id.as_deref()).collect();
+    let in_outbox: HashSet<&str> = state.outbox.iter().map(|(e, ..)| e.as_str()).collect();
+    let told_captured = |id: &str| {
+        state
+            .outbox
+            .iter()
+            .any(|(_, p, t, _)| p == id && t == "payment.captured")
+            || state
+                .messages
+                .iter()
+                .any(|m| m.payment_id == id && m.event_type == "payment.captured")
+    };
+    let mut checks = Vec::new();
+
+    let untold: Vec<&str> = captured.iter().copied().filter(|id| !told_captured(id)).collect();
+    let unpublished_but_marked: Vec<&str> = state
+        .outbox
+        .iter()
+        .filter(|(e, p, _, published)| *published && ours(p) && !on_topic.contains(e.as_str()))
+        .map(|(_, p, ..)| p.as_str())
+        .collect();
+    let lost: Vec<&str> = untold.iter().chain(&unpublished_but_marked).copied().collect();
+    checks.push(Check::new(
+        "no lost events: every capture has its event, and every event marked published is on the topic",
+        none_or(&lost, "events lost for"),
+        lost.is_empty(),
+    ));
+
+    let phantoms: Vec<String> = state
+        .messages
+        .iter()
+        .filter(|m| ours(&m.payment_id))
+        .filter(|m| {
+            let unknown = m.event_id.as_deref().is_some_and(|e| !in_outbox.contains(e));
+            let uncommitted = match m.event_type.as_str() {
+                "payment.captured" => status.get(m.payment_id.as_str()) != Some(&"captured"),
+                _ => !status.contains_key(m.payment_id.as_str()),
+            };
+            unknown || uncommitted
+        })
+        .map(|m| format!("{} {}", m.event_type, m.payment_id))
+        .collect();
+    checks.push(Check::new(
+        "no phantom events: every message describes a change that committed",
+        none_or(&phantoms, "phantoms:"),
+        phantoms.is_empty(),
+    ));
+
+    // Per payment, the order its events first arrive in must be the order they were written.
+    let mut first_arrivals: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut seen = HashSet::new();
+    for m in &state.messages {
+        let key = m
+            .event_id
+            .clone()
+            .unwrap_or_else(|| format!("{}/{}", m.payment_id, m.event_type));
+        if seen.insert(key) {
+            first_arrivals
+                .entry(m.payment_id.as_str())
+                .or_default()
+                .push(m.event_type.as_str());
+        }
+    }
+    let mut reordered: Vec<&str> = first_arrivals
+        .iter()
+        .filter(|(id, types)| {
+            ours(id) && {
+                let written: Vec<&str> = state
+                    .outbox
+                    .iter()
+                    .filter(|(_, p, ..)| p == *id)
+                    .map(|(_, _, t, _)| t.as_str())
+                    .filter(|t| types.contains(t))
+                    .collect();
+                written.len() == types.len() && written != **types
+            }
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    reordered.sort_unstable();
+    checks.push(Check::new(
+        "per-payment order: each payment's events first arrive in the order they were written",
+        none_or(&reordered, "out of order:"),
+        reordered.is_empty(),
+    ));
+
+    if scope.notifier {
+        let receipts: HashMap<&str, i64> = state.receipts.iter().map(|(p, n)| (p.as_str(), *n)).collect();
+        let mut wrong: Vec<String> = captured
+            .iter()
+            .filter(|id| receipts.get(*id).copied().unwrap_or(0) != 1)
+            .map(|id| format!("{id} ({})", receipts.get(id).copied().unwrap_or(0)))
+            .chain(
+                state
+                    .receipts
+                    .iter()
+                    .filter(|(p, _)| ours(p) && status.get(p.as_str()) != Some(&"captured"))
+                    .map(|(p, n)| format!("{p} ({n}, not captured)")),
+            )
+            .collect();
+        wrong.sort();
+        checks.push(Check::new(
+            "exactly one receipt per captured payment",
+            none_or(&wrong, "receipts:"),
+            wrong.is_empty(),
+        ));
+        let mut disagree: Vec<String> = state
+            .projection
+            .iter()
+            .filter(|(p, seen)| ours(p) && status.get(p.as_str()).is_some_and(|s| s != seen))
+            .map(|(p, seen)| format!("{p} shown {seen}, is {}", status.get(p.as_str()).unwrap_or(&"?")))
+            .collect();
+        disagree.sort();
+        checks.push(Check::new(
+            "the projection shows every payment's real status",
+            none_or(&disagree, ""),
+            disagree.is_empty(),
+        ));
+    }
+    checks
+}
+
+/// `none`, or what is wrong.
+fn none_or<S: AsRef<str>>(wrong: &[S], what: &str) -> String {
+    if wrong.is_empty() {
+        "none".to_owned()
+    } else {
+        let listed: Vec<&str> = wrong.iter().map(AsRef::as_ref).collect();
+        format!("{what} {}", listed.join(", ")).trim().to_owned()
+    }
+}
+
+/// Reads the state from the run's databases and from `topic` (the topic's table).
+pub async fn state(run: &Run, topic: &Table) -> Result<State, RunError> {
+    let payments = crate::sandbox::postgres::quote_ident(run.schema("payments")?);
+    let notifier = crate::sandbox::postgres::quote_ident(run.schema("notifier")?);
+    let rows = |sql: String| async move { run.check(&sql, &[]).await.map(|o| o.rows) };
+    let text = |row: &[Value], i: usize| row.get(i).map(ToString::to_string).unwrap_or_default();
+    let pairs =
+        |rows: Vec<Vec<Value>>| -> Vec<(String, String)> { rows.iter().map(|r| (text(r, 0), text(r, 1))).collect() };
+    Ok(State {
+        payments: pairs(rows(format!("SELECT id, status FROM {payments}.payments ORDER BY id")).await?),
+        outbox: rows(format!(
+            "SELECT event_id::text, aggregate_id, event_type, published_at IS NOT NULL FROM {payments}.outbox ORDER BY id"
+        ))
+        .await?
+        .iter()
+        .map(|r| (text(r, 0), text(r, 1), text(r, 2), r.get(3) == Some(&Value::Bool(true))))
+        .collect(),
+        messages: topic
+            .rows
+            .iter()
+            .filter_map(|r| r.get(3).and_then(Value::as_text).and_then(message::read))
+            .map(|m| Message {
+                event_id: m.event_id,
+                payment_id: m.payment_id,
+                event_type: m.event_type,
+            })
+            .collect(),
+        receipts: rows(format!(
+            "SELECT payment_id, count(*) FROM {notifier}.receipts_sent GROUP BY payment_id ORDER BY payment_id"
+        ))
+        .await?
+        .iter()
+        .map(|r| (text(r, 0), r.get(1).and_then(Value::as_int).unwrap_or(0)))
+        .collect(),
+        projection: pairs(rows(format!("SELECT payment_id, status FROM {notifier}.payment_status ORDER BY payment_id")).await?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "payment.authorized";
+    const C: &str = "payment.captured";
+
+    fn message(event: &str, payment: &str, kind: &str) -> Message {
+        Message {
+            event_id: Some(event.into()),
+            payment_id: payment.into(),
+            event_type: kind.into(),
+        }
+    }
+
+    /// pay_1 authorized and captured, both published; the notifier saw both.
+    fn sound() -> State {
+        State {
+            payments: vec![("pay_1".into(), "captured".into())],
+            outbox: vec![
+                ("e1".into(), "pay_1".into(), A.into(), true),
+                ("e2".into(), "pay_1".into(), C.into(), true),
+            ],
+            messages: vec![
+                message("e1", "pay_1", A),
+                message("e2", "pay_1", C),
+                message("e1", "pay_1", A),
+            ],
+            receipts: vec![("pay_1".into(), 1)],
+            projection: vec![("pay_1".into(), "captured".into())],
+        }
+    }
+
+    fn broken(state: &State, scope: Scope<'_>) -> Vec<String> {
+        checks(state, scope)
+            .into_iter()
+            .filter(|c| !c.holds)
+            .map(|c| c.rule.split(':').next().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    const WITH_NOTIFIER: Scope<'static> = Scope {
+        notifier: true,
+        payments: None,
+    };
+
+    #[test]
+    fn a_sound_pipeline_keeps_every_rule_repeats_and_all() {
+        assert!(broken(&sound(), WITH_NOTIFIER).is_empty());
+    }
+
+    #[test]
+    fn a_capture_with_no_event_is_lost_and_an_uncommitted_one_is_a_phantom() {
+        let lost = State {
+            payments: vec![("pay_1".into(), "captured".into())],
+            ..State::default()
+        };
+        assert_eq!(broken(&lost, Scope::default()), ["no lost events"]);
+        let phantom = State {
+            payments: vec![("pay_2".into(), "authorized".into())],
+            messages: vec![Message {
+                event_id: None,
+                payment_id: "pay_2".into(),
+                event_type: C.into(),
+            }],
+            ..State::default()
+        };
+        assert_eq!(broken(&phantom, Scope::default()), ["no phantom events"]);
+        let elsewhere = Scope {
+            notifier: false,
+            payments: Some(&["pay_9"]),
+        };
+        assert!(broken(&phantom, elsewhere).is_empty(), "out of scope");
+    }
+
+    #[test]
+    fn a_swapped_pair_breaks_the_order_and_the_projection() {
+        let mut swapped = sound();
+        swapped.messages = vec![message("e2", "pay_1", C), message("e1", "pay_1", A)];
+        swapped.projection = vec![("pay_1".into(), "authorized".into())];
+        assert_eq!(
+            broken(&swapped, WITH_NOTIFIER),
+            ["per-payment order", "the projection shows every payment's real status"]
+        );
+    }
+
+    #[test]
+    fn two_receipts_for_one_capture_break_the_receipt_rule() {
+        let mut twice = sound();
+        twice.receipts = vec![("pay_1".into(), 2)];
+        assert_eq!(
+            broken(&twice, WITH_NOTIFIER),
+            ["exactly one receipt per captured payment"]
+        );
+    }
+}
