@@ -43,8 +43,12 @@ pub fn LedgerDiff(before: Ledger, after: Ledger, expected: Option<Ledger>) -> im
                         .map(|(i, value)| {
                             let changed = row.changed_cells.contains(&i);
                             let old = row.before.as_ref().and_then(|b| b.get(i)).filter(|_| changed).map(ToString::to_string);
+                            // A short word is data the style can mark (the topic's `repeat`
+                            // copies): named by its column, never parsed from prose.
+                            let column = table.columns.get(i).cloned();
+                            let word = value.as_text().filter(|t| t.len() <= 24).map(str::to_owned);
                             view! {
-                                <td class:rl-cell--changed=changed>
+                                <td class:rl-cell--changed=changed data-column=column data-value=word>
                                     {old.map(|o| view! { <del class="rl-old">{o}</del> " → " })}
                                     {value.to_string()}
                                 </td>
