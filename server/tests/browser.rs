@@ -697,6 +697,8 @@ async fn the_double_charge_shows_a_timeout_and_two_charges() {
             .attrs(".rl-card[data-lane=\"phone\"] .rl-sqlstate", "data-error-kind")
             .await;
         assert_eq!(badges, [Some("timeout".to_owned())], "only the first attempt timed out");
+        let arrows = b.texts(".rl-card[data-lane=\"phone\"] .rl-http-to").await;
+        assert_eq!(arrows, ["→ shop", "→ shop"], "each request points at the shop's lane");
         let recorded = b.texts(".rl-card[data-lane=\"shop\"][data-kind=\"note\"]").await;
         assert_eq!(
             recorded.iter().filter(|n| n.contains("recorded payment")).count(),

@@ -141,6 +141,22 @@ async fn claiming_the_key_first_makes_the_retry_wait_for_the_answer() {
         conflict.contains(&("retry-after".to_owned(), "1".to_owned())),
         "{conflict:?}"
     );
+    let targets: Vec<Option<String>> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Step {
+                detail: Some(Detail::Request { to, .. }),
+                ..
+            } => Some(to.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        targets,
+        vec![Some("shop".to_owned()); 3],
+        "every request names the shop's lane"
+    );
     assert_eq!(run.verdict().kind, VerdictKind::Prevented);
 }
 

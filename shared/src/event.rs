@@ -111,6 +111,10 @@ pub enum Detail {
         path: String,
         headers: Vec<(String, String)>,
         body: String,
+        /// The lane of the server it goes to (`shop`), when that server is one of the run's:
+        /// the arrow from the client's lane to the server's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to: Option<String>,
     },
     /// An HTTP response as received (`Retry-After`, `Idempotent-Replayed`).
     Response {
@@ -360,6 +364,7 @@ mod tests {
                 path: "/payments".into(),
                 headers: vec![("Idempotency-Key".into(), "order-7731".into())],
                 body: "{}".into(),
+                to: Some("shop".into()),
             }),
         };
         let json = serde_json::to_value(&step).expect("serialise");

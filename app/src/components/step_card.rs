@@ -113,6 +113,18 @@ pub fn StepCard(lane: String, card: Card) -> impl IntoView {
         } => {
             // An HTTP answer that is an error status is shown as one, with its headers kept.
             let refused = matches!(received.as_deref(), Some(Detail::Response { status, .. }) if *status >= 400);
+            // A request to one of the run's servers points at its lane; its answer comes back.
+            let to = match sent.as_deref() {
+                Some(Detail::Request { to: Some(to), .. }) => Some(to.clone()),
+                _ => None,
+            };
+            let arrow = to
+                .clone()
+                .map(|to| view! { <span class="rl-http-to" data-to=to.clone()>{format!("→ {to}")}</span> });
+            let result = match (to, result) {
+                (Some(to), Some(result)) => Some(format!("← {to}: {result}")),
+                (_, result) => result,
+            };
             let failed = error.is_some() || refused;
             let (service_id, service_label) = service_badge(service);
             let params = (!params.is_empty()).then(|| view! { <div class="rl-params">{params_text(&params)}</div> });
@@ -124,6 +136,7 @@ pub fn StepCard(lane: String, card: Card) -> impl IntoView {
                     <div class="rl-step-head">
                         <span class="rl-service-badge" data-service=service_id>{service_label}</span>
                         <code class="rl-sql">{text}</code>
+                        {arrow}
                     </div>
                     {params}
                     {sent}

@@ -66,10 +66,17 @@ impl Run {
         serve_on(listener, router)
     }
 
+    /// Names the lane that serves HTTP at `addr` (a server of the run's, in this process or in
+    /// a child), so requests to it are drawn as arrows to that lane.
+    pub fn name_server(&self, addr: SocketAddr, lane: &str) {
+        self.core().name_server(&addr.to_string(), lane);
+    }
+
     /// A client lane (the phone): it sends requests as steps.
     pub fn http_client(&self, name: &str) -> HttpClient {
         HttpClient {
             lane: self.lane(name, false),
+            run: self.clone(),
         }
     }
 
@@ -77,6 +84,7 @@ impl Run {
     pub fn http_worker(&self, name: &str) -> HttpClient {
         HttpClient {
             lane: self.lane(name, true),
+            run: self.clone(),
         }
     }
 
@@ -138,6 +146,7 @@ impl Reply {
 /// A client lane.
 pub struct HttpClient {
     lane: Lane,
+    run: Run,
 }
 
 impl HttpClient {
@@ -160,6 +169,7 @@ impl HttpClient {
                 path: call.path.clone(),
                 headers: call.headers.clone(),
                 body: call.body.clone(),
+                to: authority(&call.base).and_then(|addr| self.run.core().server_at(addr)),
             }),
         );
         match self.exchange(call).await {
@@ -227,6 +237,12 @@ impl HttpClient {
     }
 }
 
+/// `127.0.0.1:8080` of `http://127.0.0.1:8080`.
+fn authority(base: &str) -> Option<&str> {
+    let rest = base.split_once("://").map_or(base, |(_, rest)| rest);
+    rest.split('/').next().filter(|a| !a.is_empty())
+}
+
 /// `201 Created`, `409 Conflict`.
 pub fn status_line(status: u16) -> String {
     let reason = axum::http::StatusCode::from_u16(status)
@@ -258,6 +274,13 @@ fn transport_reason(error: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::status_line;
+
+    #[test]
+    fn a_base_url_names_its_server_by_host_and_port() {
+        assert_eq!(super::authority("http://127.0.0.1:8080"), Some("127.0.0.1:8080"));
+        assert_eq!(super::authority("http://127.0.0.1:8080/x"), Some("127.0.0.1:8080"));
+        assert_eq!(super::authority(""), None);
+    }
 
     #[test]
     fn status_lines_carry_the_reason() {

@@ -87,6 +87,9 @@ pub struct RunCore {
     /// Backend pid → actor name, so `pg_blocking_pids` answers in the reader's words (child
     /// processes report theirs too).
     actors_by_pid: Mutex<HashMap<i32, String>>,
+    /// `127.0.0.1:<port>` → the lane of the run's server listening there, so a request names
+    /// where it goes.
+    servers_by_addr: Mutex<HashMap<String, String>>,
     pub(super) limits: Limits,
 }
 
@@ -149,6 +152,23 @@ impl RunCore {
                     .unwrap_or_else(|| format!("pid {p} (outside this run)"))
             })
             .collect())
+    }
+
+    /// Remembers that lane `lane` serves HTTP at `addr` (`127.0.0.1:<port>`).
+    pub(super) fn name_server(&self, addr: &str, lane: &str) {
+        self.servers_by_addr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(addr.to_owned(), lane.to_owned());
+    }
+
+    /// The lane serving HTTP at `addr`, if it is one of the run's.
+    pub(super) fn server_at(&self, addr: &str) -> Option<String> {
+        self.servers_by_addr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(addr)
+            .cloned()
     }
 
     /// Remembers whose session backend `pid` is.
@@ -221,6 +241,7 @@ impl Run {
             gate,
             monitor: tokio::sync::Mutex::new(monitor),
             actors_by_pid: Mutex::new(HashMap::new()),
+            servers_by_addr: Mutex::new(HashMap::new()),
             limits,
         };
         Ok(Run { core: Arc::new(core) })

@@ -198,6 +198,8 @@ impl Servers {
                 crash_after_charge: None,
             }))
             .await?;
+        run.name_server(provider.addr(), "provider");
+        run.name_server(shop.addr(), "shop");
         Ok(Servers {
             provider,
             shop,

@@ -85,6 +85,7 @@ async fn play(run: &Run, store_faults: bool) -> Result<(), RunError> {
             provider_port,
         )
         .await?;
+    run.name_server(provider.addr(), "provider");
     run.lane("provider", false).note("back on the same port");
     let back = Settings {
         first_timeout: Duration::from_secs(3),

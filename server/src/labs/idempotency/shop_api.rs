@@ -96,6 +96,7 @@ pub struct ShopProcess {
     pub actor: ChildActor,
     port: u16,
     provider: String,
+    run: Run,
 }
 
 impl ShopProcess {
@@ -110,11 +111,14 @@ impl ShopProcess {
         };
         let mut actor = run.process("shop", SHOP_API.name, to_args(&flags)?).await?;
         let port = actor.wait_listening(LISTEN_TIMEOUT).await?;
-        Ok(ShopProcess {
+        let shop = ShopProcess {
             actor,
             port,
             provider: provider.to_owned(),
-        })
+            run: run.clone(),
+        };
+        shop.name_it();
+        Ok(shop)
     }
 
     /// `http://127.0.0.1:<port>`, the phone's base URL.
@@ -141,7 +145,14 @@ impl ShopProcess {
                 self.actor.wait_listening(LISTEN_TIMEOUT).await?
             }
         };
+        self.name_it();
         Ok(())
+    }
+
+    /// Tells the run that lane `shop` serves at this port, so the phone's requests point at it.
+    fn name_it(&self) {
+        self.run
+            .name_server(std::net::SocketAddr::from(([127, 0, 0, 1], self.port)), "shop");
     }
 
     /// Stops the API politely (SIGTERM) at the end of the scenario.
