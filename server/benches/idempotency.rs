@@ -21,23 +21,20 @@
 //! choreography itself: a losing copy's fourth attempt starts after 300 + 600 + 1200 ms of
 //! backoff, and a winner's charge takes the provider's one second.
 
-use racelab::config::Config;
+mod common;
+
+use common::{EngineRun, Result, engine_run, median, millis};
 use racelab::engine::{Engine, Run, RunError};
 use racelab::labs::ScenarioDef;
 use racelab::labs::idempotency::load_test::{BASE_AMOUNT, COPIES, LEASE, PAYMENTS, PROVIDER_POOL};
 use racelab::labs::idempotency::shop::{Mode, Options};
 use racelab::labs::idempotency::{CARD, CUSTOMER, Servers};
-use shared::{Event, EventKind, Mode as RunMode, Outcome, ServerMsg};
+use shared::EventKind;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-type Result<T> = std::result::Result<T, BoxError>;
-
 /// Timed runs per column, after one untimed warm-up pair.
 const ROUNDS: usize = 5;
-/// How long one run may take before the benchmark gives up.
-const RUN_DEADLINE: Duration = Duration::from_secs(90);
 /// The phone's schedule, as the load test's copies use it.
 const TIMEOUT: Duration = Duration::from_secs(3);
 const ATTEMPTS: u32 = 4;
@@ -146,10 +143,6 @@ fn main() -> Result<()> {
     runtime.block_on(bench())
 }
 
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_owned())
-}
-
 /// One column's round.
 struct Round {
     burst: Duration,
@@ -159,18 +152,7 @@ struct Round {
 }
 
 async fn bench() -> Result<()> {
-    let config = Config {
-        database_url: env_or("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/racelab"),
-        redis_url: env_or("REDIS_URL", "redis://127.0.0.1:6379"),
-        kafka_brokers: env_or("KAFKA_BROKERS", "127.0.0.1:9092"),
-        run_connections: None,
-        actor_binary: None,
-    };
-    let engine = Arc::new(
-        racelab::db::connect_engine(&config)
-            .await
-            .map_err(|e| format!("racelab's engine needs PostgreSQL at DATABASE_URL: {e}"))?,
-    );
+    let engine = common::engine(&common::config()).await?;
     let load_test = racelab::labs::find("idempotency/load-test").ok_or("no idempotency/load-test")?;
     println!(
         "racelab idempotency benchmark: S14, {PAYMENTS} payments × {COPIES} copies at once; {} CPU(s); columns interleaved run by run, 1 untimed warm-up pair",
@@ -233,7 +215,7 @@ fn rate(round: &Round) -> f64 {
 
 /// The load test through the engine, timed from its own events.
 async fn racelab_round(engine: &Arc<Engine>, def: &'static ScenarioDef) -> Result<Round> {
-    let (wall, events) = engine_run(engine, def).await?;
+    let EngineRun { wall, events } = engine_run(engine, def, "final").await?;
     let first = events
         .iter()
         .find(|e| matches!(&e.kind, EventKind::Step { actor, .. } if actor == "payment 1 copy 1"))
@@ -268,7 +250,7 @@ async fn racelab_round(engine: &Arc<Engine>, def: &'static ScenarioDef) -> Resul
 
 /// The bare burst through the engine (for its sandbox and servers only).
 async fn bare_round(engine: &Arc<Engine>) -> Result<Round> {
-    let (wall, _) = engine_run(engine, &BARE_BURST).await?;
+    let wall = engine_run(engine, &BARE_BURST, "only").await?.wall;
     let (burst, requests, statuses) = BARE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -280,45 +262,6 @@ async fn bare_round(engine: &Arc<Engine>) -> Result<Round> {
         requests,
         statuses,
     })
-}
-
-/// Plays `def` through the engine and waits for `Done`; fails unless it completed.
-async fn engine_run(engine: &Arc<Engine>, def: &'static ScenarioDef) -> Result<(Duration, Vec<Event>)> {
-    let started = Instant::now();
-    let variant = def.variants.first().map_or("", |v| v.0);
-    let mut handle = engine.start(def, variant, RunMode::Auto).await?;
-    let deadline = tokio::time::Instant::now() + RUN_DEADLINE;
-    let mut events = Vec::new();
-    loop {
-        let update = tokio::time::timeout_at(deadline, handle.updates.recv())
-            .await
-            .map_err(|_| format!("{}: no Done within {RUN_DEADLINE:?}", def.id))?;
-        match update {
-            None => return Err(format!("{}: the run closed without Done", def.id).into()),
-            Some(ServerMsg::Event { event }) => events.push(event),
-            Some(ServerMsg::Done { outcome, .. }) => {
-                return match outcome {
-                    Outcome::Completed => Ok((started.elapsed(), events)),
-                    other => Err(format!("{} did not complete: {other:?}", def.id).into()),
-                };
-            }
-            Some(_) => {}
-        }
-    }
-}
-
-fn millis(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut values = values.to_vec();
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
 }
 
 /// `min–median–max`, whole numbers.

@@ -27,18 +27,16 @@
 //! machine is shared, and whatever drifts during the benchmark then lands on every column alike.
 //! One untimed warm-up round precedes each section.
 
-use racelab::config::Config;
+mod common;
+
+use common::{Result, engine_run, median, millis};
 use racelab::engine::{Budget, Engine, Run, RunError};
 use racelab::labs::ScenarioDef;
 use racelab::labs::locks::LOCK_KEY;
 use racelab::labs::locks::lock::{RELEASE, acquire, release, token};
-use shared::{Event, Mode, Outcome, ServerMsg};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-type Result<T> = std::result::Result<T, BoxError>;
 
 /// Obtain + release pairs per round and side.
 const PAIRS: u32 = 2500;
@@ -95,24 +93,10 @@ fn main() -> Result<()> {
     runtime.block_on(bench())
 }
 
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_owned())
-}
-
 async fn bench() -> Result<()> {
-    let config = Config {
-        database_url: env_or("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/racelab"),
-        redis_url: env_or("REDIS_URL", "redis://127.0.0.1:6379"),
-        kafka_brokers: env_or("KAFKA_BROKERS", "127.0.0.1:9092"),
-        run_connections: None,
-        actor_binary: None,
-    };
+    let config = common::config();
     let redis_at = RedisAt::of(&config.redis_url)?;
-    let engine = Arc::new(
-        racelab::db::connect_engine(&config)
-            .await
-            .map_err(|e| format!("racelab's engine needs PostgreSQL at DATABASE_URL: {e}"))?,
-    );
+    let engine = common::engine(&config).await?;
     let client = redis::Client::open(config.redis_url.as_str())?;
     let mut conn = client
         .get_multiplexed_async_connection()
@@ -415,54 +399,10 @@ async fn load_test(engine: &Arc<Engine>) -> Result<()> {
 
 // ---- Shared ---------------------------------------------------------------------------------
 
-/// One engine run, as its client sees it.
-struct EngineRun {
-    wall: Duration,
-    events: Vec<Event>,
-}
-
-/// Plays `def`/`variant` through the engine and waits for `Done`; fails unless it completed.
-async fn engine_run(engine: &Arc<Engine>, def: &'static ScenarioDef, variant: &str) -> Result<EngineRun> {
-    let started = Instant::now();
-    let mut handle = engine.start(def, variant, Mode::Auto).await?;
-    let deadline = tokio::time::Instant::now() + RUN_DEADLINE;
-    let mut events = Vec::new();
-    loop {
-        let update = tokio::time::timeout_at(deadline, handle.updates.recv())
-            .await
-            .map_err(|_| format!("{} {variant}: no Done within {RUN_DEADLINE:?}", def.id))?;
-        match update {
-            None => return Err(format!("{} {variant}: the run closed without Done", def.id).into()),
-            Some(ServerMsg::Event { event }) => events.push(event),
-            Some(ServerMsg::Done { outcome, .. }) => {
-                let wall = started.elapsed();
-                return match outcome {
-                    Outcome::Completed => Ok(EngineRun { wall, events }),
-                    other => Err(format!("{} {variant} did not complete: {other:?}", def.id).into()),
-                };
-            }
-            Some(_) => {}
-        }
-    }
-}
-
-fn millis(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 fn sorted(values: &[f64]) -> Vec<f64> {
     let mut values = values.to_vec();
     values.sort_by(f64::total_cmp);
     values
-}
-
-fn median(values: &[f64]) -> f64 {
-    let values = sorted(values);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
 }
 
 /// `min–median–max` with `decimals` places, or `-` for an empty column.

@@ -17,26 +17,24 @@
 //! 2. **The chaos test** (`outbox/chaos`, 1,000 payments, crashes at the tutorial's rates):
 //!    each run's load time, drain time, duplicates and crashes, beside the tutorial's one run.
 
-use racelab::config::Config;
-use racelab::engine::{Budget, Engine, Run, RunError};
+mod common;
+
+use common::{EngineRun, Result, engine_run, median, millis};
+use racelab::engine::{Budget, Run, RunError};
 use racelab::labs::ScenarioDef;
 use racelab::labs::outbox::relay::{self, FETCH, Row, Switches};
 use racelab::labs::outbox::{SANDBOX, TOPIC};
 use rdkafka::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use shared::{Event, EventKind, Mode, Outcome, ServerMsg, Value};
-use std::sync::{Arc, Mutex};
+use shared::{EventKind, Value};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-type Result<T> = std::result::Result<T, BoxError>;
 
 /// Events staged for section 1, and its timed rounds.
 const EVENTS: i64 = 2000;
 const ROUNDS: usize = 3;
 /// Chaos runs in section 2.
 const CHAOS_RUNS: usize = 2;
-const RUN_DEADLINE: Duration = Duration::from_secs(300);
 
 /// Section 1's measurements of one round: (relay, bare), written by the scenario.
 static MEASURED: Mutex<Option<(Duration, Duration)>> = Mutex::new(None);
@@ -131,24 +129,10 @@ fn main() -> Result<()> {
     runtime.block_on(bench())
 }
 
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_owned())
-}
-
 async fn bench() -> Result<()> {
-    let config = Config {
-        database_url: env_or("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/racelab"),
-        redis_url: env_or("REDIS_URL", "redis://127.0.0.1:6379"),
-        kafka_brokers: env_or("KAFKA_BROKERS", "127.0.0.1:9092"),
-        run_connections: None,
-        // The relay and the notifier run as `racelab actor …` processes of this build.
-        actor_binary: Some(env!("CARGO_BIN_EXE_racelab").into()),
-    };
-    let engine = Arc::new(
-        racelab::db::connect_engine(&config)
-            .await
-            .map_err(|e| format!("racelab's engine needs PostgreSQL at DATABASE_URL: {e}"))?,
-    );
+    // The relay and the notifier run as `racelab actor …` processes of this build.
+    let config = common::config();
+    let engine = common::engine(&config).await?;
     println!(
         "racelab outbox benchmark: broker at {}, {} CPU(s)",
         config.kafka_brokers,
@@ -192,7 +176,7 @@ async fn bench() -> Result<()> {
     );
     let def = racelab::labs::find("outbox/chaos").ok_or("no outbox/chaos")?;
     for i in 1..=CHAOS_RUNS {
-        let (wall, events) = engine_run(&engine, def, "1000").await?;
+        let EngineRun { wall, events } = engine_run(&engine, def, "1000").await?;
         let figure = |name: &str| -> String {
             events
                 .iter()
@@ -229,42 +213,4 @@ async fn bench() -> Result<()> {
 
 fn rate(took: Duration) -> f64 {
     EVENTS as f64 / took.as_secs_f64()
-}
-
-/// Plays `def`/`variant` through the engine and waits for `Done`; fails unless it completed.
-async fn engine_run(engine: &Arc<Engine>, def: &'static ScenarioDef, variant: &str) -> Result<(Duration, Vec<Event>)> {
-    let started = Instant::now();
-    let mut handle = engine.start(def, variant, Mode::Auto).await?;
-    let deadline = tokio::time::Instant::now() + RUN_DEADLINE;
-    let mut events = Vec::new();
-    loop {
-        let update = tokio::time::timeout_at(deadline, handle.updates.recv())
-            .await
-            .map_err(|_| format!("{}: no Done within {RUN_DEADLINE:?}", def.id))?;
-        match update {
-            None => return Err(format!("{}: the run closed without Done", def.id).into()),
-            Some(ServerMsg::Event { event }) => events.push(event),
-            Some(ServerMsg::Done { outcome, .. }) => {
-                return match outcome {
-                    Outcome::Completed => Ok((started.elapsed(), events)),
-                    other => Err(format!("{} did not complete: {other:?}", def.id).into()),
-                };
-            }
-            Some(_) => {}
-        }
-    }
-}
-
-fn millis(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut values = values.to_vec();
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
 }

@@ -56,6 +56,20 @@ async fn receive_until(socket: &mut Socket, last: impl Fn(&Value) -> bool) -> Ve
     }
 }
 
+/// Starts `scenario`/`variant` in `mode` on `socket`; returns the run id once it started.
+async fn start(socket: &mut Socket, scenario: &str, variant: &str, mode: &str) -> String {
+    send(
+        socket,
+        json!({"v": 1, "type": "start", "scenario": scenario, "variant": variant, "mode": mode}),
+    )
+    .await;
+    let started = receive_until(socket, |f| is_type(f, "started")).await;
+    started.last().expect("started")["run_id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
 fn is_type(frame: &Value, kind: &str) -> bool {
     frame["type"] == kind
 }
@@ -216,16 +230,7 @@ async fn closing_the_tab_while_bob_is_blocked_leaves_no_schema_session_or_lock()
     let _slot = db_slot().await;
     let address = server().await;
     let mut socket = connect(address).await;
-    send(
-        &mut socket,
-        json!({"v": 1, "type": "start", "scenario": "isolation/approve", "variant": "for-update", "mode": "step"}),
-    )
-    .await;
-    let started = receive_until(&mut socket, |f| is_type(f, "started")).await;
-    let run_id = started.last().expect("started")["run_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let run_id = start(&mut socket, "isolation/approve", "for-update", "step").await;
     // Step until bob is seen blocked on alice's row lock.
     loop {
         let frames = receive_until(&mut socket, |f| matches!(event_type(f), Some("paused" | "blocked"))).await;
@@ -252,16 +257,7 @@ async fn closing_the_tab_mid_charge_leaves_no_process_schema_or_lock() {
     let _slot = db_slot().await;
     let address = server().await;
     let mut socket = connect(address).await;
-    send(
-        &mut socket,
-        json!({"v": 1, "type": "start", "scenario": "idempotency/crash", "variant": "lease-provider-key"}),
-    )
-    .await;
-    let started = receive_until(&mut socket, |f| is_type(f, "started")).await;
-    let run_id = started.last().expect("started")["run_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let run_id = start(&mut socket, "idempotency/crash", "lease-provider-key", "auto").await;
     // The phone's request is on its way: the provider is charging (one second) under the
     // derived key's advisory lock.
     receive_until(&mut socket, |f| {
@@ -281,16 +277,7 @@ async fn closing_the_tab_mid_outbox_run_leaves_no_process_lock_topic_or_group() 
     let _slot = db_slot().await;
     let address = server().await;
     let mut socket = connect(address).await;
-    send(
-        &mut socket,
-        json!({"v": 1, "type": "start", "scenario": "outbox/two-relays", "variant": "advisory-lock"}),
-    )
-    .await;
-    let started = receive_until(&mut socket, |f| is_type(f, "started")).await;
-    let run_id = started.last().expect("started")["run_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let run_id = start(&mut socket, "outbox/two-relays", "advisory-lock", "auto").await;
     // Relay A has its batch and holds it (HOLD_SECONDS): row locks and the advisory lock.
     receive_until(&mut socket, |f| {
         event_type(f) == Some("note") && f["event"]["actor"] == "relay A"

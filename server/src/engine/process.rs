@@ -183,62 +183,54 @@ impl ChildActor {
         timeout: Duration,
         mut wanted: impl FnMut(&EventKind) -> bool,
     ) -> Result<EventKind, RunError> {
-        let name = self.name().to_owned();
-        let waited = tokio::time::timeout(timeout, async {
-            while let Some(news) = self.next().await {
-                match news {
-                    News::Event(event) if wanted(&event) => return Ok(event),
-                    News::Event(_) | News::Listening(_) => {}
-                    News::Ended(end) => {
-                        return Err(RunError::Process {
-                            actor: name.clone(),
-                            reason: format!("ended ({end:?}) before the awaited event"),
-                        });
-                    }
-                }
-            }
-            Err(RunError::Process {
-                actor: name.clone(),
-                reason: "its pipe closed".into(),
-            })
-        })
-        .await;
-        waited.unwrap_or_else(|_| {
-            Err(RunError::Process {
-                actor: name,
-                reason: format!("nothing awaited happened within {} ms", timeout.as_millis()),
-            })
-        })
+        self.wait_news(
+            timeout,
+            "the awaited event",
+            "nothing awaited happened within",
+            |news| match news {
+                News::Event(event) if wanted(&event) => Some(event),
+                _ => None,
+            },
+        )
+        .await
     }
 
     /// Waits (at most `timeout`) until the child says which loopback port it serves on.
     pub async fn wait_listening(&mut self, timeout: Duration) -> Result<u16, RunError> {
+        self.wait_news(timeout, "it listened", "not listening after", |news| match news {
+            News::Listening(port) => Some(port),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Waits (at most `timeout`) for the first news `take` keeps; fails if the child ends first
+    /// (`before`: what it ended before) or the time runs out (`late`: said with the time).
+    async fn wait_news<T>(
+        &mut self,
+        timeout: Duration,
+        before: &str,
+        late: &str,
+        mut take: impl FnMut(News) -> Option<T>,
+    ) -> Result<T, RunError> {
         let name = self.name().to_owned();
+        let failed = |reason: String| RunError::Process {
+            actor: name.clone(),
+            reason,
+        };
         let waited = tokio::time::timeout(timeout, async {
             while let Some(news) = self.next().await {
-                match news {
-                    News::Listening(port) => return Ok(port),
-                    News::Event(_) => {}
-                    News::Ended(end) => {
-                        return Err(RunError::Process {
-                            actor: name.clone(),
-                            reason: format!("ended ({end:?}) before it listened"),
-                        });
-                    }
+                if let News::Ended(end) = &news {
+                    return Err(failed(format!("ended ({end:?}) before {before}")));
+                }
+                if let Some(kept) = take(news) {
+                    return Ok(kept);
                 }
             }
-            Err(RunError::Process {
-                actor: name.clone(),
-                reason: "its pipe closed".into(),
-            })
+            Err(failed("its pipe closed".into()))
         })
         .await;
-        waited.unwrap_or_else(|_| {
-            Err(RunError::Process {
-                actor: name,
-                reason: format!("not listening after {} ms", timeout.as_millis()),
-            })
-        })
+        waited.unwrap_or_else(|_| Err(failed(format!("{late} {} ms", timeout.as_millis()))))
     }
 
     /// Waits (at most `timeout`) for the child to end: at a crash point, or by itself.
