@@ -614,8 +614,11 @@ async fn the_idempotency_load_test_shows_its_ledgers() {
         b.wait_for_within(".rl-verdict", Duration::from_secs(60)).await;
         let lanes = b.attrs(".rl-timeline .rl-lane-head", "data-lane").await;
         assert_eq!(lanes, [Some("payment 1 copy 1".to_owned())], "one copy shown");
-        // The copy's attempts: at most three told 409, then its answer.
-        let attempts = b.count(".rl-card[data-lane=\"payment 1 copy 1\"]").await;
+        // The copy's attempts (its requests; each line it prints is a note beside them): at
+        // most three told 409, then its answer.
+        let attempts = b
+            .count(".rl-card[data-lane=\"payment 1 copy 1\"][data-service=\"http\"]")
+            .await;
         assert!((1..=4).contains(&attempts), "{attempts} attempts drawn");
         assert_eq!(
             b.count(".rl-card[data-lane=\"shop\"]").await,
