@@ -265,13 +265,16 @@ async fn open_session(driver: &Driver) -> Client {
 // ---------------------------------------------------------------------------------------------
 // Database: what runs are still around.
 
-/// Run ids that still have a sandbox schema or a session in the database.
+/// Run ids that still have a sandbox schema, a session or a registry row in the database. The
+/// row goes last, once every service is clean (a run's topics and groups take a moment more
+/// than its schemas), so a test that ends before it would cut the cleanup short.
 async fn live_runs() -> BTreeSet<String> {
     let mut conn = common::inspector().await;
     let rows: Vec<String> = sqlx::query_scalar(
-        "SELECT substr(nspname, 5) FROM pg_namespace WHERE nspname LIKE 'run\\_%' \
+        "SELECT substr(nspname, 5, 12) FROM pg_namespace WHERE nspname LIKE 'run\\_%' \
          UNION SELECT split_part(application_name, '/', 2) FROM pg_stat_activity \
-         WHERE application_name LIKE 'racelab/%/%'",
+         WHERE application_name LIKE 'racelab/%/%' \
+         UNION SELECT run_id FROM sandboxes",
     )
     .fetch_all(&mut conn)
     .await
