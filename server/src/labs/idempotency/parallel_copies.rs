@@ -103,7 +103,7 @@ async fn play(run: &Run, one_transaction: bool) -> Result<(), RunError> {
         let (base, settings) = (&base, &settings);
         async move { pay_printing(phone, base, settings, &format!("copy {} ", i + 1), false).await }
     }));
-    let (copies, waiting) = most_waiting_on_locks(run, "shop", all_copies).await?;
+    let (copies, waits) = lock_waits(run, "shop", all_copies).await?;
     let lines: Vec<String> = copies
         .iter()
         .flat_map(|attempts| {
@@ -117,43 +117,63 @@ async fn play(run: &Run, one_transaction: bool) -> Result<(), RunError> {
         run.say_plain(line);
     }
     servers.settle().await?;
-    let waits = Check::new(
-        "a duplicate is answered at once, holding no connection while it waits",
-        match waiting {
-            0 => "no session of the shop ever waited on a lock".to_owned(),
-            n => {
-                format!("up to {n} of the shop's {POOL} sessions waited at once on the first request's uncommitted key")
-            }
+    let waited = Check::new(
+        format!(
+            "a duplicate is answered at once: no claim waits on a lock for more than {} ms",
+            LONG_WAIT.as_millis()
+        ),
+        match waits.longest_ms {
+            0 => "no session of the shop was seen waiting on a lock".to_owned(),
+            ms => format!(
+                "the longest wait seen: {ms} ms; up to {} of the shop's {POOL} sessions waiting at once",
+                waits.most_at_once
+            ),
         },
-        waiting == 0,
+        u128::from(waits.longest_ms) <= LONG_WAIT.as_millis(),
     );
     let how = if one_transaction {
         "The claim was not committed until the charge was, so each duplicate's INSERT waited on the first one's uncommitted key, holding a connection of the shop's small pool for the whole second the charge took, while the rest queued for one. Nobody got 409; they all hung, then replayed."
     } else {
         "Exactly one copy's INSERT claimed the key; every other copy waited for its stored answer."
     };
-    finish_with(run, before, how, 1, vec![waits]).await
+    finish_with(run, before, how, 1, vec![waited]).await
 }
 
-/// Runs `work` while sampling, every 10 ms, how many of lane `lane`'s PostgreSQL sessions wait
-/// on a lock (`pg_stat_activity.wait_event_type = 'Lock'`): waits seen, not assumed. Returns the
-/// work's output and the most sessions seen waiting at once.
-async fn most_waiting_on_locks<T>(run: &Run, lane: &str, work: impl Future<Output = T>) -> Result<(T, i64), RunError> {
+/// How long a claim may wait on a lock and still count as answered at once: the atomic claim's
+/// duplicates wait too, for the instant until the winner's autocommitted INSERT commits, well
+/// under a millisecond; the claim inside the charge's transaction waits for the whole charge.
+pub const LONG_WAIT: Duration = Duration::from_millis(100);
+
+/// What sampling the shop's sessions saw.
+struct Waits {
+    /// The longest a statement had been waiting on a lock when a sample saw it.
+    longest_ms: u64,
+    most_at_once: i64,
+}
+
+/// Runs `work` while sampling, every 10 ms, lane `lane`'s PostgreSQL sessions that wait on a lock
+/// (`pg_stat_activity.wait_event_type = 'Lock'`, and how long their statement has run): waits
+/// seen, not assumed.
+async fn lock_waits<T>(run: &Run, lane: &str, work: impl Future<Output = T>) -> Result<(T, Waits), RunError> {
     let name = application_name(run.id(), lane);
     let mut work = std::pin::pin!(work);
-    let mut most = 0;
+    let mut waits = Waits {
+        longest_ms: 0,
+        most_at_once: 0,
+    };
     loop {
         tokio::select! {
-            output = &mut work => return Ok((output, most)),
+            output = &mut work => return Ok((output, waits)),
             () = tokio::time::sleep(Duration::from_millis(10)) => {
-                let waiting = run
+                let seen = run
                     .check(
-                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+                        "SELECT count(*), coalesce(max(extract(epoch FROM clock_timestamp() - query_start) * 1000), 0)::bigint
+                         FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
                         &[name.clone().into()],
                     )
-                    .await?
-                    .int()?;
-                most = most.max(waiting);
+                    .await?;
+                waits.most_at_once = waits.most_at_once.max(seen.int_at(0)?);
+                waits.longest_ms = waits.longest_ms.max(u64::try_from(seen.int_at(1)?).unwrap_or(0));
             }
         }
     }
