@@ -235,10 +235,7 @@ async fn play(run: &Run, payments: usize) -> Result<(), RunError> {
         .collect();
     checks.extend(invariants::checks(
         &invariants::state(run, &topic).await?,
-        invariants::Scope {
-            notifier: true,
-            payments: None,
-        },
+        invariants::Scope::WITH_NOTIFIER,
     ));
     checks.push(Check::new(
         "duplicates on the topic = rows of the batches a relay crashed after producing",

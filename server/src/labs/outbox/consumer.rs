@@ -95,10 +95,7 @@ async fn play(run: &Run, dedupe: bool) -> Result<(), RunError> {
         before,
         Judging {
             expected,
-            scope: Scope {
-                notifier: true,
-                payments: None,
-            },
+            scope: Scope::WITH_NOTIFIER,
             extra: Vec::new(),
             headlines: (
                 "Six messages, three events, one receipt",

@@ -191,10 +191,7 @@ async fn play(run: &Run, static_member: bool) -> Result<(), RunError> {
         before,
         Judging {
             expected,
-            scope: Scope {
-                notifier: true,
-                payments: None,
-            },
+            scope: Scope::WITH_NOTIFIER,
             extra: vec![took],
             headlines: (
                 "Redelivered, recognised, skipped: one receipt",

@@ -83,10 +83,7 @@ async fn play(run: &Run) -> Result<(), RunError> {
         before,
         Judging {
             expected,
-            scope: Scope {
-                notifier: true,
-                payments: None,
-            },
+            scope: Scope::WITH_NOTIFIER,
             extra: vec![in_time],
             headlines: ("The standby took over and published", "The standby did not take over in time"),
             how: "PostgreSQL released the killed relay's session advisory lock when its connection dropped; the standby's next pg_try_advisory_lock got it.",

@@ -42,6 +42,14 @@ pub struct Scope<'a> {
     pub payments: Option<&'a [&'a str]>,
 }
 
+impl Scope<'_> {
+    /// Every payment, with a notifier: every rule applies.
+    pub const WITH_NOTIFIER: Scope<'static> = Scope {
+        notifier: true,
+        payments: None,
+    };
+}
+
 /// The rules, one check each.
 pub fn checks(state: &State, scope: Scope<'_>) -> Vec<Check> {
     let ours = |id: &str| scope.payments.is_none_or(|own| own.contains(&id));
@@ -263,14 +271,9 @@ mod tests {
             .collect()
     }
 
-    const WITH_NOTIFIER: Scope<'static> = Scope {
-        notifier: true,
-        payments: None,
-    };
-
     #[test]
     fn a_sound_pipeline_keeps_every_rule_repeats_and_all() {
-        assert!(broken(&sound(), WITH_NOTIFIER).is_empty());
+        assert!(broken(&sound(), Scope::WITH_NOTIFIER).is_empty());
     }
 
     #[test]
@@ -303,7 +306,7 @@ mod tests {
         swapped.messages = vec![message("e2", "pay_1", C), message("e1", "pay_1", A)];
         swapped.projection = vec![("pay_1".into(), "authorized".into())];
         assert_eq!(
-            broken(&swapped, WITH_NOTIFIER),
+            broken(&swapped, Scope::WITH_NOTIFIER),
             ["per-payment order", "the projection shows every payment's real status"]
         );
     }
@@ -313,7 +316,7 @@ mod tests {
         let mut twice = sound();
         twice.receipts = vec![("pay_1".into(), 2)];
         assert_eq!(
-            broken(&twice, WITH_NOTIFIER),
+            broken(&twice, Scope::WITH_NOTIFIER),
             ["exactly one receipt per captured payment"]
         );
     }

@@ -162,10 +162,7 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
         before,
         Judging {
             expected,
-            scope: Scope {
-                notifier: true,
-                payments: None,
-            },
+            scope: Scope::WITH_NOTIFIER,
             extra: vec![agree],
             headlines: (
                 "One relay active: the authorization, then the capture",
