@@ -68,25 +68,18 @@ impl Run {
     /// A producer lane; `idempotent` as the outbox relay sets it (`enable.idempotence`, which
     /// implies `acks=all`).
     pub fn producer(&self, name: &str, idempotent: bool) -> Result<Producer, RunError> {
-        let core = self.core();
-        Producer::new(
-            self.lane(name, false),
-            &core.reach.services.brokers,
-            &core.sandbox,
-            idempotent,
-        )
+        self.producer_on(self.lane(name, false), idempotent)
     }
 
     /// A producer on a quiet lane, for setting a scenario's stage (the messages an earlier step
     /// of the tutorial left on the topic): nothing it sends is drawn.
     pub fn quiet_producer(&self, name: &str, idempotent: bool) -> Result<Producer, RunError> {
+        self.producer_on(self.lane(name, true), idempotent)
+    }
+
+    fn producer_on(&self, lane: Lane, idempotent: bool) -> Result<Producer, RunError> {
         let core = self.core();
-        Producer::new(
-            self.lane(name, true),
-            &core.reach.services.brokers,
-            &core.sandbox,
-            idempotent,
-        )
+        Producer::new(lane, &core.reach.services.brokers, &core.sandbox, idempotent)
     }
 
     /// A consumer lane in the run's group `group` (the tutorial's name, e.g. `notifier`),
