@@ -6,6 +6,7 @@
 #   - Chromium and chromedriver from Debian (same build, so their versions always match), and
 #     Firefox ESR (driven over its own Marionette protocol: no geckodriver is needed)
 # Tools land in ~/.cargo/bin and $TOOLS (default .tools/) ; source scripts/ui-env.sh for PATH.
+# --build-only skips the browsers (what `cargo xtask play` needs: building, not browser tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOOLS=${TOOLS:-$PWD/.tools}
@@ -25,6 +26,10 @@ fi
 if [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ]; then
   mkdir -p "$TOOLS"
   npm install --silent --no-audit --no-fund --prefix "$TOOLS" binaryen@132
+fi
+
+if [ "${1:-}" = "--build-only" ]; then
+  exit 0
 fi
 
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null || ! command -v firefox-esr >/dev/null; then

@@ -75,6 +75,8 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
         kafka_brokers: "127.0.0.1:9092".into(),
         run_connections: None,
         actor_binary: None,
+        embedded: false,
+        unavailable: Vec::new(),
     };
     let engine = Arc::new(
         racelab::db::connect_engine(&config)

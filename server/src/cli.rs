@@ -5,13 +5,14 @@
 
 use crate::config::{Config, ServeConfig};
 use crate::db::connect_engine;
+use crate::embedded::Embedded;
 use crate::engine::Engine;
 use crate::engine::Scenario as _;
 use crate::labs;
 use crate::web::{self, AppState};
 use clap::{Parser, Subcommand};
 use shared::ledger::{diff, render_text};
-use shared::{EventKind, Ledger, Mode, Moment, Outcome, ServerMsg, Verdict};
+use shared::{EventKind, Ledger, Mode, Moment, Outcome, ServerMsg, Service, Verdict};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -70,8 +71,20 @@ impl Cli {
                 runs,
                 json,
                 config,
-            } => run(&scenario, variant, runs, json, &config).await,
-            Command::Serve { config, serve } => serve_http(config, serve).await,
+            } => {
+                let Some(scenario) = labs::find(&scenario) else {
+                    eprintln!("racelab: unknown scenario {scenario:?}. Known scenarios:\n{}", list());
+                    return ExitCode::from(2);
+                };
+                let variant = variant.unwrap_or_else(|| scenario.variants[0].0.to_owned());
+                // Only the services this scenario needs: the isolation lab starts no Redis.
+                let needs = scenario.budget(&variant).services();
+                with_services(config, &needs, |config| run(scenario, variant, runs, json, config)).await
+            }
+            Command::Serve { config, serve } => {
+                let needs = [Service::Postgres, Service::Redis, Service::Kafka];
+                with_services(config, &needs, |config| serve_http(config, serve)).await
+            }
             Command::Actor { kind } => crate::engine::child::main(labs::CHILD_KINDS, &kind).await,
         }
     }
@@ -93,16 +106,27 @@ pub fn list() -> String {
     out
 }
 
-async fn run(scenario_id: &str, variant: Option<String>, runs: u32, json: bool, config: &Config) -> ExitCode {
-    let Some(scenario) = labs::find(scenario_id) else {
-        eprintln!(
-            "racelab: unknown scenario {scenario_id:?}. Known scenarios:\n{}",
-            list()
-        );
-        return ExitCode::from(2);
+/// Runs `command` with every service it needs: the configured ones, or private ones started
+/// for it (see [`crate::embedded`]), which are stopped when it returns.
+async fn with_services<F, Fut>(mut config: Config, needs: &[Service], command: F) -> ExitCode
+where
+    F: FnOnce(Config) -> Fut,
+    Fut: std::future::Future<Output = ExitCode>,
+{
+    let embedded = match Embedded::provide(&mut config, needs).await {
+        Ok(embedded) => embedded,
+        Err(error) => {
+            eprintln!("racelab: {error}");
+            return ExitCode::FAILURE;
+        }
     };
-    let variant = variant.unwrap_or_else(|| scenario.variants[0].0.to_owned());
-    let engine = match connect_engine(config).await {
+    let code = command(config).await;
+    embedded.stop().await;
+    code
+}
+
+async fn run(scenario: &'static labs::ScenarioDef, variant: String, runs: u32, json: bool, config: Config) -> ExitCode {
+    let engine = match connect_engine(&config).await {
         Ok(engine) => Arc::new(engine),
         Err(error) => {
             eprintln!("racelab: {error}");
@@ -238,7 +262,7 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
         }
     });
     let state = AppState {
-        engine,
+        engine: engine.clone(),
         config: Arc::new(config),
     };
     let app = web::router(state, &serve.dist);
@@ -259,15 +283,70 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    tracing::info!("racelab listening on http://{address}");
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+    let stop = stop_signal();
+    tracing::info!("racelab is ready: {}", reader_url(address));
+    let (stopping_tx, mut stopping) = tokio::sync::watch::channel(false);
+    let served = axum::serve(listener, app).with_graceful_shutdown(async move {
+        stop.await;
+        tracing::info!("stopping: cancelling runs and cleaning their sandboxes…");
+        let _ = stopping_tx.send(true);
+    });
+    // Open websockets do not hold the shutdown up for long: the runs behind them are cancelled
+    // and cleaned below whatever the sockets do.
+    let code = tokio::select! {
+        served = served => match served {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("racelab: server error: {error}");
+                ExitCode::FAILURE
+            }
+        },
+        () = async {
+            let _ = stopping.wait_for(|stopping| *stopping).await;
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        } => ExitCode::SUCCESS,
     };
-    match axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("racelab: server error: {error}");
-            ExitCode::FAILURE
+    let left = engine.close(std::time::Duration::from_secs(20)).await;
+    if left > 0 {
+        tracing::warn!(
+            left,
+            "runs still cleaning up at exit; the next start's sweep removes their sandboxes"
+        );
+    }
+    code
+}
+
+/// Ctrl-C or SIGTERM (what `docker stop`, systemd and test harnesses send). The handlers are
+/// installed when this is called, not when it is first awaited: a signal that arrives the moment
+/// racelab says it is ready must stop it cleanly, not kill it.
+fn stop_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).ok();
+    let mut interrupt = signal(SignalKind::interrupt()).ok();
+    async move {
+        tokio::select! {
+            () = received(terminate.as_mut()) => {}
+            () = received(interrupt.as_mut()) => {}
         }
+    }
+}
+
+/// Resolves when `signal` arrives; never, if its handler could not be installed.
+async fn received(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(signal) => {
+            signal.recv().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// The address a reader opens: `localhost` for a wildcard or loopback bind.
+fn reader_url(address: std::net::SocketAddr) -> String {
+    let ip = address.ip();
+    if ip.is_unspecified() || ip.is_loopback() {
+        format!("http://localhost:{}", address.port())
+    } else {
+        format!("http://{address}")
     }
 }

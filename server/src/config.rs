@@ -1,22 +1,23 @@
 //! Configuration from the environment, with defaults that work against local services.
 
+use shared::Service;
 use std::path::PathBuf;
+
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/racelab";
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
+pub const DEFAULT_BROKERS: &str = "127.0.0.1:9092";
 
 /// Where racelab finds its services and files.
 #[derive(Clone, Debug, clap::Args)]
 pub struct Config {
     /// racelab's database; created on first start if missing. Runs play in schemas inside it.
-    #[arg(
-        long,
-        env = "DATABASE_URL",
-        default_value = "postgres://postgres@127.0.0.1:5432/racelab"
-    )]
+    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
     pub database_url: String,
     /// Redis, for the locks lab.
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    #[arg(long, env = "REDIS_URL", default_value = DEFAULT_REDIS_URL)]
     pub redis_url: String,
     /// Kafka-compatible brokers (comma-separated host:port), for the outbox lab.
-    #[arg(long, env = "KAFKA_BROKERS", default_value = "127.0.0.1:9092")]
+    #[arg(long, env = "KAFKA_BROKERS", default_value = DEFAULT_BROKERS)]
     pub kafka_brokers: String,
     /// How many PostgreSQL connections runs may hold at once; by default sized from the
     /// server's max_connections.
@@ -26,6 +27,20 @@ pub struct Config {
     /// program.
     #[arg(long, env = "RACELAB_ACTOR_BINARY")]
     pub actor_binary: Option<PathBuf>,
+    /// Start private PostgreSQL, Redis and broker processes even when system ones run (without
+    /// it, only for a service that is not configured and does not answer at its default address).
+    #[arg(long)]
+    pub embedded: bool,
+    /// Services known to be down before any probe, and why (a private one that could not start).
+    #[arg(skip)]
+    pub unavailable: Vec<(Service, String)>,
+}
+
+impl Config {
+    /// Records that `service` is down for a reason a probe could not tell (its binary is missing).
+    pub fn down(&mut self, service: Service, why: String) {
+        self.unavailable.push((service, why));
+    }
 }
 
 /// Options of `racelab serve`.

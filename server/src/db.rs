@@ -58,6 +58,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         redis: redis::Client::open(config.redis_url.as_str()).map_err(StartupError::BadRedisUrl)?,
         redis_url: config.redis_url.clone(),
         brokers: config.kafka_brokers.clone(),
+        unavailable: config.unavailable.clone(),
     };
     let swept = sandbox::sweep(&services, sweep_age(&limits)).await?;
     if swept > 0 {
@@ -84,8 +85,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         ),
     ]);
     Ok(Engine {
-        store: Store::new(pool.clone()),
-        pool,
+        store: Store::new(pool),
         reach: Reach {
             options: actor_options,
             services,
@@ -95,6 +95,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         admission: Admission::new(capacity),
         limits,
         server_version,
+        live: Default::default(),
     })
 }
 
@@ -158,7 +159,7 @@ fn millis(d: Duration) -> String {
 }
 
 /// The URL without its password, for error messages.
-fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];

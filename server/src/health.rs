@@ -4,6 +4,7 @@
 //! so a lab that does not need them never waits on a client library, and a service that is down
 //! costs at most the probe's timeout.
 
+use crate::sandbox::Services;
 use serde::Serialize;
 use shared::Service;
 use sqlx::PgPool;
@@ -43,10 +44,26 @@ impl Health {
     }
 }
 
-/// Probes all three services at once.
-pub async fn check(pool: &PgPool, redis_url: &str, kafka_brokers: &str) -> Health {
-    let (postgres, redis, kafka) = tokio::join!(postgres(pool), redis(redis_url), kafka(kafka_brokers));
-    Health { postgres, redis, kafka }
+/// Probes all three services at once; a service known to be down (its binary is missing) says
+/// why instead of "connection refused".
+pub async fn check(services: &Services) -> Health {
+    let (postgres, redis, kafka) = tokio::join!(
+        postgres(&services.pool),
+        redis(&services.redis_url),
+        kafka(&services.brokers)
+    );
+    let explained = |service: Service, probed: Dependency| match services.known_down(service) {
+        Some(why) if !probed.up => Dependency {
+            up: false,
+            detail: why.to_owned(),
+        },
+        _ => probed,
+    };
+    Health {
+        postgres,
+        redis: explained(Service::Redis, redis),
+        kafka: explained(Service::Kafka, kafka),
+    }
 }
 
 /// `PostgreSQL 15.20 (Debian …)`: shown in every run header and in `/healthz`.

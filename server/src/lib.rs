@@ -7,11 +7,13 @@
 //! - [`labs`]: one folder per tutorial, one file per scenario.
 //! - [`web`]: the axum server: websocket runs, the catalog and stored runs, health, the app.
 //! - [`cli`]: `racelab run | list | serve`.
+//! - [`embedded`]: private PostgreSQL, Redis and broker processes when none run.
 //! - [`store`], [`db`], [`config`], [`health`]: run history, startup, settings, dependency checks.
 
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod embedded;
 pub mod engine;
 pub mod health;
 pub mod labs;

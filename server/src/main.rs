@@ -1,6 +1,7 @@
 //! The `racelab` binary: see [`racelab::cli`].
 
 use clap::Parser;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
@@ -13,6 +14,8 @@ async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours for a terminal only: a log file or a test reading stderr gets plain text.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     racelab::cli::Cli::parse().execute().await
 }

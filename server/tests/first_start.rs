@@ -5,6 +5,7 @@
 mod common;
 
 use racelab::db::connect_engine;
+use sqlx::Connection;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_engines_starting_at_once_on_a_missing_database_all_come_up() {
@@ -27,10 +28,126 @@ async fn twenty_engines_starting_at_once_on_a_missing_database_all_come_up() {
     let results = futures_util::future::join_all(starts).await;
     let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
     // Let the engines' pools close before the database is dropped.
-    let mut admin = common::inspector().await;
+    // Through the server's own `postgres` database: on a fresh machine `racelab` may not exist.
+    let server = url.rsplit_once('/').map(|(server, _)| server).unwrap_or_default();
+    let mut admin = sqlx::PgConnection::connect(&format!("{server}/postgres"))
+        .await
+        .expect("PostgreSQL answers");
     sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
         .execute(&mut admin)
         .await
         .expect("drop the test database");
     assert!(failures.is_empty(), "{} of 20 failed: {failures:?}", failures.len());
+}
+
+/// A fresh PostgreSQL server of the test's own (racelab's private one, with room for everyone's
+/// connections), where racelab's database does not exist yet; stopped and removed on drop.
+struct FreshServer {
+    postgres: Option<racelab::embedded::postgres::PrivatePostgres>,
+    dir: std::path::PathBuf,
+}
+
+impl FreshServer {
+    async fn start(name: &str) -> FreshServer {
+        let dir = std::env::temp_dir().join(format!("racelab-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a test directory");
+        let bin = racelab::embedded::postgres::find_binaries().expect("PostgreSQL's binaries are installed");
+        let postgres = racelab::embedded::postgres::start(&bin, &dir)
+            .await
+            .expect("a fresh PostgreSQL starts");
+        FreshServer {
+            postgres: Some(postgres),
+            dir,
+        }
+    }
+
+    fn url(&self) -> String {
+        self.postgres.as_ref().expect("running").url()
+    }
+
+    async fn stop(mut self) {
+        if let Some(postgres) = self.postgres.take() {
+            postgres.process.stop().await;
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_cli_runs_and_two_servers_started_at_once_on_a_fresh_server_all_work() {
+    use std::process::Stdio;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let fresh = FreshServer::start("first-start").await;
+    let racelab = || {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"));
+        command
+            .env("DATABASE_URL", fresh.url())
+            .env("RACELAB_RUN_CONNECTIONS", "8")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        command
+    };
+    let servers: Vec<_> = (0..2)
+        .map(|_| {
+            let port = racelab::embedded::process::free_port().expect("a free port");
+            let mut server = racelab();
+            server
+                .arg("serve")
+                .env("PORT", port.to_string())
+                .env("RACELAB_BIND", "127.0.0.1")
+                .env("RACELAB_DIST", "no-such-dist")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            (port, server.spawn().expect("racelab serve starts"))
+        })
+        .collect();
+    let runs = (0..20).map(|_| {
+        let mut run = racelab();
+        run.args(["run", "isolation/write-skew", "--variant", "serializable"]);
+        async move { run.output().await.expect("racelab run") }
+    });
+    let outputs = futures_util::future::join_all(runs).await;
+
+    let mut failures = Vec::new();
+    for output in &outputs {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() || common::lines(&stdout) != common::lines(common::WRITE_SKEW_SERIALIZABLE) {
+            failures.push(format!(
+                "{}\n{stdout}{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+    }
+    for (port, mut server) in servers {
+        let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
+        let mut said = Vec::new();
+        let ready = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let ready = line.contains("racelab is ready");
+                said.push(line);
+                if ready {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        if ready != Ok(true) {
+            failures.push(format!(
+                "the server on port {port} never became ready:\n{}",
+                said.join("\n")
+            ));
+        }
+        let _ = server.start_kill();
+        let _ = server.wait().await;
+    }
+    fresh.stop().await;
+    assert!(
+        failures.is_empty(),
+        "{} of 22 failed:\n{}",
+        failures.len(),
+        failures.join("\n---\n")
+    );
 }

@@ -67,6 +67,8 @@ pub enum ErrorCode {
     /// A service the scenario needs (Redis, the broker) is down: the run was refused before
     /// it queued.
     ServiceDown,
+    /// The server is stopping: no new run starts.
+    ShuttingDown,
 }
 
 /// Server → client.

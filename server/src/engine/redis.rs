@@ -171,57 +171,31 @@ impl Run {
     /// must stall Redis itself (`CLIENT PAUSE`) without stalling the server every other reader
     /// uses. It keeps nothing on disk and dies with the handle (and so with the run).
     pub async fn private_redis(&self) -> Result<PrivateRedis, RunError> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .map_err(|e| RunError::Other(format!("no free port for a private Redis: {e}")))?;
-        let mut command = tokio::process::Command::new("redis-server");
-        let port_text = port.to_string();
+        use crate::embedded::{process, redis as server};
+        let port =
+            process::free_port().map_err(|e| RunError::Other(format!("no free port for a private Redis: {e}")))?;
+        let mut command = server::command(port);
         command
-            .args([
-                "--port",
-                &port_text,
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true);
-        // kill_on_drop covers every way a run ends; this covers racelab itself being killed, so
-        // no private server outlives it.
-        // SAFETY: prctl is async-signal-safe, and the closure touches nothing else between fork
-        // and exec.
-        unsafe {
-            command.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+        // kill_on_drop covers every way a run ends; this covers racelab itself being killed.
+        process::die_with_parent(&mut command, libc::SIGKILL);
         let child = command
             .spawn()
             .map_err(|e| RunError::Other(format!("cannot start redis-server (is it installed?): {e}")))?;
         let url = format!("redis://127.0.0.1:{port}");
         let client = redis::Client::open(url.as_str()).map_err(|e| RunError::Other(e.to_string()))?;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        loop {
-            if crate::health::redis(&url).await.up {
-                return Ok(PrivateRedis {
-                    client,
-                    address: format!("127.0.0.1:{port}"),
-                    _child: child,
-                });
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(RunError::Other(format!(
-                    "the private redis-server on port {port} never answered"
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        if !server::answers_soon(&url).await {
+            return Err(RunError::Other(format!(
+                "the private redis-server on port {port} never answered"
+            )));
         }
+        Ok(PrivateRedis {
+            client,
+            address: format!("127.0.0.1:{port}"),
+            _child: child,
+        })
     }
 
     /// A ledger table of Redis keys (`key`, `value`, `ttl_ms`), read with racelab's own

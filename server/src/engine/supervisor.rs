@@ -13,20 +13,58 @@ use super::{Admission, RunError, Scenario};
 use crate::sandbox::{self, Sandbox};
 use crate::store::Store;
 use shared::{Event, EventKind, Mode, Outcome, ServerMsg, Service};
-use sqlx::PgPool;
 use std::sync::Arc;
+use std::time::Duration;
 use thiserror::Error;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 /// Everything runs need: the admin pool, how runs reach their services, the queue and the store.
 pub struct Engine {
-    pub(crate) pool: PgPool,
     pub(crate) reach: Reach,
     pub(crate) admission: Admission,
     pub(crate) limits: Limits,
     pub(crate) store: Store,
     /// `PostgreSQL 15.20`: shown in every run header, because behaviour can differ by version.
     pub(crate) server_version: String,
+    pub(crate) live: LiveRuns,
+}
+
+/// The runs in flight, so that a server asked to stop can cancel them and wait until each has
+/// cleaned its sandbox, instead of leaving schemas, keys and processes for the next sweep.
+pub(crate) struct LiveRuns {
+    count: watch::Sender<usize>,
+    closing: watch::Sender<bool>,
+}
+
+impl Default for LiveRuns {
+    fn default() -> Self {
+        LiveRuns {
+            count: watch::Sender::new(0),
+            closing: watch::Sender::new(false),
+        }
+    }
+}
+
+/// One run counted in [`LiveRuns`] until dropped.
+struct LiveRun<'a>(&'a LiveRuns);
+
+impl LiveRuns {
+    fn enter(&self) -> LiveRun<'_> {
+        self.count.send_modify(|n| *n += 1);
+        LiveRun(self)
+    }
+}
+
+impl Drop for LiveRun<'_> {
+    fn drop(&mut self) {
+        self.0.count.send_modify(|n| *n -= 1);
+    }
+}
+
+/// Resolves once the engine is closing.
+async fn closing(mut closing: watch::Receiver<bool>) {
+    // The sender lives in the engine, which outlives every run.
+    let _ = closing.wait_for(|closing| *closing).await;
 }
 
 /// What the client can ask of a running run.
@@ -68,6 +106,9 @@ pub enum StartError {
     /// Step mode for a scenario that cannot pause between steps.
     #[error("{0} cannot be played step by step; start it in auto mode")]
     NotSteppable(String),
+    /// The server is stopping (SIGTERM, Ctrl-C).
+    #[error("racelab is shutting down; no new runs start")]
+    ShuttingDown,
     /// A service the run needs is not answering: refused before it queues, never left to hang.
     #[error("{scenario} needs {service}, which is down right now ({detail}); the other labs still work")]
     ServiceDown {
@@ -87,12 +128,25 @@ impl Engine {
             // PostgreSQL is racelab's own database: without it nothing started.
             Service::Postgres | Service::Http | Service::Process => return Ok(()),
         };
-        if dependency.up { Ok(()) } else { Err(dependency.detail) }
+        match services.known_down(service) {
+            _ if dependency.up => Ok(()),
+            Some(why) => Err(why.to_owned()),
+            None => Err(dependency.detail),
+        }
     }
 
     /// Where runs reach their shared services (and where the sweep cleans up).
     pub fn services(&self) -> &crate::sandbox::Services {
         &self.reach.services
+    }
+
+    /// Refuses new runs, cancels every run in flight, and waits (at most `grace`) until each has
+    /// destroyed its sandbox. Returns how many runs were still live at the end (0 normally).
+    pub async fn close(&self, grace: Duration) -> usize {
+        self.live.closing.send_replace(true);
+        let mut count = self.live.count.subscribe();
+        let _ = tokio::time::timeout(grace, count.wait_for(|n| *n == 0)).await;
+        *count.borrow()
     }
 
     /// The limits every run is held to (the sweep's age threshold comes from them).
@@ -121,6 +175,9 @@ impl Engine {
                 variant: variant.to_owned(),
                 valid,
             });
+        }
+        if *self.live.closing.borrow() {
+            return Err(StartError::ShuttingDown);
         }
         if mode == Mode::Step && !info.steppable {
             return Err(StartError::NotSteppable(info.id));
@@ -151,9 +208,14 @@ impl Engine {
         updates: mpsc::UnboundedSender<ServerMsg>,
         mut control: mpsc::UnboundedReceiver<Control>,
     ) {
+        let _live = self.live.enter();
         let budget = scenario.budget(&variant);
         let admitted = tokio::select! {
             admitted = self.admission.enter(budget, |position| { let _ = updates.send(ServerMsg::Queued { position }); }) => admitted,
+            () = closing(self.live.closing.subscribe()) => {
+                let _ = updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
+                return;
+            }
             () = cancelled(&mut control) => {
                 let _ = updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
                 return;
@@ -231,6 +293,8 @@ impl Engine {
                 let mut task = tokio::spawn(async move { scenario.play(&run, &variant).await });
                 let limit = tokio::time::sleep(self.limits.max_duration);
                 tokio::pin!(limit);
+                let shutdown = closing(self.live.closing.subscribe());
+                tokio::pin!(shutdown);
                 let mut finished = false;
                 let outcome = loop {
                     tokio::select! {
@@ -247,6 +311,7 @@ impl Engine {
                             Some(Control::Next) => { let _ = permits.send(()); }
                             Some(Control::Cancel) | None => break Outcome::Cancelled,
                         },
+                        () = &mut shutdown => break Outcome::Cancelled,
                         () = &mut limit => break Outcome::Failed {
                             message: RunError::TooLong(self.limits.max_duration.as_secs()).to_string(),
                         },

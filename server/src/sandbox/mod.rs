@@ -51,6 +51,18 @@ pub struct Services {
     pub redis_url: String,
     /// `host:port[,host:port…]`.
     pub brokers: String,
+    /// Services known to be down, and why (see [`crate::config::Config::down`]).
+    pub unavailable: Vec<(shared::Service, String)>,
+}
+
+impl Services {
+    /// Why `service` is known to be down without probing it, if it is.
+    pub fn known_down(&self, service: shared::Service) -> Option<&str> {
+        self.unavailable
+            .iter()
+            .find(|(s, _)| *s == service)
+            .map(|(_, why)| why.as_str())
+    }
 }
 
 /// Why a sandbox could not be made or removed.

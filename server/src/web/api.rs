@@ -19,7 +19,7 @@ pub fn router() -> Router<AppState> {
 
 /// The catalog, with the services each lab needs that are down right now.
 async fn labs_with_status(State(state): State<AppState>) -> Json<Vec<LabStatus>> {
-    let health = health::check(&state.engine.pool, &state.config.redis_url, &state.config.kafka_brokers).await;
+    let health = health::check(state.engine.services()).await;
     let labs = labs::catalog()
         .into_iter()
         .map(|lab| {

