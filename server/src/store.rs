@@ -62,6 +62,20 @@ impl Store {
         Ok(())
     }
 
+    /// The newest run of `scenario`'s `variant` that completed, if any: the picture a scenario
+    /// page's link preview shows.
+    pub async fn latest(&self, scenario: &str, variant: &str) -> Result<Option<String>, sqlx::Error> {
+        sqlx::query_scalar(
+            "SELECT id FROM public.runs
+              WHERE scenario = $1 AND variant = $2 AND outcome->>'status' = 'completed'
+              ORDER BY finished_at DESC LIMIT 1",
+        )
+        .bind(scenario)
+        .bind(variant)
+        .fetch_optional(&self.pool)
+        .await
+    }
+
     /// A finished run, if one has that id.
     pub async fn load(&self, id: &str) -> Result<Option<StoredRun>, sqlx::Error> {
         let row: Option<RunRow> =

@@ -18,7 +18,7 @@ mod harness;
 #[path = "browser/measure.rs"]
 mod measure;
 
-use harness::{Browser, HOST_ROUTES, choose_variant, record_measurement, run};
+use harness::{Browser, HOST_ELEMENTS_ROUTE, HOST_ROUTES, choose_variant, record_measurement, run};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -170,6 +170,74 @@ const HOST_LOOK: &str = r#"const look = e => {
     return [s.fontFamily, s.fontSize, s.lineHeight, s.color, s.backgroundColor, s.margin, s.padding].join(' | ');
   };
   return { html: look(document.documentElement), body: look(document.body), p: look(document.getElementById('ref')) };"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_racelab_scenario_elements_on_one_page_each_run_and_resize() {
+    run(
+        "two_racelab_scenario_elements_on_one_page_each_run_and_resize",
+        async |b| {
+            b.goto(HOST_ELEMENTS_ROUTE).await;
+            let expected = [
+                (
+                    "first",
+                    "/embed/isolation/write-skew?",
+                    "variant=serializable",
+                    "prevented",
+                ),
+                (
+                    "second",
+                    "/embed/isolation/lost-update?",
+                    "variant=read-committed",
+                    "reproduced",
+                ),
+            ];
+            for (index, (id, path, variant, verdict)) in expected.into_iter().enumerate() {
+                // The iframes load lazily, as a long post's should: bring each into view first.
+                let src = b
+                    .wait_js(
+                        "the element to insert its iframe",
+                        "const e = document.getElementById(arguments[0]); e.scrollIntoView(); \
+                     const f = e.querySelector('iframe'); return f ? f.src : null;",
+                        vec![id.into()],
+                    )
+                    .await;
+                let src = src.as_str().unwrap_or_default();
+                assert!(
+                    src.contains(path) && src.contains(variant) && src.contains("autoplay=1"),
+                    "{id}: {src}"
+                );
+                b.client
+                    .enter_frame(index as u16)
+                    .await
+                    .expect("enter the element's iframe");
+                b.wait_for(".rl-verdict").await;
+                assert_eq!(
+                    b.attr(".rl-verdict", "data-kind").await.as_deref(),
+                    Some(verdict),
+                    "{id}'s own run"
+                );
+                b.client.enter_parent_frame().await.expect("back to the host");
+            }
+            // Each iframe takes its own embed's finished height, not the other's.
+            let heights = b
+                .wait_js(
+                    "each iframe sized to its own embed's height",
+                    "const fs = [...document.querySelectorAll('racelab-scenario > iframe')];\
+                 const hs = fs.map(f => [parseFloat(f.style.height), f.contentDocument.documentElement.scrollHeight]);\
+                 return hs.length === 2 && hs.every(([set, content]) => Math.abs(set - content) <= 2) ? hs : null;",
+                    vec![],
+                )
+                .await;
+            println!("two elements: [set, content] heights = {heights}");
+            assert_ne!(
+                heights[0][0], heights[1][0],
+                "two different races, two heights: {heights}"
+            );
+            b.screenshot("two-elements").await;
+        },
+    )
+    .await;
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embed_in_iframe_reports_height() {

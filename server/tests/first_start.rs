@@ -84,6 +84,9 @@ async fn twenty_cli_runs_and_two_servers_started_at_once_on_a_fresh_server_all_w
         command
             .env("DATABASE_URL", fresh.url())
             .env("RACELAB_RUN_CONNECTIONS", "8")
+            // Where a server would put a private broker (none runs at the default address):
+            // inside this test's directory, removed with it.
+            .env("RACELAB_EMBEDDED_DIR", fresh.dir.join("embedded"))
             .stdin(Stdio::null())
             .kill_on_drop(true);
         command
@@ -140,8 +143,15 @@ async fn twenty_cli_runs_and_two_servers_started_at_once_on_a_fresh_server_all_w
                 said.join("\n")
             ));
         }
-        let _ = server.start_kill();
-        let _ = server.wait().await;
+        // SIGTERM, as a service manager stops it: it stops what it started.
+        if let Some(pid) = server.id() {
+            // SAFETY: kill(2) of our own child.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        }
+        match tokio::time::timeout(std::time::Duration::from_secs(30), server.wait()).await {
+            Ok(Ok(status)) if status.success() => {}
+            other => failures.push(format!("the server on port {port} did not stop cleanly: {other:?}")),
+        }
     }
     fresh.stop().await;
     assert!(

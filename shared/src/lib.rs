@@ -9,11 +9,13 @@
 //! - [`verdict`]: the plain answer at the end of a run: was the bug reproduced or prevented?
 //! - [`money`]: `$1,234` formatting, exactly as the tutorials print it.
 //! - [`psql`]: query results in psql's aligned format, as the tutorials print their checks.
+//! - [`compact`]: a timeline card in one line (the compact timeline, the picture of a run).
 //! - [`series`]: progress over time and crash moments, for the picture of a draining pipeline.
 //!
 //! This crate does no I/O and uses no async runtime, so it also builds for `wasm32`.
 
 pub mod catalog;
+pub mod compact;
 pub mod event;
 pub mod ledger;
 pub mod money;

@@ -3,6 +3,9 @@
 //! - [`ws`]: `GET /ws`, the websocket that starts, steps and cancels runs.
 //! - [`api`]: `GET /api/labs` (the catalog with service status), `GET /api/runs/{id}`.
 //! - [`health`]: `GET /healthz`.
+//! - [`pages`]: scenario and run pages with their link previews; `/runs/{id}.svg`, the picture
+//!   of a run ([`picture`]).
+//! - [`oembed`]: `GET /oembed`, so a pasted link becomes the embed.
 //! - [`assets`]: the built browser app from `dist/`, with its client-side routes.
 //! - [`error`]: the one error type at the HTTP edge.
 
@@ -10,6 +13,9 @@ pub mod api;
 pub mod assets;
 pub mod error;
 pub mod health;
+pub mod oembed;
+pub mod pages;
+pub mod picture;
 pub mod ws;
 
 use crate::config::Config;
@@ -31,6 +37,8 @@ pub fn router(state: AppState, dist: &Path) -> Router {
         .merge(ws::router())
         .merge(api::router())
         .merge(health::router())
+        .merge(pages::router(dist.to_path_buf()))
+        .route("/oembed", axum::routing::get(oembed::handler))
         .with_state(state)
         .fallback_service(assets::service(dist))
 }

@@ -135,6 +135,16 @@ const HOST_SCRIPT: &str = "<p id=ref>A blog post about write skew.</p>\
 <script src='/embed.js' data-scenario='isolation/write-skew' data-variant='serializable'></script>\
 </body></html>";
 
+/// Two `<racelab-scenario>` elements on one page, each its own race.
+const HOST_ELEMENTS: &str = "<p id=ref>Two races in one post.</p>\
+<racelab-scenario id=first scenario='isolation/write-skew' variant='serializable' autoplay></racelab-scenario>\
+<p>Between them, the post goes on.</p>\
+<racelab-scenario id=second scenario='isolation/lost-update' variant='read-committed' autoplay></racelab-scenario>\
+<script src='/embed.js'></script></body></html>";
+
+/// The page with two custom elements.
+pub const HOST_ELEMENTS_ROUTE: &str = "/test-host/elements";
+
 /// The host pages' paths, for the tests.
 pub const HOST_ROUTES: (&str, &str, &str) = ("/test-host/reference", "/test-host/iframe", "/test-host/script");
 
@@ -147,6 +157,7 @@ fn host_pages() -> Router {
         .route(HOST_ROUTES.0, page(HOST_REFERENCE))
         .route(HOST_ROUTES.1, page(HOST_IFRAME))
         .route(HOST_ROUTES.2, page(HOST_SCRIPT))
+        .route(HOST_ELEMENTS_ROUTE, page(HOST_ELEMENTS))
 }
 
 /// The real router serving the built app (plus the host pages) on a free loopback port.

@@ -390,11 +390,16 @@ pub async fn wait_until_clean_of(run_id: &str, with_broker: bool) -> Leftovers {
 
 /// The real router on a free loopback port; returns its address.
 pub async fn server() -> SocketAddr {
+    server_with_dist(std::path::Path::new("no-such-dist")).await
+}
+
+/// The real router serving the app from `dist`, on a free loopback port.
+pub async fn server_with_dist(dist: &std::path::Path) -> SocketAddr {
     let state = AppState {
         engine: engine().await,
         config: Arc::new(config()),
     };
-    let app = web::router(state, std::path::Path::new("no-such-dist"));
+    let app = web::router(state, dist);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a free port");
     let address = listener.local_addr().expect("bound");
     tokio::spawn(async move { axum::serve(listener, app).await });

@@ -1,0 +1,199 @@
+//! The app's scenario and run pages, with what a link preview reads in their `<head>`: the
+//! title, the oEmbed discovery link (see [`super::oembed`]), and Open Graph tags whose image is
+//! the picture of a run (see [`super::picture`]). The page itself is the built app's
+//! `index.html`; the app draws the rest. `/runs/{id}.svg` is that picture.
+
+use super::AppState;
+use super::oembed::{attribute, origin};
+use super::picture;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use reqwest::Url;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What a link preview of one page shows.
+#[derive(Debug, PartialEq)]
+pub struct Preview {
+    pub title: String,
+    pub description: String,
+    /// The page's own address (`og:url`, and what the oEmbed link asks about).
+    pub url: String,
+    /// The picture of a run, if there is one to show.
+    pub image: Option<String>,
+}
+
+pub fn router(dist: PathBuf) -> Router<AppState> {
+    let dist = Arc::new(dist);
+    let for_runs = dist.clone();
+    Router::new()
+        .route(
+            "/lab/{lab}/{scenario}",
+            get(move |state, headers, path, query| scenario_page(state, headers, path, query, dist.clone())),
+        )
+        .route(
+            "/runs/{id}",
+            get(move |state, headers, path| run_page_or_picture(state, headers, path, for_runs.clone())),
+        )
+}
+
+async fn scenario_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((lab, scenario)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+    dist: Arc<PathBuf>,
+) -> Response {
+    let id = format!("{lab}/{scenario}");
+    let (Some(found), Some((origin, _))) = (crate::labs::find(&id), origin(&headers)) else {
+        // An unknown scenario: the app says so; nothing to preview.
+        return app_page(&dist, None);
+    };
+    let info = crate::engine::Scenario::info(found);
+    let variant = query
+        .get("variant")
+        .filter(|v| info.variant(v).is_some())
+        .cloned()
+        .unwrap_or_else(|| info.variants[0].id.clone());
+    let latest = state.engine.store.latest(&id, &variant).await.ok().flatten();
+    let mut url = Url::parse(&format!("{origin}/lab/{id}")).expect("an origin and a path make a URL");
+    url.query_pairs_mut().append_pair("variant", &variant);
+    let preview = Preview {
+        title: format!("{} ({variant})", info.title),
+        description: info.hook.clone(),
+        url: url.to_string(),
+        image: latest.map(|run| format!("{origin}/runs/{run}.svg")),
+    };
+    app_page(&dist, Some((&origin, &preview)))
+}
+
+async fn run_page_or_picture(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    dist: Arc<PathBuf>,
+) -> Response {
+    let (id, svg) = match id.strip_suffix(".svg") {
+        Some(id) => (id.to_owned(), true),
+        None => (id, false),
+    };
+    let run = match state.engine.store.load(&id).await {
+        Ok(run) => run,
+        Err(error) => {
+            tracing::warn!(%error, "could not read the run store");
+            return (StatusCode::SERVICE_UNAVAILABLE, "the run store is not answering").into_response();
+        }
+    };
+    match (run, svg) {
+        (Some(run), true) => (
+            [
+                (header::CONTENT_TYPE, "image/svg+xml; charset=utf-8"),
+                // A finished run never changes.
+                (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+            ],
+            picture::draw(&run),
+        )
+            .into_response(),
+        (None, true) => (StatusCode::NOT_FOUND, format!("no finished run has the id {id:?}")).into_response(),
+        (run, false) => {
+            let preview = run.zip(origin(&headers)).map(|(run, (origin, _))| {
+                let state = shared::run_state::RunState::replay(run.id.clone(), run.events.clone());
+                let title = state
+                    .header()
+                    .map_or(run.scenario.clone(), |(title, _)| title.to_owned());
+                let verdict = state.verdict();
+                (
+                    origin.clone(),
+                    Preview {
+                        title: format!(
+                            "{title} ({}): {}",
+                            run.variant,
+                            verdict.map_or("no verdict", |v| v.label())
+                        ),
+                        description: verdict.map_or_else(String::new, |v| v.headline.clone()),
+                        url: format!("{origin}/runs/{id}"),
+                        image: Some(format!("{origin}/runs/{id}.svg")),
+                    },
+                )
+            });
+            app_page(&dist, preview.as_ref().map(|(origin, p)| (origin.as_str(), p)))
+        }
+    }
+}
+
+/// The app's `index.html` with `preview`'s tags in its head; or the page saying the app has not
+/// been built.
+fn app_page(dist: &std::path::Path, preview: Option<(&str, &Preview)>) -> Response {
+    let Ok(index) = std::fs::read_to_string(dist.join("index.html")) else {
+        return Html(super::assets::NOT_BUILT).into_response();
+    };
+    let page = match preview {
+        Some((origin, preview)) => with_preview(&index, origin, preview),
+        None => index,
+    };
+    ([(header::CACHE_CONTROL, "no-cache")], Html(page)).into_response()
+}
+
+/// `index` with the page's title, its oEmbed discovery link and its Open Graph tags.
+pub fn with_preview(index: &str, origin: &str, preview: &Preview) -> String {
+    let mut oembed = Url::parse(&format!("{origin}/oembed")).expect("an origin makes a URL");
+    oembed
+        .query_pairs_mut()
+        .append_pair("url", &preview.url)
+        .append_pair("format", "json");
+    let title = attribute(&preview.title);
+    let mut tags = format!(
+        concat!(
+            r#"<link rel="alternate" type="application/json+oembed" href="{oembed}" title="{title}" />"#,
+            r#"<meta property="og:type" content="website" />"#,
+            r#"<meta property="og:site_name" content="racelab" />"#,
+            r#"<meta property="og:title" content="{title}" />"#,
+            r#"<meta property="og:description" content="{description}" />"#,
+            r#"<meta property="og:url" content="{url}" />"#,
+        ),
+        oembed = attribute(oembed.as_str()),
+        title = title,
+        description = attribute(&preview.description),
+        url = attribute(&preview.url),
+    );
+    if let Some(image) = &preview.image {
+        tags.push_str(&format!(
+            r#"<meta property="og:image" content="{image}" /><meta name="twitter:card" content="summary_large_image" />"#,
+            image = attribute(image)
+        ));
+    }
+    let titled = index.replacen(
+        "<title>racelab</title>",
+        &format!("<title>{title} · racelab</title>"),
+        1,
+    );
+    match titled.find("</head>") {
+        Some(at) => format!("{}{tags}\n{}", &titled[..at], &titled[at..]),
+        None => titled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_carries_the_discovery_link_and_the_preview() {
+        let index = "<html><head><title>racelab</title></head><body></body></html>";
+        let preview = Preview {
+            title: "Two managers overspend \"a budget\"".into(),
+            description: "Both check, both insert.".into(),
+            url: "http://h:1/lab/isolation/write-skew?variant=serializable".into(),
+            image: Some("http://h:1/runs/0123456789ab.svg".into()),
+        };
+        let page = with_preview(index, "http://h:1", &preview);
+        assert!(page.contains(r#"<link rel="alternate" type="application/json+oembed" href="http://h:1/oembed?url=http%3A%2F%2Fh%3A1%2Flab%2Fisolation%2Fwrite-skew%3Fvariant%3Dserializable&amp;format=json""#), "{page}");
+        assert!(page.contains(r#"<meta property="og:image" content="http://h:1/runs/0123456789ab.svg" />"#));
+        assert!(page.contains("<title>Two managers overspend &quot;a budget&quot; · racelab</title>"));
+        assert!(page.find("og:title").unwrap() < page.find("</head>").unwrap());
+    }
+}

@@ -1,0 +1,188 @@
+//! What a blog platform and a link preview get from racelab: the oEmbed answer for scenario and
+//! run links (and its 404 and 501), the discovery link and Open Graph tags in the pages' heads,
+//! and the picture of a stored run, drawn on the server.
+
+mod common;
+
+use common::{db_slot, play};
+use serde_json::Value;
+use std::net::SocketAddr;
+
+async fn get(address: SocketAddr, path: &str) -> (u16, String, String) {
+    let response = reqwest::get(format!("http://{address}{path}"))
+        .await
+        .expect("racelab answers");
+    let status = response.status().as_u16();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (status, kind, response.text().await.expect("a body"))
+}
+
+fn oembed_path(url: &str, extra: &str) -> String {
+    let mut query = reqwest::Url::parse("http://x/oembed").expect("url");
+    query.query_pairs_mut().append_pair("url", url);
+    format!("/oembed?{}{extra}", query.query().unwrap_or_default())
+}
+
+/// The oEmbed 1.0 spec's required fields of a `rich` answer, with their types.
+fn assert_rich(answer: &Value, max_width: u64, max_height: u64) {
+    assert_eq!(answer["version"], "1.0", "{answer}");
+    assert_eq!(answer["type"], "rich", "{answer}");
+    let html = answer["html"].as_str().expect("html is a string");
+    assert!(html.starts_with("<iframe ") && html.ends_with("</iframe>"), "{html}");
+    let (width, height) = (
+        answer["width"].as_u64().expect("width is an integer"),
+        answer["height"].as_u64().expect("height is an integer"),
+    );
+    assert!(width > 0 && width <= max_width, "width {width} within {max_width}");
+    assert!(
+        height > 0 && height <= max_height,
+        "height {height} within {max_height}"
+    );
+    assert_eq!(answer["provider_name"], "racelab");
+}
+
+#[tokio::test]
+async fn oembed_answers_for_our_scenario_and_run_links_and_refuses_the_rest() {
+    let _slot = db_slot().await;
+    let engine = common::engine().await;
+    let run = play(&engine, "isolation/write-skew", "serializable").await;
+    let address = common::server().await;
+    let site = format!("http://{address}");
+
+    let (status, kind, body) = get(
+        address,
+        &oembed_path(
+            &format!("{site}/lab/isolation/write-skew?variant=serializable"),
+            "&format=json",
+        ),
+    )
+    .await;
+    assert_eq!((status, kind.as_str()), (200, "application/json"), "{body}");
+    let answer: Value = serde_json::from_str(&body).expect("JSON");
+    assert_rich(&answer, 680, 1_200);
+    let html = answer["html"].as_str().unwrap_or_default();
+    assert!(
+        html.contains(&format!(
+            r#"src="{site}/embed/isolation/write-skew?variant=serializable""#
+        )),
+        "{html}"
+    );
+
+    // A narrow column and a short one: the answer stays inside both.
+    let (_, _, body) = get(
+        address,
+        &oembed_path(
+            &format!("{site}/lab/isolation/write-skew"),
+            "&maxwidth=360&maxheight=900",
+        ),
+    )
+    .await;
+    assert_rich(&serde_json::from_str(&body).expect("JSON"), 360, 900);
+
+    let (status, _, body) = get(address, &oembed_path(&format!("{site}/runs/{}", run.run_id), "")).await;
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).expect("JSON");
+    assert_rich(&answer, 680, 1_200);
+    assert!(
+        answer["html"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("/runs/{}", run.run_id))
+    );
+
+    for (url, extra, expected) in [
+        ("http://elsewhere.example/lab/isolation/write-skew".to_owned(), "", 404),
+        (format!("{site}/lab/isolation/no-such-scenario"), "", 404),
+        (format!("{site}/lab/isolation/write-skew?variant=nope"), "", 404),
+        (format!("{site}/runs/000000000000"), "", 404),
+        (format!("{site}/api/labs"), "", 404),
+        (format!("{site}/lab/isolation/write-skew"), "&format=xml", 501),
+    ] {
+        let (status, _, body) = get(address, &oembed_path(&url, extra)).await;
+        assert_eq!(status, expected, "{url}{extra}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn the_picture_of_a_stored_run_names_each_lane_and_the_verdict() {
+    let _slot = db_slot().await;
+    let engine = common::engine().await;
+    let run = play(&engine, "isolation/write-skew", "read-committed").await;
+    let address = common::server().await;
+
+    let (status, kind, svg) = get(address, &format!("/runs/{}.svg", run.run_id)).await;
+    assert_eq!((status, kind.as_str()), (200, "image/svg+xml; charset=utf-8"));
+    let document = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("the SVG parses: {e}\n{svg}"));
+    let root = document.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    let texts: Vec<&str> = document
+        .descendants()
+        .filter(|n| n.is_text())
+        .filter_map(|n| n.text())
+        .collect();
+    let said = |wanted: &str| texts.iter().any(|t| t.contains(wanted));
+    for lane in ["alice", "bob"] {
+        assert!(said(lane), "lane {lane} named in {texts:?}");
+    }
+    let verdict = run.verdict();
+    assert_eq!(verdict.label(), "bug reproduced");
+    assert!(
+        said("bug reproduced") && said(&verdict.headline),
+        "the verdict in {texts:?}"
+    );
+    // Both commits are on the picture: this is the race that overspent.
+    assert_eq!(texts.iter().filter(|t| **t == "COMMIT").count(), 2, "{texts:?}");
+
+    let (status, _, _) = get(address, "/runs/000000000000.svg").await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn scenario_and_run_pages_carry_the_discovery_link_and_the_preview() {
+    let _slot = db_slot().await;
+    let dist = std::env::temp_dir().join(format!("racelab-embeds-dist-{}", std::process::id()));
+    std::fs::create_dir_all(&dist).expect("a dist dir");
+    std::fs::write(
+        dist.join("index.html"),
+        "<!doctype html><html><head><title>racelab</title></head><body></body></html>",
+    )
+    .expect("an index");
+    let engine = common::engine().await;
+    let run = play(&engine, "isolation/write-skew", "serializable").await;
+    let address = common::server_with_dist(&dist).await;
+
+    let (status, _, page) = get(address, "/lab/isolation/write-skew?variant=serializable").await;
+    assert_eq!(status, 200);
+    let link = page
+        .split("<link ")
+        .find(|tag| tag.contains(r#"type="application/json+oembed""#))
+        .unwrap_or_else(|| panic!("a discovery link in {page}"));
+    let href = link
+        .split(r#"href=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("href")
+        .replace("&amp;", "&");
+    let path = href
+        .strip_prefix(&format!("http://{address}"))
+        .expect("our own oEmbed endpoint");
+    let (status, _, body) = get(address, path).await;
+    assert_eq!(status, 200, "{href}: {body}");
+    assert_rich(&serde_json::from_str(&body).expect("JSON"), 680, 1_200);
+    // The scenario's newest run is its preview picture (ours, or a newer one of another test).
+    assert!(page.contains(r#"<meta property="og:image" content="http://"#), "{page}");
+
+    let (_, _, page) = get(address, &format!("/runs/{}", run.run_id)).await;
+    let image = format!(
+        r#"<meta property="og:image" content="http://{address}/runs/{}.svg" />"#,
+        run.run_id
+    );
+    assert!(page.contains(&image), "{page}");
+    assert!(page.contains("bug prevented"), "the verdict in the title: {page}");
+    let _ = std::fs::remove_dir_all(&dist);
+}
