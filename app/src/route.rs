@@ -10,6 +10,8 @@ pub struct EmbedOptions {
     pub step: bool,
     pub autoplay: bool,
     pub theme: Option<String>,
+    /// The compact timeline (the default) or, with `view=detailed`, the detailed one.
+    pub compact: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +78,7 @@ fn embed_options(query: &str) -> EmbedOptions {
         step: query_param(query, "mode").as_deref() == Some("step"),
         autoplay: query_param(query, "autoplay").is_some_and(|v| v == "1" || v == "true"),
         theme: query_param(query, "theme"),
+        compact: query_param(query, "view").as_deref() != Some("detailed"),
     }
 }
 

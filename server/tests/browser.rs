@@ -171,6 +171,62 @@ const HOST_LOOK: &str = r#"const look = e => {
   };
   return { html: look(document.documentElement), body: look(document.body), p: look(document.getElementById('ref')) };"#;
 
+/// The finished serializable write skew in the embed (compact by default) must fit a blog
+/// column: at most this tall at each width, and never wider than it.
+const EMBED_LIMITS: [(u32, u64); 2] = [(680, 1_200), (360, 1_800)];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compact_embed_fits_a_blog_column_and_the_full_page_toggles_it() {
+    run("the_compact_embed_fits_a_blog_column_and_the_full_page_toggles_it", async |b| {
+        for (width, limit) in EMBED_LIMITS {
+            b.set_viewport(width, 900).await;
+            b.goto("/embed/isolation/write-skew?variant=serializable&autoplay=1").await;
+            b.wait_for(".rl-verdict").await;
+            b.wait_for(".rl-ledger").await;
+            b.settle().await;
+            assert!(b.count(".rl-compact .rl-compact-row").await > 10, "the embed draws the compact timeline");
+            assert_eq!(b.count(".rl-timeline").await, 0, "and not the detailed one");
+            // Bob's 40001 is a mark on his line, his retry's commit too.
+            assert_eq!(
+                b.js("return [...document.querySelectorAll('.rl-line[data-tone=failed] .rl-line-outcome')].map(e => e.textContent);", vec![]).await,
+                serde_json::json!(["40001"])
+            );
+            assert_eq!(b.count(".rl-mark[data-tone=commit]").await, 2);
+            let [height, scroll_width, client_width]: [u64; 3] = serde_json::from_value(
+                b.js(
+                    "const d = document.documentElement; return [d.scrollHeight, d.scrollWidth, d.clientWidth];",
+                    vec![],
+                )
+                .await,
+            )
+            .expect("three numbers");
+            println!("finished compact embed at {width} px: {height} px tall (limit {limit})");
+            record_measurement(&format!("compact embed, serializable write skew, {width} px wide: {height} px tall"));
+            b.screenshot(&format!("embed-{width}")).await;
+            assert!(height <= limit, "{height} px tall at {width} px wide; the limit is {limit}");
+            assert!(scroll_width <= client_width, "the page scrolls sideways at {width} px: {scroll_width} > {client_width}");
+            // A line opens to its whole card: the full SQL and its parameters.
+            b.click(".rl-compact-cell[data-lane=bob] .rl-line > summary").await;
+            b.wait_for(".rl-line[open] .rl-card .rl-sql").await;
+        }
+        b.reset_viewport().await;
+
+        // The full page keeps the detailed timeline, and toggles to the compact one and back.
+        b.goto("/lab/isolation/write-skew?variant=serializable").await;
+        b.wait_for("button.rl-run:not([disabled])").await;
+        b.click("button.rl-run").await;
+        b.wait_for(".rl-verdict").await;
+        assert!(b.count(".rl-timeline .rl-row").await > 10);
+        b.click("button.rl-view-compact").await;
+        b.wait_for(".rl-compact .rl-compact-row").await;
+        assert_eq!(b.count(".rl-timeline").await, 0);
+        b.screenshot("page-compact").await;
+        b.click("button.rl-view-detailed").await;
+        b.wait_for(".rl-timeline .rl-row").await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_racelab_scenario_elements_on_one_page_each_run_and_resize() {
     run(

@@ -7,7 +7,15 @@ use shared::ledger::{RowChange, diff};
 use shared::{Ledger, Table, usd};
 
 #[component]
-pub fn LedgerDiff(before: Ledger, after: Ledger, expected: Option<Ledger>) -> impl IntoView {
+pub fn LedgerDiff(
+    before: Ledger,
+    after: Ledger,
+    expected: Option<Ledger>,
+    /// Fold a table the run left as it was, and as a correct system holds it, into one line
+    /// that opens to the table (the compact view: the embed's height goes to what changed).
+    #[prop(default = false)]
+    fold_unchanged: bool,
+) -> impl IntoView {
     let changes = diff(&before, &after);
     let tables = changes
         .tables
@@ -59,23 +67,35 @@ pub fn LedgerDiff(before: Ledger, after: Ledger, expected: Option<Ledger>) -> im
                 })
                 .collect_view();
             let empty = table.rows.is_empty().then(|| view! { <p class="rl-empty">"(no rows)"</p> });
+            let unchanged = table.rows.iter().all(|r| r.change == RowChange::Same)
+                && wanted.is_none_or(|w| actual.is_some_and(|a| a.rows == w.rows));
             let expected_table = wanted.map(|w| view! { <ExpectedTable table=w.clone() /> });
-            view! {
-                <div class="rl-ledger-block">
-                    <h3>{table.name.clone()}</h3>
-                    <div class="rl-ledger-pair">
-                        <div class="rl-ledger-side">
-                            <p class="rl-side-label">"before → after"</p>
-                            <table class="rl-ledger-table" data-table=table.name.clone()>
-                                <thead><tr>{header}</tr></thead>
-                                <tbody>{rows}</tbody>
-                            </table>
-                            {empty}
-                        </div>
-                        {expected_table}
+            let inner = view! {
+                <h3>{table.name.clone()}</h3>
+                <div class="rl-ledger-pair">
+                    <div class="rl-ledger-side">
+                        <p class="rl-side-label">"before → after"</p>
+                        <table class="rl-ledger-table" data-table=table.name.clone()>
+                            <thead><tr>{header}</tr></thead>
+                            <tbody>{rows}</tbody>
+                        </table>
+                        {empty}
                     </div>
-                    {total}
+                    {expected_table}
                 </div>
+                {total}
+            };
+            if fold_unchanged && unchanged {
+                let said = if wanted.is_some() { ": unchanged, as a correct system holds it" } else { ": unchanged" };
+                view! {
+                    <details class="rl-ledger-block rl-ledger-block--folded" data-table=table.name.clone()>
+                        <summary><strong>{table.name.clone()}</strong>{said}</summary>
+                        {inner}
+                    </details>
+                }
+                .into_any()
+            } else {
+                view! { <div class="rl-ledger-block">{inner}</div> }.into_any()
             }
         })
         .collect_view();

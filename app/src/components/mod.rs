@@ -1,6 +1,7 @@
 //! The pieces every page is built from, one per file.
 
 pub mod chart;
+pub mod compact_timeline;
 pub mod drain;
 pub mod embed_code;
 pub mod error_view;

@@ -3,6 +3,7 @@
 //! transcript. The scenario page, each compare column and the embed are all this panel.
 
 use super::chart::{Progress, StrategyChart};
+use super::compact_timeline::CompactTimeline;
 use super::drain::{DrainChart, ProgressBars};
 use super::embed_code::EmbedCode;
 use super::ledger_diff::LedgerDiff;
@@ -37,6 +38,9 @@ pub fn RunPanel(
     chrome: Chrome,
     #[prop(default = false)] autoplay: bool,
     #[prop(default = false)] step: bool,
+    /// Start with the compact timeline (the embed's default) instead of the detailed one.
+    #[prop(default = false)]
+    compact: bool,
     /// For compare: each bump of this token starts the panel's run.
     #[prop(optional)]
     run_all: Option<RwSignal<u32>>,
@@ -49,6 +53,7 @@ pub fn RunPanel(
     let steppable = scenario.steppable;
     let blocked = !down.is_empty();
     let stepping = RwSignal::new(false);
+    let compact = RwSignal::new(compact);
 
     let start = {
         let id = id.clone();
@@ -119,6 +124,7 @@ pub fn RunPanel(
                 })}
                 {move || active.get().then(|| view! { <button class="rl-cancel" on:click=cancel>"Cancel"</button> })}
                 {compare_link}
+                {(!is_load_test && chrome != Chrome::Column).then(|| view! { <ViewToggle compact=compact /> })}
             </div>
             <Status socket=socket />
             {move || state.with(|s| s.next_step.clone()).map(|(actor, step)| {
@@ -138,12 +144,21 @@ pub fn RunPanel(
                     view! { <ProgressBars drain=drain /> {chart} }
                 })
             }))}
-            {(!is_load_test).then(|| view! { <TimelineView timeline=timeline /> })}
+            {move || (!is_load_test).then(|| if compact.get() {
+                view! { <CompactTimeline timeline=timeline /> }.into_any()
+            } else {
+                view! { <TimelineView timeline=timeline /> }.into_any()
+            })}
             {move || state.with(|s| s.verdict().cloned()).map(|v| view! { <VerdictBanner verdict=v /> })}
             {move || (!is_load_test).then(|| state.with(|s| {
                 match (s.ledger(Moment::Before), s.ledger(Moment::After)) {
                     (Some(before), Some(after)) => Some(view! {
-                        <LedgerDiff before=before.clone() after=after.clone() expected=s.ledger(Moment::Expected).cloned() />
+                        <LedgerDiff
+                            before=before.clone()
+                            after=after.clone()
+                            expected=s.ledger(Moment::Expected).cloned()
+                            fold_unchanged=compact.get()
+                        />
                     }),
                     _ => None,
                 }
@@ -160,6 +175,29 @@ pub fn RunPanel(
                 </p>
             })}
             {embed_code}
+        </div>
+    }
+}
+
+/// Compact or detailed: two buttons, the current one pressed.
+#[component]
+fn ViewToggle(compact: RwSignal<bool>) -> impl IntoView {
+    view! {
+        <div class="rl-view-toggle" role="group" aria-label="Timeline view">
+            <button
+                class="rl-view-compact"
+                aria-pressed=move || compact.get().to_string()
+                on:click=move |_| compact.set(true)
+            >
+                "Compact"
+            </button>
+            <button
+                class="rl-view-detailed"
+                aria-pressed=move || (!compact.get()).to_string()
+                on:click=move |_| compact.set(false)
+            >
+                "Detailed"
+            </button>
         </div>
     }
 }

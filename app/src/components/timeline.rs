@@ -12,7 +12,7 @@ use shared::timeline::{CrowdMember, Timeline};
 /// Every caller that took a lease, one small cell each, the current holder lit: the lanes show a
 /// few of fifty racing requests, the strip shows them all.
 #[component]
-fn CrowdStrip(crowd: Vec<CrowdMember>) -> impl IntoView {
+pub fn CrowdStrip(crowd: Vec<CrowdMember>) -> impl IntoView {
     let holding = crowd
         .iter()
         .filter(|m| m.holds)

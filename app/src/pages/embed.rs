@@ -34,6 +34,7 @@ pub fn EmbedPage(id: String, options: EmbedOptions) -> impl IntoView {
                                 chrome=Chrome::Embed
                                 autoplay=options.autoplay
                                 step=options.step
+                                compact=options.compact
                             />
                         </article>
                     }

@@ -26,7 +26,7 @@ pub fn service(dist: &Path) -> Router {
 
 /// `embed.js` defines `<racelab-scenario>`: an author writes
 /// `<racelab-scenario scenario="isolation/write-skew" variant="serializable"></racelab-scenario>`
-/// (plus `mode`, `theme`, `autoplay`) and one `<script src="https://racelab.example/embed.js">`
+/// (plus `mode`, `theme`, `autoplay`, `view`) and one `<script src="https://racelab.example/embed.js">`
 /// anywhere on the page; each element inserts its own iframe and resizes it whenever its embed
 /// reports its height. The older one-tag form, `<script src=…/embed.js data-scenario=…>`, still
 /// works: it becomes an element right after the script.
@@ -37,7 +37,7 @@ async fn embed_loader() -> impl IntoResponse {
 const EMBED_LOADER: &str = r#"(function () {
   var script = document.currentScript;
   var origin = new URL(script ? script.src : location.href).origin;
-  var OPTIONS = ["variant", "mode", "theme", "autoplay"];
+  var OPTIONS = ["variant", "mode", "theme", "autoplay", "view"];
 
   if (!window.customElements.get("racelab-scenario")) {
     class RacelabScenario extends HTMLElement {
