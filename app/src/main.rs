@@ -27,12 +27,15 @@ fn App() -> impl IntoView {
         // our root.
         api::set_color_scheme(theme);
     }
-    let embed = matches!(route, Route::Embed { .. });
+    let embed = matches!(route, Route::Embed { .. } | Route::EmbedRun { .. });
     let page = match route {
         Route::Catalog => view! { <pages::catalog::Catalog /> }.into_any(),
         Route::Scenario { id } => view! { <pages::scenario::ScenarioPage id=id /> }.into_any(),
         Route::Compare { id } => view! { <pages::compare::ComparePage id=id /> }.into_any(),
         Route::Replay { id } => view! { <pages::replay::ReplayPage id=id /> }.into_any(),
+        Route::EmbedRun { id, options } => {
+            view! { <pages::replay::ReplayPage id=id embed=true compact=options.compact /> }.into_any()
+        }
         Route::Embed { id, options } => view! { <pages::embed::EmbedPage id=id options=options /> }.into_any(),
         Route::NotFound { path } => view! { <pages::not_found::NotFound path=path /> }.into_any(),
     };

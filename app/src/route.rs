@@ -31,6 +31,11 @@ pub enum Route {
         id: String,
         options: EmbedOptions,
     },
+    /// `/embed/runs/{id}`: a stored run for an iframe (what oEmbed gives for a run link).
+    EmbedRun {
+        id: String,
+        options: EmbedOptions,
+    },
     NotFound {
         path: String,
     },
@@ -54,6 +59,10 @@ impl Route {
                 id: format!("{lab}/{scenario}"),
             },
             ["runs", id] => Route::Replay { id: (*id).to_owned() },
+            ["embed", "runs", id] => Route::EmbedRun {
+                id: (*id).to_owned(),
+                options: embed_options(query),
+            },
             ["embed", lab, scenario] => Route::Embed {
                 id: format!("{lab}/{scenario}"),
                 options: embed_options(query),
@@ -65,7 +74,7 @@ impl Route {
     /// A theme forced by the URL (`?theme=dark`), else the reader's system preference.
     pub fn theme(&self) -> Option<String> {
         match self {
-            Route::Embed { options, .. } => options.theme.clone(),
+            Route::Embed { options, .. } | Route::EmbedRun { options, .. } => options.theme.clone(),
             _ => query_param(&location().1, "theme"),
         }
         .filter(|t| t == "light" || t == "dark")

@@ -209,6 +209,14 @@ async fn the_compact_embed_fits_a_blog_column_and_the_full_page_toggles_it() {
             b.click(".rl-compact-cell[data-lane=bob] .rl-line > summary").await;
             b.wait_for(".rl-line[open] .rl-card .rl-sql").await;
         }
+        // The finished run, embedded as a run (what oEmbed gives for a run link): the same race,
+        // compact, replayed from its stored events.
+        let permalink = b.attr(".rl-permalink", "href").await.expect("a permalink");
+        b.goto(&format!("/embed{permalink}")).await;
+        b.wait_for(".racelab.rl-embed .rl-replay .rl-verdict").await;
+        assert!(b.count(".rl-compact .rl-compact-row").await > 10, "the embedded run is compact");
+        assert_eq!(b.count(".rl-line[data-tone=failed]").await, 1, "bob's 40001 is in the replay too");
+        b.screenshot("embedded-run-360").await;
         b.reset_viewport().await;
 
         // The full page keeps the detailed timeline, and toggles to the compact one and back.

@@ -92,7 +92,8 @@ async fn oembed_answers_for_our_scenario_and_run_links_and_refuses_the_rest() {
         answer["html"]
             .as_str()
             .unwrap_or_default()
-            .contains(&format!("/runs/{}", run.run_id))
+            .contains(&format!(r#"src="{site}/embed/runs/{}""#, run.run_id)),
+        "{answer}"
     );
 
     for (url, extra, expected) in [

@@ -1,7 +1,9 @@
 //! `/runs/{id}`: a stored run, replayed from its events. No database is touched: the timeline,
-//! ledger and verdict are drawn from the stream exactly as when it ran live.
+//! ledger and verdict are drawn from the stream exactly as when it ran live. `/embed/runs/{id}`
+//! is the same run for an iframe (compact by default, its height told to the host page).
 
-use crate::api::fetch_json;
+use crate::api::{fetch_json, report_height_to_parent};
+use crate::components::compact_timeline::CompactTimeline;
 use crate::components::error_view::ErrorView;
 use crate::components::ledger_diff::LedgerDiff;
 use crate::components::reference::ReferenceFigures;
@@ -14,7 +16,18 @@ use shared::protocol::StoredRun;
 use shared::run_state::RunState;
 
 #[component]
-pub fn ReplayPage(id: String) -> impl IntoView {
+pub fn ReplayPage(
+    id: String,
+    /// In an iframe: a one-line title instead of the heading, and the height told to the host.
+    #[prop(default = false)]
+    embed: bool,
+    /// The compact timeline instead of the detailed one.
+    #[prop(default = false)]
+    compact: bool,
+) -> impl IntoView {
+    if embed {
+        request_animation_frame(report_height_to_parent);
+    }
     let path = format!("/api/runs/{id}");
     let stored = LocalResource::new(move || {
         let path = path.clone();
@@ -36,7 +49,12 @@ pub fn ReplayPage(id: String) -> impl IntoView {
                     });
                     let ledger = match (state.ledger(Moment::Before), state.ledger(Moment::After)) {
                         (Some(before), Some(after)) => Some(view! {
-                            <LedgerDiff before=before.clone() after=after.clone() expected=state.ledger(Moment::Expected).cloned() />
+                            <LedgerDiff
+                                before=before.clone()
+                                after=after.clone()
+                                expected=state.ledger(Moment::Expected).cloned()
+                                fold_unchanged=compact
+                            />
                         }),
                         _ => None,
                     };
@@ -44,14 +62,35 @@ pub fn ReplayPage(id: String) -> impl IntoView {
                         .ledger(Moment::Reference)
                         .and_then(|l| l.tables.first().cloned())
                         .map(|table| view! { <ReferenceFigures table=table /> });
-                    view! {
-                        <article class="rl-replay" data-run-id=run.id.clone()>
+                    let live = format!("/lab/{}?variant={}", run.scenario, run.variant);
+                    let heading = if embed {
+                        let title = state.header().map_or(run.scenario.clone(), |(title, _)| title.to_owned());
+                        view! {
+                            <p class="rl-embed-title">
+                                <a href=format!("/runs/{}", run.id) target="_blank" rel="noopener">{title}</a>
+                                <span class="rl-embed-by">{format!(" · {} · a run on racelab", run.variant)}</span>
+                            </p>
+                        }
+                        .into_any()
+                    } else {
+                        view! {
                             <h1>{format!("Run {} — {} ({})", run.id, run.scenario, run.variant)}</h1>
                             <p class="rl-explain">
                                 "A replay of a finished run, from its stored events. "
-                                <a href=format!("/lab/{}?variant={}", run.scenario, run.variant)>"Run it again live"</a>
+                                <a href=live>"Run it again live"</a>
                             </p>
-                            <TimelineView timeline=timeline />
+                        }
+                        .into_any()
+                    };
+                    let drawn = if compact {
+                        view! { <CompactTimeline timeline=timeline /> }.into_any()
+                    } else {
+                        view! { <TimelineView timeline=timeline /> }.into_any()
+                    };
+                    view! {
+                        <article class="rl-replay" data-run-id=run.id.clone()>
+                            {heading}
+                            {drawn}
                             {state.verdict().cloned().map(|v| view! { <VerdictBanner verdict=v /> })}
                             {ledger}
                             {reference}

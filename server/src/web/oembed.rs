@@ -160,7 +160,7 @@ pub async fn handler(State(state): State<AppState>, headers: HeaderMap, Query(re
                     .unwrap_or_else(|| run.scenario.clone());
                 (
                     format!("{title} ({}), run {id}", run.variant),
-                    format!("{origin}/runs/{id}"),
+                    format!("{origin}/embed/runs/{id}"),
                 )
             }
             Ok(None) => return not_found(),
