@@ -32,6 +32,8 @@ async fn start_embedded(base: &Path) -> Racelab {
         .env("RACELAB_EMBEDDED_DIR", base)
         .env("RACELAB_DIST", "no-such-dist")
         .env("RACELAB_LOG", "info,sqlx=error")
+        // A broker whose binary is missing: racelab starts without it and says why.
+        .env("RACELAB_BROKER_BINARY", "/nonexistent/noida-db")
         .env_remove("DATABASE_URL")
         .env_remove("REDIS_URL")
         .env_remove("KAFKA_BROKERS")
@@ -161,6 +163,48 @@ async fn a_private_playground_plays_write_skew_and_leaves_nothing_when_stopped()
     );
     let pids = service_pids(&instance);
     assert!(pids.len() >= 2, "PostgreSQL and Redis at least: {pids:?}");
+
+    // The missing broker is down with the reason, and the lab that needs it says so.
+    let health: serde_json::Value = serde_json::from_str(
+        &reqwest::get(format!("http://{}/healthz", racelab.address))
+            .await
+            .expect("healthz")
+            .text()
+            .await
+            .expect("a body"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        (health["postgres"]["up"].as_bool(), health["redis"]["up"].as_bool()),
+        (Some(true), Some(true))
+    );
+    assert_eq!(health["kafka"]["up"], false, "{health}");
+    let why = health["kafka"]["detail"].as_str().unwrap_or_default();
+    assert!(why.contains("cannot start /nonexistent/noida-db"), "{why}");
+    let labs: serde_json::Value = serde_json::from_str(
+        &reqwest::get(format!("http://{}/api/labs", racelab.address))
+            .await
+            .expect("labs")
+            .text()
+            .await
+            .expect("a body"),
+    )
+    .expect("JSON");
+    let down: Vec<(String, String)> = labs
+        .as_array()
+        .expect("labs")
+        .iter()
+        .flat_map(|l| {
+            let id = l["id"].as_str().unwrap_or_default().to_owned();
+            l["down"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |s| (id.clone(), s.to_string()))
+        })
+        .collect();
+    assert_eq!(down, vec![("outbox".to_owned(), "\"kafka\"".to_owned())]);
 
     let mut socket = connect(racelab.address).await;
     send(
