@@ -162,19 +162,42 @@ async fn claiming_the_key_first_makes_the_retry_wait_for_the_answer() {
 
 const IN_PROGRESS: &str = r#"409 {"error":"a request with this Idempotency-Key is still in progress"}"#;
 
+/// The tutorial's five lines (S4): one charge, nineteen copies told 409 three times and replayed
+/// at their fourth attempt. The third 409 is timing: it comes at 0.9 s, 0.1 s before the winner's
+/// one-second charge ends, so a copy starved of CPU for that long (a loaded CI machine) asks
+/// after the end and is replayed at its third attempt instead. Every count still follows from
+/// the twenty copies: `late` copies replayed at attempt 3, the other 19 − late at attempt 4.
 #[tokio::test]
 async fn twenty_copies_with_one_key_charge_once() {
     let run = idempotency("idempotency/parallel-copies", "copies").await;
     let transcript = run.transcript();
-    assert_eq!(transcript.len(), 5, "{transcript:?}");
     let charge = charged(&transcript[0], "   1 attempt 1: ", 1, "").unwrap_or_else(|| panic!("{}", transcript[0]));
-    for (n, line) in transcript.iter().enumerate().take(4).skip(1) {
-        assert_eq!(line, &format!("  19 attempt {n}: {IN_PROGRESS}"));
+    let replayed = |copies: usize, attempt: u32| {
+        format!(
+            r#"{copies:>4} attempt {attempt}: 201 {{"id":1,"amount":2500,"provider_charge_id":"{charge}"}} (replayed)"#
+        )
+    };
+    let refused = |copies: usize, attempt: u32| format!("{copies:>4} attempt {attempt}: {IN_PROGRESS}");
+    let late = transcript
+        .iter()
+        .find_map(|l| {
+            l.strip_suffix(&format!(
+                r#" attempt 3: 201 {{"id":1,"amount":2500,"provider_charge_id":"{charge}"}} (replayed)"#
+            ))
+        })
+        .map_or(0, |n| n.trim().parse::<usize>().unwrap_or(usize::MAX));
+    let mut expected = vec![transcript[0].clone(), refused(19, 1), refused(19, 2)];
+    if late > 0 {
+        println!(
+            "{late} of 19 copies asked a third time after the winner's charge ended (timing; see the doc comment)"
+        );
+        expected.push(replayed(late, 3));
     }
-    assert_eq!(
-        charged(&transcript[4], "  19 attempt 4: ", 1, " (replayed)"),
-        Some(charge.clone())
-    );
+    if late < 19 {
+        expected.push(refused(19 - late, 3));
+        expected.push(replayed(19 - late, 4));
+    }
+    assert_eq!(transcript, expected);
     let (shop, provider) = ledgers(&run);
     assert_eq!(
         (shop, provider),
