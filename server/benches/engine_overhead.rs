@@ -75,6 +75,7 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
         kafka_brokers: "127.0.0.1:9092".into(),
         run_connections: None,
         actor_binary: None,
+        allowed_origins: Vec::new(),
         embedded: false,
         unavailable: Vec::new(),
     };

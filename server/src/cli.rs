@@ -288,7 +288,9 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
     let (stopping_tx, mut stopping) = tokio::sync::watch::channel(false);
     let served = axum::serve(listener, app).with_graceful_shutdown(async move {
         stop.await;
-        tracing::info!("stopping: cancelling runs and cleaning their sandboxes…");
+        tracing::info!(
+            "stopping: no new runs; the runs in flight finish (8 s at most), then every sandbox is cleaned…"
+        );
         let _ = stopping_tx.send(true);
     });
     // Open websockets do not hold the shutdown up for long: the runs behind them are cancelled
@@ -306,7 +308,11 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
             tokio::time::sleep(std::time::Duration::from_secs(5)).await;
         } => ExitCode::SUCCESS,
     };
-    let left = engine.close(std::time::Duration::from_secs(20)).await;
+    // Runs in flight finish if they can within 8 s (inside `docker stop`'s 10 s), then the rest
+    // are cancelled; either way every sandbox is destroyed before exit.
+    let left = engine
+        .close(std::time::Duration::from_secs(8), std::time::Duration::from_secs(20))
+        .await;
     if left > 0 {
         tracing::warn!(
             left,

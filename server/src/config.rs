@@ -27,6 +27,11 @@ pub struct Config {
     /// program.
     #[arg(long, env = "RACELAB_ACTOR_BINARY")]
     pub actor_binary: Option<PathBuf>,
+    /// Pages of other sites allowed to open racelab's websocket (comma-separated origins like
+    /// `https://blog.example`, or `*`). racelab's own pages and its embeds always are, and so
+    /// are clients that send no Origin (the CLI, scripts).
+    #[arg(long, env = "RACELAB_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
     /// Start private PostgreSQL, Redis and broker processes even when system ones run (without
     /// it, only for a service that is not configured and does not answer at its default address).
     #[arg(long)]

@@ -285,3 +285,55 @@ async fn reqwest_json(address: SocketAddr, path: &str) -> Value {
     assert_eq!(status, 200, "{path}: {body}");
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
 }
+
+#[tokio::test]
+async fn a_frame_over_the_limit_gets_close_code_1009_with_a_reason() {
+    let address = server().await;
+    for size in [100 * 1024, 8 * 1024 * 1024] {
+        let mut socket = connect(address).await;
+        // A frame far over the limit: the server hangs up before reading its rest.
+        let _ = socket.send(Message::Text("x".repeat(size).into())).await;
+        let close = loop {
+            match tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                futures_util::StreamExt::next(&mut socket),
+            )
+            .await
+            .expect("an answer in time")
+            {
+                Some(Ok(Message::Close(frame))) => break frame,
+                Some(Ok(_)) => continue,
+                other => panic!("{size} bytes: the socket dropped without a close frame: {other:?}"),
+            }
+        };
+        let close = close.expect("a close frame with a code");
+        assert_eq!(u16::from(close.code), 1009, "{size} bytes");
+        assert!(close.reason.contains("64 KiB"), "{:?}", close.reason);
+    }
+}
+
+#[tokio::test]
+async fn only_racelabs_own_pages_and_allowed_sites_open_the_socket() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let address = server().await;
+    let open = |origin: Option<String>| async move {
+        let mut request = format!("ws://{address}/ws").into_client_request().expect("a request");
+        if let Some(origin) = origin {
+            request
+                .headers_mut()
+                .insert("origin", origin.parse().expect("a header"));
+        }
+        match tokio_tungstenite::connect_async(request).await {
+            Ok(_) => 101,
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => response.status().as_u16(),
+            Err(other) => panic!("{other}"),
+        }
+    };
+    assert_eq!(open(Some(format!("http://{address}"))).await, 101, "racelab's own page");
+    assert_eq!(open(None).await, 101, "a client that is not a page");
+    assert_eq!(
+        open(Some("https://evil.example".into())).await,
+        403,
+        "another site's page"
+    );
+}

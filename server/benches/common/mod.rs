@@ -24,6 +24,7 @@ pub fn config() -> Config {
         kafka_brokers: env_or("KAFKA_BROKERS", "127.0.0.1:9092"),
         run_connections: None,
         actor_binary: Some(env!("CARGO_BIN_EXE_racelab").into()),
+        allowed_origins: Vec::new(),
         embedded: false,
         unavailable: Vec::new(),
     }

@@ -29,11 +29,15 @@ pub struct Engine {
     pub(crate) live: LiveRuns,
 }
 
-/// The runs in flight, so that a server asked to stop can cancel them and wait until each has
-/// cleaned its sandbox, instead of leaving schemas, keys and processes for the next sweep.
+/// The runs in flight, so that a server asked to stop can let them finish (for a while), cancel
+/// the rest, and wait until each has cleaned its sandbox, instead of leaving schemas, keys and
+/// processes for the next sweep.
 pub(crate) struct LiveRuns {
     count: watch::Sender<usize>,
+    /// No new run starts, and queued ones are cancelled.
     closing: watch::Sender<bool>,
+    /// Running ones are cancelled too.
+    cancelling: watch::Sender<bool>,
 }
 
 impl Default for LiveRuns {
@@ -41,6 +45,7 @@ impl Default for LiveRuns {
         LiveRuns {
             count: watch::Sender::new(0),
             closing: watch::Sender::new(false),
+            cancelling: watch::Sender::new(false),
         }
     }
 }
@@ -61,10 +66,10 @@ impl Drop for LiveRun<'_> {
     }
 }
 
-/// Resolves once the engine is closing.
-async fn closing(mut closing: watch::Receiver<bool>) {
+/// Resolves once `flag` is set (the engine is closing, or cancelling its runs).
+async fn raised(mut flag: watch::Receiver<bool>) {
     // The sender lives in the engine, which outlives every run.
-    let _ = closing.wait_for(|closing| *closing).await;
+    let _ = flag.wait_for(|raised| *raised).await;
 }
 
 /// What the client can ask of a running run.
@@ -140,12 +145,15 @@ impl Engine {
         &self.reach.services
     }
 
-    /// Refuses new runs, cancels every run in flight, and waits (at most `grace`) until each has
+    /// Drains the engine: refuses new runs and cancels queued ones, lets running ones finish for
+    /// at most `finish`, then cancels the rest and waits (at most `cleanup`) until each has
     /// destroyed its sandbox. Returns how many runs were still live at the end (0 normally).
-    pub async fn close(&self, grace: Duration) -> usize {
+    pub async fn close(&self, finish: Duration, cleanup: Duration) -> usize {
         self.live.closing.send_replace(true);
         let mut count = self.live.count.subscribe();
-        let _ = tokio::time::timeout(grace, count.wait_for(|n| *n == 0)).await;
+        let _ = tokio::time::timeout(finish, count.wait_for(|n| *n == 0)).await;
+        self.live.cancelling.send_replace(true);
+        let _ = tokio::time::timeout(cleanup, count.wait_for(|n| *n == 0)).await;
         *count.borrow()
     }
 
@@ -212,7 +220,7 @@ impl Engine {
         let budget = scenario.budget(&variant);
         let admitted = tokio::select! {
             admitted = self.admission.enter(budget, |position| { let _ = updates.send(ServerMsg::Queued { position }); }) => admitted,
-            () = closing(self.live.closing.subscribe()) => {
+            () = raised(self.live.closing.subscribe()) => {
                 let _ = updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
                 return;
             }
@@ -293,7 +301,7 @@ impl Engine {
                 let mut task = tokio::spawn(async move { scenario.play(&run, &variant).await });
                 let limit = tokio::time::sleep(self.limits.max_duration);
                 tokio::pin!(limit);
-                let shutdown = closing(self.live.closing.subscribe());
+                let shutdown = raised(self.live.cancelling.subscribe());
                 tokio::pin!(shutdown);
                 let mut finished = false;
                 let outcome = loop {

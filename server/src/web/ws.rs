@@ -10,8 +10,9 @@ use crate::engine::{RunHandle, StartError};
 use crate::labs;
 use axum::Router;
 use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::response::Response;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use shared::{ClientFrame, ClientMsg, ErrorCode, Mode, PROTOCOL_VERSION, ServerFrame, ServerMsg};
 
@@ -22,7 +23,19 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/ws", get(upgrade))
 }
 
-async fn upgrade(ws: WebSocketUpgrade, State(state): State<AppState>) -> Response {
+/// The close code for a frame over the limit (RFC 6455: "message too big").
+const TOO_BIG: u16 = 1009;
+
+async fn upgrade(ws: WebSocketUpgrade, headers: HeaderMap, State(state): State<AppState>) -> Response {
+    let origin = headers.get("origin").and_then(|v| v.to_str().ok());
+    let host = headers.get("host").and_then(|v| v.to_str().ok());
+    if !origin_allowed(origin, host, &state.config.allowed_origins) {
+        return (
+            StatusCode::FORBIDDEN,
+            "this page's origin may not open racelab's websocket (RACELAB_ALLOWED_ORIGINS)",
+        )
+            .into_response();
+    }
     // Both limits: tungstenite reads a whole frame before it checks the message size.
     ws.max_message_size(MAX_FRAME)
         .max_frame_size(MAX_FRAME)
@@ -35,6 +48,13 @@ async fn serve(mut socket: WebSocket, state: AppState) {
         tokio::select! {
             incoming = socket.recv() => {
                 let reply = match incoming {
+                    Some(Err(e)) if too_big(&e) => {
+                        // The rest of the frame is never read: say why, then hang up.
+                        let reason = format!("frames are at most {} KiB", MAX_FRAME / 1024);
+                        let close = CloseFrame { code: TOO_BIG, reason: reason.into() };
+                        let _ = socket.send(Message::Close(Some(close))).await;
+                        break;
+                    }
                     None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
                     Some(Ok(Message::Text(text))) => act(text.as_str(), &mut run, &state).await,
                     Some(Ok(Message::Binary(_))) => Some(error(ErrorCode::BadFrame, "frames are JSON text, not binary")),
@@ -189,5 +209,59 @@ mod tests {
             ErrorCode::BadFrame
         );
         assert!(parse(r#"{"v":1,"type":"next"}"#).is_ok());
+    }
+}
+
+/// Whether a socket error is a frame over the size limit.
+fn too_big(error: &axum::Error) -> bool {
+    matches!(
+        std::error::Error::source(error).and_then(|inner| inner.downcast_ref::<tungstenite::Error>()),
+        Some(tungstenite::Error::Capacity(_))
+    )
+}
+
+/// A browser page may open the socket if it is racelab's own (its origin names the host the
+/// request came to) or an allowed one; a client that sends no Origin is not a page.
+fn origin_allowed(origin: Option<&str>, host: Option<&str>, allowed: &[String]) -> bool {
+    let Some(origin) = origin else { return true };
+    let authority = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+    host.is_some_and(|host| authority.eq_ignore_ascii_case(host))
+        || allowed
+            .iter()
+            .any(|a| a == "*" || a.trim_end_matches('/').eq_ignore_ascii_case(origin))
+}
+
+#[cfg(test)]
+mod origin_tests {
+    use super::origin_allowed;
+
+    #[test]
+    fn racelabs_own_pages_and_allowed_sites_may_open_the_socket() {
+        let blog = vec!["https://blog.example".to_owned()];
+        assert!(
+            origin_allowed(None, Some("racelab.example"), &[]),
+            "a script sends no Origin"
+        );
+        assert!(origin_allowed(
+            Some("https://racelab.example:8080"),
+            Some("racelab.example:8080"),
+            &[]
+        ));
+        assert!(!origin_allowed(
+            Some("https://evil.example"),
+            Some("racelab.example"),
+            &blog
+        ));
+        assert!(origin_allowed(
+            Some("https://blog.example"),
+            Some("racelab.example"),
+            &blog
+        ));
+        assert!(origin_allowed(
+            Some("https://any.example"),
+            Some("racelab.example"),
+            &["*".to_owned()]
+        ));
+        assert!(!origin_allowed(Some("null"), Some("racelab.example"), &blog));
     }
 }

@@ -42,6 +42,7 @@ pub fn config() -> Config {
         run_connections: None,
         // The tests are not the racelab binary: child-process actors start the real one.
         actor_binary: Some(env!("CARGO_BIN_EXE_racelab").into()),
+        allowed_origins: Vec::new(),
         embedded: false,
         unavailable: Vec::new(),
     }

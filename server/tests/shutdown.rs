@@ -1,0 +1,91 @@
+//! SIGTERM drains `racelab serve`: no new run starts, the runs in flight get a few seconds to
+//! finish, the rest are cancelled, every sandbox is destroyed, and only then does racelab exit.
+
+mod common;
+
+use common::socket::{connect, is_type, receive, receive_until, send, start};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+#[tokio::test]
+async fn sigterm_refuses_new_runs_cancels_a_waiting_one_and_cleans_its_sandbox() {
+    let _slot = common::db_slot().await;
+    let port = racelab::embedded::process::free_port().expect("a free port");
+    let config = common::config();
+    let mut racelab = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
+        .arg("serve")
+        .env("PORT", port.to_string())
+        .env("RACELAB_BIND", "127.0.0.1")
+        .env("RACELAB_DIST", "no-such-dist")
+        .env("DATABASE_URL", &config.database_url)
+        .env("REDIS_URL", &config.redis_url)
+        // Configured, so no private broker is started for a test of the isolation lab.
+        .env("KAFKA_BROKERS", &config.kafka_brokers)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("racelab serve starts");
+    let mut lines = BufReader::new(racelab.stderr.take().expect("stderr")).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("racelab is ready") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(ready, Ok(true), "racelab became ready");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+
+    // A reader stepping through write skew: it waits for "next" that never comes.
+    let mut stepping = connect(address).await;
+    let run_id = start(&mut stepping, "isolation/write-skew", "read-committed", "step").await;
+    receive_until(&mut stepping, |f| f["event"]["type"] == "paused").await;
+    let mut late = connect(address).await;
+
+    let pid = racelab.id().expect("running") as i32;
+    // SAFETY: kill(2) of our own child.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let asked = Instant::now();
+
+    // A reader who presses Run now is told why nothing starts.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    send(
+        &mut late,
+        json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "serializable"}),
+    )
+    .await;
+    let refused = receive(&mut late).await;
+    assert_eq!(
+        (refused["type"].as_str(), refused["code"].as_str()),
+        (Some("error"), Some("shutting_down")),
+        "{refused}"
+    );
+
+    // The waiting run gets its time to finish, is cancelled, and says so.
+    let done = receive_until(&mut stepping, |f| is_type(f, "done")).await;
+    assert_eq!(done.last().expect("done")["outcome"]["status"], "cancelled");
+    let waited = asked.elapsed();
+    assert!(
+        waited >= Duration::from_secs(7),
+        "cancelled after {waited:?}: before its time to finish"
+    );
+
+    let status = tokio::time::timeout(Duration::from_secs(40), racelab.wait())
+        .await
+        .expect("racelab exits")
+        .expect("an exit status");
+    assert!(status.success(), "{status}");
+    // Exited only after the sandbox was gone.
+    let mut inspector = common::inspector().await;
+    assert_eq!(
+        common::leftovers(&mut inspector, &run_id, false).await,
+        common::Leftovers::NONE
+    );
+}
