@@ -11,7 +11,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// A racelab started with `--embedded`, and the log lines it printed until it was ready.
@@ -42,27 +41,10 @@ async fn start_embedded(base: &Path) -> Racelab {
         .kill_on_drop(true)
         .spawn()
         .expect("racelab starts");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let mut startup = Vec::new();
-    let ready = tokio::time::timeout(Duration::from_secs(90), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let done = line.contains("racelab is ready");
-            startup.push(line);
-            if done {
-                return true;
-            }
-        }
-        false
-    })
-    .await;
-    assert_eq!(
-        ready,
-        Ok(true),
-        "racelab never became ready; it said:\n{}",
-        startup.join("\n")
-    );
-    // Keep draining stderr, so racelab never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let startup = match common::until_ready(&mut child).await {
+        Ok(said) => said,
+        Err(said) => panic!("racelab never became ready; it said:\n{}", said.join("\n")),
+    };
     Racelab {
         child,
         address: SocketAddr::from(([127, 0, 0, 1], port)),
@@ -95,6 +77,14 @@ impl Racelab {
             .expect("racelab exits in time")
             .expect("exit status")
     }
+}
+
+/// `path`'s JSON body.
+async fn get_json(address: SocketAddr, path: &str) -> serde_json::Value {
+    let response = reqwest::get(format!("http://{address}{path}"))
+        .await
+        .expect("racelab answers");
+    serde_json::from_str(&response.text().await.expect("a body")).expect("JSON")
 }
 
 /// The instance directories under `base` (one per racelab that has not cleaned up).
@@ -165,15 +155,7 @@ async fn a_private_playground_plays_write_skew_and_leaves_nothing_when_stopped()
     assert!(pids.len() >= 2, "PostgreSQL and Redis at least: {pids:?}");
 
     // The missing broker is down with the reason, and the lab that needs it says so.
-    let health: serde_json::Value = serde_json::from_str(
-        &reqwest::get(format!("http://{}/healthz", racelab.address))
-            .await
-            .expect("healthz")
-            .text()
-            .await
-            .expect("a body"),
-    )
-    .expect("JSON");
+    let health = get_json(racelab.address, "/healthz").await;
     assert_eq!(
         (health["postgres"]["up"].as_bool(), health["redis"]["up"].as_bool()),
         (Some(true), Some(true))
@@ -181,15 +163,7 @@ async fn a_private_playground_plays_write_skew_and_leaves_nothing_when_stopped()
     assert_eq!(health["kafka"]["up"], false, "{health}");
     let why = health["kafka"]["detail"].as_str().unwrap_or_default();
     assert!(why.contains("cannot start /nonexistent/noida-db"), "{why}");
-    let labs: serde_json::Value = serde_json::from_str(
-        &reqwest::get(format!("http://{}/api/labs", racelab.address))
-            .await
-            .expect("labs")
-            .text()
-            .await
-            .expect("a body"),
-    )
-    .expect("JSON");
+    let labs = get_json(racelab.address, "/api/labs").await;
     let down: Vec<(String, String)> = labs
         .as_array()
         .expect("labs")

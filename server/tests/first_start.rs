@@ -77,7 +77,6 @@ impl FreshServer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_cli_runs_and_two_servers_started_at_once_on_a_fresh_server_all_work() {
     use std::process::Stdio;
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let fresh = FreshServer::start("first-start").await;
     let racelab = || {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"));
@@ -124,20 +123,7 @@ async fn twenty_cli_runs_and_two_servers_started_at_once_on_a_fresh_server_all_w
         }
     }
     for (port, mut server) in servers {
-        let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
-        let mut said = Vec::new();
-        let ready = tokio::time::timeout(std::time::Duration::from_secs(60), async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                let ready = line.contains("racelab is ready");
-                said.push(line);
-                if ready {
-                    return true;
-                }
-            }
-            false
-        })
-        .await;
-        if ready != Ok(true) {
+        if let Err(said) = common::until_ready(&mut server).await {
             failures.push(format!(
                 "the server on port {port} never became ready:\n{}",
                 said.join("\n")

@@ -8,7 +8,6 @@ use serde_json::json;
 use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 #[tokio::test]
 async fn sigterm_refuses_new_runs_cancels_a_waiting_one_and_cleans_its_sandbox() {
@@ -29,18 +28,7 @@ async fn sigterm_refuses_new_runs_cancels_a_waiting_one_and_cleans_its_sandbox()
         .kill_on_drop(true)
         .spawn()
         .expect("racelab serve starts");
-    let mut lines = BufReader::new(racelab.stderr.take().expect("stderr")).lines();
-    let ready = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if line.contains("racelab is ready") {
-                return true;
-            }
-        }
-        false
-    })
-    .await;
-    assert_eq!(ready, Ok(true), "racelab became ready");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    assert!(common::until_ready(&mut racelab).await.is_ok(), "racelab became ready");
     let address = SocketAddr::from(([127, 0, 0, 1], port));
 
     // A reader stepping through write skew: it waits for "next" that never comes.

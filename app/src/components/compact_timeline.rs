@@ -6,7 +6,7 @@
 
 use super::step_card::StepCard;
 use super::swimlane::SwimlaneHeads;
-use super::timeline::CrowdStrip;
+use super::timeline::UnseenCrowd;
 use leptos::prelude::*;
 use shared::compact::{self, Tone};
 use shared::timeline::{Card, Row, Timeline};
@@ -57,12 +57,7 @@ fn line_view(lane: &str, row: &Row) -> AnyView {
 pub fn CompactTimeline(timeline: Signal<Timeline>) -> impl IntoView {
     let lanes = move || timeline.with(|t| t.lanes.len()).max(1);
     view! {
-        {move || {
-            timeline.with(|t| {
-                let unseen = t.crowd.iter().any(|m| !t.lanes.iter().any(|l| l.name == m.name));
-                unseen.then(|| view! { <CrowdStrip crowd=t.crowd.clone() /> })
-            })
-        }}
+        <UnseenCrowd timeline=timeline />
         <section class="rl-compact" style=move || format!("--lanes: {}", lanes()) aria-label="Timeline">
             <SwimlaneHeads lanes=Signal::derive(move || timeline.with(|t| t.lanes.clone())) />
             {move || {

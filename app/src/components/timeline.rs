@@ -12,7 +12,7 @@ use shared::timeline::{CrowdMember, Timeline};
 /// Every caller that took a lease, one small cell each, the current holder lit: the lanes show a
 /// few of fifty racing requests, the strip shows them all.
 #[component]
-pub fn CrowdStrip(crowd: Vec<CrowdMember>) -> impl IntoView {
+fn CrowdStrip(crowd: Vec<CrowdMember>) -> impl IntoView {
     let holding = crowd
         .iter()
         .filter(|m| m.holds)
@@ -62,16 +62,23 @@ pub fn CrowdStrip(crowd: Vec<CrowdMember>) -> impl IntoView {
     }
 }
 
+/// The crowd strip, when some callers that took a lease have no lane of their own (both the
+/// detailed and the compact timeline show it above their lanes).
+#[component]
+pub fn UnseenCrowd(timeline: Signal<Timeline>) -> impl IntoView {
+    move || {
+        timeline.with(|t| {
+            let unseen = t.crowd.iter().any(|m| !t.lanes.iter().any(|l| l.name == m.name));
+            unseen.then(|| view! { <CrowdStrip crowd=t.crowd.clone() /> })
+        })
+    }
+}
+
 #[component]
 pub fn TimelineView(timeline: Signal<Timeline>) -> impl IntoView {
     let lanes = move || timeline.with(|t| t.lanes.len()).max(1);
     view! {
-        {move || {
-            timeline.with(|t| {
-                let unseen = t.crowd.iter().any(|m| !t.lanes.iter().any(|l| l.name == m.name));
-                unseen.then(|| view! { <CrowdStrip crowd=t.crowd.clone() /> })
-            })
-        }}
+        <UnseenCrowd timeline=timeline />
         <section class="rl-timeline" style=move || format!("--lanes: {}", lanes()) aria-label="Timeline">
             <SwimlaneHeads lanes=Signal::derive(move || timeline.with(|t| t.lanes.clone())) />
             {move || {

@@ -406,3 +406,28 @@ pub async fn server_with_dist(dist: &std::path::Path) -> SocketAddr {
     tokio::spawn(async move { axum::serve(listener, app).await });
     address
 }
+
+/// Reads a `racelab serve` child's stderr until it says it is ready (at most 90 s). Returns the
+/// lines it printed until then, as `Ok` if it became ready, `Err` if it exited or took too
+/// long; its stderr is drained from then on, so it never blocks on a full pipe.
+pub async fn until_ready(child: &mut tokio::process::Child) -> Result<Vec<String>, Vec<String>> {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let Some(stderr) = child.stderr.take() else {
+        return Err(vec!["racelab's stderr is not piped".into()]);
+    };
+    let mut lines = BufReader::new(stderr).lines();
+    let mut said = Vec::new();
+    let ready = tokio::time::timeout(Duration::from_secs(90), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let ready = line.contains("racelab is ready");
+            said.push(line);
+            if ready {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    if ready == Ok(true) { Ok(said) } else { Err(said) }
+}
