@@ -76,6 +76,7 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
         run_connections: None,
         actor_binary: None,
         allowed_origins: Vec::new(),
+        reader_backlog: 1_024,
         embedded: false,
         unavailable: Vec::new(),
     };

@@ -27,6 +27,10 @@ pub struct Config {
     /// program.
     #[arg(long, env = "RACELAB_ACTOR_BINARY")]
     pub actor_binary: Option<PathBuf>,
+    /// How many messages a reader may leave unread before its run is cancelled and it is told
+    /// it fell behind (the longest run sends about 220).
+    #[arg(long, env = "RACELAB_READER_BACKLOG", default_value_t = 1_024)]
+    pub reader_backlog: usize,
     /// Pages of other sites allowed to open racelab's websocket (comma-separated origins like
     /// `https://blog.example`, or `*`). racelab's own pages and its embeds always are, and so
     /// are clients that send no Origin (the CLI, scripts).

@@ -52,7 +52,10 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
             source,
         })?;
     sqlx::migrate!("../migrations").run(&pool).await?;
-    let limits = Limits::default();
+    let limits = Limits {
+        reader_backlog: config.reader_backlog,
+        ..Limits::default()
+    };
     let services = Services {
         pool: pool.clone(),
         redis: redis::Client::open(config.redis_url.as_str()).map_err(StartupError::BadRedisUrl)?,

@@ -93,3 +93,46 @@ async fn a_full_server_queues_the_next_run_and_tells_it_its_place() {
     }
     assert!(second_ran, "the queued run played once the first was cancelled");
 }
+
+/// A reader that stops reading cannot make the server hold its run: past its backlog the run is
+/// cancelled and cleaned, the messages end without `done`, and the handle says why.
+#[tokio::test]
+async fn a_reader_that_stops_reading_has_its_run_cancelled_and_cleaned() {
+    let _slot = common::db_slot().await;
+    let mut config = common::config();
+    config.reader_backlog = 8;
+    let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("engine"));
+    let scenario = racelab::labs::find("isolation/write-skew").expect("write skew");
+    let mut handle = engine
+        .start(scenario, "serializable", Mode::Auto)
+        .await
+        .expect("started");
+    let run_id = loop {
+        match handle.updates.recv().await.expect("started") {
+            ServerMsg::Started { run_id } => break run_id,
+            _ => continue,
+        }
+    };
+    // Not another message read until the run has ended and its sandbox is gone.
+    assert_eq!(common::wait_until_clean(&run_id).await, common::Leftovers::NONE);
+    let mut unread = Vec::new();
+    while let Ok(message) = tokio::time::timeout(Duration::from_secs(5), handle.updates.recv()).await {
+        match message {
+            Some(message) => unread.push(message),
+            None => break,
+        }
+    }
+    assert!(handle.fell_behind(), "the handle says the reader fell behind");
+    assert_eq!(unread.len(), 8, "exactly the backlog was kept for it");
+    assert!(
+        !unread.iter().any(|m| matches!(m, ServerMsg::Done { .. })),
+        "no done after the backlog"
+    );
+    let mut inspector = common::inspector().await;
+    let outcome: String = sqlx::query_scalar("SELECT outcome->>'status' FROM runs WHERE id = $1")
+        .bind(&run_id)
+        .fetch_one(&mut inspector)
+        .await
+        .expect("the run is stored");
+    assert_eq!(outcome, "cancelled");
+}

@@ -69,6 +69,8 @@ pub enum ErrorCode {
     ServiceDown,
     /// The server is stopping: no new run starts.
     ShuttingDown,
+    /// The reader left too many messages unread: its run was cancelled and cleaned.
+    TooSlow,
 }
 
 /// Server → client.

@@ -25,6 +25,7 @@ pub fn config() -> Config {
         run_connections: None,
         actor_binary: Some(env!("CARGO_BIN_EXE_racelab").into()),
         allowed_origins: Vec::new(),
+        reader_backlog: 1_024,
         embedded: false,
         unavailable: Vec::new(),
     }

@@ -35,6 +35,9 @@ pub struct Limits {
     pub block_timeout: Duration,
     /// The longest a run may last, step mode included.
     pub max_duration: Duration,
+    /// How many messages a reader may leave unread before it counts as gone: its run is
+    /// cancelled and cleaned, and it is told why. The longest run sends about 220.
+    pub reader_backlog: usize,
 }
 
 impl Default for Limits {
@@ -45,6 +48,7 @@ impl Default for Limits {
             idle_in_transaction_timeout: Duration::from_secs(600),
             block_timeout: Duration::from_secs(5),
             max_duration: Duration::from_secs(900),
+            reader_backlog: 1_024,
         }
     }
 }

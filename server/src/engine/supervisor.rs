@@ -14,6 +14,7 @@ use crate::sandbox::{self, Sandbox};
 use crate::store::Store;
 use shared::{Event, EventKind, Mode, Outcome, ServerMsg, Service};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use thiserror::Error;
 use tokio::sync::{mpsc, watch};
@@ -81,9 +82,11 @@ enum Control {
 
 /// A started run, seen from its client (the websocket or the CLI). Dropping it cancels the run.
 pub struct RunHandle {
-    /// Queue position, start, events and done, in order. Ends after `Done`.
-    pub updates: mpsc::UnboundedReceiver<ServerMsg>,
+    /// Queue position, start, events and done, in order. Ends after `Done`, or early if the
+    /// reader fell behind (see [`RunHandle::fell_behind`]).
+    pub updates: mpsc::Receiver<ServerMsg>,
     control: mpsc::UnboundedSender<Control>,
+    lagged: Arc<AtomicBool>,
     pub mode: Mode,
 }
 
@@ -96,6 +99,35 @@ impl RunHandle {
     /// Stops the run; its sandbox is cleaned and a `Done { Cancelled }` follows.
     pub fn cancel(&self) {
         let _ = self.control.send(Control::Cancel);
+    }
+
+    /// Whether the reader left more than [`Limits::reader_backlog`] messages unread, so the run
+    /// was cancelled (and cleaned) and `updates` ended without its `Done`.
+    pub fn fell_behind(&self) -> bool {
+        self.lagged.load(Ordering::SeqCst)
+    }
+}
+
+/// The way to a run's reader: bounded, so a reader who stops reading cannot make the server
+/// hold the run in memory for it; once the backlog is full the reader has fallen behind.
+struct ReaderLink {
+    tx: mpsc::Sender<ServerMsg>,
+    lagged: Arc<AtomicBool>,
+}
+
+impl ReaderLink {
+    /// Sends `message` unless the reader has fallen behind (then it is dropped and marked).
+    fn send(&self, message: ServerMsg) {
+        if self.fell_behind() {
+            return;
+        }
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(message) {
+            self.lagged.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn fell_behind(&self) -> bool {
+        self.lagged.load(Ordering::SeqCst)
     }
 }
 
@@ -199,13 +231,23 @@ impl Engine {
                 });
             }
         }
-        let (updates_tx, updates) = mpsc::unbounded_channel();
+        let (updates_tx, updates) = mpsc::channel(self.limits.reader_backlog.max(1));
+        let lagged = Arc::new(AtomicBool::new(false));
         let (control, control_rx) = mpsc::unbounded_channel();
+        let link = ReaderLink {
+            tx: updates_tx,
+            lagged: lagged.clone(),
+        };
         tokio::spawn(
             self.clone()
-                .supervise(scenario, variant.to_owned(), mode, updates_tx, control_rx),
+                .supervise(scenario, variant.to_owned(), mode, link, control_rx),
         );
-        Ok(RunHandle { updates, control, mode })
+        Ok(RunHandle {
+            updates,
+            control,
+            lagged,
+            mode,
+        })
     }
 
     async fn supervise(
@@ -213,24 +255,24 @@ impl Engine {
         scenario: &'static dyn Scenario,
         variant: String,
         mode: Mode,
-        updates: mpsc::UnboundedSender<ServerMsg>,
+        updates: ReaderLink,
         mut control: mpsc::UnboundedReceiver<Control>,
     ) {
         let _live = self.live.enter();
         let budget = scenario.budget(&variant);
         let admitted = tokio::select! {
-            admitted = self.admission.enter(budget, |position| { let _ = updates.send(ServerMsg::Queued { position }); }) => admitted,
+            admitted = self.admission.enter(budget, |position| updates.send(ServerMsg::Queued { position })) => admitted,
             () = raised(self.live.closing.subscribe()) => {
-                let _ = updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
+                updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
                 return;
             }
             () = cancelled(&mut control) => {
-                let _ = updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
+                updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
                 return;
             }
         };
         let run_id = sandbox::new_run_id();
-        let _ = updates.send(ServerMsg::Started { run_id: run_id.clone() });
+        updates.send(ServerMsg::Started { run_id: run_id.clone() });
         let mut pipe = EventPipe::new(&updates);
         let info = scenario.info();
         pipe.sink.emit(EventKind::RunStarted {
@@ -259,7 +301,7 @@ impl Engine {
         if let Err(error) = self.store.save(&run_id, &info.id, &variant, &outcome, &events).await {
             tracing::warn!(run = %run_id, %error, "could not store the run");
         }
-        let _ = updates.send(ServerMsg::Done { run_id, outcome });
+        updates.send(ServerMsg::Done { run_id, outcome });
     }
 
     /// Creates the sandbox, plays the scenario on its own task, and destroys the sandbox.
@@ -306,7 +348,13 @@ impl Engine {
                 let mut finished = false;
                 let outcome = loop {
                     tokio::select! {
-                        Some(event) = pipe.events_rx.recv() => pipe.forward(event),
+                        Some(event) = pipe.events_rx.recv() => {
+                            pipe.forward(event);
+                            // A reader this far behind is gone: its run stops and is cleaned.
+                            if pipe.updates.fell_behind() {
+                                break Outcome::Cancelled;
+                            }
+                        }
                         joined = &mut task => break {
                             finished = true;
                             match joined {
@@ -345,12 +393,12 @@ impl Engine {
 struct EventPipe<'a> {
     sink: Arc<EventSink>,
     events_rx: mpsc::UnboundedReceiver<Event>,
-    updates: &'a mpsc::UnboundedSender<ServerMsg>,
+    updates: &'a ReaderLink,
     kept: Vec<Event>,
 }
 
 impl<'a> EventPipe<'a> {
-    fn new(updates: &'a mpsc::UnboundedSender<ServerMsg>) -> Self {
+    fn new(updates: &'a ReaderLink) -> Self {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         EventPipe {
             sink: Arc::new(EventSink::new(events_tx)),
@@ -362,7 +410,7 @@ impl<'a> EventPipe<'a> {
 
     fn forward(&mut self, event: Event) {
         self.kept.push(event.clone());
-        let _ = self.updates.send(ServerMsg::Event { event });
+        self.updates.send(ServerMsg::Event { event });
     }
 
     /// Forwards what is still queued and returns every event of the run, in order.

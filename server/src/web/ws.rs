@@ -67,7 +67,16 @@ async fn serve(mut socket: WebSocket, state: AppState) {
                 }
             }
             update = next_update(&mut run) => {
-                let Some(update) = update else { run = None; continue };
+                let Some(update) = update else {
+                    // The run's messages ended without `done`: this reader fell too far behind.
+                    if run.as_ref().is_some_and(RunHandle::fell_behind) {
+                        let told = error(ErrorCode::TooSlow, "this page fell too far behind the run's messages, so the run was cancelled and cleaned up; run it again");
+                        let _ = send(&mut socket, told).await;
+                        break;
+                    }
+                    run = None;
+                    continue;
+                };
                 let finished = matches!(update, ServerMsg::Done { .. });
                 if !send(&mut socket, update).await {
                     break;

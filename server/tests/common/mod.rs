@@ -43,6 +43,7 @@ pub fn config() -> Config {
         // The tests are not the racelab binary: child-process actors start the real one.
         actor_binary: Some(env!("CARGO_BIN_EXE_racelab").into()),
         allowed_origins: Vec::new(),
+        reader_backlog: 1_024,
         embedded: false,
         unavailable: Vec::new(),
     }
