@@ -77,6 +77,7 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
         actor_binary: None,
         allowed_origins: Vec::new(),
         reader_backlog: 1_024,
+        max_queue: 500,
         embedded: false,
         unavailable: Vec::new(),
     };

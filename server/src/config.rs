@@ -31,6 +31,10 @@ pub struct Config {
     /// it fell behind (the longest run sends about 220).
     #[arg(long, env = "RACELAB_READER_BACKLOG", default_value_t = 1_024)]
     pub reader_backlog: usize,
+    /// How many runs may wait in line at once; past it a start is refused with "busy, try
+    /// again in N s" instead of waiting silently.
+    #[arg(long, env = "RACELAB_MAX_QUEUE", default_value_t = 500)]
+    pub max_queue: usize,
     /// Pages of other sites allowed to open racelab's websocket (comma-separated origins like
     /// `https://blog.example`, or `*`). racelab's own pages and its embeds always are, and so
     /// are clients that send no Origin (the CLI, scripts).

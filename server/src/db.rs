@@ -54,6 +54,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
     sqlx::migrate!("../migrations").run(&pool).await?;
     let limits = Limits {
         reader_backlog: config.reader_backlog,
+        max_queue: config.max_queue,
         ..Limits::default()
     };
     let services = Services {
@@ -99,6 +100,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         limits,
         server_version,
         live: Default::default(),
+        pace: Default::default(),
     })
 }
 

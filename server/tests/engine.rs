@@ -113,7 +113,25 @@ async fn a_reader_that_stops_reading_has_its_run_cancelled_and_cleaned() {
             _ => continue,
         }
     };
-    // Not another message read until the run has ended and its sandbox is gone.
+    // Not another message read until the run has ended: it is stored last, after its cleanup.
+    let mut inspector = common::inspector().await;
+    let mut outcome = None;
+    for _ in 0..300 {
+        outcome = sqlx::query_scalar::<_, String>("SELECT outcome->>'status' FROM runs WHERE id = $1")
+            .bind(&run_id)
+            .fetch_optional(&mut inspector)
+            .await
+            .expect("the store answers");
+        if outcome.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        outcome.as_deref(),
+        Some("cancelled"),
+        "the run was cancelled for its slow reader"
+    );
     assert_eq!(common::wait_until_clean(&run_id).await, common::Leftovers::NONE);
     let mut unread = Vec::new();
     while let Ok(message) = tokio::time::timeout(Duration::from_secs(5), handle.updates.recv()).await {
@@ -128,11 +146,53 @@ async fn a_reader_that_stops_reading_has_its_run_cancelled_and_cleaned() {
         !unread.iter().any(|m| matches!(m, ServerMsg::Done { .. })),
         "no done after the backlog"
     );
-    let mut inspector = common::inspector().await;
-    let outcome: String = sqlx::query_scalar("SELECT outcome->>'status' FROM runs WHERE id = $1")
-        .bind(&run_id)
-        .fetch_one(&mut inspector)
+}
+
+/// Past the line's cap a start is refused at once with when to come back, instead of a long
+/// silent wait; the runs already in line are untouched.
+#[tokio::test]
+async fn a_start_past_a_full_line_is_told_to_come_back_later() {
+    let _slot = common::db_slot().await;
+    let mut config = common::config();
+    // Room for one write skew at a time (alice, bob and the monitor), and one in line.
+    config.run_connections = Some(3);
+    config.max_queue = 1;
+    let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("engine"));
+    let scenario = racelab::labs::find("isolation/write-skew").expect("write skew");
+    // The first run holds the room: a reader stepping through it, thinking.
+    let mut playing = engine
+        .start(scenario, "serializable", Mode::Step)
         .await
-        .expect("the run is stored");
-    assert_eq!(outcome, "cancelled");
+        .expect("started");
+    let run_id = loop {
+        if let Some(ServerMsg::Started { run_id }) = playing.updates.recv().await {
+            break run_id;
+        }
+    };
+    let mut waiting = engine
+        .start(scenario, "serializable", Mode::Auto)
+        .await
+        .expect("queued");
+    assert!(
+        matches!(waiting.updates.recv().await, Some(ServerMsg::Queued { position: 1 })),
+        "the second run waits first in line"
+    );
+    match engine.start(scenario, "serializable", Mode::Auto).await {
+        Err(racelab::engine::StartError::QueueFull { waiting, retry_after_s }) => {
+            assert_eq!(waiting, 1);
+            assert!(retry_after_s >= 1, "{retry_after_s}");
+        }
+        Err(other) => panic!("refused for another reason: {other}"),
+        Ok(_) => panic!("a third run was queued past the cap"),
+    }
+    // Once the first run ends, the one in line plays to its end.
+    playing.cancel();
+    let outcome = loop {
+        match waiting.updates.recv().await.expect("the waiting run's messages") {
+            ServerMsg::Done { outcome, .. } => break outcome,
+            _ => continue,
+        }
+    };
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(common::wait_until_clean(&run_id).await, common::Leftovers::NONE);
 }

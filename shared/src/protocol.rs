@@ -69,6 +69,8 @@ pub enum ErrorCode {
     ServiceDown,
     /// The server is stopping: no new run starts.
     ShuttingDown,
+    /// The line of waiting runs is full: try again in the seconds the message says.
+    QueueFull,
     /// The reader left too many messages unread: its run was cancelled and cleaned.
     TooSlow,
 }

@@ -26,6 +26,7 @@ pub fn config() -> Config {
         actor_binary: Some(env!("CARGO_BIN_EXE_racelab").into()),
         allowed_origins: Vec::new(),
         reader_backlog: 1_024,
+        max_queue: 500,
         embedded: false,
         unavailable: Vec::new(),
     }

@@ -140,6 +140,11 @@ impl Admission {
         }
     }
 
+    /// How many runs are in line (waiting, or passing through on their way in).
+    pub fn waiting(&self) -> usize {
+        self.line.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     fn position(&self, ticket: u64) -> usize {
         let line = self.line.lock().unwrap_or_else(|p| p.into_inner());
         line.iter().position(|t| *t == ticket).map_or(1, |i| i + 1)

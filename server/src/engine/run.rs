@@ -38,6 +38,8 @@ pub struct Limits {
     /// How many messages a reader may leave unread before it counts as gone: its run is
     /// cancelled and cleaned, and it is told why. The longest run sends about 220.
     pub reader_backlog: usize,
+    /// How many runs may wait in line; a start past it is refused with "busy, try again in N s".
+    pub max_queue: usize,
 }
 
 impl Default for Limits {
@@ -49,6 +51,7 @@ impl Default for Limits {
             block_timeout: Duration::from_secs(5),
             max_duration: Duration::from_secs(900),
             reader_backlog: 1_024,
+            max_queue: 500,
         }
     }
 }

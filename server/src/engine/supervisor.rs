@@ -28,6 +28,52 @@ pub struct Engine {
     /// `PostgreSQL 15.20`: shown in every run header, because behaviour can differ by version.
     pub(crate) server_version: String,
     pub(crate) live: LiveRuns,
+    pub(crate) pace: Pace,
+}
+
+/// How long runs take lately (a moving average), to tell a reader refused by a full line when
+/// to come back.
+#[derive(Default)]
+pub(crate) struct Pace {
+    average_ms: std::sync::atomic::AtomicU64,
+}
+
+impl Pace {
+    fn record(&self, took: Duration) {
+        let took = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        let _ = self
+            .average_ms
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |average| {
+                Some(if average == 0 { took } else { (average * 7 + took) / 8 })
+            });
+    }
+
+    /// Seconds until a place frees up for one more run behind `waiting` others, with `playing`
+    /// runs ahead (at least 1 s).
+    fn retry_after_s(&self, waiting: usize, playing: usize) -> u64 {
+        retry_after_s(self.average_ms.load(Ordering::SeqCst), waiting, playing)
+    }
+}
+
+/// `waiting + 1` runs' worth of the average run time, shared by the runs that play at once.
+fn retry_after_s(average_ms: u64, waiting: usize, playing: usize) -> u64 {
+    let average_ms = if average_ms == 0 { 1_000 } else { average_ms };
+    let ahead = u64::try_from(waiting + 1).unwrap_or(u64::MAX);
+    let lanes = u64::try_from(playing.max(1)).unwrap_or(1);
+    (average_ms.saturating_mul(ahead) / lanes).div_ceil(1_000).max(1)
+}
+
+#[cfg(test)]
+mod pace_tests {
+    use super::retry_after_s;
+
+    #[test]
+    fn the_wait_grows_with_the_line_and_shrinks_with_the_runs_playing() {
+        assert_eq!(retry_after_s(0, 0, 0), 1, "no measure yet: a second");
+        assert_eq!(retry_after_s(200, 9, 2), 1);
+        assert_eq!(retry_after_s(2_000, 9, 2), 10);
+        assert_eq!(retry_after_s(2_000, 99, 4), 50);
+    }
 }
 
 /// The runs in flight, so that a server asked to stop can let them finish (for a while), cancel
@@ -146,6 +192,9 @@ pub enum StartError {
     /// The server is stopping (SIGTERM, Ctrl-C).
     #[error("racelab is shutting down; no new runs start")]
     ShuttingDown,
+    /// The line is full: a clear answer now instead of a long silent wait.
+    #[error("racelab is busy: {waiting} runs are waiting already; try again in {retry_after_s} s")]
+    QueueFull { waiting: usize, retry_after_s: u64 },
     /// A service the run needs is not answering: refused before it queues, never left to hang.
     #[error("{scenario} needs {service}, which is down right now ({detail}); the other labs still work")]
     ServiceDown {
@@ -219,6 +268,14 @@ impl Engine {
         if *self.live.closing.borrow() {
             return Err(StartError::ShuttingDown);
         }
+        let waiting = self.admission.waiting();
+        if waiting >= self.limits.max_queue {
+            let playing = (*self.live.count.borrow()).saturating_sub(waiting);
+            return Err(StartError::QueueFull {
+                waiting,
+                retry_after_s: self.pace.retry_after_s(waiting, playing),
+            });
+        }
         if mode == Mode::Step && !info.steppable {
             return Err(StartError::NotSteppable(info.id));
         }
@@ -290,8 +347,14 @@ impl Engine {
             },
             // The slots are released when this arm ends: after the sandbox is gone.
             Ok(_slots) => {
-                self.play(scenario, &variant, mode, &run_id, &mut pipe, &mut control)
-                    .await
+                let began = std::time::Instant::now();
+                let outcome = self
+                    .play(scenario, &variant, mode, &run_id, &mut pipe, &mut control)
+                    .await;
+                if mode == Mode::Auto && outcome == Outcome::Completed {
+                    self.pace.record(began.elapsed());
+                }
+                outcome
             }
         };
         pipe.sink.emit(EventKind::Done {

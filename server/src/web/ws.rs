@@ -128,6 +128,7 @@ async fn act(text: &str, run: &mut Option<RunHandle>, state: &AppState) -> Optio
                 Err(e @ StartError::NotSteppable(_)) => Some(error(ErrorCode::NotSteppable, &e.to_string())),
                 Err(e @ StartError::ServiceDown { .. }) => Some(error(ErrorCode::ServiceDown, &e.to_string())),
                 Err(e @ StartError::ShuttingDown) => Some(error(ErrorCode::ShuttingDown, &e.to_string())),
+                Err(e @ StartError::QueueFull { .. }) => Some(error(ErrorCode::QueueFull, &e.to_string())),
             }
         }
         ClientMsg::Next => match run {
