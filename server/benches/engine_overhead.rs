@@ -78,6 +78,9 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
         allowed_origins: Vec::new(),
         reader_backlog: 1_024,
         max_queue: 500,
+        runs_per_client: 4,
+        starts_per_minute: 30,
+        trusted_proxies: Vec::new(),
         embedded: false,
         unavailable: Vec::new(),
     };

@@ -286,6 +286,8 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
     let stop = stop_signal();
     tracing::info!("racelab is ready: {}", reader_url(address));
     let (stopping_tx, mut stopping) = tokio::sync::watch::channel(false);
+    // Peers' addresses reach the handlers (the per-reader caps count by them).
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     let served = axum::serve(listener, app).with_graceful_shutdown(async move {
         stop.await;
         tracing::info!(

@@ -35,6 +35,16 @@ pub struct Config {
     /// again in N s" instead of waiting silently.
     #[arg(long, env = "RACELAB_MAX_QUEUE", default_value_t = 500)]
     pub max_queue: usize,
+    /// Runs one reader's address may have going at once, playing or waiting in line.
+    #[arg(long, env = "RACELAB_RUNS_PER_CLIENT", default_value_t = 4)]
+    pub runs_per_client: usize,
+    /// Runs one reader's address may start in any 60 s.
+    #[arg(long, env = "RACELAB_STARTS_PER_MINUTE", default_value_t = 30)]
+    pub starts_per_minute: usize,
+    /// Proxies whose `X-Forwarded-For` names the reader (comma-separated addresses); anyone
+    /// else's header is ignored.
+    #[arg(long, env = "RACELAB_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
     /// Pages of other sites allowed to open racelab's websocket (comma-separated origins like
     /// `https://blog.example`, or `*`). racelab's own pages and its embeds always are, and so
     /// are clients that send no Origin (the CLI, scripts).

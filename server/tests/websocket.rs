@@ -337,3 +337,47 @@ async fn only_racelabs_own_pages_and_allowed_sites_open_the_socket() {
         "another site's page"
     );
 }
+
+#[tokio::test]
+async fn one_reader_may_have_so_many_runs_going_and_start_so_many_a_minute() {
+    let _slot = db_slot().await;
+    let mut config = common::config();
+    config.runs_per_client = 1;
+    config.starts_per_minute = 2;
+    let address = common::server_with(config).await;
+    let refused = |reply: &Value, words: &str| {
+        assert_eq!(
+            (reply["type"].as_str(), reply["code"].as_str()),
+            (Some("error"), Some("too_many")),
+            "{reply}"
+        );
+        assert!(reply["message"].as_str().is_some_and(|m| m.contains(words)), "{reply}");
+    };
+
+    // One run going (a reader stepping through it), so a second tab is refused.
+    let mut first = connect(address).await;
+    let run_id = start(&mut first, "isolation/write-skew", "read-committed", "step").await;
+    let mut second = connect(address).await;
+    send(
+        &mut second,
+        json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "serializable"}),
+    )
+    .await;
+    refused(&receive(&mut second).await, "1 run(s) going");
+
+    // Once it is done, the place is free: the second tab's run plays.
+    send(&mut first, json!({"v": 1, "type": "cancel"})).await;
+    receive_until(&mut first, |f| is_type(f, "done")).await;
+    assert_eq!(wait_until_clean(&run_id).await, common::Leftovers::NONE);
+    start(&mut second, "isolation/write-skew", "serializable", "auto").await;
+    let done = receive_until(&mut second, |f| is_type(f, "done")).await;
+    assert_eq!(done.last().expect("done")["outcome"]["status"], "completed");
+
+    // Two starts in this minute already: a third waits for the minute to pass.
+    send(
+        &mut second,
+        json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "serializable"}),
+    )
+    .await;
+    refused(&receive(&mut second).await, "try again in");
+}

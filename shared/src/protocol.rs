@@ -71,6 +71,9 @@ pub enum ErrorCode {
     ShuttingDown,
     /// The line of waiting runs is full: try again in the seconds the message says.
     QueueFull,
+    /// This reader's address has as many runs going, or has started as many this minute, as one
+    /// reader may.
+    TooMany,
     /// The reader left too many messages unread: its run was cancelled and cleaned.
     TooSlow,
 }

@@ -27,6 +27,9 @@ pub fn config() -> Config {
         allowed_origins: Vec::new(),
         reader_backlog: 1_024,
         max_queue: 500,
+        runs_per_client: 4,
+        starts_per_minute: 30,
+        trusted_proxies: Vec::new(),
         embedded: false,
         unavailable: Vec::new(),
     }

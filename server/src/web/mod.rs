@@ -3,6 +3,7 @@
 //! - [`ws`]: `GET /ws`, the websocket that starts, steps and cancels runs.
 //! - [`api`]: `GET /api/labs` (the catalog with service status), `GET /api/runs/{id}`.
 //! - [`health`]: `GET /healthz`.
+//! - [`clients`]: how many runs one reader may have going and start a minute.
 //! - [`pages`]: scenario and run pages with their link previews; `/runs/{id}.svg`, the picture
 //!   of a run ([`picture`]).
 //! - [`oembed`]: `GET /oembed`, so a pasted link becomes the embed.
@@ -11,6 +12,7 @@
 
 pub mod api;
 pub mod assets;
+pub mod clients;
 pub mod error;
 pub mod health;
 pub mod oembed;
@@ -34,7 +36,7 @@ pub struct AppState {
 /// The whole server: API areas plus the app served from `dist`.
 pub fn router(state: AppState, dist: &Path) -> Router {
     Router::new()
-        .merge(ws::router())
+        .merge(ws::router(&state.config))
         .merge(api::router())
         .merge(health::router())
         .merge(pages::router(dist.to_path_buf()))

@@ -6,27 +6,58 @@
 //! the run's sessions and drops its sandbox.
 
 use super::AppState;
+use super::clients::{self, Caps, Clients, Slot};
 use crate::engine::{RunHandle, StartError};
 use crate::labs;
 use axum::Router;
-use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{Extensions, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use shared::{ClientFrame, ClientMsg, ErrorCode, Mode, PROTOCOL_VERSION, ServerFrame, ServerMsg};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Instant;
 
 /// Client frames are small; anything bigger is not ours.
 const MAX_FRAME: usize = 64 * 1024;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/ws", get(upgrade))
+pub fn router(config: &crate::config::Config) -> Router<AppState> {
+    let clients = Clients::new(Caps {
+        runs: config.runs_per_client,
+        starts_per_minute: config.starts_per_minute,
+    });
+    Router::new().route(
+        "/ws",
+        get(move |ws, headers, extensions, state| upgrade(ws, headers, extensions, state, clients.clone())),
+    )
+}
+
+/// Who is reading, for the per-reader caps: `None` when the server was not told peers'
+/// addresses (served without connect info, as in some tests), and then no caps apply.
+struct Reader {
+    address: Option<IpAddr>,
+    clients: Arc<Clients>,
 }
 
 /// The close code for a frame over the limit (RFC 6455: "message too big").
 const TOO_BIG: u16 = 1009;
 
-async fn upgrade(ws: WebSocketUpgrade, headers: HeaderMap, State(state): State<AppState>) -> Response {
+async fn upgrade(
+    ws: WebSocketUpgrade,
+    headers: HeaderMap,
+    extensions: Extensions,
+    State(state): State<AppState>,
+    clients: Arc<Clients>,
+) -> Response {
+    let peer = extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(peer)| *peer);
+    let reader = Reader {
+        address: clients::address(peer, &headers, &state.config.trusted_proxies),
+        clients,
+    };
     let origin = headers.get("origin").and_then(|v| v.to_str().ok());
     let host = headers.get("host").and_then(|v| v.to_str().ok());
     if !origin_allowed(origin, host, &state.config.allowed_origins) {
@@ -39,11 +70,13 @@ async fn upgrade(ws: WebSocketUpgrade, headers: HeaderMap, State(state): State<A
     // Both limits: tungstenite reads a whole frame before it checks the message size.
     ws.max_message_size(MAX_FRAME)
         .max_frame_size(MAX_FRAME)
-        .on_upgrade(move |socket| serve(socket, state))
+        .on_upgrade(move |socket| serve(socket, state, reader))
 }
 
-async fn serve(mut socket: WebSocket, state: AppState) {
+async fn serve(mut socket: WebSocket, state: AppState, reader: Reader) {
     let mut run: Option<RunHandle> = None;
+    // The run's place in its reader's count, released when the run is.
+    let mut slot: Option<Slot> = None;
     loop {
         tokio::select! {
             incoming = socket.recv() => {
@@ -56,7 +89,7 @@ async fn serve(mut socket: WebSocket, state: AppState) {
                         break;
                     }
                     None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
-                    Some(Ok(Message::Text(text))) => act(text.as_str(), &mut run, &state).await,
+                    Some(Ok(Message::Text(text))) => act(text.as_str(), &mut run, &mut slot, &state, &reader).await,
                     Some(Ok(Message::Binary(_))) => Some(error(ErrorCode::BadFrame, "frames are JSON text, not binary")),
                     Some(Ok(_)) => None, // ping and pong are answered by axum
                 };
@@ -75,9 +108,14 @@ async fn serve(mut socket: WebSocket, state: AppState) {
                         break;
                     }
                     run = None;
+                    slot = None;
                     continue;
                 };
                 let finished = matches!(update, ServerMsg::Done { .. });
+                if finished {
+                    // The reader's place frees before it hears `done`, so its next start fits.
+                    slot = None;
+                }
                 if !send(&mut socket, update).await {
                     break;
                 }
@@ -89,10 +127,17 @@ async fn serve(mut socket: WebSocket, state: AppState) {
     }
     // Dropping the handle cancels a run still going; the supervisor cleans its sandbox.
     drop(run);
+    drop(slot);
 }
 
 /// Acts on one client frame; returns the immediate reply, if any.
-async fn act(text: &str, run: &mut Option<RunHandle>, state: &AppState) -> Option<ServerMsg> {
+async fn act(
+    text: &str,
+    run: &mut Option<RunHandle>,
+    slot: &mut Option<Slot>,
+    state: &AppState,
+    reader: &Reader,
+) -> Option<ServerMsg> {
     let frame = match parse(text) {
         Ok(frame) => frame,
         Err((code, message)) => return Some(error(code, &message)),
@@ -119,9 +164,17 @@ async fn act(text: &str, run: &mut Option<RunHandle>, state: &AppState) -> Optio
                     &format!("unknown scenario {scenario:?}; known: {}", known.join(", ")),
                 ));
             };
+            let place = match reader.address {
+                Some(address) => match reader.clients.admit(address, Instant::now()) {
+                    Ok(place) => Some(place),
+                    Err(refusal) => return Some(error(ErrorCode::TooMany, &refusal.message())),
+                },
+                None => None,
+            };
             match state.engine.start(def, &variant, mode).await {
                 Ok(handle) => {
                     *run = Some(handle);
+                    *slot = place;
                     None
                 }
                 Err(e @ StartError::UnknownVariant { .. }) => Some(error(ErrorCode::UnknownVariant, &e.to_string())),

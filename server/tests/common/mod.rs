@@ -45,6 +45,9 @@ pub fn config() -> Config {
         allowed_origins: Vec::new(),
         reader_backlog: 1_024,
         max_queue: 500,
+        runs_per_client: 4,
+        starts_per_minute: 30,
+        trusted_proxies: Vec::new(),
         embedded: false,
         unavailable: Vec::new(),
     }
@@ -403,6 +406,21 @@ pub async fn server_with_dist(dist: &std::path::Path) -> SocketAddr {
         config: Arc::new(config()),
     };
     let app = web::router(state, dist);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a free port");
+    let address = listener.local_addr().expect("bound");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    address
+}
+
+/// The real router with `config`, told each peer's address as `racelab serve` is (so the
+/// per-reader caps apply), on a free loopback port.
+pub async fn server_with(config: Config) -> SocketAddr {
+    let state = AppState {
+        engine: engine().await,
+        config: Arc::new(config),
+    };
+    let app =
+        web::router(state, std::path::Path::new("no-such-dist")).into_make_service_with_connect_info::<SocketAddr>();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a free port");
     let address = listener.local_addr().expect("bound");
     tokio::spawn(async move { axum::serve(listener, app).await });
