@@ -67,23 +67,8 @@ fn main() -> Result<()> {
 }
 
 async fn bench(write_skew_runs: usize) -> Result<()> {
-    let database_url =
-        std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".into());
-    let config = Config {
-        database_url: database_url.clone(),
-        redis_url: "redis://127.0.0.1:6379".into(),
-        kafka_brokers: "127.0.0.1:9092".into(),
-        run_connections: None,
-        actor_binary: None,
-        allowed_origins: Vec::new(),
-        reader_backlog: 1_024,
-        max_queue: 500,
-        runs_per_client: 4,
-        starts_per_minute: 30,
-        trusted_proxies: Vec::new(),
-        embedded: false,
-        unavailable: Vec::new(),
-    };
+    let config = Config::from_env()?;
+    let database_url = config.database_url.clone();
     let engine = Arc::new(
         racelab::db::connect_engine(&config)
             .await

@@ -60,6 +60,17 @@ pub struct Config {
 }
 
 impl Config {
+    /// The configuration `racelab` itself would read here (its environment, else the defaults),
+    /// for programs that drive the engine directly: tests and benchmarks.
+    pub fn from_env() -> Result<Config, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            config: Config,
+        }
+        <Only as clap::Parser>::try_parse_from(["racelab"]).map(|only| only.config)
+    }
+
     /// Records that `service` is down for a reason a probe could not tell (its binary is missing).
     pub fn down(&mut self, service: Service, why: String) {
         self.unavailable.push((service, why));

@@ -17,22 +17,9 @@ const RUN_DEADLINE: Duration = Duration::from_secs(300);
 /// The environment's services, else the local defaults; child-process actors run from this
 /// build's `racelab`.
 pub fn config() -> Config {
-    let env_or = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
-    Config {
-        database_url: env_or("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/racelab"),
-        redis_url: env_or("REDIS_URL", "redis://127.0.0.1:6379"),
-        kafka_brokers: env_or("KAFKA_BROKERS", "127.0.0.1:9092"),
-        run_connections: None,
-        actor_binary: Some(env!("CARGO_BIN_EXE_racelab").into()),
-        allowed_origins: Vec::new(),
-        reader_backlog: 1_024,
-        max_queue: 500,
-        runs_per_client: 4,
-        starts_per_minute: 30,
-        trusted_proxies: Vec::new(),
-        embedded: false,
-        unavailable: Vec::new(),
-    }
+    let mut config = Config::from_env().unwrap_or_else(|e| panic!("racelab's settings in the environment: {e}"));
+    config.actor_binary = Some(env!("CARGO_BIN_EXE_racelab").into());
+    config
 }
 
 /// The engine on `config`'s PostgreSQL.

@@ -34,23 +34,10 @@ pub async fn db_slots(n: u32) -> SemaphorePermit<'static> {
 
 /// The configuration tests run with: the environment's, else the local defaults.
 pub fn config() -> Config {
-    Config {
-        database_url: std::env::var("DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".into()),
-        redis_url: std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
-        kafka_brokers: std::env::var("KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into()),
-        run_connections: None,
-        // The tests are not the racelab binary: child-process actors start the real one.
-        actor_binary: Some(env!("CARGO_BIN_EXE_racelab").into()),
-        allowed_origins: Vec::new(),
-        reader_backlog: 1_024,
-        max_queue: 500,
-        runs_per_client: 4,
-        starts_per_minute: 30,
-        trusted_proxies: Vec::new(),
-        embedded: false,
-        unavailable: Vec::new(),
-    }
+    let mut config = Config::from_env().expect("racelab's settings in the environment");
+    // The tests are not the racelab binary: child-process actors start the real one.
+    config.actor_binary = Some(env!("CARGO_BIN_EXE_racelab").into());
+    config
 }
 
 pub async fn engine() -> Arc<Engine> {
