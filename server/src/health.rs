@@ -52,17 +52,22 @@ pub async fn check(services: &Services) -> Health {
         redis(&services.redis_url),
         kafka(&services.brokers)
     );
-    let explained = |service: Service, probed: Dependency| match services.known_down(service) {
+    Health {
+        postgres,
+        redis: explained(services, Service::Redis, redis),
+        kafka: explained(services, Service::Kafka, kafka),
+    }
+}
+
+/// `probed` as the reader should read it: a service known to be down (its binary is missing)
+/// says why instead of "connection refused".
+pub fn explained(services: &Services, service: Service, probed: Dependency) -> Dependency {
+    match services.known_down(service) {
         Some(why) if !probed.up => Dependency {
             up: false,
             detail: why.to_owned(),
         },
         _ => probed,
-    };
-    Health {
-        postgres,
-        redis: explained(Service::Redis, redis),
-        kafka: explained(Service::Kafka, kafka),
     }
 }
 

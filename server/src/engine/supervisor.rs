@@ -208,17 +208,14 @@ impl Engine {
     /// Whether `service` answers right now, and if not, why.
     async fn probe(&self, service: Service) -> Result<(), String> {
         let services = &self.reach.services;
-        let dependency = match service {
+        let probed = match service {
             Service::Redis => crate::health::redis(&services.redis_url).await,
             Service::Kafka => crate::health::kafka(&services.brokers).await,
             // PostgreSQL is racelab's own database: without it nothing started.
             Service::Postgres | Service::Http | Service::Process => return Ok(()),
         };
-        match services.known_down(service) {
-            _ if dependency.up => Ok(()),
-            Some(why) => Err(why.to_owned()),
-            None => Err(dependency.detail),
-        }
+        let dependency = crate::health::explained(services, service, probed);
+        if dependency.up { Ok(()) } else { Err(dependency.detail) }
     }
 
     /// Where runs reach their shared services (and where the sweep cleans up).
