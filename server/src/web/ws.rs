@@ -177,11 +177,7 @@ async fn act(
                     *slot = place;
                     None
                 }
-                Err(e @ StartError::UnknownVariant { .. }) => Some(error(ErrorCode::UnknownVariant, &e.to_string())),
-                Err(e @ StartError::NotSteppable(_)) => Some(error(ErrorCode::NotSteppable, &e.to_string())),
-                Err(e @ StartError::ServiceDown { .. }) => Some(error(ErrorCode::ServiceDown, &e.to_string())),
-                Err(e @ StartError::ShuttingDown) => Some(error(ErrorCode::ShuttingDown, &e.to_string())),
-                Err(e @ StartError::QueueFull { .. }) => Some(error(ErrorCode::QueueFull, &e.to_string())),
+                Err(refused) => Some(error(code_of_refusal(&refused), &refused.to_string())),
             }
         }
         ClientMsg::Next => match run {
@@ -202,6 +198,17 @@ async fn act(
                 None
             }
         },
+    }
+}
+
+/// The error code a refused start is answered with.
+fn code_of_refusal(refused: &StartError) -> ErrorCode {
+    match refused {
+        StartError::UnknownVariant { .. } => ErrorCode::UnknownVariant,
+        StartError::NotSteppable(_) => ErrorCode::NotSteppable,
+        StartError::ServiceDown { .. } => ErrorCode::ServiceDown,
+        StartError::ShuttingDown => ErrorCode::ShuttingDown,
+        StartError::QueueFull { .. } => ErrorCode::QueueFull,
     }
 }
 
