@@ -7,6 +7,7 @@
 //! - [`pages`]: scenario and run pages with their link previews; `/runs/{id}.svg`, the picture
 //!   of a run ([`picture`]).
 //! - [`oembed`]: `GET /oembed`, so a pasted link becomes the embed.
+//! - [`markup`]: escaping what the server writes into HTML and SVG itself.
 //! - [`assets`]: the built browser app from `dist/`, with its client-side routes.
 //! - [`error`]: the one error type at the HTTP edge.
 
@@ -15,6 +16,7 @@ pub mod assets;
 pub mod clients;
 pub mod error;
 pub mod health;
+pub mod markup;
 pub mod oembed;
 pub mod pages;
 pub mod picture;

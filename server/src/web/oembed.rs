@@ -7,6 +7,7 @@
 //! (another site's, a typo, a run that does not exist); `501` for a format other than JSON.
 
 use super::AppState;
+use super::markup::escape;
 use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -101,17 +102,9 @@ pub fn size(maxwidth: Option<u32>, maxheight: Option<u32>) -> (u32, u32) {
 pub fn iframe(src: &str, title: &str, width: u32, height: u32) -> String {
     format!(
         r#"<iframe src="{src}" title="{title}" width="{width}" height="{height}" style="border:0;width:100%;max-width:{width}px" loading="lazy" allow="clipboard-write"></iframe>"#,
-        src = attribute(src),
-        title = attribute(title),
+        src = escape(src),
+        title = escape(title),
     )
-}
-
-/// Text for an HTML attribute in double quotes.
-pub fn attribute(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// `http://host:port` of the request (behind a proxy, its `X-Forwarded-Proto`).

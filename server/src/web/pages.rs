@@ -4,7 +4,8 @@
 //! `index.html`; the app draws the rest. `/runs/{id}.svg` is that picture.
 
 use super::AppState;
-use super::oembed::{attribute, origin};
+use super::markup::escape;
+use super::oembed::origin;
 use super::picture;
 use axum::Router;
 use axum::extract::{Path, Query, State};
@@ -145,7 +146,7 @@ pub fn with_preview(index: &str, origin: &str, preview: &Preview) -> String {
         .query_pairs_mut()
         .append_pair("url", &preview.url)
         .append_pair("format", "json");
-    let title = attribute(&preview.title);
+    let title = escape(&preview.title);
     let mut tags = format!(
         concat!(
             r#"<link rel="alternate" type="application/json+oembed" href="{oembed}" title="{title}" />"#,
@@ -155,15 +156,15 @@ pub fn with_preview(index: &str, origin: &str, preview: &Preview) -> String {
             r#"<meta property="og:description" content="{description}" />"#,
             r#"<meta property="og:url" content="{url}" />"#,
         ),
-        oembed = attribute(oembed.as_str()),
+        oembed = escape(oembed.as_str()),
         title = title,
-        description = attribute(&preview.description),
-        url = attribute(&preview.url),
+        description = escape(&preview.description),
+        url = escape(&preview.url),
     );
     if let Some(image) = &preview.image {
         tags.push_str(&format!(
             r#"<meta property="og:image" content="{image}" /><meta name="twitter:card" content="summary_large_image" />"#,
-            image = attribute(image)
+            image = escape(image)
         ));
     }
     let titled = index.replacen(

@@ -3,6 +3,7 @@
 //! so a slide or a link preview shows the race without a browser: a lane per actor, every step
 //! on its lane's line, waits as bars, errors and commits marked, and the verdict.
 
+use super::markup::escape;
 use shared::compact::{self, Tone};
 use shared::protocol::StoredRun;
 use shared::run_state::RunState;
@@ -174,31 +175,3 @@ text{font-family:'DejaVu Sans Mono','Liberation Mono',Menlo,Consolas,monospace;f
 .headline{font-family:'Liberation Sans',Helvetica,Arial,sans-serif;font-size:16px;font-weight:700}\
 .check{fill:#1a7f37;font-size:12px}.check.broken{fill:#cf222e}\
 </style>";
-
-/// Text for SVG content and attributes.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            // Control characters are not allowed in XML 1.0.
-            c if (c as u32) < 0x20 && c != '\t' && c != '\n' => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_is_escaped_for_xml() {
-        assert_eq!(escape("a < b & \"c\"\u{1}"), "a &lt; b &amp; &quot;c&quot; ");
-    }
-}
