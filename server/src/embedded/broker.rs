@@ -61,7 +61,7 @@ pub async fn start(binary: &Path, instance: &Path) -> Result<(ServiceProcess, u1
         .arg("--data-dir")
         .arg(&data)
         .current_dir(instance);
-    let mut process = ServiceProcess::spawn(
+    let process = ServiceProcess::spawn(
         command,
         libc::SIGTERM,
         &instance.join("broker.log"),
@@ -69,19 +69,9 @@ pub async fn start(binary: &Path, instance: &Path) -> Result<(ServiceProcess, u1
     )
     .map_err(|e| failed(format!("cannot start {}: {e}", binary.display())))?;
     let address = format!("127.0.0.1:{port}");
-    let deadline = tokio::time::Instant::now() + READY_WITHIN;
-    loop {
-        if crate::health::kafka(&address).await.up {
-            return Ok((process, port));
-        }
-        if process.exited() || tokio::time::Instant::now() >= deadline {
-            process.stop().await;
-            let log = std::fs::read_to_string(instance.join("broker.log")).unwrap_or_default();
-            return Err(failed(format!(
-                "the broker did not accept connections on port {port}; its log:\n{}",
-                log.trim()
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let process = process
+        .until_ready(READY_WITHIN, || async { crate::health::kafka(&address).await.up })
+        .await
+        .map_err(|why| failed(format!("the broker on port {port}: {why}")))?;
+    Ok((process, port))
 }

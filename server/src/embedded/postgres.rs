@@ -121,7 +121,7 @@ pub async fn start(bin: &Path, instance: &Path) -> Result<PrivatePostgres, Embed
         postgres.arg("-c").arg(setting);
     }
     as_service_user(&mut postgres);
-    let mut process = ServiceProcess::spawn(
+    let process = ServiceProcess::spawn(
         postgres,
         // A fast shutdown: sessions are ended, the cluster stops at once.
         libc::SIGINT,
@@ -135,25 +135,23 @@ pub async fn start(bin: &Path, instance: &Path) -> Result<PrivatePostgres, Embed
         .port(port)
         .username("postgres")
         .database("postgres");
-    let deadline = tokio::time::Instant::now() + READY_WITHIN;
-    loop {
-        if let Ok(conn) = options.connect().await {
-            let _ = conn.close().await;
-            return Ok(PrivatePostgres {
-                process,
-                port,
-                data,
-                version,
-            });
+    let accepts = || async {
+        match options.connect().await {
+            Ok(conn) => {
+                let _ = conn.close().await;
+                true
+            }
+            Err(_) => false,
         }
-        if process.exited() || tokio::time::Instant::now() >= deadline {
-            let log = std::fs::read_to_string(instance.join("postgres.log")).unwrap_or_default();
-            process.stop().await;
-            return Err(failed(format!(
-                "postgres did not accept connections on port {port}; its log:\n{}",
-                log.trim()
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    };
+    let process = process
+        .until_ready(READY_WITHIN, accepts)
+        .await
+        .map_err(|why| failed(format!("postgres on port {port}: {why}")))?;
+    Ok(PrivatePostgres {
+        process,
+        port,
+        data,
+        version,
+    })
 }

@@ -36,6 +36,8 @@ pub struct ServiceProcess {
     stop_signal: i32,
     /// Where its pid is written, so a later start can stop it if racelab crashed.
     pid_file: PathBuf,
+    /// Where its stdout and stderr go: what a failed start is explained with.
+    log: PathBuf,
 }
 
 impl ServiceProcess {
@@ -55,7 +57,35 @@ impl ServiceProcess {
             child,
             stop_signal,
             pid_file,
+            log: log.to_path_buf(),
         })
+    }
+
+    /// Polls `answers` until it says the service is up, and returns the process; if the process
+    /// exits first, or `within` passes, stops it and returns why, with what it logged.
+    pub async fn until_ready<F, Fut>(mut self, within: Duration, answers: F) -> Result<ServiceProcess, String>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if answers().await {
+                return Ok(self);
+            }
+            let exited = self.exited();
+            if exited || tokio::time::Instant::now() >= deadline {
+                let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+                self.stop().await;
+                let why = if exited {
+                    "it exited".to_owned()
+                } else {
+                    format!("it did not answer within {} s", within.as_secs())
+                };
+                return Err(format!("{why}; its log:\n{}", log.trim()));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Whether it has exited already (a failed start).

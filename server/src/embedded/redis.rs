@@ -52,22 +52,17 @@ pub async fn start(instance: &Path) -> Result<(ServiceProcess, u16), EmbeddedErr
     let port = free_port().map_err(|e| failed(format!("no free port: {e}")))?;
     let mut command = command(port);
     command.current_dir(instance);
-    let mut process = ServiceProcess::spawn(
+    let process = ServiceProcess::spawn(
         command,
         libc::SIGTERM,
         &instance.join("redis.log"),
         instance.join("redis.pid"),
     )
     .map_err(|e| failed(format!("cannot start redis-server: {e}")))?;
-    if answers_soon(&format!("redis://127.0.0.1:{port}")).await {
-        return Ok((process, port));
-    }
-    let exited = process.exited();
-    process.stop().await;
-    let log = std::fs::read_to_string(instance.join("redis.log")).unwrap_or_default();
-    Err(failed(format!(
-        "redis-server {} on port {port}; its log:\n{}",
-        if exited { "exited" } else { "never answered" },
-        log.trim()
-    )))
+    let url = format!("redis://127.0.0.1:{port}");
+    let process = process
+        .until_ready(READY_WITHIN, || async { crate::health::redis(&url).await.up })
+        .await
+        .map_err(|why| failed(format!("redis-server on port {port}: {why}")))?;
+    Ok((process, port))
 }
