@@ -79,14 +79,6 @@ impl Racelab {
     }
 }
 
-/// `path`'s JSON body.
-async fn get_json(address: SocketAddr, path: &str) -> serde_json::Value {
-    let response = reqwest::get(format!("http://{address}{path}"))
-        .await
-        .expect("racelab answers");
-    serde_json::from_str(&response.text().await.expect("a body")).expect("JSON")
-}
-
 /// The instance directories under `base` (one per racelab that has not cleaned up).
 fn instances(base: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(base)
@@ -155,7 +147,7 @@ async fn a_private_playground_plays_write_skew_and_leaves_nothing_when_stopped()
     assert!(pids.len() >= 2, "PostgreSQL and Redis at least: {pids:?}");
 
     // The missing broker is down with the reason, and the lab that needs it says so.
-    let health = get_json(racelab.address, "/healthz").await;
+    let health = common::get_json(racelab.address, "/healthz").await;
     assert_eq!(
         (health["postgres"]["up"].as_bool(), health["redis"]["up"].as_bool()),
         (Some(true), Some(true))
@@ -163,7 +155,7 @@ async fn a_private_playground_plays_write_skew_and_leaves_nothing_when_stopped()
     assert_eq!(health["kafka"]["up"], false, "{health}");
     let why = health["kafka"]["detail"].as_str().unwrap_or_default();
     assert!(why.contains("cannot start /nonexistent/noida-db"), "{why}");
-    let labs = get_json(racelab.address, "/api/labs").await;
+    let labs = common::get_json(racelab.address, "/api/labs").await;
     let down: Vec<(String, String)> = labs
         .as_array()
         .expect("labs")

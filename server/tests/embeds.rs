@@ -4,23 +4,8 @@
 
 mod common;
 
-use common::{db_slot, play};
+use common::{db_slot, get, play};
 use serde_json::Value;
-use std::net::SocketAddr;
-
-async fn get(address: SocketAddr, path: &str) -> (u16, String, String) {
-    let response = reqwest::get(format!("http://{address}{path}"))
-        .await
-        .expect("racelab answers");
-    let status = response.status().as_u16();
-    let kind = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    (status, kind, response.text().await.expect("a body"))
-}
 
 fn oembed_path(url: &str, extra: &str) -> String {
     let mut query = reqwest::Url::parse("http://x/oembed").expect("url");

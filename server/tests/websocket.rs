@@ -6,7 +6,6 @@ use common::socket::{connect, event_type, is_type, receive, receive_until, send,
 use common::{db_slot, server, wait_until_clean};
 use futures_util::SinkExt;
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use tokio_tungstenite::tungstenite::Message;
 
 #[tokio::test]
@@ -48,7 +47,7 @@ async fn a_run_streams_events_and_ends_with_ledger_verdict_and_done() {
     assert_eq!(frames.last().expect("frames")["outcome"]["status"], "completed");
 
     // The finished run is stored and replays without a sandbox.
-    let stored: Value = reqwest_json(address, &format!("/api/runs/{run_id}")).await;
+    let stored: Value = common::get_json(address, &format!("/api/runs/{run_id}")).await;
     assert_eq!(stored["events"].as_array().map(Vec::len), Some(events.len()));
     assert_eq!(stored["scenario"], "isolation/write-skew");
     assert_eq!(wait_until_clean(&run_id).await, common::Leftovers::NONE);
@@ -225,65 +224,21 @@ async fn closing_the_tab_mid_outbox_run_leaves_no_process_lock_topic_or_group() 
 #[tokio::test]
 async fn catalog_health_and_missing_runs_answer_over_http() {
     let address = server().await;
-    let labs: Value = reqwest_json(address, "/api/labs").await;
+    let labs: Value = common::get_json(address, "/api/labs").await;
     let isolation = labs
         .as_array()
         .and_then(|l| l.iter().find(|lab| lab["id"] == "isolation"))
         .expect("isolation lab");
     assert_eq!(isolation["down"], json!([]));
     assert!(isolation["scenarios"].as_array().is_some_and(|s| s.len() >= 8));
-    let health: Value = reqwest_json(address, "/healthz").await;
+    let health: Value = common::get_json(address, "/healthz").await;
     assert_eq!(health["postgres"]["up"], true);
-    let (status, body) = get(address, "/api/runs/does-not-exist").await;
+    let (status, _, body) = common::get(address, "/api/runs/does-not-exist").await;
     assert_eq!(status, 404);
     assert!(body.contains("does-not-exist"));
-    let (status, body) = get(address, "/api/nope").await;
+    let (status, _, body) = common::get(address, "/api/nope").await;
     assert_eq!(status, 404);
     assert!(body.contains("no API at /api/nope"), "{body}");
-}
-
-/// A minimal HTTP GET over a raw socket (one dependency fewer than an HTTP client).
-async fn get(address: SocketAddr, path: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(address).await.expect("connect");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.expect("read");
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        unchunk(body)
-    } else {
-        body.to_owned()
-    };
-    (status, body)
-}
-
-fn unchunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    out
-}
-
-async fn reqwest_json(address: SocketAddr, path: &str) -> Value {
-    let (status, body) = get(address, path).await;
-    assert_eq!(status, 200, "{path}: {body}");
-    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
 }
 
 #[tokio::test]

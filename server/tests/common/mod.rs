@@ -438,3 +438,25 @@ pub async fn until_ready(child: &mut tokio::process::Child) -> Result<Vec<String
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     if ready == Ok(true) { Ok(said) } else { Err(said) }
 }
+
+/// `GET path` on a test server: its status, content type and body.
+pub async fn get(address: SocketAddr, path: &str) -> (u16, String, String) {
+    let response = reqwest::get(format!("http://{address}{path}"))
+        .await
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    let status = response.status().as_u16();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (status, kind, response.text().await.expect("a body"))
+}
+
+/// `GET path`'s JSON body, which must come with 200.
+pub async fn get_json(address: SocketAddr, path: &str) -> serde_json::Value {
+    let (status, _, body) = get(address, path).await;
+    assert_eq!(status, 200, "{path}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+}
