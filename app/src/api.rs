@@ -2,7 +2,7 @@
 //! the browser's APIs lives here, so the components stay plain.
 
 use leptos::prelude::*;
-use serde::de::DeserializeOwned;
+use shared::json::{self, FromJson};
 use shared::run_state::RunState;
 use shared::{ClientFrame, ClientMsg, Mode, PROTOCOL_VERSION, ServerFrame};
 use wasm_bindgen::JsCast;
@@ -28,7 +28,7 @@ pub fn origin() -> String {
 }
 
 /// GETs `path` and decodes its JSON body.
-pub async fn fetch_json<T: DeserializeOwned>(path: &str) -> Result<T, String> {
+pub async fn fetch_json<T: FromJson>(path: &str) -> Result<T, String> {
     let window = web_sys::window().ok_or("no window")?;
     let response = JsFuture::from(window.fetch_with_str(path))
         .await
@@ -41,13 +41,24 @@ pub async fn fetch_json<T: DeserializeOwned>(path: &str) -> Result<T, String> {
         .and_then(|t| t.as_string())
         .unwrap_or_default();
     if !response.ok() {
-        let message = serde_json::from_str::<serde_json::Value>(&text)
+        let message = json::parse(&text)
             .ok()
-            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
+            .and_then(|answer| answer.get::<String>("error").ok())
             .unwrap_or(text);
         return Err(format!("{path}: {status} {message}"));
     }
-    serde_json::from_str(&text).map_err(|e| format!("{path}: unexpected answer: {e}"))
+    json::from_str(&text).map_err(|e| format!("{path}: unexpected answer: {e}"))
+}
+
+/// What a page fetched: `None` until `load` answers.
+///
+/// A signal set by a spawned task rather than a `LocalResource` under `<Suspense>`: a page loads
+/// once and never refetches, and the resource's async machinery (transitions, async derived
+/// values, their locks) cost the embed bundle 6 KB gzip (README, "The embed bundle").
+pub fn fetched<T: Send + Sync + 'static>(load: impl Future<Output = T> + 'static) -> ReadSignal<Option<T>> {
+    let answer = RwSignal::new(None);
+    leptos::task::spawn_local(async move { answer.set(Some(load.await)) });
+    answer.read_only()
 }
 
 /// The socket's state as the page shows it.
@@ -100,7 +111,7 @@ impl RunSocket {
         let state = self.state;
         let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |event: web_sys::MessageEvent| {
             if let Some(text) = event.data().as_string()
-                && let Ok(frame) = serde_json::from_str::<ServerFrame>(&text)
+                && let Ok(frame) = json::from_str::<ServerFrame>(&text)
             {
                 state.update(|s| s.apply(frame.msg));
             }
@@ -158,12 +169,11 @@ impl RunSocket {
     }
 
     fn send(&self, msg: ClientMsg) {
-        let Ok(frame) = serde_json::to_string(&ClientFrame {
+        let frame = ClientFrame {
             v: PROTOCOL_VERSION,
             msg,
-        }) else {
-            return;
-        };
+        }
+        .to_json();
         self.inner.update_value(|inner| match inner.socket.as_ref() {
             Some(ws) if ws.ready_state() == web_sys::WebSocket::OPEN => {
                 let _ = ws.send_with_str(&frame);
@@ -185,6 +195,7 @@ pub fn set_color_scheme(theme: &str) {
 }
 
 /// Copies text to the clipboard (best effort: some hosts forbid it; the text stays selectable).
+#[cfg(not(feature = "embed"))]
 pub fn copy_to_clipboard(text: &str) {
     if let Some(window) = web_sys::window() {
         let _ = window.navigator().clipboard().write_text(text);

@@ -115,7 +115,7 @@ fn note(text: &str) -> String {
 pub fn duration(ms: u64) -> String {
     match ms {
         0..1_000 => format!("{ms} ms"),
-        1_000..10_000 => format!("{:.1} s", ms as f64 / 1_000.0),
+        1_000..10_000 => format!("{} s", crate::float::one_decimal(ms as f64 / 1_000.0)),
         _ => format!("{} s", ms / 1_000),
     }
 }
@@ -183,7 +183,8 @@ mod tests {
         });
         assert_eq!(
             (released.text.as_str(), released.outcome.as_deref()),
-            ("waited 1.2 s", Some("UPDATE 1"))
+            ("waited 1.3 s", Some("UPDATE 1")),
+            "rounded half away from zero"
         );
         assert_eq!(
             line(&Card::Note {

@@ -11,12 +11,18 @@
 //! - [`psql`]: query results in psql's aligned format, as the tutorials print their checks.
 //! - [`compact`]: a timeline card in one line (the compact timeline, the picture of a run).
 //! - [`series`]: progress over time and crash moments, for the picture of a draining pipeline.
+//! - [`float`]: floating-point numbers as text, by the browser's own engine when in one.
+//! - [`json`], [`decode`]: the browser's JSON reader and how it reads each of the types above
+//!   (serde writes them on the server; see [`json`] for why the app does not read with serde).
 //!
 //! This crate does no I/O and uses no async runtime, so it also builds for `wasm32`.
 
 pub mod catalog;
 pub mod compact;
+pub mod decode;
 pub mod event;
+pub mod float;
+pub mod json;
 pub mod ledger;
 pub mod money;
 pub mod protocol;

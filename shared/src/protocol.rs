@@ -4,6 +4,7 @@
 //! advances it in step mode, or cancels it; the server answers with its place in the queue, the
 //! run's events, errors and the end. An error frame never closes the socket.
 
+use crate::json::quote;
 use crate::{Event, Outcome};
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +45,38 @@ pub struct ClientFrame {
     pub v: u32,
     #[serde(flatten)]
     pub msg: ClientMsg,
+}
+
+impl Mode {
+    /// The mode's name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Auto => "auto",
+            Mode::Step => "step",
+        }
+    }
+}
+
+impl ClientFrame {
+    /// The frame as serde writes it, written by hand so the browser app carries no serde
+    /// (see [`crate::json`]).
+    pub fn to_json(&self) -> String {
+        let v = self.v;
+        match &self.msg {
+            ClientMsg::Start {
+                scenario,
+                variant,
+                mode,
+            } => format!(
+                r#"{{"v":{v},"type":"start","scenario":{},"variant":{},"mode":"{}"}}"#,
+                quote(scenario),
+                quote(variant),
+                mode.name()
+            ),
+            ClientMsg::Next => format!(r#"{{"v":{v},"type":"next"}}"#),
+            ClientMsg::Cancel => format!(r#"{{"v":{v},"type":"cancel"}}"#),
+        }
+    }
 }
 
 /// Why the server refused a frame.
@@ -154,6 +187,32 @@ mod tests {
     #[test]
     fn unknown_type_is_rejected() {
         assert!(serde_json::from_str::<ClientFrame>(r#"{"v":1,"type":"explode"}"#).is_err());
+    }
+
+    #[test]
+    fn client_frames_are_written_as_serde_writes_them() {
+        let frames = [
+            ClientMsg::Start {
+                scenario: "isolation/write-skew".into(),
+                variant: "a \"quoted\"\\ name\n".into(),
+                mode: Mode::Step,
+            },
+            ClientMsg::Start {
+                scenario: "locks/lease".into(),
+                variant: "fenced".into(),
+                mode: Mode::Auto,
+            },
+            ClientMsg::Next,
+            ClientMsg::Cancel,
+        ];
+        for msg in frames {
+            let frame = ClientFrame {
+                v: PROTOCOL_VERSION,
+                msg,
+            };
+            let ours: serde_json::Value = serde_json::from_str(&frame.to_json()).expect("JSON");
+            assert_eq!(ours, serde_json::to_value(&frame).expect("serde writes it"));
+        }
     }
 
     #[test]

@@ -47,7 +47,7 @@ impl fmt::Display for Value {
             Value::Null => f.write_str("NULL"),
             Value::Bool(b) => write!(f, "{b}"),
             Value::Int(i) => write!(f, "{i}"),
-            Value::Float(x) => write!(f, "{x}"),
+            Value::Float(x) => f.write_str(&crate::float::display(*x)),
             Value::Text(s) => f.write_str(s),
         }
     }

@@ -8,7 +8,8 @@ pub mod socket;
 use racelab::config::Config;
 use racelab::engine::Engine;
 use racelab::web::{self, AppState};
-use shared::{Event, EventKind, Ledger, Mode, Moment, Outcome, ServerMsg, Value};
+use shared::json::FromJson;
+use shared::{Event, EventKind, Ledger, Mode, Moment, Outcome, ServerFrame, ServerMsg, Value};
 use sqlx::{Connection, PgConnection};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -108,7 +109,9 @@ pub async fn play_def(engine: &Arc<Engine>, def: &'static racelab::labs::Scenari
         let update = tokio::time::timeout_at(deadline, handle.updates.recv())
             .await
             .expect("the run ended in time");
-        match update.expect("the run said done before closing") {
+        let update = update.expect("the run said done before closing");
+        browser_reads_alike::<ServerFrame>(&serde_json::to_string(&ServerFrame::from(update.clone())).expect("JSON"));
+        match update {
             ServerMsg::Event { event } => events.push(event),
             ServerMsg::Done { run_id, outcome } => {
                 return Finished {
@@ -120,6 +123,18 @@ pub async fn play_def(engine: &Arc<Engine>, def: &'static racelab::labs::Scenari
             _ => {}
         }
     }
+}
+
+/// The browser app reads `text` (a frame or an answer the server wrote) exactly as serde does:
+/// its hand-written reader (`shared::decode`) is held to serde on every frame of every lab's
+/// tests, since `play` and the websocket client call this.
+pub fn browser_reads_alike<T: serde::de::DeserializeOwned + FromJson + PartialEq + std::fmt::Debug>(text: &str) {
+    let by_serde: T = serde_json::from_str(text).unwrap_or_else(|e| panic!("serde: {e}: {text}"));
+    assert_eq!(
+        shared::json::from_str::<T>(text),
+        Ok(by_serde),
+        "the browser's reading of {text}"
+    );
 }
 
 /// The golden transcript of `isolation/write-skew serializable` (specs/isolation.md §4), used by
@@ -458,5 +473,10 @@ pub async fn get(address: SocketAddr, path: &str) -> (u16, String, String) {
 pub async fn get_json(address: SocketAddr, path: &str) -> serde_json::Value {
     let (status, _, body) = get(address, path).await;
     assert_eq!(status, 200, "{path}: {body}");
+    if path == "/api/labs" {
+        browser_reads_alike::<Vec<shared::catalog::LabStatus>>(&body);
+    } else if path.starts_with("/api/runs/") {
+        browser_reads_alike::<shared::protocol::StoredRun>(&body);
+    }
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
 }

@@ -35,6 +35,7 @@ pub async fn receive(socket: &mut Socket) -> Value {
             .expect("the socket is open")
             .expect("a frame");
         if let Message::Text(text) = message {
+            super::browser_reads_alike::<shared::ServerFrame>(text.as_str());
             return serde_json::from_str(text.as_str()).expect("JSON frame");
         }
     }

@@ -1,0 +1,768 @@
+//! How the browser app reads racelab's frames and answers: a [`FromJson`] for every type the
+//! server sends it, each mirroring that type's serde attributes (tags, defaults, the old
+//! `sqlstate` alias). See [`crate::json`] for why the app does not use serde to read them.
+//!
+//! The tests below hold these readers equal to serde's on one value of every variant, and the
+//! server's websocket tests read every frame of every lab both ways (`tests/common/socket.rs`).
+
+use crate::catalog::LabStatus;
+use crate::event::{ActorInfo, Rows};
+use crate::json::{FromJson, Json, JsonError, unknown_variant};
+use crate::protocol::StoredRun;
+use crate::{
+    Check, Detail, ErrorCode, ErrorKind, Event, EventKind, Lab, LeaseChange, Ledger, Moment, Outcome, ScenarioInfo,
+    ServerFrame, ServerMsg, Service, Table, Value, VariantInfo, Verdict, VerdictKind,
+};
+
+/// Unit variants written as their snake_case names.
+macro_rules! names {
+    ($type:ty { $($name:literal => $variant:ident),* $(,)? }) => {
+        impl FromJson for $type {
+            fn from_json(json: &Json) -> Result<Self, JsonError> {
+                match json.str()? {
+                    $($name => Ok(<$type>::$variant),)*
+                    other => Err(unknown_variant(other)),
+                }
+            }
+        }
+    };
+}
+
+names!(Service { "postgres" => Postgres, "redis" => Redis, "kafka" => Kafka, "http" => Http, "process" => Process });
+names!(Moment { "before" => Before, "after" => After, "expected" => Expected, "reference" => Reference });
+names!(VerdictKind { "reproduced" => Reproduced, "prevented" => Prevented });
+names!(LeaseChange { "acquired" => Acquired, "refreshed" => Refreshed, "released" => Released, "lost" => Lost });
+names!(ErrorKind {
+    "database" => Database, "http" => Http, "redis" => Redis, "broker" => Broker,
+    "timeout" => Timeout, "connection" => Connection, "crash" => Crash,
+});
+names!(ErrorCode {
+    "bad_frame" => BadFrame, "bad_version" => BadVersion, "unknown_scenario" => UnknownScenario,
+    "unknown_variant" => UnknownVariant, "busy" => Busy, "no_run" => NoRun,
+    "not_step_mode" => NotStepMode, "not_steppable" => NotSteppable, "service_down" => ServiceDown,
+    "shutting_down" => ShuttingDown, "queue_full" => QueueFull, "too_many" => TooMany,
+    "too_slow" => TooSlow,
+});
+
+/// Untagged, tried in serde's order: null, boolean, an integer that fits `i64`, any other
+/// number, text. (serde_json reads `-0` as a float, so we do too.)
+impl FromJson for Value {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        match json {
+            Json::Null => Ok(Value::Null),
+            Json::Bool(b) => Ok(Value::Bool(*b)),
+            Json::Number(n) if n != "-0" => i64::from_json(json)
+                .map(Value::Int)
+                .or_else(|_| f64::from_json(json).map(Value::Float)),
+            Json::Number(_) => Ok(Value::Float(-0.0)),
+            Json::String(s) => Ok(Value::Text(s.clone())),
+            _ => Err(JsonError::new("data did not match any variant of untagged enum Value")),
+        }
+    }
+}
+
+impl FromJson for Table {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(Table {
+            name: json.get("name")?,
+            columns: json.get("columns")?,
+            key_columns: json.get("key_columns")?,
+            rows: json.get("rows")?,
+        })
+    }
+}
+
+impl FromJson for Ledger {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(Ledger {
+            tables: json.get("tables")?,
+        })
+    }
+}
+
+impl FromJson for Check {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(Check {
+            rule: json.get("rule")?,
+            actual: json.get("actual")?,
+            holds: json.get("holds")?,
+        })
+    }
+}
+
+impl FromJson for Verdict {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(Verdict {
+            kind: json.get("kind")?,
+            headline: json.get("headline")?,
+            reason: json.get("reason")?,
+            checks: json.get("checks")?,
+        })
+    }
+}
+
+impl FromJson for Outcome {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        match json.tag("status")? {
+            "completed" => Ok(Outcome::Completed),
+            "failed" => Ok(Outcome::Failed {
+                message: json.get("message")?,
+            }),
+            "cancelled" => Ok(Outcome::Cancelled),
+            other => Err(unknown_variant(other)),
+        }
+    }
+}
+
+impl FromJson for ActorInfo {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(ActorInfo {
+            name: json.get("name")?,
+            detail: json.get("detail")?,
+        })
+    }
+}
+
+impl FromJson for Rows {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(Rows {
+            columns: json.get("columns")?,
+            rows: json.get("rows")?,
+        })
+    }
+}
+
+impl FromJson for Detail {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        match json.tag("kind")? {
+            "request" => Ok(Detail::Request {
+                method: json.get("method")?,
+                path: json.get("path")?,
+                headers: json.get("headers")?,
+                body: json.get("body")?,
+                to: json.opt("to")?,
+            }),
+            "response" => Ok(Detail::Response {
+                status: json.get("status")?,
+                headers: json.get("headers")?,
+                body: json.get("body")?,
+            }),
+            "message" => Ok(Detail::Message {
+                topic: json.get("topic")?,
+                partition: json.opt("partition")?,
+                offset: json.opt("offset")?,
+                key: json.opt("key")?,
+                value: json.opt("value")?,
+                headers: json.opt("headers")?.unwrap_or_default(),
+            }),
+            other => Err(unknown_variant(other)),
+        }
+    }
+}
+
+impl FromJson for EventKind {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        let actor = || json.get::<String>("actor");
+        Ok(match json.tag("type")? {
+            "run_started" => EventKind::RunStarted {
+                run_id: json.get("run_id")?,
+                scenario: json.get("scenario")?,
+                variant: json.get("variant")?,
+                title: json.get("title")?,
+                actors: json.get("actors")?,
+                server: json.get("server")?,
+            },
+            "step" => EventKind::Step {
+                actor: actor()?,
+                service: json.get("service")?,
+                text: json.get("text")?,
+                params: json.get("params")?,
+                detail: json.opt("detail")?,
+            },
+            "result" => EventKind::Result {
+                actor: actor()?,
+                summary: json.get("summary")?,
+                rows: json.opt("rows")?,
+                detail: json.opt("detail")?,
+            },
+            "blocked" => EventKind::Blocked {
+                actor: actor()?,
+                by: json.get("by")?,
+            },
+            "unblocked" => EventKind::Unblocked {
+                actor: actor()?,
+                waited_ms: json.get("waited_ms")?,
+            },
+            "error" => EventKind::Error {
+                actor: actor()?,
+                kind: json.opt("kind")?.unwrap_or_default(),
+                // Runs stored before errors had kinds called the code `sqlstate`.
+                code: match json.opt("code")? {
+                    Some(code) => Some(code),
+                    None => json.opt("sqlstate")?,
+                },
+                message: json.get("message")?,
+            },
+            "commit" => EventKind::Commit { actor: actor()? },
+            "rollback" => EventKind::Rollback { actor: actor()? },
+            "process_started" => EventKind::ProcessStarted {
+                actor: actor()?,
+                pid: json.get("pid")?,
+                restart: json.get("restart")?,
+            },
+            "crash" => EventKind::Crash {
+                actor: actor()?,
+                point: json.get("point")?,
+            },
+            "process_exited" => EventKind::ProcessExited {
+                actor: actor()?,
+                code: json.opt("code")?,
+            },
+            "lease" => EventKind::Lease {
+                actor: actor()?,
+                key: json.get("key")?,
+                change: json.get("change")?,
+                ttl_ms: json.opt("ttl_ms")?,
+                fence: json.opt("fence")?,
+            },
+            "note" => EventKind::Note {
+                actor: actor()?,
+                text: json.get("text")?,
+            },
+            "say" => EventKind::Say {
+                actor: json.opt("actor")?,
+                line: json.get("line")?,
+            },
+            "ledger" => EventKind::Ledger {
+                moment: json.get("moment")?,
+                ledger: json.get("ledger")?,
+            },
+            "progress" => EventKind::Progress {
+                label: json.get("label")?,
+                done: json.get("done")?,
+                total: json.get("total")?,
+            },
+            "verdict" => EventKind::Verdict {
+                verdict: json.get("verdict")?,
+            },
+            "paused" => EventKind::Paused {
+                actor: actor()?,
+                step: json.get("step")?,
+            },
+            "done" => EventKind::Done {
+                outcome: json.get("outcome")?,
+            },
+            other => return Err(unknown_variant(other)),
+        })
+    }
+}
+
+/// `seq` and `at_ms` beside the kind's own members (serde's `flatten`).
+impl FromJson for Event {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(Event {
+            seq: json.get("seq")?,
+            at_ms: json.get("at_ms")?,
+            kind: EventKind::from_json(json)?,
+        })
+    }
+}
+
+impl FromJson for ServerFrame {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        let msg = match json.tag("type")? {
+            "queued" => ServerMsg::Queued {
+                position: json.get("position")?,
+            },
+            "started" => ServerMsg::Started {
+                run_id: json.get("run_id")?,
+            },
+            "event" => ServerMsg::Event {
+                event: json.get("event")?,
+            },
+            "error" => ServerMsg::Error {
+                code: json.get("code")?,
+                message: json.get("message")?,
+            },
+            "done" => ServerMsg::Done {
+                run_id: json.get("run_id")?,
+                outcome: json.get("outcome")?,
+            },
+            other => return Err(unknown_variant(other)),
+        };
+        Ok(ServerFrame { v: json.get("v")?, msg })
+    }
+}
+
+impl FromJson for StoredRun {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(StoredRun {
+            id: json.get("id")?,
+            scenario: json.get("scenario")?,
+            variant: json.get("variant")?,
+            outcome: json.get("outcome")?,
+            events: json.get("events")?,
+        })
+    }
+}
+
+impl FromJson for VariantInfo {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(VariantInfo {
+            id: json.get("id")?,
+            label: json.get("label")?,
+            description: json.get("description")?,
+        })
+    }
+}
+
+impl FromJson for ScenarioInfo {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(ScenarioInfo {
+            id: json.get("id")?,
+            title: json.get("title")?,
+            hook: json.get("hook")?,
+            about: json.get("about")?,
+            steppable: json.get("steppable")?,
+            workload: json.get("workload")?,
+            variants: json.get("variants")?,
+        })
+    }
+}
+
+impl FromJson for Lab {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(Lab {
+            id: json.get("id")?,
+            title: json.get("title")?,
+            services: json.get("services")?,
+            scenarios: json.get("scenarios")?,
+        })
+    }
+}
+
+/// The lab's members beside `down` (serde's `flatten`).
+impl FromJson for LabStatus {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(LabStatus {
+            lab: Lab::from_json(json)?,
+            down: json.get("down")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json;
+    use serde::Serialize;
+    use serde::de::DeserializeOwned;
+    use std::fmt::Debug;
+
+    /// serde writes `value`; both serde and we read it back; all three agree.
+    fn reads_like_serde<T: Serialize + DeserializeOwned + FromJson + PartialEq + Debug>(value: &T) {
+        let text = serde_json::to_string(value).expect("serde writes it");
+        let by_serde: T = serde_json::from_str(&text).expect("serde reads it");
+        assert_eq!(&by_serde, value, "serde round trip of {text}");
+        assert_eq!(json::from_str::<T>(&text).as_ref(), Ok(value), "our reading of {text}");
+    }
+
+    fn text(s: &str) -> String {
+        s.to_owned()
+    }
+
+    fn headers() -> Vec<(String, String)> {
+        vec![
+            (text("Idempotency-Key"), text("order-7731")),
+            (text("Retry-After"), text("1")),
+        ]
+    }
+
+    fn ledger() -> Ledger {
+        Ledger {
+            tables: vec![Table {
+                name: text("budget"),
+                columns: vec![
+                    text("id"),
+                    text("spent"),
+                    text("note"),
+                    text("ok"),
+                    text("ratio"),
+                    text("nothing"),
+                ],
+                key_columns: 1,
+                rows: vec![vec![
+                    Value::Int(1),
+                    Value::Int(-6_000),
+                    Value::Text(text("it's \"quoted\"\n\u{1F600}")),
+                    Value::Bool(true),
+                    Value::Float(0.25),
+                    Value::Null,
+                ]],
+            }],
+        }
+    }
+
+    fn verdict() -> Verdict {
+        Verdict::judge(
+            vec![Check::new("spent ≤ $5,000", "spent = $6,000", false)],
+            "Overspent",
+            "both read $0",
+        )
+    }
+
+    /// One event of every kind, with optional members both present and absent.
+    fn every_kind() -> Vec<EventKind> {
+        let actor = || text("alice");
+        vec![
+            EventKind::RunStarted {
+                run_id: text("r1"),
+                scenario: text("isolation/write-skew"),
+                variant: text("serializable"),
+                title: text("Write skew"),
+                actors: vec![ActorInfo {
+                    name: actor(),
+                    detail: text("SERIALIZABLE"),
+                }],
+                server: text("PostgreSQL 16.4"),
+            },
+            EventKind::Step {
+                actor: actor(),
+                service: Service::Postgres,
+                text: text("UPDATE budget SET spent = spent + $1"),
+                params: vec![Value::Int(800), Value::Text(text("design")), Value::Null],
+                detail: None,
+            },
+            EventKind::Step {
+                actor: text("phone"),
+                service: Service::Http,
+                text: text("POST /payments"),
+                params: vec![],
+                detail: Some(Detail::Request {
+                    method: text("POST"),
+                    path: text("/payments"),
+                    headers: headers(),
+                    body: text("{\"amount\":4200}"),
+                    to: Some(text("shop")),
+                }),
+            },
+            EventKind::Step {
+                actor: text("relay"),
+                service: Service::Kafka,
+                text: text("produce"),
+                params: vec![],
+                detail: Some(Detail::Message {
+                    topic: text("payments"),
+                    partition: None,
+                    offset: None,
+                    key: None,
+                    value: None,
+                    headers: vec![],
+                }),
+            },
+            EventKind::Result {
+                actor: actor(),
+                summary: text("1 row"),
+                rows: Some(Rows {
+                    columns: vec![text("spent")],
+                    rows: vec![vec![Value::Int(0)]],
+                }),
+                detail: None,
+            },
+            EventKind::Result {
+                actor: text("phone"),
+                summary: text("200"),
+                rows: None,
+                detail: Some(Detail::Response {
+                    status: 200,
+                    headers: headers(),
+                    body: text("{}"),
+                }),
+            },
+            EventKind::Result {
+                actor: text("relay"),
+                summary: text("delivered"),
+                rows: None,
+                detail: Some(Detail::Message {
+                    topic: text("payments"),
+                    partition: Some(0),
+                    offset: Some(41),
+                    key: Some(text("p-1")),
+                    value: Some(text("{}")),
+                    headers: headers(),
+                }),
+            },
+            EventKind::Blocked {
+                actor: text("bob"),
+                by: vec![actor()],
+            },
+            EventKind::Unblocked {
+                actor: text("bob"),
+                waited_ms: 112,
+            },
+            EventKind::Error {
+                actor: text("bob"),
+                kind: ErrorKind::Database,
+                code: Some(text("40001")),
+                message: text("could not serialize access"),
+            },
+            EventKind::Error {
+                actor: text("bob"),
+                kind: ErrorKind::Timeout,
+                code: None,
+                message: text("no answer"),
+            },
+            EventKind::Commit { actor: actor() },
+            EventKind::Rollback { actor: actor() },
+            EventKind::ProcessStarted {
+                actor: text("relay"),
+                pid: 4242,
+                restart: true,
+            },
+            EventKind::Crash {
+                actor: text("relay"),
+                point: text("after-produce"),
+            },
+            EventKind::ProcessExited {
+                actor: text("relay"),
+                code: Some(-1),
+            },
+            EventKind::ProcessExited {
+                actor: text("relay"),
+                code: None,
+            },
+            EventKind::Lease {
+                actor: text("w1"),
+                key: text("lock:report"),
+                change: LeaseChange::Acquired,
+                ttl_ms: Some(10_000),
+                fence: Some(34),
+            },
+            EventKind::Lease {
+                actor: text("w1"),
+                key: text("lock:report"),
+                change: LeaseChange::Lost,
+                ttl_ms: None,
+                fence: None,
+            },
+            EventKind::Note {
+                actor: actor(),
+                text: text("pooled"),
+            },
+            EventKind::Say {
+                actor: Some(actor()),
+                line: text("[alice] commit"),
+            },
+            EventKind::Say {
+                actor: None,
+                line: text("--- write skew ---"),
+            },
+            EventKind::Ledger {
+                moment: Moment::Expected,
+                ledger: ledger(),
+            },
+            EventKind::Progress {
+                label: text("relayed"),
+                done: 7,
+                total: 1_000,
+            },
+            EventKind::Verdict { verdict: verdict() },
+            EventKind::Paused {
+                actor: text("bob"),
+                step: text("COMMIT"),
+            },
+            EventKind::Done {
+                outcome: Outcome::Failed {
+                    message: text("Redis is down"),
+                },
+            },
+        ]
+    }
+
+    /// Which variant a kind is; exhaustive, so a new kind does not compile until it has a
+    /// sample above (and, by the test, a reader).
+    fn variant_index(kind: &EventKind) -> usize {
+        match kind {
+            EventKind::RunStarted { .. } => 0,
+            EventKind::Step { .. } => 1,
+            EventKind::Result { .. } => 2,
+            EventKind::Blocked { .. } => 3,
+            EventKind::Unblocked { .. } => 4,
+            EventKind::Error { .. } => 5,
+            EventKind::Commit { .. } => 6,
+            EventKind::Rollback { .. } => 7,
+            EventKind::ProcessStarted { .. } => 8,
+            EventKind::Crash { .. } => 9,
+            EventKind::ProcessExited { .. } => 10,
+            EventKind::Lease { .. } => 11,
+            EventKind::Note { .. } => 12,
+            EventKind::Say { .. } => 13,
+            EventKind::Ledger { .. } => 14,
+            EventKind::Progress { .. } => 15,
+            EventKind::Verdict { .. } => 16,
+            EventKind::Paused { .. } => 17,
+            EventKind::Done { .. } => 18,
+        }
+    }
+
+    #[test]
+    fn every_event_kind_reads_like_serde() {
+        let kinds = every_kind();
+        let mut seen: Vec<usize> = kinds.iter().map(variant_index).collect();
+        seen.dedup();
+        assert_eq!(seen, (0..=18).collect::<Vec<_>>(), "one sample of every kind, in order");
+        for (i, kind) in kinds.into_iter().enumerate() {
+            reads_like_serde(&Event {
+                seq: i as u64 + 1,
+                at_ms: 1_000 * i as u64,
+                kind,
+            });
+        }
+    }
+
+    #[test]
+    fn every_frame_reads_like_serde() {
+        let frames = [
+            ServerMsg::Queued { position: 3 },
+            ServerMsg::Started { run_id: text("r1") },
+            ServerMsg::Event {
+                event: Event {
+                    seq: 1,
+                    at_ms: 0,
+                    kind: EventKind::Commit { actor: text("alice") },
+                },
+            },
+            ServerMsg::Done {
+                run_id: text("r1"),
+                outcome: Outcome::Completed,
+            },
+            ServerMsg::Done {
+                run_id: text("r1"),
+                outcome: Outcome::Cancelled,
+            },
+        ];
+        for msg in frames {
+            reads_like_serde(&ServerFrame::from(msg));
+        }
+        let codes = [
+            ErrorCode::BadFrame,
+            ErrorCode::BadVersion,
+            ErrorCode::UnknownScenario,
+            ErrorCode::UnknownVariant,
+            ErrorCode::Busy,
+            ErrorCode::NoRun,
+            ErrorCode::NotStepMode,
+            ErrorCode::NotSteppable,
+            ErrorCode::ServiceDown,
+            ErrorCode::ShuttingDown,
+            ErrorCode::QueueFull,
+            ErrorCode::TooMany,
+            ErrorCode::TooSlow,
+        ];
+        for code in codes {
+            reads_like_serde(&ServerFrame::from(ServerMsg::Error {
+                code,
+                message: text("no"),
+            }));
+        }
+        let kinds = [
+            ErrorKind::Http,
+            ErrorKind::Redis,
+            ErrorKind::Broker,
+            ErrorKind::Connection,
+            ErrorKind::Crash,
+        ];
+        for kind in kinds {
+            reads_like_serde(&EventKind::Error {
+                actor: text("shop"),
+                kind,
+                code: None,
+                message: text("m"),
+            });
+        }
+        for change in [LeaseChange::Refreshed, LeaseChange::Released] {
+            reads_like_serde(&change);
+        }
+        for moment in [Moment::Before, Moment::After, Moment::Reference] {
+            reads_like_serde(&moment);
+        }
+        for service in [Service::Redis, Service::Process] {
+            reads_like_serde(&service);
+        }
+    }
+
+    #[test]
+    fn the_catalog_and_a_stored_run_read_like_serde() {
+        let lab = Lab {
+            id: text("isolation"),
+            title: text("Isolation"),
+            services: vec![Service::Postgres, Service::Redis],
+            scenarios: vec![ScenarioInfo {
+                id: text("isolation/write-skew"),
+                title: text("Write skew"),
+                hook: text("Two managers"),
+                about: text("Watch bob"),
+                steppable: true,
+                workload: false,
+                variants: vec![VariantInfo {
+                    id: text("serializable"),
+                    label: text("SERIALIZABLE"),
+                    description: text("retry"),
+                }],
+            }],
+        };
+        reads_like_serde(&vec![LabStatus {
+            lab,
+            down: vec![Service::Kafka],
+        }]);
+        reads_like_serde(&StoredRun {
+            id: text("r1"),
+            scenario: text("isolation/write-skew"),
+            variant: text("serializable"),
+            outcome: Outcome::Completed,
+            events: every_kind()
+                .into_iter()
+                .zip(1..)
+                .map(|(kind, seq)| Event { seq, at_ms: seq, kind })
+                .collect(),
+        });
+    }
+
+    #[test]
+    fn an_old_stored_error_reads_its_sqlstate() {
+        let old = r#"{"seq":1,"at_ms":0,"type":"error","actor":"bob","sqlstate":"40001","message":"m"}"#;
+        let by_serde: Event = serde_json::from_str(old).expect("serde reads it");
+        assert_eq!(json::from_str::<Event>(old), Ok(by_serde));
+    }
+
+    #[test]
+    fn values_follow_serdes_untagged_order() {
+        for (text, expected) in [
+            ("9223372036854775807", Value::Int(i64::MAX)),
+            ("18446744073709551615", Value::Float(18_446_744_073_709_551_615.0)),
+            ("2.5", Value::Float(2.5)),
+            ("1e2", Value::Float(100.0)),
+            ("-0", Value::Float(-0.0)),
+        ] {
+            assert_eq!(
+                serde_json::from_str::<Value>(text).expect("serde"),
+                expected,
+                "serde on {text}"
+            );
+            assert_eq!(json::from_str::<Value>(text), Ok(expected), "ours on {text}");
+        }
+        assert!(json::from_str::<Value>("[1]").is_err());
+    }
+
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        let error = json::from_str::<ServerFrame>(r#"{"v":1,"type":"explode"}"#).expect_err("no such type");
+        assert_eq!(error.to_string(), "unknown variant `explode`");
+        let error = json::from_str::<Event>(r#"{"seq":1,"at_ms":0,"type":"blocked","actor":"bob","by":[1]}"#)
+            .expect_err("a number for a name");
+        assert_eq!(error.to_string(), "by: 0: expected a string");
+        assert!(
+            serde_json::from_str::<Event>(r#"{"seq":1,"at_ms":0,"type":"blocked","actor":"bob","by":[1]}"#).is_err()
+        );
+    }
+}
