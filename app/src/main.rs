@@ -29,20 +29,38 @@ fn App() -> impl IntoView {
     }
     let embed = matches!(route, Route::Embed { .. } | Route::EmbedRun { .. });
     let page = match route {
-        Route::Catalog => view! { <pages::catalog::Catalog /> }.into_any(),
-        Route::Scenario { id } => view! { <pages::scenario::ScenarioPage id=id /> }.into_any(),
-        Route::Compare { id } => view! { <pages::compare::ComparePage id=id /> }.into_any(),
-        Route::Replay { id } => view! { <pages::replay::ReplayPage id=id /> }.into_any(),
         Route::EmbedRun { id, options } => {
             view! { <pages::replay::ReplayPage id=id embed=true compact=options.compact /> }.into_any()
         }
         Route::Embed { id, options } => view! { <pages::embed::EmbedPage id=id options=options /> }.into_any(),
+        #[cfg(not(feature = "embed"))]
+        Route::Catalog => view! { <pages::catalog::Catalog /> }.into_any(),
+        #[cfg(not(feature = "embed"))]
+        Route::Scenario { id } => view! { <pages::scenario::ScenarioPage id=id /> }.into_any(),
+        #[cfg(not(feature = "embed"))]
+        Route::Compare { id } => view! { <pages::compare::ComparePage id=id /> }.into_any(),
+        #[cfg(not(feature = "embed"))]
+        Route::Replay { id } => view! { <pages::replay::ReplayPage id=id /> }.into_any(),
+        #[cfg(not(feature = "embed"))]
         Route::NotFound { path } => view! { <pages::not_found::NotFound path=path /> }.into_any(),
+        // The embed app is served at /embed/… only; anything else is the full app's.
+        #[cfg(feature = "embed")]
+        _ => view! { <pages::not_found::NotFound path=api::location().0 /> }.into_any(),
     };
     view! {
         <div class="racelab" class:rl-embed=embed data-theme=theme>
-            {(!embed).then(|| view! { <components::header::Header /> })}
+            {header(embed)}
             <main class="rl-main">{page}</main>
         </div>
     }
 }
+
+/// The site header, on every page but an embed.
+#[cfg(not(feature = "embed"))]
+fn header(embed: bool) -> impl IntoView {
+    (!embed).then(|| view! { <components::header::Header /> })
+}
+
+/// The embed app draws embeds only, which have no header.
+#[cfg(feature = "embed")]
+fn header(_embed: bool) {}

@@ -186,6 +186,13 @@ async fn the_compact_embed_fits_a_blog_column_and_the_full_page_toggles_it() {
             b.settle().await;
             assert!(b.count(".rl-compact .rl-compact-row").await > 10, "the embed draws the compact timeline");
             assert_eq!(b.count(".rl-timeline").await, 0, "and not the detailed one");
+            assert_eq!(
+                b.js("return performance.getEntriesByType('resource').map(e => new URL(e.name).pathname).filter(p => p.endsWith('.wasm'));", vec![]).await
+                    .as_array()
+                    .map(|wasm| wasm.iter().all(|p| p.as_str().is_some_and(|p| p.starts_with("/embed-app/"))) && wasm.len() == 1),
+                Some(true),
+                "the embed loads the embed app's wasm, and only that"
+            );
             // Bob's 40001 is a mark on his line, his retry's commit too.
             assert_eq!(
                 b.js("return [...document.querySelectorAll('.rl-line[data-tone=failed] .rl-line-outcome')].map(e => e.textContent);", vec![]).await,
@@ -524,6 +531,41 @@ async fn measure_run_latency_and_embed_first_paint() {
         }
     })
     .await;
+}
+
+/// The embed's budget: the wasm and JS an embed page loads (dist/embed-app/, as its index.html
+/// names them) weigh at most 150 KB gzip, as the server sends them. Read from the build these
+/// tests drive, so a change that makes the embed heavier fails here, with the sizes.
+#[test]
+fn the_embed_app_fits_its_150_kb_budget() {
+    const BUDGET: u64 = 150_000;
+    let embed_app = harness::dist().join("embed-app");
+    let index = std::fs::read_to_string(embed_app.join("index.html"))
+        .expect("dist/embed-app/index.html: `trunk build --release` builds the embed app too");
+    let mut loaded: Vec<&str> = index
+        .split(['"', '\'', '(', ')', ' '])
+        .filter_map(|word| word.strip_prefix("/embed-app/"))
+        .filter(|file| file.ends_with(".js") || file.ends_with(".wasm"))
+        .collect();
+    loaded.sort_unstable();
+    loaded.dedup();
+    assert_eq!(loaded.len(), 2, "one script and one wasm module: {loaded:?}");
+    let sizes: Vec<(String, u64)> = loaded
+        .iter()
+        .map(|file| {
+            let gzip = embed_app.join(format!("{file}.gz"));
+            let size = std::fs::metadata(&gzip)
+                .unwrap_or_else(|e| panic!("{}: {e}", gzip.display()))
+                .len();
+            (file.to_string(), size)
+        })
+        .collect();
+    let total: u64 = sizes.iter().map(|(_, size)| size).sum();
+    println!("the embed app, gzip: {sizes:?}, {total} bytes in all (budget {BUDGET})");
+    assert!(
+        total <= BUDGET,
+        "the embed app is {total} bytes gzip, over its {BUDGET}: {sizes:?}"
+    );
 }
 
 /// A Redis command, HTTP requests (one that times out, one answered 409), a broker message and a
@@ -941,7 +983,10 @@ async fn the_chaos_run_draws_its_progress_and_the_drain() {
         let crashes = b.count(".rl-timeline .rl-card[data-kind=\"crash\"]").await;
         assert_eq!(
             legend,
-            [format!("{crashes} processes killed (red lines)")],
+            [match crashes {
+                1 => "1 process killed (red lines)".to_owned(),
+                n => format!("{n} processes killed (red lines)"),
+            }],
             "every crash on the timeline is a mark on the chart"
         );
         assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));

@@ -172,3 +172,41 @@ async fn scenario_and_run_pages_carry_the_discovery_link_and_the_preview() {
     assert!(page.contains("bug prevented"), "the verdict in the title: {page}");
     let _ = std::fs::remove_dir_all(&dist);
 }
+
+/// An iframe at `/embed/…` gets the embed app (dist/embed-app/, the lean build), every other page
+/// the full app; a build without an embed app (a dev build) serves the full app for embeds too.
+#[tokio::test]
+async fn embeds_get_the_embed_app_and_pages_the_full_app() {
+    let dist = std::env::temp_dir().join(format!("racelab-embed-dist-{}", std::process::id()));
+    std::fs::create_dir_all(dist.join("embed-app")).expect("a temporary dist");
+    std::fs::write(dist.join("index.html"), "<html><body>the full app</body></html>").expect("write");
+    std::fs::write(
+        dist.join("embed-app/index.html"),
+        "<html><body>the embed app</body></html>",
+    )
+    .expect("write");
+    let address = common::server_with_dist(&dist).await;
+    for path in [
+        "/embed/isolation/write-skew?variant=serializable&autoplay=1",
+        "/embed/runs/r1",
+        "/embed/nope/nope",
+    ] {
+        let (status, kind, body) = get(address, path).await;
+        assert_eq!((status, kind.as_str()), (200, "text/html; charset=utf-8"), "{path}");
+        assert!(body.contains("the embed app"), "{path}: {body}");
+    }
+    for path in [
+        "/",
+        "/lab/isolation/write-skew",
+        "/runs/r1",
+        "/lab/isolation/write-skew/compare",
+    ] {
+        let (status, _, body) = get(address, path).await;
+        assert_eq!(status, 200, "{path}");
+        assert!(body.contains("the full app"), "{path}: {body}");
+    }
+    std::fs::remove_dir_all(dist.join("embed-app")).expect("remove the embed app");
+    let (_, _, body) = get(address, "/embed/isolation/write-skew").await;
+    assert!(body.contains("the full app"), "without an embed app: {body}");
+    std::fs::remove_dir_all(&dist).expect("clean up");
+}

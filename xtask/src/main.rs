@@ -14,7 +14,15 @@ use std::process::{Command, ExitCode};
 use std::time::SystemTime;
 
 /// What the browser app is built from: a change to any of them means `dist/` is stale.
-const APP_SOURCES: &[&str] = &["app", "shared", "style", "Trunk.toml", "Cargo.toml", "Cargo.lock"];
+const APP_SOURCES: &[&str] = &[
+    "app",
+    "shared",
+    "style",
+    "Trunk.toml",
+    "scripts/trunk-post-build.sh",
+    "Cargo.toml",
+    "Cargo.lock",
+];
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
@@ -52,7 +60,13 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
             }
         }
     };
-    let built = modified(&root.join("dist/index.html"));
+    // One build writes both apps (the embed app from Trunk's post-build hook): the older of their
+    // pages says when it ran, and a missing one means it never did.
+    let built = ["dist/index.html", "dist/embed-app/index.html"]
+        .iter()
+        .map(|page| modified(&root.join(page)))
+        .collect::<Option<Vec<_>>>()
+        .and_then(|times| times.into_iter().min());
     let sources = APP_SOURCES.iter().filter_map(|p| newest(&root.join(p))).max();
     let result = (|| {
         if app_is_stale(built, sources) {

@@ -2,6 +2,7 @@
 //! strategy (over budget, approved, retries, most attempts, gave up) beside the tutorial's ranges.
 
 use leptos::prelude::*;
+use shared::float::one_decimal;
 use shared::{Table, Value, usd};
 
 /// The metrics drawn, with the column they come from and whether they are money.
@@ -73,7 +74,7 @@ pub fn StrategyChart(figures: Table, tutorial: Option<Table>) -> impl IntoView {
                         <div class="rl-bar-row">
                             <span class="rl-bar-label">{*label}</span>
                             <span class="rl-bar-track">
-                                <span class="rl-bar" data-metric=*column style=format!("width: {width:.1}%")></span>
+                                <span class="rl-bar" data-metric=*column style=format!("width: {}%", one_decimal(width))></span>
                             </span>
                             <span class="rl-bar-value">{shown}</span>
                         </div>

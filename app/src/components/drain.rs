@@ -3,6 +3,8 @@
 //! process was killed, so a reader sees the crashes and the backlog they left catch up.
 
 use leptos::prelude::*;
+use shared::compact::duration;
+use shared::float::one_decimal;
 use shared::series::Drain;
 
 /// The chart's drawing box, in SVG units; it scales to the column's width.
@@ -42,7 +44,7 @@ pub fn DrainChart(drain: Drain) -> impl IntoView {
             let points = series
                 .points
                 .iter()
-                .map(|(at, done)| format!("{:.1},{:.1}", x(*at), y(*done, series.total)))
+                .map(|(at, done)| format!("{},{}", one_decimal(x(*at)), one_decimal(y(*done, series.total))))
                 .collect::<Vec<_>>()
                 .join(" ");
             view! { <polyline class="rl-drain-line" data-series=i.to_string() points=points /> }
@@ -52,10 +54,10 @@ pub fn DrainChart(drain: Drain) -> impl IntoView {
         .crashes
         .iter()
         .map(|crash| {
-            let at = x(crash.at_ms);
-            let title = format!("{} killed at {:.1} s", crash.actor, crash.at_ms as f64 / 1000.0);
+            let at = one_decimal(x(crash.at_ms));
+            let title = format!("{} killed at {}", crash.actor, duration(crash.at_ms));
             view! {
-                <line class="rl-drain-crash" x1=format!("{at:.1}") x2=format!("{at:.1}") y1="4" y2=format!("{:.1}", HEIGHT - BOTTOM + 4.0)>
+                <line class="rl-drain-crash" x1=at.clone() x2=at y1="4" y2=one_decimal(HEIGHT - BOTTOM + 4.0)>
                     <title>{title}</title>
                 </line>
             }
@@ -67,23 +69,34 @@ pub fn DrainChart(drain: Drain) -> impl IntoView {
         .enumerate()
         .map(|(i, series)| view! { <li data-series=i.to_string()>{series.label.clone()}</li> })
         .collect_view();
-    let crashes = drain.crashes.len();
-    let seconds = drain.end_ms as f64 / 1000.0;
+    let crashes = match drain.crashes.len() {
+        1 => "1 process killed".to_owned(),
+        n => format!("{n} processes killed"),
+    };
+    let seconds = one_decimal(drain.end_ms as f64 / 1000.0);
+    // Coordinates as text: an `f64` attribute would bring core's float formatting along.
+    let (left, width, axis, bottom) = (
+        one_decimal(LEFT),
+        one_decimal(WIDTH),
+        one_decimal(HEIGHT - BOTTOM + 4.0),
+        one_decimal(HEIGHT + 4.0),
+    );
+    let (tick_x, end_x) = (one_decimal(LEFT - 4.0), one_decimal(WIDTH - 4.0));
     view! {
         <figure class="rl-drain">
-            <svg viewBox=format!("0 0 {WIDTH} {}", HEIGHT + 8.0) role="img"
-                aria-label=format!("progress over {seconds:.1} s, {crashes} processes killed")>
-                <line class="rl-drain-axis" x1=LEFT x2=WIDTH y1=HEIGHT - BOTTOM + 4.0 y2=HEIGHT - BOTTOM + 4.0 />
-                <text class="rl-drain-tick" x=LEFT - 4.0 y="10" text-anchor="end">"100%"</text>
-                <text class="rl-drain-tick" x=LEFT - 4.0 y=HEIGHT - BOTTOM + 4.0 text-anchor="end">"0"</text>
-                <text class="rl-drain-tick" x=WIDTH - 4.0 y=HEIGHT + 4.0 text-anchor="end">{format!("{seconds:.1} s")}</text>
+            <svg viewBox=format!("0 0 {} {}", one_decimal(WIDTH), one_decimal(HEIGHT + 8.0)) role="img"
+                aria-label=format!("progress over {seconds} s, {crashes}")>
+                <line class="rl-drain-axis" x1=left x2=width y1=axis.clone() y2=axis.clone() />
+                <text class="rl-drain-tick" x=tick_x.clone() y="10" text-anchor="end">"100%"</text>
+                <text class="rl-drain-tick" x=tick_x y=axis text-anchor="end">"0"</text>
+                <text class="rl-drain-tick" x=end_x y=bottom text-anchor="end">{format!("{seconds} s")}</text>
                 {marks}
                 {curves}
             </svg>
             <figcaption>
                 <ul class="rl-drain-legend">
                     {legend}
-                    <li class="rl-drain-legend-crash">{format!("{crashes} processes killed (red lines)")}</li>
+                    <li class="rl-drain-legend-crash">{format!("{crashes} (red lines)")}</li>
                 </ul>
             </figcaption>
         </figure>

@@ -1,4 +1,5 @@
-//! The one way every page shows that something it needed could not be loaded.
+//! What a page shows instead of its content: that it is still loading, or the one way every page
+//! says that something it needed could not be loaded.
 
 use leptos::prelude::*;
 
@@ -10,4 +11,9 @@ pub fn ErrorView(message: String) -> impl IntoView {
             {message}
         </div>
     }
+}
+
+/// A page's placeholder while what it fetched has not arrived (`text`: `Loading the run…`).
+pub fn loading(text: &'static str) -> AnyView {
+    view! { <p class="rl-loading">{text}</p> }.into_any()
 }

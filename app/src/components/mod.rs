@@ -3,8 +3,10 @@
 pub mod chart;
 pub mod compact_timeline;
 pub mod drain;
+#[cfg(not(feature = "embed"))]
 pub mod embed_code;
 pub mod error_view;
+#[cfg(not(feature = "embed"))]
 pub mod header;
 pub mod ledger_diff;
 pub mod reference;

@@ -5,6 +5,7 @@
 use super::chart::{Progress, StrategyChart};
 use super::compact_timeline::CompactTimeline;
 use super::drain::{DrainChart, ProgressBars};
+#[cfg(not(feature = "embed"))]
 use super::embed_code::EmbedCode;
 use super::ledger_diff::LedgerDiff;
 use super::reference::ReferenceFigures;
@@ -101,9 +102,14 @@ pub fn RunPanel(
     let tabs = (chrome != Chrome::Column).then(|| {
         view! { <VariantPicker variants=scenario.variants.clone() chosen=chosen disabled=active /> }
     });
-    let variant_signal = Signal::derive(move || chosen.get());
-    let embed_code =
-        (chrome == Chrome::Full).then(|| view! { <EmbedCode scenario=id.clone() variant=variant_signal /> });
+    #[cfg(not(feature = "embed"))]
+    let embed_code = {
+        let variant = Signal::derive(move || chosen.get());
+        (chrome == Chrome::Full).then(|| view! { <EmbedCode scenario=id.clone() variant=variant /> })
+    };
+    // The embed app has no full page, so no embed code to offer.
+    #[cfg(feature = "embed")]
+    let embed_code = ();
     let compare_link = (chrome == Chrome::Full && scenario.variants.len() > 1 && !is_load_test).then(|| {
         view! { <a class="rl-compare-link" href=format!("/lab/{id}/compare")>"Compare all variants side by side"</a> }
     });

@@ -1,13 +1,13 @@
 //! `/`: every lab and scenario, with a one-line hook and whether the services it needs are up.
 
-use crate::api::fetch_json;
-use crate::components::error_view::ErrorView;
+use crate::api::{fetch_json, fetched};
+use crate::components::error_view::{ErrorView, loading};
 use leptos::prelude::*;
 use shared::catalog::LabStatus;
 
 #[component]
 pub fn Catalog() -> impl IntoView {
-    let labs = LocalResource::new(|| fetch_json::<Vec<LabStatus>>("/api/labs"));
+    let labs = fetched(fetch_json::<Vec<LabStatus>>("/api/labs"));
     view! {
         <div class="rl-catalog">
             <h1>"Watch concurrency bugs happen"</h1>
@@ -15,12 +15,10 @@ pub fn Catalog() -> impl IntoView {
                 "Each scenario plays a few actors against a real PostgreSQL or Redis, step by step. Pick one, press Run, "
                 "and see who waited for whom, which statement failed and why, and what the ledger ended up holding."
             </p>
-            <Suspense fallback=|| view! { <p class="rl-loading">"Loading the catalog…"</p> }>
-                {move || labs.get().map(|result| match result {
-                    Err(message) => view! { <ErrorView message=message /> }.into_any(),
-                    Ok(labs) => labs.into_iter().map(|lab| view! { <LabCard lab=lab /> }).collect_view().into_any(),
-                })}
-            </Suspense>
+            {move || labs.get().map(|result| match result {
+                Err(message) => view! { <ErrorView message=message /> }.into_any(),
+                Ok(labs) => labs.into_iter().map(|lab| view! { <LabCard lab=lab /> }).collect_view().into_any(),
+            }).unwrap_or_else(|| loading("Loading the catalog…"))}
         </div>
     }
 }

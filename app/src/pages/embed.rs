@@ -3,7 +3,7 @@
 
 use super::load_scenario;
 use crate::api::report_height_to_parent;
-use crate::components::error_view::ErrorView;
+use crate::components::error_view::{ErrorView, loading};
 use crate::components::run_panel::{Chrome, RunPanel};
 use crate::route::EmbedOptions;
 use leptos::prelude::*;
@@ -13,34 +13,32 @@ pub fn EmbedPage(id: String, options: EmbedOptions) -> impl IntoView {
     let found = load_scenario(id);
     request_animation_frame(report_height_to_parent);
     view! {
-        <Suspense fallback=|| view! { <p class="rl-loading">"Loading…"</p> }>
-            {move || found.get().map(|result| match result {
-                Err(message) => view! { <ErrorView message=message /> }.into_any(),
-                Ok(found) => {
-                    let variant = found.variant_or_first(options.variant.as_deref());
-                    let scenario_id = found.scenario.id.clone();
-                    view! {
-                        <article class="rl-scenario" data-scenario=scenario_id.clone()>
-                            <p class="rl-embed-title">
-                                <a href=format!("/lab/{scenario_id}") target="_blank" rel="noopener">
-                                    {found.scenario.title.clone()}
-                                </a>
-                                <span class="rl-embed-by">" · racelab"</span>
-                            </p>
-                            <RunPanel
-                                scenario=found.scenario
-                                down=found.down
-                                variant=variant
-                                chrome=Chrome::Embed
-                                autoplay=options.autoplay
-                                step=options.step
-                                compact=options.compact
-                            />
-                        </article>
-                    }
-                    .into_any()
+        {move || found.get().map(|result| match result {
+            Err(message) => view! { <ErrorView message=message /> }.into_any(),
+            Ok(found) => {
+                let variant = found.variant_or_first(options.variant.as_deref());
+                let scenario_id = found.scenario.id.clone();
+                view! {
+                    <article class="rl-scenario" data-scenario=scenario_id.clone()>
+                        <p class="rl-embed-title">
+                            <a href=format!("/lab/{scenario_id}") target="_blank" rel="noopener">
+                                {found.scenario.title.clone()}
+                            </a>
+                            <span class="rl-embed-by">" · racelab"</span>
+                        </p>
+                        <RunPanel
+                            scenario=found.scenario
+                            down=found.down
+                            variant=variant
+                            chrome=Chrome::Embed
+                            autoplay=options.autoplay
+                            step=options.step
+                            compact=options.compact
+                        />
+                    </article>
                 }
-            })}
-        </Suspense>
+                .into_any()
+            }
+        }).unwrap_or_else(|| loading("Loading…"))}
     }
 }

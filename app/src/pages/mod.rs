@@ -1,13 +1,17 @@
-//! One file per page; each loads what it needs and hands it to the components.
+//! One file per page; each loads what it needs and hands it to the components. The embed app
+//! (`--features embed`) has only the pages an iframe shows.
 
+#[cfg(not(feature = "embed"))]
 pub mod catalog;
+#[cfg(not(feature = "embed"))]
 pub mod compare;
 pub mod embed;
 pub mod not_found;
 pub mod replay;
+#[cfg(not(feature = "embed"))]
 pub mod scenario;
 
-use crate::api::fetch_json;
+use crate::api::{fetch_json, fetched};
 use leptos::prelude::*;
 use shared::catalog::LabStatus;
 use shared::{ScenarioInfo, Service};
@@ -30,22 +34,19 @@ impl Found {
     }
 }
 
-/// Loads the catalog and finds scenario `id` in it.
-pub fn load_scenario(id: String) -> LocalResource<Result<Found, String>> {
-    LocalResource::new(move || {
-        let id = id.clone();
-        async move {
-            let labs: Vec<LabStatus> = fetch_json("/api/labs").await?;
-            labs.into_iter()
-                .find_map(|lab| {
-                    let down = lab.down.clone();
-                    lab.lab
-                        .scenarios
-                        .into_iter()
-                        .find(|s| s.id == id)
-                        .map(|scenario| Found { scenario, down })
-                })
-                .ok_or_else(|| format!("there is no scenario called {id:?}"))
-        }
+/// Loads the catalog and finds scenario `id` in it (`None` while loading).
+pub fn load_scenario(id: String) -> ReadSignal<Option<Result<Found, String>>> {
+    fetched(async move {
+        let labs: Vec<LabStatus> = fetch_json("/api/labs").await?;
+        labs.into_iter()
+            .find_map(|lab| {
+                let down = lab.down.clone();
+                lab.lab
+                    .scenarios
+                    .into_iter()
+                    .find(|s| s.id == id)
+                    .map(|scenario| Found { scenario, down })
+            })
+            .ok_or_else(|| format!("there is no scenario called \"{id}\""))
     })
 }

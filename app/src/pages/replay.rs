@@ -2,9 +2,9 @@
 //! ledger and verdict are drawn from the stream exactly as when it ran live. `/embed/runs/{id}`
 //! is the same run for an iframe (compact by default, its height told to the host page).
 
-use crate::api::{fetch_json, report_height_to_parent};
+use crate::api::{fetch_json, fetched, report_height_to_parent};
 use crate::components::compact_timeline::CompactTimeline;
-use crate::components::error_view::ErrorView;
+use crate::components::error_view::{ErrorView, loading};
 use crate::components::ledger_diff::LedgerDiff;
 use crate::components::reference::ReferenceFigures;
 use crate::components::timeline::TimelineView;
@@ -28,78 +28,72 @@ pub fn ReplayPage(
     if embed {
         request_animation_frame(report_height_to_parent);
     }
-    let path = format!("/api/runs/{id}");
-    let stored = LocalResource::new(move || {
-        let path = path.clone();
-        async move { fetch_json::<StoredRun>(&path).await }
-    });
+    let stored = fetched(async move { fetch_json::<StoredRun>(&format!("/api/runs/{id}")).await });
     view! {
-        <Suspense fallback=|| view! { <p class="rl-loading">"Loading the run…"</p> }>
-            {move || stored.get().map(|result| match result {
-                Err(message) => view! { <ErrorView message=message /> }.into_any(),
-                Ok(run) => {
-                    let state = RunState::replay(run.id.clone(), run.events.clone());
-                    let timeline = Signal::derive({
-                        let state = state.clone();
-                        move || state.timeline()
-                    });
-                    let transcript = Signal::derive({
-                        let state = state.clone();
-                        move || state.transcript()
-                    });
-                    let ledger = match (state.ledger(Moment::Before), state.ledger(Moment::After)) {
-                        (Some(before), Some(after)) => Some(view! {
-                            <LedgerDiff
-                                before=before.clone()
-                                after=after.clone()
-                                expected=state.ledger(Moment::Expected).cloned()
-                                fold_unchanged=compact
-                            />
-                        }),
-                        _ => None,
-                    };
-                    let reference = state
-                        .ledger(Moment::Reference)
-                        .and_then(|l| l.tables.first().cloned())
-                        .map(|table| view! { <ReferenceFigures table=table /> });
-                    let live = format!("/lab/{}?variant={}", run.scenario, run.variant);
-                    let heading = if embed {
-                        let title = state.header().map_or(run.scenario.clone(), |(title, _)| title.to_owned());
-                        view! {
-                            <p class="rl-embed-title">
-                                <a href=format!("/runs/{}", run.id) target="_blank" rel="noopener">{title}</a>
-                                <span class="rl-embed-by">{format!(" · {} · a run on racelab", run.variant)}</span>
-                            </p>
-                        }
-                        .into_any()
-                    } else {
-                        view! {
-                            <h1>{format!("Run {} — {} ({})", run.id, run.scenario, run.variant)}</h1>
-                            <p class="rl-explain">
-                                "A replay of a finished run, from its stored events. "
-                                <a href=live>"Run it again live"</a>
-                            </p>
-                        }
-                        .into_any()
-                    };
-                    let drawn = if compact {
-                        view! { <CompactTimeline timeline=timeline /> }.into_any()
-                    } else {
-                        view! { <TimelineView timeline=timeline /> }.into_any()
-                    };
+        {move || stored.get().map(|result| match result {
+            Err(message) => view! { <ErrorView message=message /> }.into_any(),
+            Ok(run) => {
+                let state = RunState::replay(run.id.clone(), run.events.clone());
+                let timeline = Signal::derive({
+                    let state = state.clone();
+                    move || state.timeline()
+                });
+                let transcript = Signal::derive({
+                    let state = state.clone();
+                    move || state.transcript()
+                });
+                let ledger = match (state.ledger(Moment::Before), state.ledger(Moment::After)) {
+                    (Some(before), Some(after)) => Some(view! {
+                        <LedgerDiff
+                            before=before.clone()
+                            after=after.clone()
+                            expected=state.ledger(Moment::Expected).cloned()
+                            fold_unchanged=compact
+                        />
+                    }),
+                    _ => None,
+                };
+                let reference = state
+                    .ledger(Moment::Reference)
+                    .and_then(|l| l.tables.first().cloned())
+                    .map(|table| view! { <ReferenceFigures table=table /> });
+                let live = format!("/lab/{}?variant={}", run.scenario, run.variant);
+                let heading = if embed {
+                    let title = state.header().map_or(run.scenario.clone(), |(title, _)| title.to_owned());
                     view! {
-                        <article class="rl-replay" data-run-id=run.id.clone()>
-                            {heading}
-                            {drawn}
-                            {state.verdict().cloned().map(|v| view! { <VerdictBanner verdict=v /> })}
-                            {ledger}
-                            {reference}
-                            <Transcript text=transcript />
-                        </article>
+                        <p class="rl-embed-title">
+                            <a href=format!("/runs/{}", run.id) target="_blank" rel="noopener">{title}</a>
+                            <span class="rl-embed-by">{format!(" · {} · a run on racelab", run.variant)}</span>
+                        </p>
                     }
                     .into_any()
+                } else {
+                    view! {
+                        <h1>{format!("Run {} — {} ({})", run.id, run.scenario, run.variant)}</h1>
+                        <p class="rl-explain">
+                            "A replay of a finished run, from its stored events. "
+                            <a href=live>"Run it again live"</a>
+                        </p>
+                    }
+                    .into_any()
+                };
+                let drawn = if compact {
+                    view! { <CompactTimeline timeline=timeline /> }.into_any()
+                } else {
+                    view! { <TimelineView timeline=timeline /> }.into_any()
+                };
+                view! {
+                    <article class="rl-replay" data-run-id=run.id.clone()>
+                        {heading}
+                        {drawn}
+                        {state.verdict().cloned().map(|v| view! { <VerdictBanner verdict=v /> })}
+                        {ledger}
+                        {reference}
+                        <Transcript text=transcript />
+                    </article>
                 }
-            })}
-        </Suspense>
+                .into_any()
+            }
+        }).unwrap_or_else(|| loading("Loading the run…"))}
     }
 }

@@ -1,7 +1,7 @@
 //! `/lab/{lab}/{scenario}`: the explanation, then the run panel with everything.
 
 use super::load_scenario;
-use crate::components::error_view::ErrorView;
+use crate::components::error_view::{ErrorView, loading};
 use crate::components::run_panel::{Chrome, RunPanel};
 use crate::route::query_param;
 use leptos::prelude::*;
@@ -11,23 +11,21 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
     let found = load_scenario(id.clone());
     let wanted = query_param(&crate::api::location().1, "variant");
     view! {
-        <Suspense fallback=|| view! { <p class="rl-loading">"Loading…"</p> }>
-            {move || found.get().map(|result| match result {
-                Err(message) => view! { <ErrorView message=message /> }.into_any(),
-                Ok(found) => {
-                    let variant = found.variant_or_first(wanted.as_deref());
-                    let scenario_id = found.scenario.id.clone();
-                    view! {
-                        <article class="rl-scenario" data-scenario=scenario_id>
-                            <h1>{found.scenario.title.clone()}</h1>
-                            <p class="rl-hook">{found.scenario.hook.clone()}</p>
-                            <p class="rl-explain">{found.scenario.about.clone()}</p>
-                            <RunPanel scenario=found.scenario down=found.down variant=variant chrome=Chrome::Full />
-                        </article>
-                    }
-                    .into_any()
+        {move || found.get().map(|result| match result {
+            Err(message) => view! { <ErrorView message=message /> }.into_any(),
+            Ok(found) => {
+                let variant = found.variant_or_first(wanted.as_deref());
+                let scenario_id = found.scenario.id.clone();
+                view! {
+                    <article class="rl-scenario" data-scenario=scenario_id>
+                        <h1>{found.scenario.title.clone()}</h1>
+                        <p class="rl-hook">{found.scenario.hook.clone()}</p>
+                        <p class="rl-explain">{found.scenario.about.clone()}</p>
+                        <RunPanel scenario=found.scenario down=found.down variant=variant chrome=Chrome::Full />
+                    </article>
                 }
-            })}
-        </Suspense>
+                .into_any()
+            }
+        }).unwrap_or_else(|| loading("Loading…"))}
     }
 }

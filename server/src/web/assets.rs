@@ -5,14 +5,15 @@
 
 use axum::Router;
 use axum::http::header;
-use axum::response::{Html, IntoResponse};
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tower_http::services::{ServeDir, ServeFile};
 
-/// Serves `dist`, or, when the app has not been built, a page that says how to build it; and
-/// `/embed.js`, the one-line loader for host pages.
+/// Serves `dist`, or, when the app has not been built, a page that says how to build it; the
+/// embed app at `/embed/…`; and `/embed.js`, the one-line loader for host pages.
 pub fn service(dist: &Path) -> Router {
+    let embed_app = [dist.join("embed-app/index.html"), dist.join("index.html")];
     let index = dist.join("index.html");
     let app = if index.is_file() {
         // `fallback`, not `not_found_service`: an app route answers 200, not 404 with a page.
@@ -22,6 +23,19 @@ pub fn service(dist: &Path) -> Router {
         Router::new().fallback(get(|| async { Html(NOT_BUILT) }))
     };
     app.route("/embed.js", get(embed_loader))
+        .route("/embed/{*rest}", get(move || embed_page(embed_app.clone())))
+}
+
+/// An iframe's page: the embed app (`dist/embed-app/`, built with only the embed pages, a third
+/// lighter than the full app: README, "The embed bundle"), or the full app when a build made
+/// none (a `trunk serve` dev build), which draws embeds the same.
+async fn embed_page(candidates: [PathBuf; 2]) -> Response {
+    for page in &candidates {
+        if let Ok(html) = tokio::fs::read_to_string(page).await {
+            return ([(header::CACHE_CONTROL, "no-cache")], Html(html)).into_response();
+        }
+    }
+    Html(NOT_BUILT).into_response()
 }
 
 /// `embed.js` defines `<racelab-scenario>`: an author writes
