@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use shared::json::{self, FromJson};
 use shared::run_state::RunState;
-use shared::{ClientFrame, ClientMsg, Mode, PROTOCOL_VERSION, ServerFrame};
+use shared::{ClientFrame, ClientMsg, Mode, ServerFrame};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -169,11 +169,7 @@ impl RunSocket {
     }
 
     fn send(&self, msg: ClientMsg) {
-        let frame = ClientFrame {
-            v: PROTOCOL_VERSION,
-            msg,
-        }
-        .to_json();
+        let frame = ClientFrame::from(msg).to_json();
         self.inner.update_value(|inner| match inner.socket.as_ref() {
             Some(ws) if ws.ready_state() == web_sys::WebSocket::OPEN => {
                 let _ = ws.send_with_str(&frame);

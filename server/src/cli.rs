@@ -235,7 +235,8 @@ async fn run_once(
                     Outcome::Cancelled => Err(ExitCode::FAILURE),
                 };
             }
-            ServerMsg::Started { .. } | ServerMsg::Error { .. } => {}
+            // A room's status never reaches a run played from the command line.
+            ServerMsg::Started { .. } | ServerMsg::Error { .. } | ServerMsg::Room { .. } => {}
         }
     }
     eprintln!("racelab: the run ended without a result");
@@ -320,6 +321,12 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
             left,
             "runs still cleaning up at exit; the next start's sweep removes their sandboxes"
         );
+    }
+    // Each socket delivers its run's last frame (`done`) and closes with 1001 before the process
+    // ends, so no page loses the end of its run to a reset connection.
+    let open = web::ws::close_all(std::time::Duration::from_secs(2)).await;
+    if open > 0 {
+        tracing::warn!(open, "websockets still open at exit");
     }
     code
 }

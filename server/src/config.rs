@@ -50,6 +50,15 @@ pub struct Config {
     /// are clients that send no Origin (the CLI, scripts).
     #[arg(long, env = "RACELAB_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Vec<String>,
+    /// Participants one training room may have (its trainer not counted).
+    #[arg(long, env = "RACELAB_ROOM_PARTICIPANTS", default_value_t = 200)]
+    pub room_participants: usize,
+    /// Rooms one trainer's address may have open at once.
+    #[arg(long, env = "RACELAB_ROOMS_PER_TRAINER", default_value_t = 5)]
+    pub rooms_per_trainer: usize,
+    /// Seconds a room may go without an order, a join or a run before it closes (4 hours).
+    #[arg(long, env = "RACELAB_ROOM_IDLE_SECS", default_value_t = 4 * 60 * 60)]
+    pub room_idle_secs: u64,
     /// Start private PostgreSQL, Redis and broker processes even when system ones run (without
     /// it, only for a service that is not configured and does not answer at its default address).
     #[arg(long)]

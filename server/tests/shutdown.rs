@@ -8,6 +8,7 @@ use serde_json::json;
 use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::Message;
 
 #[tokio::test]
 async fn sigterm_refuses_new_runs_cancels_a_waiting_one_and_cleans_its_sandbox() {
@@ -59,6 +60,17 @@ async fn sigterm_refuses_new_runs_cancels_a_waiting_one_and_cleans_its_sandbox()
     // The waiting run gets its time to finish, is cancelled, and says so.
     let done = receive_until(&mut stepping, |f| is_type(f, "done")).await;
     assert_eq!(done.last().expect("done")["outcome"]["status"], "cancelled");
+    // Then the socket closes cleanly, "going away", before the process exits: the page got the
+    // end of its run, never a reset connection.
+    let goodbye = tokio::time::timeout(Duration::from_secs(10), futures_util::StreamExt::next(&mut stepping))
+        .await
+        .expect("a goodbye in time")
+        .expect("a frame")
+        .expect("not an error");
+    assert!(
+        matches!(&goodbye, Message::Close(Some(frame)) if u16::from(frame.code) == 1001),
+        "{goodbye:?}"
+    );
     let waited = asked.elapsed();
     assert!(
         waited >= Duration::from_secs(7),

@@ -41,7 +41,8 @@ names!(ErrorCode {
     "unknown_variant" => UnknownVariant, "busy" => Busy, "no_run" => NoRun,
     "not_step_mode" => NotStepMode, "not_steppable" => NotSteppable, "service_down" => ServiceDown,
     "shutting_down" => ShuttingDown, "queue_full" => QueueFull, "too_many" => TooMany,
-    "too_slow" => TooSlow,
+    "too_slow" => TooSlow, "unknown_room" => UnknownRoom, "bad_token" => BadToken,
+    "room_full" => RoomFull, "in_room" => InRoom,
 });
 
 /// Untagged, tried in serde's order: null, boolean, an integer that fits `i64`, any other
@@ -287,6 +288,10 @@ impl FromJson for ServerFrame {
             "done" => ServerMsg::Done {
                 run_id: json.get("run_id")?,
                 outcome: json.get("outcome")?,
+            },
+            "room" => ServerMsg::Room {
+                room: json.get("room")?,
+                participants: json.get("participants")?,
             },
             other => return Err(unknown_variant(other)),
         };
@@ -640,6 +645,10 @@ mod tests {
                 run_id: text("r1"),
                 outcome: Outcome::Cancelled,
             },
+            ServerMsg::Room {
+                room: text("K7QX2M"),
+                participants: 3,
+            },
         ];
         for msg in frames {
             reads_like_serde(&ServerFrame::from(msg));
@@ -658,6 +667,10 @@ mod tests {
             ErrorCode::QueueFull,
             ErrorCode::TooMany,
             ErrorCode::TooSlow,
+            ErrorCode::UnknownRoom,
+            ErrorCode::BadToken,
+            ErrorCode::RoomFull,
+            ErrorCode::InRoom,
         ];
         for code in codes {
             reads_like_serde(&ServerFrame::from(ServerMsg::Error {

@@ -3,6 +3,10 @@
 //! Every frame is a JSON object with a protocol version `v` and a `type`. The client starts a run,
 //! advances it in step mode, or cancels it; the server answers with its place in the queue, the
 //! run's events, errors and the end. An error frame never closes the socket.
+//!
+//! Rooms (team training): a socket sends `join` with a `room` to follow that room's runs (the
+//! frames of its current run so far, then the rest live, plus `room` frames with how many
+//! follow); the trainer's `start`, `next` and `cancel` carry the `room` and its `token`.
 
 use crate::json::quote;
 use crate::{Event, Outcome};
@@ -37,6 +41,9 @@ pub enum ClientMsg {
     Next,
     /// Stop the run and clean its sandbox.
     Cancel,
+    /// Follow the frame's `room`: its current run so far, then live (with the `token`, as its
+    /// trainer).
+    Join,
 }
 
 /// A client frame: the message plus the protocol version it was written for.
@@ -45,6 +52,24 @@ pub struct ClientFrame {
     pub v: u32,
     #[serde(flatten)]
     pub msg: ClientMsg,
+    /// The room a `join` follows, or that a trainer's `start`, `next` or `cancel` drives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room: Option<String>,
+    /// The room's trainer token (`POST /api/rooms` answers it): only its holder drives the room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl From<ClientMsg> for ClientFrame {
+    /// A frame of this protocol version, for this socket's own run.
+    fn from(msg: ClientMsg) -> Self {
+        ClientFrame {
+            v: PROTOCOL_VERSION,
+            msg,
+            room: None,
+            token: None,
+        }
+    }
 }
 
 impl Mode {
@@ -58,24 +83,42 @@ impl Mode {
 }
 
 impl ClientFrame {
+    /// The same frame, for `room` (and, from its trainer, with its `token`).
+    pub fn in_room(self, room: &str, token: Option<&str>) -> Self {
+        ClientFrame {
+            room: Some(room.to_owned()),
+            token: token.map(str::to_owned),
+            ..self
+        }
+    }
+
     /// The frame as serde writes it, written by hand so the browser app carries no serde
     /// (see [`crate::json`]).
     pub fn to_json(&self) -> String {
-        let v = self.v;
+        let mut json = format!(r#"{{"v":{},"type":"#, self.v);
         match &self.msg {
             ClientMsg::Start {
                 scenario,
                 variant,
                 mode,
-            } => format!(
-                r#"{{"v":{v},"type":"start","scenario":{},"variant":{},"mode":"{}"}}"#,
-                quote(scenario),
-                quote(variant),
-                mode.name()
-            ),
-            ClientMsg::Next => format!(r#"{{"v":{v},"type":"next"}}"#),
-            ClientMsg::Cancel => format!(r#"{{"v":{v},"type":"cancel"}}"#),
+            } => {
+                json += &format!(
+                    r#""start","scenario":{},"variant":{},"mode":"{}""#,
+                    quote(scenario),
+                    quote(variant),
+                    mode.name()
+                );
+            }
+            ClientMsg::Next => json += r#""next""#,
+            ClientMsg::Cancel => json += r#""cancel""#,
+            ClientMsg::Join => json += r#""join""#,
         }
+        for (name, value) in [("room", &self.room), ("token", &self.token)] {
+            if let Some(value) = value {
+                json += &format!(r#","{name}":{}"#, quote(value));
+            }
+        }
+        json + "}"
     }
 }
 
@@ -109,6 +152,15 @@ pub enum ErrorCode {
     TooMany,
     /// The reader left too many messages unread: its run was cancelled and cleaned.
     TooSlow,
+    /// `join` or a trainer's command named a room that does not exist (or has expired).
+    UnknownRoom,
+    /// A command for a room without its trainer token, or with another: only the trainer drives
+    /// a room.
+    BadToken,
+    /// The room has as many participants as one room may.
+    RoomFull,
+    /// This socket follows a room, so it starts nothing of its own.
+    InRoom,
 }
 
 /// Server → client.
@@ -134,6 +186,12 @@ pub enum ServerMsg {
     Done {
         run_id: String,
         outcome: Outcome,
+    },
+    /// The room this socket follows: sent when it joins and whenever the number of participants
+    /// (followers without the trainer token) changes.
+    Room {
+        room: String,
+        participants: usize,
     },
 }
 
@@ -185,6 +243,13 @@ mod tests {
     }
 
     #[test]
+    fn room_and_token_sit_beside_the_message() {
+        let frame: ClientFrame =
+            serde_json::from_str(r#"{"v":1,"type":"next","room":"K7QX2M","token":"t0k"}"#).expect("parse");
+        assert_eq!(frame, ClientFrame::from(ClientMsg::Next).in_room("K7QX2M", Some("t0k")));
+    }
+
+    #[test]
     fn unknown_type_is_rejected() {
         assert!(serde_json::from_str::<ClientFrame>(r#"{"v":1,"type":"explode"}"#).is_err());
     }
@@ -204,14 +269,18 @@ mod tests {
             },
             ClientMsg::Next,
             ClientMsg::Cancel,
+            ClientMsg::Join,
         ];
         for msg in frames {
-            let frame = ClientFrame {
-                v: PROTOCOL_VERSION,
-                msg,
-            };
-            let ours: serde_json::Value = serde_json::from_str(&frame.to_json()).expect("JSON");
-            assert_eq!(ours, serde_json::to_value(&frame).expect("serde writes it"));
+            let solo = ClientFrame::from(msg);
+            let follower = solo.clone().in_room("K7QX2M", None);
+            let trainer = solo.clone().in_room("K7QX2M", Some("a \"secret\""));
+            for frame in [solo, follower, trainer] {
+                let ours: serde_json::Value = serde_json::from_str(&frame.to_json()).expect("JSON");
+                assert_eq!(ours, serde_json::to_value(&frame).expect("serde writes it"));
+                let back: ClientFrame = serde_json::from_str(&frame.to_json()).expect("serde reads ours");
+                assert_eq!(back, frame);
+            }
         }
     }
 

@@ -28,6 +28,9 @@ pub struct RunState {
     pub next_step: Option<(String, String)>,
     /// The last error frame the server sent (a refused start, a bad frame).
     pub refused: Option<String>,
+    /// The room this socket follows and how many participants it has, if it follows one; kept
+    /// from run to run.
+    pub room: Option<(String, usize)>,
 }
 
 impl RunState {
@@ -51,9 +54,11 @@ impl RunState {
                 *self = RunState {
                     phase: Phase::Running,
                     run_id: Some(run_id),
+                    room: self.room.take(),
                     ..RunState::default()
                 };
             }
+            ServerMsg::Room { room, participants } => self.room = Some((room, participants)),
             ServerMsg::Event { event } => {
                 match &event.kind {
                     EventKind::Paused { actor, step } => self.next_step = Some((actor.clone(), step.clone())),

@@ -4,6 +4,7 @@
 //! - [`api`]: `GET /api/labs` (the catalog with service status), `GET /api/runs/{id}`.
 //! - [`health`]: `GET /healthz`.
 //! - [`clients`]: how many runs one reader may have going and start a minute.
+//! - [`rooms`]: `POST /api/rooms`, and rooms a trainer drives while participants follow.
 //! - [`pages`]: scenario and run pages with their link previews; `/runs/{id}.svg`, the picture
 //!   of a run ([`picture`]).
 //! - [`oembed`]: `GET /oembed`, so a pasted link becomes the embed.
@@ -20,6 +21,7 @@ pub mod markup;
 pub mod oembed;
 pub mod pages;
 pub mod picture;
+pub mod rooms;
 pub mod ws;
 
 use crate::config::Config;
@@ -37,8 +39,10 @@ pub struct AppState {
 
 /// The whole server: API areas plus the app served from `dist`.
 pub fn router(state: AppState, dist: &Path) -> Router {
+    let rooms = rooms::Rooms::new(state.engine.clone(), rooms::Limits::from_config(&state.config));
     Router::new()
-        .merge(ws::router(&state.config))
+        .merge(ws::router(&state.config, rooms.clone()))
+        .merge(rooms::router(rooms))
         .merge(api::router())
         .merge(health::router())
         .merge(pages::router(dist.to_path_buf()))

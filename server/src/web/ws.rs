@@ -4,9 +4,15 @@
 //! be understood gets an `error` frame and the socket stays open. When the socket closes (the
 //! reader closed the tab), the run handle is dropped, which cancels the run: its supervisor ends
 //! the run's sessions and drops its sandbox.
+//!
+//! A socket may instead follow a room (`join`), and a trainer's frames may drive one (see
+//! [`super::rooms`]): then the run is the room's, and closing the socket only stops following.
 
 use super::AppState;
 use super::clients::{self, Caps, Clients, Slot};
+use super::rooms::Rooms;
+use super::rooms::follow::{Follower, Outgoing};
+use super::rooms::room::Order;
 use crate::engine::{RunHandle, StartError};
 use crate::labs;
 use axum::Router;
@@ -17,20 +23,23 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use shared::{ClientFrame, ClientMsg, ErrorCode, Mode, PROTOCOL_VERSION, ServerFrame, ServerMsg};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
+use tokio::sync::watch;
 
 /// Client frames are small; anything bigger is not ours.
 const MAX_FRAME: usize = 64 * 1024;
 
-pub fn router(config: &crate::config::Config) -> Router<AppState> {
+pub fn router(config: &crate::config::Config, rooms: Arc<Rooms>) -> Router<AppState> {
     let clients = Clients::new(Caps {
         runs: config.runs_per_client,
         starts_per_minute: config.starts_per_minute,
     });
     Router::new().route(
         "/ws",
-        get(move |ws, headers, extensions, state| upgrade(ws, headers, extensions, state, clients.clone())),
+        get(move |ws, headers, extensions, state| {
+            upgrade(ws, headers, extensions, state, clients.clone(), rooms.clone())
+        }),
     )
 }
 
@@ -39,10 +48,46 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
 struct Reader {
     address: Option<IpAddr>,
     clients: Arc<Clients>,
+    rooms: Arc<Rooms>,
 }
 
 /// The close code for a frame over the limit (RFC 6455: "message too big").
 const TOO_BIG: u16 = 1009;
+/// The close code for a server that is stopping (RFC 6455: "going away").
+const GOING_AWAY: u16 = 1001;
+
+/// How many websockets are open in this process, so a stopping server lets each deliver its last
+/// frames and close before the process exits.
+static OPEN: LazyLock<watch::Sender<usize>> = LazyLock::new(|| watch::Sender::new(0));
+/// Raised by [`close_all`]: every socket whose run has ended closes.
+static GOODBYE: LazyLock<watch::Sender<bool>> = LazyLock::new(|| watch::Sender::new(false));
+
+/// One open socket, counted in [`OPEN`] while it lives.
+struct Open;
+
+impl Open {
+    fn new() -> Open {
+        OPEN.send_modify(|n| *n += 1);
+        Open
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        OPEN.send_modify(|n| *n -= 1);
+    }
+}
+
+/// Closes every websocket of this process (1001, "racelab is stopping"), each once its run has
+/// sent its last frame, and waits for them at most `within`; returns how many are still open.
+/// For a server that has drained its engine and is about to exit: until then, sockets stay open
+/// and a start is refused with `shutting_down`.
+pub async fn close_all(within: std::time::Duration) -> usize {
+    GOODBYE.send_replace(true);
+    let mut open = OPEN.subscribe();
+    let _ = tokio::time::timeout(within, open.wait_for(|n| *n == 0)).await;
+    *open.borrow()
+}
 
 async fn upgrade(
     ws: WebSocketUpgrade,
@@ -50,6 +95,7 @@ async fn upgrade(
     extensions: Extensions,
     State(state): State<AppState>,
     clients: Arc<Clients>,
+    rooms: Arc<Rooms>,
 ) -> Response {
     let peer = extensions
         .get::<ConnectInfo<SocketAddr>>()
@@ -57,6 +103,7 @@ async fn upgrade(
     let reader = Reader {
         address: clients::address(peer, &headers, &state.config.trusted_proxies),
         clients,
+        rooms,
     };
     let origin = headers.get("origin").and_then(|v| v.to_str().ok());
     let host = headers.get("host").and_then(|v| v.to_str().ok());
@@ -73,10 +120,19 @@ async fn upgrade(
         .on_upgrade(move |socket| serve(socket, state, reader))
 }
 
+/// What one socket is doing: its own run, or following a room (never both).
+#[derive(Default)]
+struct Socket {
+    run: Option<RunHandle>,
+    /// The run's place in its reader's count, released when the run is.
+    slot: Option<Slot>,
+    following: Option<Follower>,
+}
+
 async fn serve(mut socket: WebSocket, state: AppState, reader: Reader) {
-    let mut run: Option<RunHandle> = None;
-    // The run's place in its reader's count, released when the run is.
-    let mut slot: Option<Slot> = None;
+    let _open = Open::new();
+    let mut this = Socket::default();
+    let mut goodbye = GOODBYE.subscribe();
     loop {
         tokio::select! {
             incoming = socket.recv() => {
@@ -89,7 +145,7 @@ async fn serve(mut socket: WebSocket, state: AppState, reader: Reader) {
                         break;
                     }
                     None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
-                    Some(Ok(Message::Text(text))) => act(text.as_str(), &mut run, &mut slot, &state, &reader).await,
+                    Some(Ok(Message::Text(text))) => act(text.as_str(), &mut this, &state, &reader).await,
                     Some(Ok(Message::Binary(_))) => Some(error(ErrorCode::BadFrame, "frames are JSON text, not binary")),
                     Some(Ok(_)) => None, // ping and pong are answered by axum
                 };
@@ -99,70 +155,86 @@ async fn serve(mut socket: WebSocket, state: AppState, reader: Reader) {
                     break;
                 }
             }
-            update = next_update(&mut run) => {
+            update = next_update(&mut this.run) => {
                 let Some(update) = update else {
                     // The run's messages ended without `done`: this reader fell too far behind.
-                    if run.as_ref().is_some_and(RunHandle::fell_behind) {
+                    if this.run.as_ref().is_some_and(RunHandle::fell_behind) {
                         let told = error(ErrorCode::TooSlow, "this page fell too far behind the run's messages, so the run was cancelled and cleaned up; run it again");
                         let _ = send(&mut socket, told).await;
                         break;
                     }
-                    run = None;
-                    slot = None;
+                    this.run = None;
+                    this.slot = None;
                     continue;
                 };
                 let finished = matches!(update, ServerMsg::Done { .. });
                 if finished {
                     // The reader's place frees before it hears `done`, so its next start fits.
-                    slot = None;
+                    this.slot = None;
                 }
                 if !send(&mut socket, update).await {
                     break;
                 }
                 if finished {
-                    run = None;
+                    this.run = None;
+                }
+            }
+            // The server is about to exit: a socket whose run has ended (or that had none) says
+            // so and closes, after its last frame.
+            () = raised(&mut goodbye), if this.run.is_none() => {
+                let close = CloseFrame { code: GOING_AWAY, reason: "racelab is stopping".into() };
+                let _ = socket.send(Message::Close(Some(close))).await;
+                break;
+            }
+            outgoing = next_in_room(&mut this.following) => {
+                let sent = match outgoing {
+                    Outgoing::Frame(frame) => socket.send(Message::Text(frame.as_ref().into())).await.is_ok(),
+                    Outgoing::Message(message) => send(&mut socket, *message).await,
+                };
+                if !sent {
+                    break;
                 }
             }
         }
     }
-    // Dropping the handle cancels a run still going; the supervisor cleans its sandbox.
-    drop(run);
-    drop(slot);
+    // Dropping the handle cancels a run still going; the supervisor cleans its sandbox. A room's
+    // run is the room's: this socket only stops following it.
+    drop(this);
 }
 
 /// Acts on one client frame; returns the immediate reply, if any.
-async fn act(
-    text: &str,
-    run: &mut Option<RunHandle>,
-    slot: &mut Option<Slot>,
-    state: &AppState,
-    reader: &Reader,
-) -> Option<ServerMsg> {
+async fn act(text: &str, this: &mut Socket, state: &AppState, reader: &Reader) -> Option<ServerMsg> {
     let frame = match parse(text) {
         Ok(frame) => frame,
         Err((code, message)) => return Some(error(code, &message)),
     };
+    if let Some(room) = &frame.room {
+        return in_room(room, frame.token.as_deref(), frame.msg, this, reader).await;
+    }
+    if let Some(following) = &this.following {
+        return Some(error(
+            ErrorCode::InRoom,
+            &format!(
+                "this page follows room {}: only its trainer's frames (with the room and its token) drive it",
+                following.room().id
+            ),
+        ));
+    }
     match frame.msg {
         ClientMsg::Start {
             scenario,
             variant,
             mode,
         } => {
-            if run.is_some() {
+            if this.run.is_some() {
                 return Some(error(
                     ErrorCode::Busy,
                     "a run is already going on this socket; cancel it or wait for done",
                 ));
             }
-            let Some(def) = labs::find(&scenario) else {
-                let known: Vec<&str> = labs::LABS
-                    .iter()
-                    .flat_map(|l| l.scenarios.iter().map(|s| s.id))
-                    .collect();
-                return Some(error(
-                    ErrorCode::UnknownScenario,
-                    &format!("unknown scenario {scenario:?}; known: {}", known.join(", ")),
-                ));
+            let def = match scenario_named(&scenario) {
+                Ok(def) => def,
+                Err(refusal) => return Some(refusal.into()),
             };
             let place = match reader.address {
                 Some(address) => match reader.clients.admit(address, Instant::now()) {
@@ -173,32 +245,132 @@ async fn act(
             };
             match state.engine.start(def, &variant, mode).await {
                 Ok(handle) => {
-                    *run = Some(handle);
-                    *slot = place;
+                    this.run = Some(handle);
+                    this.slot = place;
                     None
                 }
-                Err(refused) => Some(error(code_of_refusal(&refused), &refused.to_string())),
+                Err(refused) => Some(start_refusal(&refused)),
             }
         }
-        ClientMsg::Next => match run {
-            None => Some(error(ErrorCode::NoRun, "no run is going on this socket")),
-            Some(handle) if handle.mode != Mode::Step => Some(error(
-                ErrorCode::NotStepMode,
-                "this run plays by itself; start it with mode \"step\" to step it",
-            )),
-            Some(handle) => {
-                handle.next();
-                None
-            }
-        },
-        ClientMsg::Cancel => match run {
-            None => Some(error(ErrorCode::NoRun, "no run is going on this socket")),
-            Some(handle) => {
-                handle.cancel();
-                None
-            }
-        },
+        ClientMsg::Next => step_run(this.run.as_ref()),
+        ClientMsg::Cancel => cancel_run(this.run.as_ref()),
+        ClientMsg::Join => Some(error(ErrorCode::BadFrame, "join needs the \"room\" to follow")),
     }
+}
+
+/// A frame naming a room: `join` follows it (as its trainer with the right token); `start`,
+/// `next` and `cancel` drive it, with its token only.
+async fn in_room(
+    id: &str,
+    token: Option<&str>,
+    msg: ClientMsg,
+    this: &mut Socket,
+    reader: &Reader,
+) -> Option<ServerMsg> {
+    let Some(room) = reader.rooms.find(id) else {
+        return Some(error(
+            ErrorCode::UnknownRoom,
+            &format!("there is no room {id:?} (it may have closed after it idled)"),
+        ));
+    };
+    let trainer = room.is_trainer(token);
+    if token.is_some() && !trainer {
+        return Some(error(ErrorCode::BadToken, "that is not this room's trainer token"));
+    }
+    let order = match msg {
+        ClientMsg::Join => {
+            if this.run.is_some() {
+                return Some(error(
+                    ErrorCode::Busy,
+                    "a run is going on this socket; cancel it before following a room",
+                ));
+            }
+            return match Follower::join(room, trainer, reader.rooms.limits.participants) {
+                Ok(follower) => {
+                    // Following another room, or the same one again, replaces the old place.
+                    this.following = Some(follower);
+                    None
+                }
+                Err(refusal) => Some(refusal.into()),
+            };
+        }
+        _ if !trainer => {
+            return Some(error(
+                ErrorCode::BadToken,
+                "only the room's trainer starts, steps or cancels its runs (their frames carry its token)",
+            ));
+        }
+        ClientMsg::Start {
+            scenario,
+            variant,
+            mode,
+        } => Order::Start {
+            scenario,
+            variant,
+            mode,
+        },
+        ClientMsg::Next => Order::Next,
+        ClientMsg::Cancel => Order::Cancel,
+    };
+    room.order(order).await
+}
+
+/// A frame refused, and why: what an `error` frame says.
+#[derive(Debug)]
+pub struct Refusal {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl From<Refusal> for ServerMsg {
+    fn from(Refusal { code, message }: Refusal) -> ServerMsg {
+        ServerMsg::Error { code, message }
+    }
+}
+
+/// The scenario called `name`, or the refusal that lists the known ones.
+pub fn scenario_named(name: &str) -> Result<&'static labs::ScenarioDef, Refusal> {
+    labs::find(name).ok_or_else(|| {
+        let known: Vec<&str> = labs::LABS
+            .iter()
+            .flat_map(|l| l.scenarios.iter().map(|s| s.id))
+            .collect();
+        Refusal {
+            code: ErrorCode::UnknownScenario,
+            message: format!("unknown scenario {name:?}; known: {}", known.join(", ")),
+        }
+    })
+}
+
+/// `next` for `run`: lets one more step play, or says why it cannot.
+pub fn step_run(run: Option<&RunHandle>) -> Option<ServerMsg> {
+    match run {
+        None => Some(error(ErrorCode::NoRun, "no run is going")),
+        Some(handle) if handle.mode != Mode::Step => Some(error(
+            ErrorCode::NotStepMode,
+            "this run plays by itself; start it with mode \"step\" to step it",
+        )),
+        Some(handle) => {
+            handle.next();
+            None
+        }
+    }
+}
+
+/// `cancel` for `run`.
+pub fn cancel_run(run: Option<&RunHandle>) -> Option<ServerMsg> {
+    match run {
+        None => Some(error(ErrorCode::NoRun, "no run is going")),
+        Some(handle) => {
+            handle.cancel();
+            None
+        }
+    }
+}
+
+/// The error frame for a start the engine refused.
+pub fn start_refusal(refused: &StartError) -> ServerMsg {
+    error(code_of_refusal(refused), &refused.to_string())
 }
 
 /// The error code a refused start is answered with.
@@ -232,7 +404,7 @@ fn parse(text: &str) -> Result<ClientFrame, (ErrorCode, String)> {
     serde_json::from_value(value).map_err(|e| (ErrorCode::BadFrame, format!("not a frame this protocol knows: {e}")))
 }
 
-fn error(code: ErrorCode, message: &str) -> ServerMsg {
+pub fn error(code: ErrorCode, message: &str) -> ServerMsg {
     ServerMsg::Error {
         code,
         message: message.to_owned(),
@@ -247,6 +419,19 @@ async fn send(socket: &mut WebSocket, msg: ServerMsg) -> bool {
             tracing::error!(error = %e, "could not serialise a server frame");
             true
         }
+    }
+}
+
+/// Resolves once `flag` is set.
+async fn raised(flag: &mut watch::Receiver<bool>) {
+    let _ = flag.wait_for(|raised| *raised).await;
+}
+
+/// The next thing to send from the room this socket follows; never resolves when it follows none.
+async fn next_in_room(following: &mut Option<Follower>) -> Outgoing {
+    match following {
+        Some(follower) => follower.next().await,
+        None => std::future::pending().await,
     }
 }
 
