@@ -44,9 +44,10 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 
 # ---- runtime -------------------------------------------------------------------------------
 FROM debian:bookworm-slim
-# ca-certificates for TLS to managed services; curl for the compose healthcheck (/healthz).
+# ca-certificates for TLS to managed services; curl for the compose healthcheck (/healthz);
+# fonts-dejavu-core for the pictures of runs as PNG (/runs/<id>.png, link previews).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates curl \
+ && apt-get install -y --no-install-recommends ca-certificates curl fonts-dejavu-core \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --uid 10001 racelab
 

@@ -4,7 +4,8 @@
 #   - the wasm32 target, trunk 0.21.14, wasm-bindgen-cli = the wasm-bindgen version in Cargo.lock
 #   - wasm-opt from the npm package binaryen@132 (never Debian's 108: its output fails in browsers)
 #   - Chromium and chromedriver from Debian (same build, so their versions always match), and
-#     Firefox ESR (driven over its own Marionette protocol: no geckodriver is needed)
+#     Firefox ESR (driven over its own Marionette protocol: no geckodriver is needed), and the
+#     fonts runs are drawn with as PNG (fonts-dejavu-core, fonts-liberation)
 # Tools land in ~/.cargo/bin and $TOOLS (default .tools/) ; source scripts/ui-env.sh for PATH.
 # --build-only skips the browsers (what `cargo xtask play` needs: building, not browser tests).
 set -euo pipefail
@@ -35,5 +36,11 @@ fi
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null || ! command -v firefox-esr >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    chromium chromium-driver firefox-esr fonts-liberation >/dev/null
+    chromium chromium-driver firefox-esr fonts-liberation fonts-dejavu-core >/dev/null
+fi
+# The server draws runs as PNG with DejaVu or Liberation (server/src/web/png.rs; its tests).
+if [ ! -e /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ] \
+  && [ ! -e /usr/share/fonts/truetype/liberation/LiberationMono-Regular.ttf ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-dejavu-core >/dev/null
 fi

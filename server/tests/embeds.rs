@@ -126,6 +126,35 @@ async fn the_picture_of_a_stored_run_names_each_lane_and_the_verdict() {
 
     let (status, _, _) = get(address, "/runs/000000000000.svg").await;
     assert_eq!(status, 404);
+
+    // The same picture as PNG, for previews that show only raster images: as wide as the SVG,
+    // with the lanes' words on it (dark pixels on white), and cached for good.
+    let response = reqwest::get(format!("http://{address}/runs/{}.png", run.run_id))
+        .await
+        .expect("GET the PNG");
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.headers()["content-type"], "image/png");
+    assert!(
+        response.headers()["cache-control"]
+            .to_str()
+            .is_ok_and(|c| c.contains("immutable"))
+    );
+    let png = response.bytes().await.expect("a body");
+    let pixmap = resvg::tiny_skia::Pixmap::decode_png(&png).expect("a PNG");
+    assert_eq!(pixmap.width(), 1200);
+    let svg_height: f32 = root
+        .attribute("height")
+        .and_then(|h| h.parse().ok())
+        .expect("the SVG's height");
+    assert_eq!(pixmap.height(), svg_height.ceil() as u32);
+    let dark = pixmap
+        .pixels()
+        .iter()
+        .filter(|p| p.red() < 100 && p.green() < 100)
+        .count();
+    assert!(dark > 2_000, "only {dark} dark pixels: is the text drawn?");
+    let (status, _, _) = get(address, "/runs/000000000000.png").await;
+    assert_eq!(status, 404);
 }
 
 #[tokio::test]
@@ -164,8 +193,9 @@ async fn scenario_and_run_pages_carry_the_discovery_link_and_the_preview() {
     assert!(page.contains(r#"<meta property="og:image" content="http://"#), "{page}");
 
     let (_, _, page) = get(address, &format!("/runs/{}", run.run_id)).await;
+    // The PNG: this machine has the fonts (scripts/install-ui-tools.sh installs them).
     let image = format!(
-        r#"<meta property="og:image" content="http://{address}/runs/{}.svg" />"#,
+        r#"<meta property="og:image" content="http://{address}/runs/{}.png" />"#,
         run.run_id
     );
     assert!(page.contains(&image), "{page}");

@@ -6,7 +6,7 @@
 //! - [`clients`]: how many runs one reader may have going and start a minute.
 //! - [`rooms`]: `POST /api/rooms`, and rooms a trainer drives while participants follow.
 //! - [`pages`]: scenario and run pages with their link previews; `/runs/{id}.svg`, the picture
-//!   of a run ([`picture`]).
+//!   of a run ([`picture`]), and `/runs/{id}.png`, the same as PNG ([`png`]).
 //! - [`oembed`]: `GET /oembed`, so a pasted link becomes the embed.
 //! - [`markup`]: escaping what the server writes into HTML and SVG itself.
 //! - [`assets`]: the built browser app from `dist/`, with its client-side routes.
@@ -21,6 +21,7 @@ pub mod markup;
 pub mod oembed;
 pub mod pages;
 pub mod picture;
+pub mod png;
 pub mod rooms;
 pub mod ws;
 

@@ -1,12 +1,14 @@
 //! The app's scenario and run pages, with what a link preview reads in their `<head>`: the
 //! title, the oEmbed discovery link (see [`super::oembed`]), and Open Graph tags whose image is
 //! the picture of a run (see [`super::picture`]). The page itself is the built app's
-//! `index.html`; the app draws the rest. `/runs/{id}.svg` is that picture.
+//! `index.html`; the app draws the rest. `/runs/{id}.svg` is that picture, `/runs/{id}.png` the
+//! same drawn as PNG (see [`super::png`]).
 
 use super::AppState;
 use super::markup::escape;
 use super::oembed::origin;
 use super::picture;
+use super::png;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -67,7 +69,7 @@ async fn scenario_page(
         title: format!("{} ({variant})", info.title),
         description: info.hook.clone(),
         url: url.to_string(),
-        image: latest.map(|run| format!("{origin}/runs/{run}.svg")),
+        image: latest.map(|run| picture_url(&origin, &run)),
     };
     app_page(&dist, Some((&origin, &preview)))
 }
@@ -78,9 +80,12 @@ async fn run_page_or_picture(
     Path(id): Path<String>,
     dist: Arc<PathBuf>,
 ) -> Response {
-    let (id, svg) = match id.strip_suffix(".svg") {
-        Some(id) => (id.to_owned(), true),
-        None => (id, false),
+    let (id, picture) = if let Some(id) = id.strip_suffix(".svg") {
+        (id.to_owned(), Some(Picture::Svg))
+    } else if let Some(id) = id.strip_suffix(".png") {
+        (id.to_owned(), Some(Picture::Png))
+    } else {
+        (id, None)
     };
     let run = match state.engine.store.load(&id).await {
         Ok(run) => run,
@@ -89,18 +94,24 @@ async fn run_page_or_picture(
             return (StatusCode::SERVICE_UNAVAILABLE, "the run store is not answering").into_response();
         }
     };
-    match (run, svg) {
-        (Some(run), true) => (
-            [
-                (header::CONTENT_TYPE, "image/svg+xml; charset=utf-8"),
-                // A finished run never changes.
-                (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
-            ],
+    // A finished run never changes.
+    let forever = (header::CACHE_CONTROL, "public, max-age=31536000, immutable");
+    match (run, picture) {
+        (Some(run), Some(Picture::Svg)) => (
+            [(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8"), forever],
             picture::draw(&run),
         )
             .into_response(),
-        (None, true) => (StatusCode::NOT_FOUND, format!("no finished run has the id {id:?}")).into_response(),
-        (run, false) => {
+        (Some(run), Some(Picture::Png)) => match png::render(&picture::draw(&run)) {
+            Ok(png) => ([(header::CONTENT_TYPE, "image/png"), forever], png).into_response(),
+            Err(error @ png::PngError::NoFonts) => (StatusCode::SERVICE_UNAVAILABLE, error.to_string()).into_response(),
+            Err(error) => {
+                tracing::error!(%error, run = %id, "could not draw a run as PNG");
+                (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response()
+            }
+        },
+        (None, Some(_)) => (StatusCode::NOT_FOUND, format!("no finished run has the id {id:?}")).into_response(),
+        (run, None) => {
             let preview = run.zip(origin(&headers)).map(|(run, (origin, _))| {
                 let state = shared::run_state::RunState::replay(run.id.clone(), run.events.clone());
                 let title = state
@@ -117,13 +128,26 @@ async fn run_page_or_picture(
                         ),
                         description: verdict.map_or_else(String::new, |v| v.headline.clone()),
                         url: format!("{origin}/runs/{id}"),
-                        image: Some(format!("{origin}/runs/{id}.svg")),
+                        image: Some(picture_url(&origin, &id)),
                     },
                 )
             });
             app_page(&dist, preview.as_ref().map(|(origin, p)| (origin.as_str(), p)))
         }
     }
+}
+
+/// The two pictures of a run.
+enum Picture {
+    Svg,
+    Png,
+}
+
+/// The picture a link preview shows: the PNG (platforms ignore an SVG `og:image`), or the SVG on
+/// a server without fonts to draw the PNG with.
+fn picture_url(origin: &str, run: &str) -> String {
+    let kind = if png::available() { "png" } else { "svg" };
+    format!("{origin}/runs/{run}.{kind}")
 }
 
 /// The app's `index.html` with `preview`'s tags in its head; or the page saying the app has not

@@ -103,7 +103,8 @@ pub fn draw(run: &StoredRun) -> String {
             } else {
                 "outcome"
             };
-            let _ = write!(svg, r#"<tspan class="{class}"> → {}</tspan>"#, escape(outcome));
+            // A no-break space: renderers that trim a tspan's leading space (resvg) keep this one.
+            let _ = write!(svg, "<tspan class=\"{class}\">\u{a0}→ {}</tspan>", escape(outcome));
         }
         svg.push_str("</text>");
     }
