@@ -84,6 +84,42 @@ struct Inner {
     socket: Option<web_sys::WebSocket>,
     /// A frame waiting for the socket to open.
     waiting: Option<String>,
+    /// The room this socket follows, and the trainer token if this page drives it: the join is
+    /// sent again on every (re)connect, and the room catches the page up. (Embeds follow no
+    /// room: the embed app leaves rooms out.)
+    #[cfg(not(feature = "embed"))]
+    room: Option<(String, Option<String>)>,
+}
+
+impl Inner {
+    /// Whether this socket follows a room (whose run goes on when the socket drops).
+    fn follows_a_room(&self) -> bool {
+        #[cfg(not(feature = "embed"))]
+        return self.room.is_some();
+        #[cfg(feature = "embed")]
+        return false;
+    }
+
+    /// `msg` as a frame: for the room this socket follows, if it follows one.
+    fn frame(&self, msg: ClientMsg) -> ClientFrame {
+        #[cfg(not(feature = "embed"))]
+        if let Some((room, token)) = &self.room {
+            return ClientFrame::from(msg).in_room(room, token.as_deref());
+        }
+        ClientFrame::from(msg)
+    }
+
+    /// Sends what an opened socket says first: the join of its room, then a frame that waited.
+    fn opened(&mut self) {
+        let Some(ws) = self.socket.as_ref() else { return };
+        #[cfg(not(feature = "embed"))]
+        if let Some((room, token)) = &self.room {
+            let _ = ws.send_with_str(&join_frame(room, token.as_deref()));
+        }
+        if let Some(frame) = self.waiting.take() {
+            let _ = ws.send_with_str(&frame);
+        }
+    }
 }
 
 impl RunSocket {
@@ -92,6 +128,8 @@ impl RunSocket {
             inner: StoredValue::new_local(Inner {
                 socket: None,
                 waiting: None,
+                #[cfg(not(feature = "embed"))]
+                room: None,
             }),
             state: RwSignal::new(RunState::default()),
             link: RwSignal::new(Link::Connecting),
@@ -122,11 +160,7 @@ impl RunSocket {
         let (inner, link) = (self.inner, self.link);
         let on_open = Closure::<dyn FnMut()>::new(move || {
             link.set(Link::Open);
-            inner.update_value(|inner| {
-                if let (Some(frame), Some(ws)) = (inner.waiting.take(), inner.socket.as_ref()) {
-                    let _ = ws.send_with_str(&frame);
-                }
-            });
+            inner.update_value(Inner::opened);
         });
         ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
         on_open.forget();
@@ -134,8 +168,10 @@ impl RunSocket {
         let on_close = Closure::<dyn FnMut()>::new(move || {
             link.set(Link::Lost);
             // The server cancels a run whose socket closed; say so instead of showing it running.
+            // (A room's run goes on: a reconnect catches up with it.)
+            let following = inner.with_value(Inner::follows_a_room);
             state.update(|s| {
-                if s.is_active() {
+                if s.is_active() && !following {
                     s.phase = shared::run_state::Phase::Finished(shared::Outcome::Cancelled);
                 }
             });
@@ -168,8 +204,25 @@ impl RunSocket {
         self.send(ClientMsg::Cancel);
     }
 
+    /// Follows `room` from now on (its trainer's page passes the `token`): this socket's starts,
+    /// steps and cancels become the room's, and it shows the room's runs.
+    #[cfg(not(feature = "embed"))]
+    pub fn follow(&self, room: &str, token: Option<&str>) {
+        let frame = join_frame(room, token);
+        self.inner.update_value(|inner| {
+            inner.room = Some((room.to_owned(), token.map(str::to_owned)));
+            if let Some(ws) = inner
+                .socket
+                .as_ref()
+                .filter(|ws| ws.ready_state() == web_sys::WebSocket::OPEN)
+            {
+                let _ = ws.send_with_str(&frame);
+            }
+        });
+    }
+
     fn send(&self, msg: ClientMsg) {
-        let frame = ClientFrame::from(msg).to_json();
+        let frame = self.inner.with_value(|inner| inner.frame(msg)).to_json();
         self.inner.update_value(|inner| match inner.socket.as_ref() {
             Some(ws) if ws.ready_state() == web_sys::WebSocket::OPEN => {
                 let _ = ws.send_with_str(&frame);
@@ -177,6 +230,53 @@ impl RunSocket {
             _ => inner.waiting = Some(frame),
         });
     }
+}
+
+/// The frame that follows `room` (as its trainer, with `token`).
+#[cfg(not(feature = "embed"))]
+fn join_frame(room: &str, token: Option<&str>) -> String {
+    ClientFrame::from(ClientMsg::Join).in_room(room, token).to_json()
+}
+
+/// POSTs to `path` with no body and decodes the JSON answer (`POST /api/rooms`).
+#[cfg(not(feature = "embed"))]
+pub async fn post_json<T: FromJson>(path: &str) -> Result<T, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    let response = JsFuture::from(window.fetch_with_str_and_init(path, &init))
+        .await
+        .map_err(|_| format!("{path}: the server did not answer"))?;
+    let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_owned())?;
+    let status = response.status();
+    let text = JsFuture::from(response.text().map_err(|_| "no body".to_owned())?)
+        .await
+        .ok()
+        .and_then(|t| t.as_string())
+        .unwrap_or_default();
+    let answer = json::parse(&text).map_err(|e| format!("{path}: {status}: {e}"))?;
+    if !response.ok() {
+        let message = answer.get::<String>("error").unwrap_or(text);
+        return Err(format!("{path}: {status} {message}"));
+    }
+    T::from_json(&answer).map_err(|e| format!("{path}: unexpected answer: {e}"))
+}
+
+/// Goes to `url` (a full page load: the app has no client router).
+#[cfg(not(feature = "embed"))]
+pub fn go_to(url: &str) {
+    if let Some(window) = web_sys::window() {
+        let _ = window.location().set_href(url);
+    }
+}
+
+/// The page's `#fragment`, without the `#`.
+#[cfg(not(feature = "embed"))]
+pub fn fragment() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .map(|hash| hash.trim_start_matches('#').to_owned())
+        .unwrap_or_default()
 }
 
 /// Sets the document's `color-scheme`, so the browser paints the page behind us to match.

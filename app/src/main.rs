@@ -42,6 +42,11 @@ fn App() -> impl IntoView {
         #[cfg(not(feature = "embed"))]
         Route::Replay { id } => view! { <pages::replay::ReplayPage id=id /> }.into_any(),
         #[cfg(not(feature = "embed"))]
+        Route::Room { id, scenario, variant } => {
+            let token = api::fragment().strip_prefix("trainer=").map(str::to_owned);
+            view! { <pages::room::RoomPage id=id token=token scenario=scenario variant=variant /> }.into_any()
+        }
+        #[cfg(not(feature = "embed"))]
         Route::NotFound { path } => view! { <pages::not_found::NotFound path=path /> }.into_any(),
         // The embed app is served at /embed/… only; anything else is the full app's.
         #[cfg(feature = "embed")]

@@ -36,6 +36,12 @@ pub enum Route {
         id: String,
         options: EmbedOptions,
     },
+    /// `/room/{id}`: a training room (its trainer's page has `#trainer=<token>`).
+    Room {
+        id: String,
+        scenario: Option<String>,
+        variant: Option<String>,
+    },
     NotFound {
         path: String,
     },
@@ -59,6 +65,11 @@ impl Route {
                 id: format!("{lab}/{scenario}"),
             },
             ["runs", id] => Route::Replay { id: (*id).to_owned() },
+            ["room", id] => Route::Room {
+                id: id.to_ascii_uppercase(),
+                scenario: query_param(query, "scenario"),
+                variant: query_param(query, "variant"),
+            },
             ["embed", "runs", id] => Route::EmbedRun {
                 id: (*id).to_owned(),
                 options: embed_options(query),

@@ -997,3 +997,125 @@ async fn the_chaos_run_draws_its_progress_and_the_drain() {
     })
     .await;
 }
+
+/// How many cards the page's timeline has (statements, commits, errors: every step adds one).
+async fn cards(b: &Browser) -> u64 {
+    b.count(".rl-timeline .rl-card").await
+}
+
+/// Waits until this page's timeline has `cards` cards (a follower catching up).
+async fn until_cards(b: &Browser, who: &str, cards: u64) {
+    b.wait_js(
+        &format!("{who} to show {cards} cards"),
+        "return document.querySelectorAll('.rl-timeline .rl-card').length === arguments[0];",
+        vec![json!(cards)],
+    )
+    .await;
+}
+
+/// A training room, from "Teach this" on a scenario page: two participants' pages follow the
+/// trainer's stepped serializable write skew step by step; a third joins after step 4 and shows
+/// steps 1–4 at once, then the rest; the trainer's page counts them and shows the join link and
+/// its QR code; every page ends with the same transcript and verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trainer_steps_a_room_and_its_participants_follow() {
+    run("a_trainer_steps_a_room_and_its_participants_follow", async |b| {
+        b.goto("/lab/isolation/write-skew?variant=serializable").await;
+        b.click("button.rl-teach").await;
+        b.wait_for(".rl-room[data-trainer=\"true\"] .rl-room-controls button.rl-step").await;
+        let room = b.attr(".rl-room", "data-room").await.expect("a room code");
+        let link = b.attr("a.rl-room-link", "href").await.expect("a join link");
+        assert!(link.ends_with(&format!("/room/{room}")), "{link}");
+        assert_eq!(
+            b.attr(".rl-room-controls .rl-variant[aria-pressed=\"true\"]", "data-variant").await.as_deref(),
+            Some("serializable"),
+            "the room starts with the scenario and variant it was opened from"
+        );
+        b.wait_js(
+            "the QR code to load",
+            "const qr = document.querySelector('img.rl-room-qr'); return qr && qr.complete && qr.naturalWidth > 0;",
+            vec![],
+        )
+        .await;
+        let trainer = b.client.window().await.expect("the trainer's window");
+
+        // Two participants join before the run.
+        let mut pages = Vec::new();
+        for i in 1..=2 {
+            let page = b.client.new_window(false).await.expect("a window").handle;
+            b.client.switch_to_window(page.clone()).await.expect("switch");
+            b.goto(&format!("/room/{room}")).await;
+            b.wait_for(".rl-room[data-trainer=\"false\"] .rl-room-follow").await;
+            assert_eq!(b.count("button.rl-run, button.rl-step, button.rl-next").await, 0, "participant {i} has no controls");
+            pages.push(page);
+        }
+        b.client.switch_to_window(trainer.clone()).await.expect("switch");
+        b.wait_for(".rl-room-participants[data-count=\"2\"]").await;
+
+        b.click("button.rl-step").await;
+        b.wait_for("button.rl-next").await;
+        for step in 1..=4 {
+            let before = cards(b).await;
+            b.click("button.rl-next").await;
+            b.wait_js(
+                &format!("step {step} to land on the trainer's page"),
+                "return document.querySelectorAll('.rl-timeline .rl-card').length > arguments[0]
+                     && !document.querySelector('button.rl-next').disabled;",
+                vec![json!(before)],
+            )
+            .await;
+            let shown = cards(b).await;
+            for (i, page) in pages.iter().enumerate() {
+                b.client.switch_to_window(page.clone()).await.expect("switch");
+                until_cards(b, &format!("participant {} after step {step}", i + 1), shown).await;
+            }
+            b.client.switch_to_window(trainer.clone()).await.expect("switch");
+        }
+        let shown = cards(b).await;
+        let next = b.text(".rl-next-step").await;
+        b.screenshot("trainer-after-4-steps").await;
+
+        // A third joins now: steps 1–4 at once, and what comes next.
+        let late = b.client.new_window(false).await.expect("a window").handle;
+        b.client.switch_to_window(late.clone()).await.expect("switch");
+        b.goto(&format!("/room/{room}")).await;
+        until_cards(b, "the late participant", shown).await;
+        assert_eq!(b.text(".rl-next-step").await, next, "the late participant sees what comes next");
+        b.screenshot("late-participant-after-4-steps").await;
+        pages.push(late);
+        b.client.switch_to_window(trainer.clone()).await.expect("switch");
+        b.wait_for(".rl-room-participants[data-count=\"3\"]").await;
+
+        // The trainer steps to the end.
+        for _ in 0..40 {
+            if b.count(".rl-verdict").await > 0 {
+                break;
+            }
+            let before = cards(b).await;
+            b.click("button.rl-next").await;
+            b.wait_js(
+                "the next step to land",
+                "const next = document.querySelector('button.rl-next');
+                 return document.querySelector('.rl-verdict') !== null
+                     || (document.querySelectorAll('.rl-timeline .rl-card').length > arguments[0] && next && !next.disabled);",
+                vec![json!(before)],
+            )
+            .await;
+        }
+        b.wait_for(".rl-verdict").await;
+        let transcript = "return document.querySelector('details.rl-transcript pre').textContent;";
+        let (told, verdict) = (b.js(transcript, vec![]).await, b.text(".rl-verdict").await);
+        assert!(told.as_str().is_some_and(|t| t.starts_with("--- write skew, serializable ---")), "{told}");
+        b.screenshot("trainer-done").await;
+        for (i, page) in pages.iter().enumerate() {
+            b.client.switch_to_window(page.clone()).await.expect("switch");
+            b.wait_for(".rl-verdict").await;
+            assert_eq!(b.js(transcript, vec![]).await, told, "participant {}'s transcript", i + 1);
+            assert_eq!(b.text(".rl-verdict").await, verdict, "participant {}'s verdict", i + 1);
+            if i == 2 {
+                b.screenshot("late-participant-done").await;
+            }
+        }
+    })
+    .await;
+}

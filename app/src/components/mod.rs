@@ -11,9 +11,12 @@ pub mod header;
 pub mod ledger_diff;
 pub mod reference;
 pub mod run_panel;
+pub mod run_view;
 pub mod status;
 pub mod step_card;
 pub mod swimlane;
+#[cfg(not(feature = "embed"))]
+pub mod teach;
 pub mod timeline;
 pub mod transcript;
 pub mod variant_picker;

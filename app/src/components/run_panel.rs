@@ -1,23 +1,16 @@
-//! One scenario's run, drawn: variant tabs, Run / Step / Next / Cancel, status, then the
-//! timeline (or, for the load test, progress and chart), the verdict, the ledger diff and the
-//! transcript. The scenario page, each compare column and the embed are all this panel.
+//! One scenario's run, with its controls: variant tabs, Run / Step / Next / Cancel, the view
+//! toggle, then the run itself ([`RunView`]). The scenario page, each compare column and the
+//! embed are all this panel.
 
-use super::chart::{Progress, StrategyChart};
-use super::compact_timeline::CompactTimeline;
-use super::drain::{DrainChart, ProgressBars};
 #[cfg(not(feature = "embed"))]
 use super::embed_code::EmbedCode;
-use super::ledger_diff::LedgerDiff;
-use super::reference::ReferenceFigures;
-use super::status::Status;
-use super::timeline::TimelineView;
-use super::transcript::Transcript;
+use super::run_view::RunView;
+#[cfg(not(feature = "embed"))]
+use super::teach::TeachThis;
 use super::variant_picker::VariantPicker;
-use super::verdict::VerdictBanner;
 use crate::api::{Link, RunSocket};
 use leptos::prelude::*;
-use shared::series::Drain;
-use shared::{Mode, Moment, ScenarioInfo, Service};
+use shared::{Mode, ScenarioInfo, Service};
 
 /// How much chrome a panel shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,8 +82,6 @@ pub fn RunPanel(
     let next = move |_| socket.next();
     let cancel = move |_| socket.cancel();
 
-    let timeline = Signal::derive(move || state.with(|s| s.timeline()));
-    let transcript = Signal::derive(move || state.with(|s| s.transcript()));
     let down_notice = blocked.then(|| {
         let names: Vec<&str> = down.iter().map(|s| s.label()).collect();
         view! {
@@ -103,13 +94,16 @@ pub fn RunPanel(
         view! { <VariantPicker variants=scenario.variants.clone() chosen=chosen disabled=active /> }
     });
     #[cfg(not(feature = "embed"))]
-    let embed_code = {
+    let (embed_code, teach) = {
         let variant = Signal::derive(move || chosen.get());
-        (chrome == Chrome::Full).then(|| view! { <EmbedCode scenario=id.clone() variant=variant /> })
+        (
+            (chrome == Chrome::Full).then(|| view! { <EmbedCode scenario=id.clone() variant=variant /> }),
+            (chrome == Chrome::Full).then(|| view! { <TeachThis scenario=id.clone() variant=variant /> }),
+        )
     };
-    // The embed app has no full page, so no embed code to offer.
+    // The embed app has no full page, so no embed code or room to offer.
     #[cfg(feature = "embed")]
-    let embed_code = ();
+    let (embed_code, teach) = ((), ());
     let compare_link = (chrome == Chrome::Full && scenario.variants.len() > 1 && !is_load_test).then(|| {
         view! { <a class="rl-compare-link" href=format!("/lab/{id}/compare")>"Compare all variants side by side"</a> }
     });
@@ -126,60 +120,15 @@ pub fn RunPanel(
                     </button>
                 })}
                 {move || (stepping.get() && active.get()).then(|| {
-                    view! { <button class="rl-next" on:click=next>"Next step"</button> }
+                    // Enabled only while the run waits for it: a click before then would be lost.
+                    view! { <button class="rl-next" on:click=next disabled=move || state.with(|s| s.next_step.is_none())>"Next step"</button> }
                 })}
                 {move || active.get().then(|| view! { <button class="rl-cancel" on:click=cancel>"Cancel"</button> })}
                 {compare_link}
+                {teach}
                 {(!is_load_test && chrome != Chrome::Column).then(|| view! { <ViewToggle compact=compact /> })}
             </div>
-            <Status socket=socket />
-            {move || state.with(|s| s.next_step.clone()).map(|(actor, step)| {
-                view! { <p class="rl-next-step">"Next: " <strong>{actor}</strong> " — " <code>{step}</code></p> }
-            })}
-            {move || is_load_test.then(|| state.with(|s| s.progress().map(|(label, done, total)| {
-                view! { <Progress label=label.to_owned() done=done total=total /> }
-            })))}
-            {move || is_load_test.then(|| state.with(|s| s.table_after("strategies").cloned().map(|figures| {
-                let tutorial = s.ledger(Moment::Reference).and_then(|l| l.tables.first().cloned());
-                view! { <StrategyChart figures=figures tutorial=tutorial /> }
-            })))}
-            {move || (!is_load_test).then(|| state.with(|s| {
-                let drain = Drain::from_events(&s.events);
-                (!drain.series.is_empty()).then(|| {
-                    let chart = drain.drawable().then(|| view! { <DrainChart drain=drain.clone() /> });
-                    view! { <ProgressBars drain=drain /> {chart} }
-                })
-            }))}
-            {move || (!is_load_test).then(|| if compact.get() {
-                view! { <CompactTimeline timeline=timeline /> }.into_any()
-            } else {
-                view! { <TimelineView timeline=timeline /> }.into_any()
-            })}
-            {move || state.with(|s| s.verdict().cloned()).map(|v| view! { <VerdictBanner verdict=v /> })}
-            {move || (!is_load_test).then(|| state.with(|s| {
-                match (s.ledger(Moment::Before), s.ledger(Moment::After)) {
-                    (Some(before), Some(after)) => Some(view! {
-                        <LedgerDiff
-                            before=before.clone()
-                            after=after.clone()
-                            expected=s.ledger(Moment::Expected).cloned()
-                            fold_unchanged=compact.get()
-                        />
-                    }),
-                    _ => None,
-                }
-            }))}
-            {move || (!is_load_test).then(|| state.with(|s| {
-                s.ledger(Moment::Reference)
-                    .and_then(|l| l.tables.first().cloned())
-                    .map(|table| view! { <ReferenceFigures table=table /> })
-            }))}
-            <Transcript text=transcript />
-            {move || state.with(|s| (!s.is_active()).then(|| s.run_id.clone()).flatten()).map(|run_id| view! {
-                <p class="rl-permalink-line">
-                    <a class="rl-permalink" href=format!("/runs/{run_id}")>"Permalink to this run"</a>
-                </p>
-            })}
+            <RunView socket=socket is_load_test=Signal::stored(is_load_test) compact=compact />
             {embed_code}
         </div>
     }

@@ -9,6 +9,8 @@ pub mod embed;
 pub mod not_found;
 pub mod replay;
 #[cfg(not(feature = "embed"))]
+pub mod room;
+#[cfg(not(feature = "embed"))]
 pub mod scenario;
 
 use crate::api::{fetch_json, fetched};

@@ -19,10 +19,10 @@ use super::AppState;
 use super::clients;
 use crate::config::Config;
 use crate::engine::Engine;
-use axum::extract::{ConnectInfo, State};
-use axum::http::{Extensions, HeaderMap, StatusCode};
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::{Extensions, HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use rand::Rng;
 use room::Room;
@@ -136,9 +136,38 @@ fn secret() -> String {
 }
 
 pub fn router(rooms: Arc<Rooms>) -> Router<AppState> {
-    Router::new().route(
-        "/api/rooms",
-        post(move |headers, extensions, state| open_room(headers, extensions, state, rooms.clone())),
+    let for_qr = rooms.clone();
+    Router::new()
+        .route(
+            "/api/rooms",
+            post(move |headers, extensions, state| open_room(headers, extensions, state, rooms.clone())),
+        )
+        .route(
+            "/api/rooms/{id}/qr.svg",
+            get(move |headers, path| join_code(headers, path, for_qr.clone())),
+        )
+}
+
+/// `GET /api/rooms/{id}/qr.svg`: the room's join link as a QR code, for the trainer's screen.
+async fn join_code(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Response {
+    let (Some(room), Some((origin, _))) = (rooms.find(&id), super::oembed::origin(&headers)) else {
+        return (StatusCode::NOT_FOUND, format!("there is no room {id:?}")).into_response();
+    };
+    match qr_svg(&format!("{origin}/room/{}", room.id)) {
+        Some(svg) => ([(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")], svg).into_response(),
+        None => (StatusCode::INTERNAL_SERVER_ERROR, "the link is too long for a QR code").into_response(),
+    }
+}
+
+/// `link` as a QR code (SVG, dark on light, with its quiet zone).
+fn qr_svg(link: &str) -> Option<String> {
+    let code = qrcode::QrCode::new(link.as_bytes()).ok()?;
+    Some(
+        code.render::<qrcode::render::svg::Color>()
+            .min_dimensions(240, 240)
+            .dark_color(qrcode::render::svg::Color("#1f2328"))
+            .light_color(qrcode::render::svg::Color("#ffffff"))
+            .build(),
     )
 }
 
@@ -171,6 +200,13 @@ async fn open_room(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_join_link_is_a_qr_code() {
+        let svg = qr_svg("http://racelab.example/room/K7QX2M").expect("a QR code");
+        assert!(svg.contains("<svg") && svg.contains("#1f2328"), "{svg}");
+        assert!(qr_svg(&"x".repeat(10_000)).is_none(), "too long for any QR code");
+    }
 
     #[test]
     fn codes_are_six_unambiguous_characters_and_tokens_128_bits() {
