@@ -12,6 +12,8 @@ pub struct EmbedOptions {
     pub theme: Option<String>,
     /// The compact timeline (the default) or, with `view=detailed`, the detailed one.
     pub compact: bool,
+    /// Predict, then run (`predict=1`).
+    pub predict: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -99,6 +101,7 @@ fn embed_options(query: &str) -> EmbedOptions {
         autoplay: query_param(query, "autoplay").is_some_and(|v| v == "1" || v == "true"),
         theme: query_param(query, "theme"),
         compact: query_param(query, "view").as_deref() != Some("detailed"),
+        predict: query_param(query, "predict").is_some_and(|v| v == "1" || v == "true"),
     }
 }
 

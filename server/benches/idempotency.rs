@@ -67,6 +67,7 @@ static BARE_BURST: ScenarioDef = ScenarioDef {
     budget: Some(|_| racelab::engine::Budget::postgres(PROVIDER_POOL + racelab::labs::idempotency::POOL)),
     play: |run, _| Box::pin(bare_burst(run)),
     summarize: None,
+    predict: None,
 };
 
 async fn bare_burst(run: &Run) -> std::result::Result<(), RunError> {

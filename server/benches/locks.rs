@@ -74,6 +74,7 @@ static LOCK_LOOP: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(0).and_redis(1)),
     play: |run, _| Box::pin(lock_loop(run)),
     summarize: None,
+    predict: None,
 };
 
 async fn lock_loop(run: &Run) -> std::result::Result<(), RunError> {

@@ -52,6 +52,7 @@ static RELAY_DRAIN: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(1).and_broker(3).and_processes(1)),
     play: |run, _| Box::pin(relay_drain(run)),
     summarize: None,
+    predict: None,
 };
 
 async fn relay_drain(run: &Run) -> std::result::Result<(), RunError> {

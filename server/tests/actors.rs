@@ -36,6 +36,7 @@ macro_rules! test_scenario {
             budget: Some($budget),
             play: $play,
             summarize: None,
+            predict: None,
         }
     };
 }

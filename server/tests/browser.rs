@@ -1119,3 +1119,47 @@ async fn a_trainer_steps_a_room_and_its_participants_follow() {
     })
     .await;
 }
+
+/// Predict, then run (`?predict=1`): Run waits for a pick; the reader expects both commits, the
+/// serializable run cancels Bob's instead, and the page marks the right choice, the wrong pick,
+/// and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn predict_then_run_marks_the_right_choice_and_says_why() {
+    run("predict_then_run_marks_the_right_choice_and_says_why", async |b| {
+        b.goto("/lab/isolation/write-skew?variant=serializable&predict=1").await;
+        b.wait_for("fieldset.rl-predict label.rl-choice[data-choice=\"bob-40001\"]")
+            .await;
+        assert_eq!(b.count("label.rl-choice").await, 4);
+        assert_eq!(
+            b.js("return document.querySelector('button.rl-run').disabled;", vec![])
+                .await,
+            json!(true),
+            "Run waits for a pick"
+        );
+        b.click("label.rl-choice[data-choice=\"both-commit\"] input").await;
+        b.click("button.rl-run").await;
+        b.wait_for("label.rl-choice[data-right=\"true\"]").await;
+        assert_eq!(
+            b.attr("label.rl-choice[data-right=\"true\"]", "data-choice")
+                .await
+                .as_deref(),
+            Some("bob-40001"),
+            "what the serializable run did"
+        );
+        assert_eq!(
+            b.attr("label.rl-choice[data-picked=\"true\"]", "data-right")
+                .await
+                .as_deref(),
+            Some("false"),
+            "the reader's pick is marked wrong"
+        );
+        let why = b.text("p.rl-reveal-why").await.unwrap_or_default();
+        assert!(why.contains("Bob"), "{why}");
+        b.screenshot("revealed").await;
+        // An embed asks too, with predict=1 (served the full app).
+        b.goto("/embed/isolation/write-skew?variant=read-committed&predict=1")
+            .await;
+        b.wait_for(".rl-embed fieldset.rl-predict").await;
+    })
+    .await;
+}

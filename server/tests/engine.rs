@@ -22,6 +22,7 @@ static NEVER_WAITS: ScenarioDef = ScenarioDef {
     actors: |_| actors_at(&["bob"], "READ COMMITTED"),
     budget: None,
     summarize: None,
+    predict: None,
     play: |run, _| {
         Box::pin(async move {
             let bob = run.actor("bob", Level::ReadCommitted).await?;

@@ -709,6 +709,7 @@ static BAD_INPUT: racelab::labs::ScenarioDef = racelab::labs::ScenarioDef {
         })
     },
     summarize: None,
+    predict: None,
 };
 
 #[tokio::test]

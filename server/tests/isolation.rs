@@ -548,3 +548,64 @@ approved 2 shared expense(s) of $1,000 per team",
         "counted by both retry loops"
     );
 }
+
+/// What a write-skew run shows happened, read from its events alone: the choice a reader who
+/// watched it would say was right.
+fn what_happened(events: &[shared::Event]) -> &'static str {
+    use shared::EventKind;
+    let failed = |who: &str| {
+        events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::Error { actor, .. } if actor == who))
+    };
+    let waited = events.iter().any(
+        |e| matches!(&e.kind, EventKind::Blocked { actor, by } if actor == "bob" && by.iter().any(|b| b == "alice")),
+    );
+    let commits = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Commit { .. }))
+        .count();
+    match (failed("alice"), failed("bob"), waited) {
+        (true, _, _) => "alice-fails",
+        (false, true, _) => "bob-40001",
+        (false, false, true) => "bob-waits",
+        (false, false, false) if commits == 2 => "both-commit",
+        _ => "none of the choices",
+    }
+}
+
+/// Predict, then run: every variant's revealed answer is what the run really did, it is one of
+/// the choices the catalog offers, and it comes after the verdict, right before the end.
+#[tokio::test]
+async fn write_skew_reveals_what_each_level_really_did() {
+    let _slot = db_slot().await;
+    let engine = common::engine().await;
+    let def = racelab::labs::find("isolation/write-skew").expect("the scenario");
+    let info = racelab::engine::Scenario::info(def);
+    let prediction = info.predict.expect("write skew asks for a prediction");
+    for variant in ["read-committed", "repeatable-read", "serializable"] {
+        let run = play(&engine, "isolation/write-skew", variant).await;
+        let kinds: Vec<&shared::EventKind> = run.events.iter().map(|e| &e.kind).collect();
+        let [.., verdict, reveal, done] = kinds.as_slice() else {
+            panic!("{variant}: too few events");
+        };
+        assert!(
+            matches!(verdict, shared::EventKind::Verdict { .. }),
+            "{variant}: {verdict:?}"
+        );
+        assert!(matches!(done, shared::EventKind::Done { .. }), "{variant}: {done:?}");
+        let shared::EventKind::Reveal { choice, why } = reveal else {
+            panic!("{variant}: no reveal before the end, {reveal:?}");
+        };
+        assert_eq!(
+            choice,
+            what_happened(&run.events),
+            "{variant}: the answer is what the run did"
+        );
+        assert!(
+            prediction.choices.iter().any(|c| &c.id == choice),
+            "{variant}: {choice} is offered"
+        );
+        assert!(why.len() > 40, "{variant}: a sentence says why: {why:?}");
+    }
+}

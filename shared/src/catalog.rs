@@ -56,6 +56,24 @@ pub struct ScenarioInfo {
     /// instead of a timeline.
     pub workload: bool,
     pub variants: Vec<VariantInfo>,
+    /// The question a reader answers before the run shows what happens (predict, then run);
+    /// the right answer comes only with the run, in its `reveal` event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predict: Option<Prediction>,
+}
+
+/// What a reader is asked to predict, and the choices.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    pub question: String,
+    pub choices: Vec<Choice>,
+}
+
+/// One possible answer: `bob-40001`, "Bob's COMMIT fails with 40001".
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    pub id: String,
+    pub label: String,
 }
 
 impl ScenarioInfo {

@@ -10,8 +10,8 @@ use crate::event::{ActorInfo, Rows};
 use crate::json::{FromJson, Json, JsonError, unknown_variant};
 use crate::protocol::StoredRun;
 use crate::{
-    Check, Detail, ErrorCode, ErrorKind, Event, EventKind, Lab, LeaseChange, Ledger, Moment, Outcome, ScenarioInfo,
-    ServerFrame, ServerMsg, Service, Table, Value, VariantInfo, Verdict, VerdictKind,
+    Check, Choice, Detail, ErrorCode, ErrorKind, Event, EventKind, Lab, LeaseChange, Ledger, Moment, Outcome,
+    Prediction, ScenarioInfo, ServerFrame, ServerMsg, Service, Table, Value, VariantInfo, Verdict, VerdictKind,
 };
 
 /// Unit variants written as their snake_case names.
@@ -246,6 +246,10 @@ impl FromJson for EventKind {
             "verdict" => EventKind::Verdict {
                 verdict: json.get("verdict")?,
             },
+            "reveal" => EventKind::Reveal {
+                choice: json.get("choice")?,
+                why: json.get("why")?,
+            },
             "paused" => EventKind::Paused {
                 actor: actor()?,
                 step: json.get("step")?,
@@ -331,6 +335,25 @@ impl FromJson for ScenarioInfo {
             steppable: json.get("steppable")?,
             workload: json.get("workload")?,
             variants: json.get("variants")?,
+            predict: json.opt("predict")?,
+        })
+    }
+}
+
+impl FromJson for Prediction {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(Prediction {
+            question: json.get("question")?,
+            choices: json.get("choices")?,
+        })
+    }
+}
+
+impl FromJson for Choice {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(Choice {
+            id: json.get("id")?,
+            label: json.get("label")?,
         })
     }
 }
@@ -572,6 +595,10 @@ mod tests {
                 total: 1_000,
             },
             EventKind::Verdict { verdict: verdict() },
+            EventKind::Reveal {
+                choice: text("bob-40001"),
+                why: text("no one-at-a-time order explains both checks"),
+            },
             EventKind::Paused {
                 actor: text("bob"),
                 step: text("COMMIT"),
@@ -605,8 +632,9 @@ mod tests {
             EventKind::Ledger { .. } => 14,
             EventKind::Progress { .. } => 15,
             EventKind::Verdict { .. } => 16,
-            EventKind::Paused { .. } => 17,
-            EventKind::Done { .. } => 18,
+            EventKind::Reveal { .. } => 17,
+            EventKind::Paused { .. } => 18,
+            EventKind::Done { .. } => 19,
         }
     }
 
@@ -615,7 +643,7 @@ mod tests {
         let kinds = every_kind();
         let mut seen: Vec<usize> = kinds.iter().map(variant_index).collect();
         seen.dedup();
-        assert_eq!(seen, (0..=18).collect::<Vec<_>>(), "one sample of every kind, in order");
+        assert_eq!(seen, (0..=19).collect::<Vec<_>>(), "one sample of every kind, in order");
         for (i, kind) in kinds.into_iter().enumerate() {
             reads_like_serde(&Event {
                 seq: i as u64 + 1,
@@ -722,6 +750,13 @@ mod tests {
                     label: text("SERIALIZABLE"),
                     description: text("retry"),
                 }],
+                predict: Some(Prediction {
+                    question: text("What happens?"),
+                    choices: vec![Choice {
+                        id: text("bob-40001"),
+                        label: text("Bob's COMMIT fails with 40001"),
+                    }],
+                }),
             }],
         };
         reads_like_serde(&vec![LabStatus {

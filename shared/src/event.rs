@@ -245,6 +245,10 @@ pub enum EventKind {
     Progress { label: String, done: u64, total: u64 },
     /// The plain answer.
     Verdict { verdict: Verdict },
+    /// What a reader should have predicted (the scenario's [`Prediction`](crate::catalog::Prediction)):
+    /// the `choice` that happens in this variant, and why, in a sentence. After the verdict, in
+    /// completed runs of scenarios that ask.
+    Reveal { choice: String, why: String },
     /// In step mode: the run is paused until the reader asks for the next step, which is
     /// `actor`'s `step` (an SQL statement, a command).
     Paused { actor: String, step: String },

@@ -33,7 +33,7 @@ pub mod timeline;
 pub mod value;
 pub mod verdict;
 
-pub use catalog::{Lab, ScenarioInfo, Service, VariantInfo};
+pub use catalog::{Choice, Lab, Prediction, ScenarioInfo, Service, VariantInfo};
 pub use event::{Detail, ErrorKind, Event, EventKind, LeaseChange, Moment, Outcome};
 pub use ledger::{Ledger, LedgerDiff, RowChange, RowDiff, Table, TableDiff};
 pub use money::usd;

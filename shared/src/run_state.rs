@@ -124,6 +124,14 @@ impl RunState {
     }
 
     /// The run header's title and server version.
+    /// The run's answer to its scenario's prediction: the right choice and why.
+    pub fn revealed(&self) -> Option<(&str, &str)> {
+        self.events.iter().find_map(|e| match &e.kind {
+            EventKind::Reveal { choice, why } => Some((choice.as_str(), why.as_str())),
+            _ => None,
+        })
+    }
+
     pub fn header(&self) -> Option<(&str, &str)> {
         self.events.iter().find_map(|e| match &e.kind {
             EventKind::RunStarted { title, server, .. } => Some((title.as_str(), server.as_str())),

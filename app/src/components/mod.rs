@@ -9,6 +9,8 @@ pub mod error_view;
 #[cfg(not(feature = "embed"))]
 pub mod header;
 pub mod ledger_diff;
+#[cfg(not(feature = "embed"))]
+pub mod predict;
 pub mod reference;
 pub mod run_panel;
 pub mod run_view;

@@ -35,6 +35,10 @@ pub fn RunPanel(
     /// Start with the compact timeline (the embed's default) instead of the detailed one.
     #[prop(default = false)]
     compact: bool,
+    /// Predict, then run (`predict=1`): the reader picks what they expect before Run, if the
+    /// scenario asks.
+    #[prop(default = false)]
+    predict: bool,
     /// For compare: each bump of this token starts the panel's run.
     #[prop(optional)]
     run_all: Option<RwSignal<u32>>,
@@ -48,6 +52,20 @@ pub fn RunPanel(
     let blocked = !down.is_empty();
     let stepping = RwSignal::new(false);
     let compact = RwSignal::new(compact);
+    let active = Signal::derive(move || state.with(|s| s.is_active()));
+    // Predict, then run; runs wait for the reader's pick. (The embed app leaves predictions out:
+    // an embed with `predict=1` is served the full app.)
+    #[cfg(not(feature = "embed"))]
+    let (predicting, unpicked) = {
+        let (view, waiting) =
+            super::predict::asked(scenario.predict.clone().filter(|_| predict), chosen, state, active);
+        (view, move || waiting.get())
+    };
+    #[cfg(feature = "embed")]
+    let (predicting, unpicked) = {
+        let _ = predict;
+        ((), || false)
+    };
 
     let start = {
         let id = id.clone();
@@ -56,7 +74,7 @@ pub fn RunPanel(
             socket.start(&id, &chosen.get_untracked(), mode);
         }
     };
-    if autoplay && !blocked {
+    if autoplay && !blocked && !untrack(unpicked) {
         start(if step && steppable { Mode::Step } else { Mode::Auto });
     }
     if let Some(token) = run_all {
@@ -72,7 +90,6 @@ pub fn RunPanel(
         });
     }
 
-    let active = Signal::derive(move || state.with(|s| s.is_active()));
     let connected = move || socket.link.get() == Link::Open;
     let run = {
         let start = start.clone();
@@ -112,10 +129,11 @@ pub fn RunPanel(
         <div class="rl-run-panel" data-variant=move || chosen.get()>
             {down_notice}
             {tabs}
+            {predicting}
             <div class="rl-controls">
-                <button class="rl-run" on:click=run disabled=move || blocked || active.get() || !connected()>"Run"</button>
+                <button class="rl-run" on:click=run disabled=move || blocked || active.get() || !connected() || unpicked()>"Run"</button>
                 {(chrome != Chrome::Column && steppable).then(|| view! {
-                    <button class="rl-step" on:click=step_run disabled=move || blocked || active.get() || !connected()>
+                    <button class="rl-step" on:click=step_run disabled=move || blocked || active.get() || !connected() || unpicked()>
                         "Step"
                     </button>
                 })}

@@ -34,6 +34,7 @@ pub fn EmbedPage(id: String, options: EmbedOptions) -> impl IntoView {
                             autoplay=options.autoplay
                             step=options.step
                             compact=options.compact
+                            predict=options.predict
                         />
                     </article>
                 }

@@ -9,7 +9,9 @@ use leptos::prelude::*;
 #[component]
 pub fn ScenarioPage(id: String) -> impl IntoView {
     let found = load_scenario(id.clone());
-    let wanted = query_param(&crate::api::location().1, "variant");
+    let query = crate::api::location().1;
+    let wanted = query_param(&query, "variant");
+    let predict = query_param(&query, "predict").is_some_and(|v| v == "1" || v == "true");
     view! {
         {move || found.get().map(|result| match result {
             Err(message) => view! { <ErrorView message=message /> }.into_any(),
@@ -21,7 +23,7 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
                         <h1>{found.scenario.title.clone()}</h1>
                         <p class="rl-hook">{found.scenario.hook.clone()}</p>
                         <p class="rl-explain">{found.scenario.about.clone()}</p>
-                        <RunPanel scenario=found.scenario down=found.down variant=variant chrome=Chrome::Full />
+                        <RunPanel scenario=found.scenario down=found.down variant=variant chrome=Chrome::Full predict=predict />
                     </article>
                 }
                 .into_any()

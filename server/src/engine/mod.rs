@@ -138,4 +138,9 @@ pub trait Scenario: Send + Sync + 'static {
     fn summarize(&self, _runs: &[Ledger]) -> Option<String> {
         None
     }
+    /// For a scenario that asks readers to predict: the choice that happens in `variant`, and
+    /// why. The engine reveals it after a completed run.
+    fn reveal(&self, _variant: &str) -> Option<(String, String)> {
+        None
+    }
 }

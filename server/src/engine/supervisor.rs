@@ -354,6 +354,11 @@ impl Engine {
                 outcome
             }
         };
+        if outcome == Outcome::Completed
+            && let Some((choice, why)) = scenario.reveal(&variant)
+        {
+            pipe.sink.emit(EventKind::Reveal { choice, why });
+        }
         pipe.sink.emit(EventKind::Done {
             outcome: outcome.clone(),
         });

@@ -15,7 +15,7 @@ use crate::engine::child::{ChildKind, SQL_SCRIPT};
 use crate::engine::{BoxFuture, Budget, Run, RunError, Scenario};
 use crate::sandbox::Spec;
 use shared::event::ActorInfo;
-use shared::{Lab, Ledger, ScenarioInfo, Service, Table, Value, VariantInfo};
+use shared::{Choice, Lab, Ledger, Prediction, ScenarioInfo, Service, Table, Value, VariantInfo};
 
 /// A variant as written in a scenario module: `(id, tab label, one-line description)`.
 pub type VariantDef = (&'static str, &'static str, &'static str);
@@ -42,6 +42,19 @@ pub struct ScenarioDef {
     pub play: for<'a> fn(&'a Run, &'a str) -> BoxFuture<'a, Result<(), RunError>>,
     /// See [`Scenario::summarize`].
     pub summarize: Option<fn(&[Ledger]) -> String>,
+    /// What a reader is asked to predict before the run, and each variant's answer.
+    pub predict: Option<&'static PredictDef>,
+}
+
+/// Predict, then run: a question, its choices, and for each variant the choice that happens and
+/// why, in a sentence. The answers are the scenario's constants, like its expected ledger; the
+/// scenario's tests check each against what the database really did.
+pub struct PredictDef {
+    pub question: &'static str,
+    /// `(id, label)`: `("bob-40001", "Bob's COMMIT fails with 40001")`.
+    pub choices: &'static [(&'static str, &'static str)],
+    /// `(variant, choice, why)`.
+    pub answers: &'static [(&'static str, &'static str, &'static str)],
 }
 
 impl Scenario for ScenarioDef {
@@ -62,7 +75,26 @@ impl Scenario for ScenarioDef {
                     description: (*description).to_owned(),
                 })
                 .collect(),
+            predict: self.predict.map(|predict| Prediction {
+                question: predict.question.to_owned(),
+                choices: predict
+                    .choices
+                    .iter()
+                    .map(|(id, label)| Choice {
+                        id: (*id).to_owned(),
+                        label: (*label).to_owned(),
+                    })
+                    .collect(),
+            }),
         }
+    }
+
+    fn reveal(&self, variant: &str) -> Option<(String, String)> {
+        self.predict?
+            .answers
+            .iter()
+            .find(|(v, _, _)| *v == variant)
+            .map(|(_, choice, why)| ((*choice).to_owned(), (*why).to_owned()))
     }
 
     fn sandbox(&self) -> &Spec {

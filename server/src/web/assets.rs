@@ -4,7 +4,7 @@
 //! get those.
 
 use axum::Router;
-use axum::http::header;
+use axum::http::{Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use std::path::{Path, PathBuf};
@@ -22,15 +22,28 @@ pub fn service(dist: &Path) -> Router {
         tracing::warn!(dist = %dist.display(), "no built app found; serving the API only");
         Router::new().fallback(get(|| async { Html(NOT_BUILT) }))
     };
-    app.route("/embed.js", get(embed_loader))
-        .route("/embed/{*rest}", get(move || embed_page(embed_app.clone())))
+    app.route("/embed.js", get(embed_loader)).route(
+        "/embed/{*rest}",
+        get(move |uri: Uri| embed_page(embed_app.clone(), uri)),
+    )
 }
 
 /// An iframe's page: the embed app (`dist/embed-app/`, built with only the embed pages, a third
-/// lighter than the full app: README, "The embed bundle"), or the full app when a build made
-/// none (a `trunk serve` dev build), which draws embeds the same.
-async fn embed_page(candidates: [PathBuf; 2]) -> Response {
-    for page in &candidates {
+/// lighter than the full app: README, "The embed bundle"), or the full app, which draws embeds
+/// the same: when a build made no embed app (a `trunk serve` dev build), and for the opt-in
+/// features the embed app leaves out to stay small (`predict=1`).
+async fn embed_page(candidates: [PathBuf; 2], uri: Uri) -> Response {
+    let wants_full_app = uri.query().is_some_and(|query| {
+        query
+            .split('&')
+            .any(|pair| pair == "predict=1" || pair == "predict=true")
+    });
+    let candidates = if wants_full_app {
+        &candidates[1..]
+    } else {
+        &candidates[..]
+    };
+    for page in candidates {
         if let Ok(html) = tokio::fs::read_to_string(page).await {
             return ([(header::CACHE_CONTROL, "no-cache")], Html(html)).into_response();
         }

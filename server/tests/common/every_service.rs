@@ -92,4 +92,5 @@ pub static EVERY_SERVICE: ScenarioDef = ScenarioDef {
         })
     },
     summarize: None,
+    predict: None,
 };

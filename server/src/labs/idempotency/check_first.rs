@@ -34,4 +34,5 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
         ))
     },
     summarize: None,
+    predict: None,
 };

@@ -64,4 +64,5 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
         Box::pin(one_purchase(run, CLAIM, settings, how, 1))
     },
     summarize: None,
+    predict: None,
 };

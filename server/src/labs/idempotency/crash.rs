@@ -80,6 +80,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     }),
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
+    predict: None,
 };
 
 fn actors(variant: &str) -> Vec<ActorInfo> {

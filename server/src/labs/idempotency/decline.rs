@@ -25,6 +25,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| super::BUDGET),
     play: |run, _| Box::pin(play(run)),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run) -> Result<(), RunError> {

@@ -33,4 +33,5 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
         ))
     },
     summarize: None,
+    predict: None,
 };

@@ -38,6 +38,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(load_test::PROVIDER_POOL + super::POOL + 1)),
     play: |run, _| Box::pin(play(run)),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run) -> Result<(), RunError> {

@@ -54,6 +54,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| super::BUDGET),
     play: |run, variant| Box::pin(play(run, variant == "raw-key")),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, raw_key: bool) -> Result<(), RunError> {

@@ -40,6 +40,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(PROVIDER_POOL + super::POOL)),
     play: |run, _| Box::pin(async move { play(run, true).await.map(|_| ()) }),
     summarize: None,
+    predict: None,
 };
 
 /// A payment's answer as the tutorial's `sed` writes it: the body from `{"id"` on is

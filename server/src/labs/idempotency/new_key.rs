@@ -37,4 +37,5 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
         ))
     },
     summarize: None,
+    predict: None,
 };

@@ -56,6 +56,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| super::BUDGET),
     play: |run, variant| Box::pin(play(run, variant == "one-transaction")),
     summarize: None,
+    predict: None,
 };
 
 /// The lines as `sort | uniq -c` printed them in the tutorial: the count right-aligned in four

@@ -50,6 +50,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(2 * POOL + 1)),
     play: |run, variant| Box::pin(play(run, variant == "store-faults")),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, store_faults: bool) -> Result<(), RunError> {

@@ -60,6 +60,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| super::BUDGET),
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {

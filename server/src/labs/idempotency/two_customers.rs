@@ -53,6 +53,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| super::BUDGET),
     play: |run, variant| Box::pin(play(run, variant == "global-keys")),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, global: bool) -> Result<(), RunError> {

@@ -42,6 +42,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
+    predict: None,
 };
 
 fn level_of(variant: &str) -> Level {

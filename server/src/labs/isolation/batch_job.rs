@@ -48,6 +48,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
+    predict: None,
 };
 
 fn batch_level(variant: &str) -> Level {

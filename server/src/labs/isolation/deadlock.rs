@@ -40,6 +40,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
+    predict: None,
 };
 
 /// Each team's share of one approval.

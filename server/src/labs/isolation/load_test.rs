@@ -56,6 +56,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: Some(load_test_summary),
+    predict: None,
 };
 
 /// Concurrent workers, each with its own connection.

@@ -44,6 +44,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {

@@ -12,7 +12,7 @@ use super::{
     AMOUNT, BUDGET, TEAM, check_fits, insert_and_say, ledger_after, ledger_before, ledger_of, level_of, say_totals,
 };
 use crate::engine::{PgActor, Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use shared::{Check, Verdict, usd};
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -44,6 +44,39 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what each level does with this race (the module doc);
+/// `tests/isolation.rs` checks each against the run's own events.
+static PREDICT: PredictDef = PredictDef {
+    question: "Alice and Bob each check the budget and approve $3,000 at the same moment. What happens?",
+    choices: &[
+        ("both-commit", "Both commit: $6,000 approved against $5,000"),
+        ("bob-waits", "Bob waits for Alice, then sees her $3,000 and stops"),
+        (
+            "bob-40001",
+            "Bob's COMMIT fails with 40001; his retry sees Alice's $3,000",
+        ),
+        ("alice-fails", "Alice's COMMIT fails"),
+    ],
+    answers: &[
+        (
+            "read-committed",
+            "both-commit",
+            "Each check counts only committed rows and neither insert has committed yet, so both see $0 approved; nothing stops two inserts of different rows.",
+        ),
+        (
+            "repeatable-read",
+            "both-commit",
+            "Each manager reads from a snapshot taken before the other's insert, and no row is written twice, so there is no conflict to detect.",
+        ),
+        (
+            "serializable",
+            "bob-40001",
+            "No one-at-a-time order explains both checks seeing $0, so PostgreSQL cancels the second commit, Bob's, and his retry counts Alice's $3,000.",
+        ),
+    ],
 };
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {

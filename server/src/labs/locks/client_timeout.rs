@@ -43,6 +43,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(0).and_processes(1)),
     play: |run, variant| Box::pin(play(run, variant == "context-timeouts")),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, honours_deadline: bool) -> Result<(), RunError> {

@@ -24,6 +24,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(0).and_redis(2)),
     play: |run, _| Box::pin(play(run)),
     summarize: None,
+    predict: None,
 };
 
 /// The release by DELEX: `Ok(())`, not held, or the server's own refusal.

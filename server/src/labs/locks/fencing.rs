@@ -58,6 +58,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(2).and_redis(3)),
     play: |run, variant| Box::pin(play(run, variant == "fence")),
     summarize: None,
+    predict: None,
 };
 
 /// One side of the story: its Redis client and its PostgreSQL session, on one lane.

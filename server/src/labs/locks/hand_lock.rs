@@ -30,6 +30,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(0).and_redis(CALLERS as u32)),
     play: |run, _| Box::pin(play(run)),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run) -> Result<(), RunError> {

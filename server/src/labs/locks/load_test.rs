@@ -64,6 +64,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(POOL).and_redis(CALLERS as u32)),
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
+    predict: None,
 };
 
 /// The lease and whether the write checks the version, for a variant.

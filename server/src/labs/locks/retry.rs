@@ -40,6 +40,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(0).and_redis(CALLERS as u32)),
     play: |run, variant| Box::pin(play(run, variant == "jitter")),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, jitter: bool) -> Result<(), RunError> {

@@ -45,6 +45,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(0).and_redis(CALLERS as u32)),
     play: |run, variant| Box::pin(play(run, variant == "watchdog")),
     summarize: None,
+    predict: None,
 };
 
 /// The spend with the watchdog's say: it does not write once the lease is known lost, like a

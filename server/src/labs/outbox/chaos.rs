@@ -80,6 +80,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(WRITERS as u32 + 4).and_broker(8).and_processes(3)),
     play: |run, variant| Box::pin(play(run, variant.parse().unwrap_or(PAYMENTS))),
     summarize: None,
+    predict: None,
 };
 
 /// What the supervisor counted of one relay.

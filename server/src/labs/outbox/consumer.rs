@@ -58,6 +58,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(2).and_broker(4).and_processes(1)),
     play: |run, variant| Box::pin(play(run, variant == "dedup")),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, dedupe: bool) -> Result<(), RunError> {

@@ -68,6 +68,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(3).and_broker(6).and_processes(2)),
     play: |run, variant| Box::pin(play(run, variant == "static-member")),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, static_member: bool) -> Result<(), RunError> {

@@ -43,6 +43,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(2).and_broker(2)),
     play: |run, _| Box::pin(play(run)),
     summarize: None,
+    predict: None,
 };
 
 const INSERT: &str =

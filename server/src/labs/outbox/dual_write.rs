@@ -126,6 +126,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| crate::engine::Budget::postgres(2).and_broker(3).and_processes(1)),
     play: |run, variant| Box::pin(play(run, variant == "publish-first")),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, publish_first: bool) -> Result<(), RunError> {

@@ -42,6 +42,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(4).and_broker(5).and_processes(3)),
     play: |run, _| Box::pin(play(run)),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run) -> Result<(), RunError> {

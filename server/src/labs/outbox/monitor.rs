@@ -46,6 +46,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(1).and_broker(2)),
     play: |run, _| Box::pin(play(run)),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run) -> Result<(), RunError> {

@@ -44,6 +44,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(2).and_broker(3).and_processes(1)),
     play: |run, _| Box::pin(play(run)),
     summarize: None,
+    predict: None,
 };
 
 /// The lane of the broker's offsets tool, which the tutorial runs after the restart.

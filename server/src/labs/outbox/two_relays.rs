@@ -66,6 +66,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(5).and_broker(5).and_processes(3)),
     play: |run, variant| Box::pin(play(run, variant == "advisory-lock")),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {

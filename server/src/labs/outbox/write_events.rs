@@ -43,6 +43,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(2).and_broker(2)),
     play: |run, variant| Box::pin(play(run, variant == "guard")),
     summarize: None,
+    predict: None,
 };
 
 async fn play(run: &Run, guard: bool) -> Result<(), RunError> {

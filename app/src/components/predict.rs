@@ -1,0 +1,96 @@
+//! Predict, then run: the scenario's question and its choices, picked before the run; once the
+//! run reveals what happened (its `reveal` event), the right choice is marked, the reader's pick
+//! too, and a sentence says why.
+
+use leptos::prelude::*;
+use shared::Prediction;
+use shared::run_state::RunState;
+
+/// The panel's part in predicting: the question (when the scenario asks and the page wants it),
+/// and whether a run must still wait for the reader's pick. A new variant is a new question.
+pub fn asked(
+    prediction: Option<Prediction>,
+    variant: RwSignal<String>,
+    state: RwSignal<RunState>,
+    active: Signal<bool>,
+) -> (Option<impl IntoView>, Signal<bool>) {
+    let picked = RwSignal::new(None::<String>);
+    let asks = prediction.is_some();
+    Effect::new(move |previous: Option<String>| {
+        let now = variant.get();
+        if previous.is_some_and(|p| p != now) {
+            picked.set(None);
+        }
+        now
+    });
+    let revealed = Signal::derive(move || state.with(|s| s.revealed().map(|(c, w)| (c.to_owned(), w.to_owned()))));
+    let view = prediction
+        .map(|prediction| view! { <Predict prediction=prediction picked=picked revealed=revealed locked=active /> });
+    (view, Signal::derive(move || asks && picked.with(Option::is_none)))
+}
+
+#[component]
+pub fn Predict(
+    prediction: Prediction,
+    /// The reader's choice, by id.
+    picked: RwSignal<Option<String>>,
+    /// The run's answer: the right choice's id and why.
+    revealed: Signal<Option<(String, String)>>,
+    /// While a run plays, the pick stays as it is.
+    locked: Signal<bool>,
+) -> impl IntoView {
+    let right = Memo::new(move |_| revealed.with(|r| r.as_ref().map(|(choice, _)| choice.clone())));
+    let choices = prediction
+        .choices
+        .into_iter()
+        .map(|choice| {
+            let id = choice.id.clone();
+            let is_picked = Memo::new({
+                let id = id.clone();
+                move |_| picked.with(|p| p.as_deref() == Some(id.as_str()))
+            });
+            let is_right = Memo::new({
+                let id = id.clone();
+                move |_| right.with(|r| r.as_deref() == Some(id.as_str()))
+            });
+            let mark = move || match (is_right.get(), is_picked.get(), right.with(Option::is_some)) {
+                (true, true, _) => "✓ you expected this, and it happened",
+                (true, false, _) => "✓ this happened",
+                (false, true, true) => "✗ you expected this",
+                _ => "",
+            };
+            view! {
+                <label
+                    class="rl-choice"
+                    data-choice=id.clone()
+                    data-picked=move || is_picked.get().to_string()
+                    data-right=move || right.with(Option::is_some).then(|| is_right.get().to_string())
+                >
+                    <input
+                        type="radio"
+                        name="rl-predict"
+                        value=id.clone()
+                        prop:checked=move || is_picked.get()
+                        disabled=move || locked.get()
+                        on:change={
+                            let id = id.clone();
+                            move |_| picked.set(Some(id.clone()))
+                        }
+                    />
+                    <span class="rl-choice-label">{choice.label}</span>
+                    <span class="rl-choice-mark">{mark}</span>
+                </label>
+            }
+        })
+        .collect_view();
+    view! {
+        <fieldset class="rl-predict">
+            <legend>"Predict, then run: " {prediction.question}</legend>
+            {choices}
+            {move || revealed.get().map(|(_, why)| view! { <p class="rl-reveal-why">{why}</p> })}
+            {move || (picked.with(Option::is_none) && revealed.with(Option::is_none)).then(|| view! {
+                <p class="rl-predict-hint">"Pick what you expect, then run it."</p>
+            })}
+        </fieldset>
+    }
+}
