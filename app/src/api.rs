@@ -30,7 +30,12 @@ pub fn origin() -> String {
 /// GETs `path` and decodes its JSON body.
 pub async fn fetch_json<T: FromJson>(path: &str) -> Result<T, String> {
     let window = web_sys::window().ok_or("no window")?;
-    let response = JsFuture::from(window.fetch_with_str(path))
+    answer(path, window.fetch_with_str(path)).await
+}
+
+/// The JSON body of a request's answer, decoded; an error status becomes its `error` message.
+async fn answer<T: FromJson>(path: &str, request: js_sys::Promise) -> Result<T, String> {
+    let response = JsFuture::from(request)
         .await
         .map_err(|_| format!("{path}: the server did not answer"))?;
     let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_owned())?;
@@ -54,7 +59,7 @@ pub async fn fetch_json<T: FromJson>(path: &str) -> Result<T, String> {
 ///
 /// A signal set by a spawned task rather than a `LocalResource` under `<Suspense>`: a page loads
 /// once and never refetches, and the resource's async machinery (transitions, async derived
-/// values, their locks) cost the embed bundle 6 KB gzip (README, "The embed bundle").
+/// values, their locks) cost the embed bundle 15 KB gzip (README, "The embed bundle").
 pub fn fetched<T: Send + Sync + 'static>(load: impl Future<Output = T> + 'static) -> ReadSignal<Option<T>> {
     let answer = RwSignal::new(None);
     leptos::task::spawn_local(async move { answer.set(Some(load.await)) });
@@ -244,22 +249,7 @@ pub async fn post_json<T: FromJson>(path: &str) -> Result<T, String> {
     let window = web_sys::window().ok_or("no window")?;
     let init = web_sys::RequestInit::new();
     init.set_method("POST");
-    let response = JsFuture::from(window.fetch_with_str_and_init(path, &init))
-        .await
-        .map_err(|_| format!("{path}: the server did not answer"))?;
-    let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_owned())?;
-    let status = response.status();
-    let text = JsFuture::from(response.text().map_err(|_| "no body".to_owned())?)
-        .await
-        .ok()
-        .and_then(|t| t.as_string())
-        .unwrap_or_default();
-    let answer = json::parse(&text).map_err(|e| format!("{path}: {status}: {e}"))?;
-    if !response.ok() {
-        let message = answer.get::<String>("error").unwrap_or(text);
-        return Err(format!("{path}: {status} {message}"));
-    }
-    T::from_json(&answer).map_err(|e| format!("{path}: unexpected answer: {e}"))
+    answer(path, window.fetch_with_str_and_init(path, &init)).await
 }
 
 /// Goes to `url` (a full page load: the app has no client router).

@@ -266,7 +266,7 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
         engine: engine.clone(),
         config: Arc::new(config),
     };
-    let app = web::router(state, &serve.dist);
+    let (app, rooms) = web::app(state, &serve.dist);
     let address = match serve.bind.parse::<std::net::IpAddr>() {
         Ok(ip) => std::net::SocketAddr::new(ip, serve.port),
         Err(_) => {
@@ -322,8 +322,10 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
             "runs still cleaning up at exit; the next start's sweep removes their sandboxes"
         );
     }
-    // Each socket delivers its run's last frame (`done`) and closes with 1001 before the process
-    // ends, so no page loses the end of its run to a reset connection.
+    // Each room publishes its run's end and closes; each socket delivers its last frame (`done`)
+    // and closes with 1001 before the process ends, so no page loses the end of its run to a
+    // reset connection.
+    rooms.close_all();
     let open = web::ws::close_all(std::time::Duration::from_secs(2)).await;
     if open > 0 {
         tracing::warn!(open, "websockets still open at exit");

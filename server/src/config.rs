@@ -59,6 +59,9 @@ pub struct Config {
     /// Seconds a room may go without an order, a join or a run before it closes (4 hours).
     #[arg(long, env = "RACELAB_ROOM_IDLE_SECS", default_value_t = 4 * 60 * 60)]
     pub room_idle_secs: u64,
+    /// Seconds a room's run may go on with no page following the room before it is cancelled.
+    #[arg(long, env = "RACELAB_ROOM_ABANDONED_SECS", default_value_t = 60)]
+    pub room_abandoned_secs: u64,
     /// Start private PostgreSQL, Redis and broker processes even when system ones run (without
     /// it, only for a service that is not configured and does not answer at its default address).
     #[arg(long)]

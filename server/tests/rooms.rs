@@ -45,6 +45,23 @@ fn trainer_frame(room: &str, token: &str, mut frame: Value) -> Value {
     frame
 }
 
+/// The trainer starts a stepped write skew at `variant` in the room.
+async fn step_write_skew(trainer: &mut Socket, room: &str, token: &str, variant: &str) {
+    let start = json!({"type": "start", "scenario": "isolation/write-skew", "variant": variant, "mode": "step"});
+    send(trainer, trainer_frame(room, token, start)).await;
+}
+
+/// Frames until the room's run first pauses; returns the run's id.
+async fn until_first_pause(socket: &mut Socket) -> String {
+    let frames = receive_until(socket, |f| event_type(f) == Some("paused")).await;
+    frames
+        .iter()
+        .find(|f| is_type(f, "started"))
+        .and_then(|f| f["run_id"].as_str())
+        .expect("a run id")
+        .to_owned()
+}
+
 /// The run's frames from `started` through `done`, skipping room status frames.
 fn run_frames(frames: &[Value]) -> Vec<Value> {
     frames.iter().filter(|f| !is_type(f, "room")).cloned().collect()
@@ -216,7 +233,8 @@ async fn only_the_trainer_drives_and_refusals_change_nothing() {
             "{frame} → {answer}"
         );
     }
-    // Nothing started: a new follower finds the room as it was, with no run in its feed.
+    // Nothing started: a new follower finds the room as it was, and the first run frame it
+    // sees (below) is of the trainer's run.
     let mut observer = connect(address).await;
     assert_eq!(join(&mut observer, &room, None).await, 2);
     let _ = receive(&mut participant).await; // the observer's arrival
@@ -233,15 +251,77 @@ async fn only_the_trainer_drives_and_refusals_change_nothing() {
         );
         assert_eq!(transcript(&run), lines(WRITE_SKEW_SERIALIZABLE));
     }
-    // Followers who leave stop being counted; the room stays open for its trainer until it idles.
+    // Followers who leave stop being counted (the trainer's page hears it); the room stays open
+    // for its trainer until it idles.
+    join(&mut trainer, &room, Some(&token)).await;
     drop(participant);
     drop(observer);
+    receive_until(&mut trainer, |f| is_type(f, "room") && f["participants"] == 0).await;
     let mut again = connect(address).await;
     assert_eq!(
         join(&mut again, &room, None).await,
         1,
         "the two who left are no longer counted"
     );
+}
+
+/// The trainer closes the room: without the token it stays; with it, the run going ends
+/// (followers get its `done`), the followers are told the room closed, and its sandbox is gone.
+#[tokio::test]
+async fn the_trainer_closes_the_room_and_its_run_ends() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let (room, token) = open_room(address).await;
+    let mut participant = connect(address).await;
+    join(&mut participant, &room, None).await;
+    let mut trainer = connect(address).await;
+    step_write_skew(&mut trainer, &room, &token, "serializable").await;
+    let run_id = until_first_pause(&mut participant).await;
+
+    let client = reqwest::Client::new();
+    let close = |token: &str| {
+        client
+            .delete(format!("http://{address}/api/rooms/{room}"))
+            .header("authorization", format!("Bearer {token}"))
+            .send()
+    };
+    assert_eq!(close("not-the-token").await.expect("DELETE").status().as_u16(), 403);
+    assert_eq!(close(&token).await.expect("DELETE").status().as_u16(), 204);
+    let end = receive_until(&mut participant, |f| is_type(f, "error")).await;
+    let done = end
+        .iter()
+        .find(|f| is_type(f, "done"))
+        .expect("the run's done before the room closed");
+    assert_eq!(done["outcome"]["status"], "cancelled");
+    assert_eq!(end.last().expect("told")["code"], "unknown_room");
+    assert_eq!(wait_until_clean(&run_id).await, common::Leftovers::NONE);
+    assert_eq!(close(&token).await.expect("DELETE").status().as_u16(), 404, "gone");
+}
+
+/// A stepped run whose pages all left is cancelled after the room's abandon time (1 s here) and
+/// cleaned, instead of waiting for its run time limit.
+#[tokio::test]
+async fn a_run_nobody_watches_is_cancelled_and_cleaned() {
+    let _slot = db_slot().await;
+    let mut config = common::config();
+    config.room_abandoned_secs = 1;
+    let address = common::server_with(config).await;
+    let (room, token) = open_room(address).await;
+    let mut trainer = connect(address).await;
+    join(&mut trainer, &room, Some(&token)).await;
+    step_write_skew(&mut trainer, &room, &token, "read-committed").await;
+    let run_id = until_first_pause(&mut trainer).await;
+    drop(trainer);
+    assert_eq!(
+        wait_until_clean(&run_id).await,
+        common::Leftovers::NONE,
+        "cancelled and cleaned"
+    );
+    // The room itself stays, and the run is over in its feed.
+    let mut back = connect(address).await;
+    join(&mut back, &room, Some(&token)).await;
+    let replayed = receive_until(&mut back, |f| is_type(f, "done")).await;
+    assert_eq!(replayed.last().expect("done")["outcome"]["status"], "cancelled");
 }
 
 #[tokio::test]
@@ -272,6 +352,13 @@ async fn rooms_have_their_limits() {
         }
     }
     assert_eq!(statuses, [201, 201, 429], "two rooms per trainer address");
+    let foreign = client
+        .post(format!("http://{address}/api/rooms"))
+        .header("origin", "https://elsewhere.example")
+        .send()
+        .await
+        .expect("POST /api/rooms");
+    assert_eq!(foreign.status().as_u16(), 403, "another site's page may not open rooms");
 
     let (room, _) = {
         // The first two are this address's; a room from them would do, but their codes were not

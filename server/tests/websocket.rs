@@ -231,6 +231,14 @@ async fn catalog_health_and_missing_runs_answer_over_http() {
         .expect("isolation lab");
     assert_eq!(isolation["down"], json!([]));
     assert!(isolation["scenarios"].as_array().is_some_and(|s| s.len() >= 8));
+    // One scenario, for its page or an embed, without the whole catalog.
+    let one: Value = common::get_json(address, "/api/scenarios/isolation/write-skew").await;
+    assert_eq!(one["scenario"]["id"], "isolation/write-skew");
+    assert_eq!(one["scenario"]["predict"]["choices"].as_array().map(Vec::len), Some(4));
+    assert_eq!(one["down"], json!([]));
+    let (status, _, body) = common::get(address, "/api/scenarios/isolation/nope").await;
+    assert_eq!(status, 404);
+    assert!(body.contains("isolation/nope"), "{body}");
     let health: Value = common::get_json(address, "/healthz").await;
     assert_eq!(health["postgres"]["up"], true);
     let (status, _, body) = common::get(address, "/api/runs/does-not-exist").await;

@@ -101,3 +101,12 @@ pub struct LabStatus {
     /// Services the lab needs that are down; empty means the lab can run.
     pub down: Vec<Service>,
 }
+
+/// One scenario as `/api/scenarios/{lab}/{scenario}` reports it: what a scenario page or an embed
+/// needs, without the whole catalog.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioStatus {
+    pub scenario: ScenarioInfo,
+    /// Services its lab needs that are down; empty means it can run.
+    pub down: Vec<Service>,
+}

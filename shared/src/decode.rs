@@ -5,7 +5,7 @@
 //! The tests below hold these readers equal to serde's on one value of every variant, and the
 //! server's websocket tests read every frame of every lab both ways (`tests/common/socket.rs`).
 
-use crate::catalog::LabStatus;
+use crate::catalog::{LabStatus, ScenarioStatus};
 use crate::event::{ActorInfo, Rows};
 use crate::json::{FromJson, Json, JsonError, unknown_variant};
 use crate::protocol::StoredRun;
@@ -369,6 +369,15 @@ impl FromJson for Lab {
     }
 }
 
+impl FromJson for ScenarioStatus {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(ScenarioStatus {
+            scenario: json.get("scenario")?,
+            down: json.get("down")?,
+        })
+    }
+}
+
 /// The lab's members beside `down` (serde's `flatten`).
 impl FromJson for LabStatus {
     fn from_json(json: &Json) -> Result<Self, JsonError> {
@@ -681,6 +690,28 @@ mod tests {
         for msg in frames {
             reads_like_serde(&ServerFrame::from(msg));
         }
+        /// Exhaustive, so a new code does not compile until it is in the list below (and read).
+        fn listed(code: ErrorCode) -> usize {
+            match code {
+                ErrorCode::BadFrame => 0,
+                ErrorCode::BadVersion => 1,
+                ErrorCode::UnknownScenario => 2,
+                ErrorCode::UnknownVariant => 3,
+                ErrorCode::Busy => 4,
+                ErrorCode::NoRun => 5,
+                ErrorCode::NotStepMode => 6,
+                ErrorCode::NotSteppable => 7,
+                ErrorCode::ServiceDown => 8,
+                ErrorCode::ShuttingDown => 9,
+                ErrorCode::QueueFull => 10,
+                ErrorCode::TooMany => 11,
+                ErrorCode::TooSlow => 12,
+                ErrorCode::UnknownRoom => 13,
+                ErrorCode::BadToken => 14,
+                ErrorCode::RoomFull => 15,
+                ErrorCode::InRoom => 16,
+            }
+        }
         let codes = [
             ErrorCode::BadFrame,
             ErrorCode::BadVersion,
@@ -700,6 +731,7 @@ mod tests {
             ErrorCode::RoomFull,
             ErrorCode::InRoom,
         ];
+        assert_eq!(codes.map(listed), std::array::from_fn(|i| i), "every code, in order");
         for code in codes {
             reads_like_serde(&ServerFrame::from(ServerMsg::Error {
                 code,
@@ -759,6 +791,10 @@ mod tests {
                 }),
             }],
         };
+        reads_like_serde(&ScenarioStatus {
+            scenario: lab.scenarios[0].clone(),
+            down: vec![Service::Kafka],
+        });
         reads_like_serde(&vec![LabStatus {
             lab,
             down: vec![Service::Kafka],

@@ -268,6 +268,7 @@ impl Parser<'_> {
         let digits = self
             .text
             .get(self.at..self.at + 4)
+            .filter(|digits| digits.bytes().all(|b| b.is_ascii_hexdigit()))
             .ok_or_else(|| self.error("four hex digits"))?;
         let code = u32::from_str_radix(digits, 16).map_err(|_| self.error("four hex digits"))?;
         self.at += 4;
@@ -488,6 +489,7 @@ mod tests {
         assert!(parse(r#""\ud83d""#).is_err(), "a lone high surrogate");
         assert!(parse(r#""\ud83dx""#).is_err());
         assert!(parse(r#""\q""#).is_err());
+        assert!(parse(r#""\u+041""#).is_err(), "a sign is not a hex digit");
         assert!(parse(r#""open"#).is_err());
     }
 

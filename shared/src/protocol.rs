@@ -132,7 +132,7 @@ pub enum ErrorCode {
     BadVersion,
     UnknownScenario,
     UnknownVariant,
-    /// A run is already going on this socket.
+    /// A run is already going on this socket (or in the room the frame drives).
     Busy,
     /// `next` or `cancel` with no run going.
     NoRun,

@@ -1,5 +1,6 @@
 //! "Teach this": opens a training room for the scenario and takes the trainer there, the token
-//! in the page's fragment (never sent to a server, kept across reloads).
+//! in the page's fragment: kept across reloads, and out of every URL the browser sends (it
+//! travels only inside the trainer's websocket frames).
 
 use crate::api::{go_to, post_json};
 use leptos::prelude::*;

@@ -15,7 +15,7 @@ pub mod scenario;
 
 use crate::api::{fetch_json, fetched};
 use leptos::prelude::*;
-use shared::catalog::LabStatus;
+use shared::catalog::ScenarioStatus;
 use shared::{ScenarioInfo, Service};
 
 /// A scenario from the catalog, with the services its lab needs that are down.
@@ -36,19 +36,14 @@ impl Found {
     }
 }
 
-/// Loads the catalog and finds scenario `id` in it (`None` while loading).
+/// Loads scenario `id` (`lab/scenario`), with the services its lab needs that are down (`None`
+/// while loading).
 pub fn load_scenario(id: String) -> ReadSignal<Option<Result<Found, String>>> {
     fetched(async move {
-        let labs: Vec<LabStatus> = fetch_json("/api/labs").await?;
-        labs.into_iter()
-            .find_map(|lab| {
-                let down = lab.down.clone();
-                lab.lab
-                    .scenarios
-                    .into_iter()
-                    .find(|s| s.id == id)
-                    .map(|scenario| Found { scenario, down })
-            })
-            .ok_or_else(|| format!("there is no scenario called \"{id}\""))
+        let status: ScenarioStatus = fetch_json(&format!("/api/scenarios/{id}")).await?;
+        Ok(Found {
+            scenario: status.scenario,
+            down: status.down,
+        })
     })
 }

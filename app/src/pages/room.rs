@@ -98,7 +98,11 @@ fn TrainerControls(
 ) -> impl IntoView {
     let state = socket.state;
     let active = Signal::derive(move || state.with(|s| s.is_active()));
-    let stepping = RwSignal::new(false);
+    // Whether the room's run is stepped: it paused at least once. Read from the run, not kept
+    // here, so a trainer who reloads the page mid-run can still step it.
+    let stepping = Signal::derive(move || {
+        state.with(|s| s.next_step.is_some() || s.events.iter().any(|e| matches!(e.kind, EventKind::Paused { .. })))
+    });
     let chosen_variant = RwSignal::new(variant.unwrap_or_default());
     let current = Signal::derive(move || scenarios.with(|all| all.iter().find(|s| s.id == chosen.get()).cloned()));
     // A variant the scenario does not have becomes its first.
@@ -110,10 +114,7 @@ fn TrainerControls(
             chosen_variant.set(first.id.clone());
         }
     });
-    let start = move |mode: Mode| {
-        stepping.set(mode == Mode::Step);
-        socket.start(&chosen.get_untracked(), &chosen_variant.get_untracked(), mode);
-    };
+    let start = move |mode: Mode| socket.start(&chosen.get_untracked(), &chosen_variant.get_untracked(), mode);
     let steppable = move || current.with(|c| c.as_ref().is_some_and(|c| c.steppable));
     view! {
         <div class="rl-room-controls">
@@ -148,7 +149,6 @@ fn TrainerControls(
                 })}
                 {move || active.get().then(|| view! { <button class="rl-cancel" on:click=move |_| socket.cancel()>"Cancel"</button> })}
             </div>
-            {move || state.with(|s| s.refused.clone()).map(|message| view! { <p class="rl-refused" role="alert">{message}</p> })}
         </div>
     }
 }

@@ -37,6 +37,12 @@ impl Signal {
     }
 }
 
+/// Resolves once `flag` is set (the engine closing, a server saying goodbye); also when its sender
+/// is gone, which means it will never be set and the waiter should stop waiting.
+pub async fn raised(flag: &mut watch::Receiver<bool>) {
+    let _ = flag.wait_for(|raised| *raised).await;
+}
+
 #[cfg(test)]
 mod tests {
     use super::Signal;

@@ -9,6 +9,7 @@
 
 use super::events::EventSink;
 use super::run::{Gate, Limits, Reach, Run};
+use super::signal::raised;
 use super::{Admission, RunError, Scenario};
 use crate::sandbox::{self, Sandbox};
 use crate::store::Store;
@@ -111,12 +112,6 @@ impl Drop for LiveRun<'_> {
     fn drop(&mut self) {
         self.0.count.send_modify(|n| *n -= 1);
     }
-}
-
-/// Resolves once `flag` is set (the engine is closing, or cancelling its runs).
-async fn raised(mut flag: watch::Receiver<bool>) {
-    // The sender lives in the engine, which outlives every run.
-    let _ = flag.wait_for(|raised| *raised).await;
 }
 
 /// What the client can ask of a running run.
@@ -314,9 +309,11 @@ impl Engine {
     ) {
         let _live = self.live.enter();
         let budget = scenario.budget(&variant);
+        // The engine outlives every run, so its flags' senders do too.
+        let mut closing = self.live.closing.subscribe();
         let admitted = tokio::select! {
             admitted = self.admission.enter(budget, |position| updates.send(ServerMsg::Queued { position })) => admitted,
-            () = raised(self.live.closing.subscribe()) => {
+            () = raised(&mut closing) => {
                 updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
                 return;
             }
@@ -408,7 +405,8 @@ impl Engine {
                 let mut task = tokio::spawn(async move { scenario.play(&run, &variant).await });
                 let limit = tokio::time::sleep(self.limits.max_duration);
                 tokio::pin!(limit);
-                let shutdown = raised(self.live.cancelling.subscribe());
+                let mut cancelling = self.live.cancelling.subscribe();
+                let shutdown = raised(&mut cancelling);
                 tokio::pin!(shutdown);
                 let mut finished = false;
                 let outcome = loop {

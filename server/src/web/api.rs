@@ -1,4 +1,4 @@
-//! `GET /api/labs` and `GET /api/runs/{id}`.
+//! `GET /api/labs`, `GET /api/scenarios/{lab}/{scenario}` and `GET /api/runs/{id}`.
 
 use super::AppState;
 use super::error::ApiError;
@@ -8,11 +8,12 @@ use crate::store::StoredRun;
 use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
-use shared::catalog::LabStatus;
+use shared::catalog::{LabStatus, ScenarioStatus};
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/labs", get(labs_with_status))
+        .route("/api/scenarios/{lab}/{scenario}", get(scenario_with_status))
         .route("/api/{*rest}", get(no_such_api))
         .route("/api/runs/{id}", get(stored_run))
 }
@@ -28,6 +29,26 @@ async fn labs_with_status(State(state): State<AppState>) -> Json<Vec<LabStatus>>
         })
         .collect();
     Json(labs)
+}
+
+/// One scenario, with the services its lab needs that are down: what a scenario page or an embed
+/// loads (a few hundred bytes, where the catalog is tens of KB).
+async fn scenario_with_status(
+    State(state): State<AppState>,
+    Path((lab, scenario)): Path<(String, String)>,
+) -> Result<Json<ScenarioStatus>, ApiError> {
+    let id = format!("{lab}/{scenario}");
+    let found = labs::find(&id).ok_or_else(|| ApiError::NotFound(format!("there is no scenario called {id:?}")))?;
+    let needs = labs::LABS
+        .iter()
+        .find(|l| l.scenarios.iter().any(|s| s.id == id))
+        .map(|l| l.services)
+        .unwrap_or_default();
+    let health = health::check(state.engine.services()).await;
+    Ok(Json(ScenarioStatus {
+        scenario: crate::engine::Scenario::info(found),
+        down: needs.iter().copied().filter(|s| !health.is_up(*s)).collect(),
+    }))
 }
 
 /// Any other `/api/` path: a JSON 404, never the app's page.

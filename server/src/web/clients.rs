@@ -104,6 +104,15 @@ impl Clients {
     }
 }
 
+/// The address of the reader behind a request, from the connect info `serve` gives handlers
+/// (`None` when the router was served without it, as in some tests: then no caps apply).
+pub fn reader_address(extensions: &axum::http::Extensions, headers: &HeaderMap, trusted: &[IpAddr]) -> Option<IpAddr> {
+    let peer = extensions
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|axum::extract::ConnectInfo(peer)| *peer);
+    address(peer, headers, trusted)
+}
+
 /// The reader's address: the peer's, unless the peer is a trusted proxy that says whom it
 /// forwards for (the last address in `X-Forwarded-For`, the one it saw itself).
 pub fn address(peer: Option<SocketAddr>, headers: &HeaderMap, trusted: &[IpAddr]) -> Option<IpAddr> {

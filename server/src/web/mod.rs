@@ -40,14 +40,22 @@ pub struct AppState {
 
 /// The whole server: API areas plus the app served from `dist`.
 pub fn router(state: AppState, dist: &Path) -> Router {
+    app(state, dist).0
+}
+
+/// [`router`], and its training rooms, which a stopping server closes (see `racelab serve`).
+pub fn app(state: AppState, dist: &Path) -> (Router, Arc<rooms::Rooms>) {
     let rooms = rooms::Rooms::new(state.engine.clone(), rooms::Limits::from_config(&state.config));
-    Router::new()
+    // Find the fonts for pictures now, not in the first request for one.
+    tokio::task::spawn_blocking(png::available);
+    let router = Router::new()
         .merge(ws::router(&state.config, rooms.clone()))
-        .merge(rooms::router(rooms))
+        .merge(rooms::router(rooms.clone()))
         .merge(api::router())
         .merge(health::router())
         .merge(pages::router(dist.to_path_buf()))
         .route("/oembed", axum::routing::get(oembed::handler))
         .with_state(state)
-        .fallback_service(assets::service(dist))
+        .fallback_service(assets::service(dist));
+    (router, rooms)
 }

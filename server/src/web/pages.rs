@@ -102,7 +102,7 @@ async fn run_page_or_picture(
             picture::draw(&run),
         )
             .into_response(),
-        (Some(run), Some(Picture::Png)) => match png::render(&picture::draw(&run)) {
+        (Some(run), Some(Picture::Png)) => match png::render(picture::draw(&run)).await {
             Ok(png) => ([(header::CONTENT_TYPE, "image/png"), forever], png).into_response(),
             Err(error @ png::PngError::NoFonts) => (StatusCode::SERVICE_UNAVAILABLE, error.to_string()).into_response(),
             Err(error) => {

@@ -50,10 +50,17 @@ pub fn available() -> bool {
     FONTS.is_some()
 }
 
-/// `svg` drawn as PNG at its own size.
-pub fn render(svg: &str) -> Result<Vec<u8>, PngError> {
+/// Pictures drawn at once: drawing is CPU work, off the async workers, and a burst of previews
+/// waits its turn instead of taking every core.
+static DRAWING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
+/// `svg` drawn as PNG at its own size, on a blocking thread.
+pub async fn render(svg: String) -> Result<Vec<u8>, PngError> {
     let fonts = FONTS.clone().ok_or(PngError::NoFonts)?;
-    render_with(svg, fonts)
+    let _turn = DRAWING.acquire().await.map_err(|e| PngError::Draw(e.to_string()))?;
+    tokio::task::spawn_blocking(move || render_with(&svg, fonts))
+        .await
+        .map_err(|e| PngError::Draw(e.to_string()))?
 }
 
 fn render_with(svg: &str, fonts: Arc<fontdb::Database>) -> Result<Vec<u8>, PngError> {

@@ -13,16 +13,17 @@ use super::clients::{self, Caps, Clients, Slot};
 use super::rooms::Rooms;
 use super::rooms::follow::{Follower, Outgoing};
 use super::rooms::room::Order;
+use crate::engine::signal::raised;
 use crate::engine::{RunHandle, StartError};
 use crate::labs;
 use axum::Router;
+use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{ConnectInfo, State};
 use axum::http::{Extensions, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use shared::{ClientFrame, ClientMsg, ErrorCode, Mode, PROTOCOL_VERSION, ServerFrame, ServerMsg};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 use tokio::sync::watch;
@@ -78,10 +79,11 @@ impl Drop for Open {
     }
 }
 
-/// Closes every websocket of this process (1001, "racelab is stopping"), each once its run has
-/// sent its last frame, and waits for them at most `within`; returns how many are still open.
-/// For a server that has drained its engine and is about to exit: until then, sockets stay open
-/// and a start is refused with `shutting_down`.
+/// Closes every websocket of this process (1001, "racelab is stopping"), each once its own run
+/// has sent its last frame and the room it follows has closed, and waits for them at most
+/// `within`; returns how many are still open. For a server that has drained its engine and
+/// closed its rooms and is about to exit: until then, sockets stay open and a start is refused
+/// with `shutting_down`.
 pub async fn close_all(within: std::time::Duration) -> usize {
     GOODBYE.send_replace(true);
     let mut open = OPEN.subscribe();
@@ -97,11 +99,8 @@ async fn upgrade(
     clients: Arc<Clients>,
     rooms: Arc<Rooms>,
 ) -> Response {
-    let peer = extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(peer)| *peer);
     let reader = Reader {
-        address: clients::address(peer, &headers, &state.config.trusted_proxies),
+        address: clients::reader_address(&extensions, &headers, &state.config.trusted_proxies),
         clients,
         rooms,
     };
@@ -155,7 +154,7 @@ async fn serve(mut socket: WebSocket, state: AppState, reader: Reader) {
                     break;
                 }
             }
-            update = next_update(&mut this.run) => {
+            update = next_update(this.run.as_mut()) => {
                 let Some(update) = update else {
                     // The run's messages ended without `done`: this reader fell too far behind.
                     if this.run.as_ref().is_some_and(RunHandle::fell_behind) {
@@ -179,9 +178,9 @@ async fn serve(mut socket: WebSocket, state: AppState, reader: Reader) {
                     this.run = None;
                 }
             }
-            // The server is about to exit: a socket whose run has ended (or that had none) says
-            // so and closes, after its last frame.
-            () = raised(&mut goodbye), if this.run.is_none() => {
+            // The server is about to exit: a socket whose run has ended (or that had none), and
+            // whose room has closed, says so and closes, after its last frame.
+            () = raised(&mut goodbye), if this.run.is_none() && this.following.is_none() => {
                 let close = CloseFrame { code: GOING_AWAY, reason: "racelab is stopping".into() };
                 let _ = socket.send(Message::Close(Some(close))).await;
                 break;
@@ -190,6 +189,10 @@ async fn serve(mut socket: WebSocket, state: AppState, reader: Reader) {
                 let sent = match outgoing {
                     Outgoing::Frame(frame) => socket.send(Message::Text(frame.as_ref().into())).await.is_ok(),
                     Outgoing::Message(message) => send(&mut socket, *message).await,
+                    Outgoing::Ended(why) => {
+                        this.following = None;
+                        send(&mut socket, *why).await
+                    }
                 };
                 if !sent {
                     break;
@@ -285,9 +288,10 @@ async fn in_room(
                     "a run is going on this socket; cancel it before following a room",
                 ));
             }
+            // Following another room, or the same one again, gives the old place up first.
+            this.following = None;
             return match Follower::join(room, trainer, reader.rooms.limits.participants) {
                 Ok(follower) => {
-                    // Following another room, or the same one again, replaces the old place.
                     this.following = Some(follower);
                     None
                 }
@@ -304,11 +308,22 @@ async fn in_room(
             scenario,
             variant,
             mode,
-        } => Order::Start {
-            scenario,
-            variant,
-            mode,
-        },
+        } => {
+            // A room's runs count against its trainer's address like any reader's.
+            let slot = match reader.address {
+                Some(address) => match reader.clients.admit(address, Instant::now()) {
+                    Ok(slot) => Some(slot),
+                    Err(refusal) => return Some(error(ErrorCode::TooMany, &refusal.message())),
+                },
+                None => None,
+            };
+            Order::Start {
+                scenario,
+                variant,
+                mode,
+                slot,
+            }
+        }
         ClientMsg::Next => Order::Next,
         ClientMsg::Cancel => Order::Cancel,
     };
@@ -422,11 +437,6 @@ async fn send(socket: &mut WebSocket, msg: ServerMsg) -> bool {
     }
 }
 
-/// Resolves once `flag` is set.
-async fn raised(flag: &mut watch::Receiver<bool>) {
-    let _ = flag.wait_for(|raised| *raised).await;
-}
-
 /// The next thing to send from the room this socket follows; never resolves when it follows none.
 async fn next_in_room(following: &mut Option<Follower>) -> Outgoing {
     match following {
@@ -435,8 +445,8 @@ async fn next_in_room(following: &mut Option<Follower>) -> Outgoing {
     }
 }
 
-/// The next update of the run on this socket; never resolves when there is none.
-async fn next_update(run: &mut Option<RunHandle>) -> Option<ServerMsg> {
+/// The next update of `run`; never resolves when there is none.
+pub async fn next_update(run: Option<&mut RunHandle>) -> Option<ServerMsg> {
     match run {
         Some(handle) => handle.updates.recv().await,
         None => std::future::pending().await,
@@ -477,7 +487,7 @@ fn too_big(error: &axum::Error) -> bool {
 
 /// A browser page may open the socket if it is racelab's own (its origin names the host the
 /// request came to) or an allowed one; a client that sends no Origin is not a page.
-fn origin_allowed(origin: Option<&str>, host: Option<&str>, allowed: &[String]) -> bool {
+pub(super) fn origin_allowed(origin: Option<&str>, host: Option<&str>, allowed: &[String]) -> bool {
     let Some(origin) = origin else { return true };
     let authority = origin.split_once("://").map_or(origin, |(_, rest)| rest);
     host.is_some_and(|host| authority.eq_ignore_ascii_case(host))

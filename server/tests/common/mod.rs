@@ -475,6 +475,8 @@ pub async fn get_json(address: SocketAddr, path: &str) -> serde_json::Value {
     assert_eq!(status, 200, "{path}: {body}");
     if path == "/api/labs" {
         browser_reads_alike::<Vec<shared::catalog::LabStatus>>(&body);
+    } else if path.starts_with("/api/scenarios/") {
+        browser_reads_alike::<shared::catalog::ScenarioStatus>(&body);
     } else if path.starts_with("/api/runs/") {
         browser_reads_alike::<shared::protocol::StoredRun>(&body);
     }

@@ -2,16 +2,18 @@
 //!
 //! Why both: a participant who joins late, reconnects, or reads too slowly for the broadcast's
 //! buffer catches up from the log, then follows live; the frame numbers let it skip what it has
-//! already sent, so it sees every frame once and in order. Joining takes the log and subscribes
-//! under the lock that publishing holds, so no frame falls between the two. Each frame is written
-//! to JSON once, however many sockets follow.
+//! already sent, so it sees every frame once and in order. (One that falls so far behind that
+//! the trainer started another run meanwhile skips to the new run: the log keeps one run.)
+//! Joining takes the log and subscribes under the lock that publishing holds, so no frame falls
+//! between the two. Each frame is written to JSON once, however many sockets follow.
 
+use super::lock;
 use shared::{ServerFrame, ServerMsg};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
 /// Frames a follower may fall behind the broadcast before it reads the rest from the log.
-const LIVE_BUFFER: usize = 256;
+pub const LIVE_BUFFER: usize = 256;
 
 /// One frame of the feed, as the JSON text every follower sends.
 #[derive(Clone, Debug)]
@@ -41,13 +43,14 @@ pub struct Subscription {
 
 impl Default for Feed {
     fn default() -> Feed {
-        Feed::new()
+        Feed::with_buffer(LIVE_BUFFER)
     }
 }
 
 impl Feed {
-    pub fn new() -> Feed {
-        let (live, _) = broadcast::channel(LIVE_BUFFER);
+    /// A feed whose followers may fall `buffer` frames behind before they catch up from the log.
+    pub fn with_buffer(buffer: usize) -> Feed {
+        let (live, _) = broadcast::channel(buffer.max(1));
         Feed {
             log: Mutex::new(Log {
                 frames: Vec::new(),
@@ -58,9 +61,7 @@ impl Feed {
     }
 
     fn log(&self) -> MutexGuard<'_, Log> {
-        // A panic while holding this lock cannot leave the log half-written (every change is one
-        // push or clear), so a poisoned lock is still a good one.
-        self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.log)
     }
 
     /// A new run begins: the log forgets the last run's frames.
@@ -111,9 +112,11 @@ impl Feed {
             .collect()
     }
 
-    /// The room closed: every follower's live feed ends.
+    /// The room closed: every follower's live feed ends, and the log is let go.
     pub fn close(&self) {
-        self.log().live = None;
+        let mut log = self.log();
+        log.live = None;
+        log.frames = Vec::new();
     }
 }
 
@@ -131,7 +134,7 @@ mod tests {
 
     #[test]
     fn a_late_follower_gets_the_run_so_far_then_live_frames() {
-        let feed = Feed::new();
+        let feed = Feed::default();
         feed.publish(queued(1));
         feed.begin_run();
         feed.publish(queued(2));
@@ -146,21 +149,21 @@ mod tests {
 
     #[test]
     fn a_follower_that_falls_behind_is_told_and_the_log_has_the_rest() {
-        let feed = Feed::new();
+        let feed = Feed::with_buffer(4);
         let mut slow = feed.subscribe().expect("open");
-        for position in 0..LIVE_BUFFER + 10 {
+        for position in 0..10 {
             feed.publish(queued(position));
         }
         assert!(matches!(
             slow.live.try_recv(),
             Err(broadcast::error::TryRecvError::Lagged(_))
         ));
-        assert_eq!(feed.since(0).len(), LIVE_BUFFER + 10);
+        assert_eq!(numbers(&feed.since(3)), (4..=10).collect::<Vec<_>>());
     }
 
     #[test]
     fn closing_ends_every_follower() {
-        let feed = Feed::new();
+        let feed = Feed::default();
         let mut follower = feed.subscribe().expect("open");
         feed.close();
         assert!(matches!(

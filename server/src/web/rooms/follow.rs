@@ -12,8 +12,10 @@ use tokio::sync::{broadcast, watch};
 pub enum Outgoing {
     /// A frame of the room's run, already JSON.
     Frame(Arc<str>),
-    /// A frame of this socket's own: the room's status, or why following ended.
+    /// A frame of this socket's own: the room's status.
     Message(Box<ServerMsg>),
+    /// The room closed: why, and following ends (the socket lets go of the room).
+    Ended(Box<ServerMsg>),
 }
 
 pub struct Follower {
@@ -24,8 +26,8 @@ pub struct Follower {
     participants: watch::Receiver<usize>,
     /// Frames to send before reading more.
     queue: VecDeque<Outgoing>,
-    /// A participant's place; the trainer's page takes none.
-    _presence: Option<Presence>,
+    /// The page's place among the room's watchers (and participants, unless it is the trainer's).
+    _presence: Presence,
     ended: bool,
 }
 
@@ -34,15 +36,10 @@ impl Follower {
     /// the room already has `limit`). The first things sent are the room's status and its current
     /// run so far.
     pub fn join(room: Arc<Room>, trainer: bool, limit: usize) -> Result<Follower, Refusal> {
-        let presence = if trainer {
-            None
-        } else {
-            let presence = room.admit(limit).ok_or_else(|| Refusal {
-                code: ErrorCode::RoomFull,
-                message: format!("room {} has {limit} participants, as many as a room may", room.id),
-            })?;
-            Some(presence)
-        };
+        let presence = room.admit(trainer, limit).ok_or_else(|| Refusal {
+            code: ErrorCode::RoomFull,
+            message: format!("room {} has {limit} participants, as many as a room may", room.id),
+        })?;
         let subscription = room.feed.subscribe().ok_or_else(|| Refusal {
             code: ErrorCode::UnknownRoom,
             message: closed_message(&room.id),
@@ -72,7 +69,7 @@ impl Follower {
         &self.room
     }
 
-    /// The next thing to send; after the room closed, its error once, then nothing ever.
+    /// The next thing to send; once the room closed, [`Outgoing::Ended`], then nothing ever.
     pub async fn next(&mut self) -> Outgoing {
         loop {
             if let Some(outgoing) = self.queue.pop_front() {
@@ -97,7 +94,7 @@ impl Follower {
                     }
                     Err(broadcast::error::RecvError::Closed) => {
                         self.ended = true;
-                        return Outgoing::Message(Box::new(closed(&self.room.id)));
+                        return Outgoing::Ended(Box::new(closed(&self.room.id)));
                     }
                 },
                 changed = self.participants.changed(), if !self.ended => {
@@ -110,5 +107,45 @@ impl Follower {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::ServerFrame;
+
+    fn position(outgoing: Outgoing) -> usize {
+        let Outgoing::Frame(frame) = outgoing else {
+            panic!("a run's frame");
+        };
+        let frame: ServerFrame = serde_json::from_str(&frame).expect("a frame");
+        match frame.msg {
+            ServerMsg::Queued { position } => position,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A follower far behind the live broadcast (4 frames here) still sends every frame, once,
+    /// in order: the rest come from the log.
+    #[tokio::test]
+    async fn a_follower_behind_the_broadcast_sends_every_frame_in_order() {
+        let (room, _orders) = Room::new("K7QX2M".into(), "t".into(), None, 4);
+        room.feed.publish(ServerMsg::Queued { position: 0 });
+        let mut follower = Follower::join(room.clone(), false, 10).expect("joined");
+        assert!(
+            matches!(follower.next().await, Outgoing::Message(_)),
+            "the room's status first"
+        );
+        for position in 1..20 {
+            room.feed.publish(ServerMsg::Queued { position });
+        }
+        let mut seen = Vec::new();
+        for _ in 0..20 {
+            seen.push(position(follower.next().await));
+        }
+        assert_eq!(seen, (0..20).collect::<Vec<_>>());
+        room.feed.close();
+        assert!(matches!(follower.next().await, Outgoing::Ended(_)));
     }
 }

@@ -8,8 +8,10 @@
 //! the token a socket only watches: participants cannot start, step or cancel anything.
 //!
 //! Limits, each configurable (README, "Rooms"): participants per room, rooms per trainer
-//! address, and how long a room may stay idle (no order, no join, no run) before it closes.
-//! Rooms live in this process: participants must reach the replica that holds their room.
+//! address, how long a room may stay idle (no order, no join, no run) before it closes, and how
+//! long a run may go on with nobody watching. A trainer's starts count against their address's
+//! runs like any reader's. Rooms live in this process: participants must reach the replica that
+//! holds their room.
 
 pub mod feed;
 pub mod follow;
@@ -19,16 +21,16 @@ use super::AppState;
 use super::clients;
 use crate::config::Config;
 use crate::engine::Engine;
-use axum::extract::{ConnectInfo, Path, State};
+use axum::extract::{Path, State};
 use axum::http::{Extensions, HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use rand::Rng;
 use room::Room;
 use serde_json::json;
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -43,6 +45,9 @@ pub struct Limits {
     pub participants: usize,
     pub per_trainer: usize,
     pub idle: Duration,
+    /// How long a room's run may go on with no page following the room (a stepped run waits for
+    /// a trainer who is gone) before it is cancelled.
+    pub abandoned: Duration,
 }
 
 impl Limits {
@@ -51,8 +56,15 @@ impl Limits {
             participants: config.room_participants,
             per_trainer: config.rooms_per_trainer,
             idle: Duration::from_secs(config.room_idle_secs),
+            abandoned: Duration::from_secs(config.room_abandoned_secs),
         }
     }
+}
+
+/// Locks `mutex`. A panic while holding one of the rooms' locks cannot leave what it guards
+/// half-changed (each change is one assignment, push or insert), so a poisoned lock is still good.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Every open room of this process.
@@ -81,7 +93,15 @@ impl Rooms {
     }
 
     fn open_rooms(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Room>>> {
-        self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.open)
+    }
+
+    /// The server is stopping (its engine has drained): every room publishes the end of its run
+    /// and closes, so its followers' pages get that end and then close too.
+    pub fn close_all(&self) {
+        for room in self.open_rooms().values() {
+            room.close();
+        }
     }
 
     /// The room with code `id`, if it is open. Codes are read case-insensitively.
@@ -106,15 +126,15 @@ impl Rooms {
                 break id;
             }
         };
-        let (room, orders) = Room::new(id.clone(), token.clone(), trainer);
+        let (room, orders) = Room::new(id.clone(), token.clone(), trainer, feed::LIVE_BUFFER);
         open.insert(id.clone(), room.clone());
         drop(open);
-        let (registry, engine, idle) = (self.open.clone(), self.engine.clone(), self.limits.idle);
+        let (registry, engine, limits) = (self.open.clone(), self.engine.clone(), self.limits);
         let driven = room.clone();
         tokio::spawn(async move {
-            room::drive(driven.clone(), orders, engine, idle).await;
+            room::drive(driven.clone(), orders, engine, limits).await;
             // Gone from the registry first, so nobody joins a room whose feed has ended.
-            registry.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            lock(&registry).remove(&id);
             driven.feed.close();
         });
         Ok((room, token))
@@ -136,16 +156,44 @@ fn secret() -> String {
 }
 
 pub fn router(rooms: Arc<Rooms>) -> Router<AppState> {
-    let for_qr = rooms.clone();
+    let (for_qr, for_close) = (rooms.clone(), rooms.clone());
     Router::new()
         .route(
             "/api/rooms",
             post(move |headers, extensions, state| open_room(headers, extensions, state, rooms.clone())),
         )
         .route(
+            "/api/rooms/{id}",
+            delete(move |headers, path| close_room(headers, path, for_close.clone())),
+        )
+        .route(
             "/api/rooms/{id}/qr.svg",
             get(move |headers, path| join_code(headers, path, for_qr.clone())),
         )
+}
+
+/// `DELETE /api/rooms/{id}` with `Authorization: Bearer <trainer token>`: the trainer closes the
+/// room (its run, if one goes, ends first). 204, or 404 for a room that is not open, 403 without
+/// its token.
+async fn close_room(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Response {
+    let Some(room) = rooms.find(&id) else {
+        return (StatusCode::NOT_FOUND, format!("there is no room {id:?}")).into_response();
+    };
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if !room.is_trainer(token) {
+        return (
+            StatusCode::FORBIDDEN,
+            "only the room's trainer closes it (Authorization: Bearer <token>)",
+        )
+            .into_response();
+    }
+    // A run still going ends first (its `done` reaches the followers), then the room closes.
+    let _ = room.order(room::Order::Cancel).await;
+    room.close();
+    StatusCode::NO_CONTENT.into_response()
 }
 
 /// `GET /api/rooms/{id}/qr.svg`: the room's join link as a QR code, for the trainer's screen.
@@ -179,10 +227,15 @@ async fn open_room(
     State(state): State<AppState>,
     rooms: Arc<Rooms>,
 ) -> Response {
-    let peer = extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(peer)| *peer);
-    let trainer = clients::address(peer, &headers, &state.config.trusted_proxies);
+    // A page on another site may not open rooms in its visitors' names (and spend their quota).
+    if !super::ws::origin_allowed(
+        headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
+        headers.get(header::HOST).and_then(|v| v.to_str().ok()),
+        &state.config.allowed_origins,
+    ) {
+        return (StatusCode::FORBIDDEN, "this page's origin may not open racelab rooms").into_response();
+    }
+    let trainer = clients::reader_address(&extensions, &headers, &state.config.trusted_proxies);
     match rooms.open(trainer) {
         Ok((room, token)) => (
             StatusCode::CREATED,

@@ -5,31 +5,41 @@
 //! same feed.
 
 use super::feed::Feed;
+use super::{Limits, lock};
 use crate::engine::{Engine, RunHandle};
-use crate::web::ws::{cancel_run, error, start_refusal, step_run};
-use shared::{ErrorCode, Mode, ServerMsg};
+use crate::web::clients::Slot;
+use crate::web::ws::{cancel_run, error, next_update, start_refusal, step_run};
+use shared::{ErrorCode, Mode, Outcome, ServerMsg};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-/// What the trainer asks of the room's run.
-#[derive(Debug)]
+/// What the trainer asks of the room's run (and the server, of the room).
 pub enum Order {
     Start {
         scenario: String,
         variant: String,
         mode: Mode,
+        /// The run's place in its trainer's per-address count, held as long as the run goes.
+        slot: Option<Slot>,
     },
     Next,
     Cancel,
+    /// The server is stopping: publish what is left of the run, then close.
+    Close,
 }
 
 struct Command {
     order: Order,
     /// The error to tell the trainer, if the order was refused.
     reply: oneshot::Sender<Option<ServerMsg>>,
+}
+
+/// The room's run: its handle, and its place in the trainer's count of runs going.
+struct Playing {
+    handle: RunHandle,
+    _slot: Option<Slot>,
 }
 
 pub struct Room {
@@ -39,20 +49,23 @@ pub struct Room {
     pub trainer: Option<IpAddr>,
     pub feed: Feed,
     participants: watch::Sender<usize>,
+    /// Every page following the room, the trainer's too: a run nobody watches is abandoned.
+    watchers: watch::Sender<usize>,
     commands: mpsc::UnboundedSender<Command>,
     last_active: Mutex<Instant>,
 }
 
 impl Room {
     /// A room and the receiving end of its orders, for [`drive`].
-    pub(super) fn new(id: String, token: String, trainer: Option<IpAddr>) -> (Arc<Room>, Orders) {
+    pub(super) fn new(id: String, token: String, trainer: Option<IpAddr>, live_buffer: usize) -> (Arc<Room>, Orders) {
         let (commands, orders) = mpsc::unbounded_channel();
         let room = Room {
             id,
             token,
             trainer,
-            feed: Feed::new(),
+            feed: Feed::with_buffer(live_buffer),
             participants: watch::Sender::new(0),
+            watchers: watch::Sender::new(0),
             commands,
             last_active: Mutex::new(Instant::now()),
         };
@@ -81,19 +94,40 @@ impl Room {
         answer.await.unwrap_or_else(|_| Some(closed(&self.id)))
     }
 
-    /// Counts a participant in, unless the room is full; the count goes down when the
-    /// [`Presence`] is dropped.
-    pub fn admit(self: &Arc<Self>, limit: usize) -> Option<Presence> {
-        let mut admitted = false;
-        self.participants.send_if_modified(|count| {
-            admitted = *count < limit;
-            if admitted {
-                *count += 1;
-            }
-            admitted
+    /// Tells the room's task to close (the server is stopping); it first publishes what is left
+    /// of its run.
+    pub fn close(&self) {
+        let (reply, _) = oneshot::channel();
+        let _ = self.commands.send(Command {
+            order: Order::Close,
+            reply,
         });
+    }
+
+    /// Counts a page in as a watcher, and as a participant unless it is the trainer's; refuses a
+    /// participant when the room already has `limit`. The counts go down when the [`Presence`]
+    /// is dropped.
+    pub fn admit(self: &Arc<Self>, trainer: bool, limit: usize) -> Option<Presence> {
+        if !trainer {
+            let mut admitted = false;
+            self.participants.send_if_modified(|count| {
+                admitted = *count < limit;
+                if admitted {
+                    *count += 1;
+                }
+                admitted
+            });
+            if !admitted {
+                // A knock on a full room is not activity: it still closes when idle.
+                return None;
+            }
+        }
+        self.watchers.send_modify(|count| *count += 1);
         self.touch();
-        admitted.then(|| Presence(self.clone()))
+        Some(Presence {
+            room: self.clone(),
+            participant: !trainer,
+        })
     }
 
     /// The number of participants, now and whenever it changes.
@@ -110,11 +144,11 @@ impl Room {
     }
 
     fn touch(&self) {
-        *self.last_active.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        *lock(&self.last_active) = Instant::now();
     }
 
     fn idle_since(&self) -> Instant {
-        *self.last_active.lock().unwrap_or_else(|p| p.into_inner())
+        *lock(&self.last_active)
     }
 }
 
@@ -127,14 +161,20 @@ pub fn closed_message(id: &str) -> String {
     format!("room {id} has closed; the trainer can open a new one")
 }
 
-/// A participant's place in a room, given back when dropped (the page closed or left).
-pub struct Presence(Arc<Room>);
+/// A page's place in a room, given back when dropped (the page closed or left).
+pub struct Presence {
+    room: Arc<Room>,
+    participant: bool,
+}
 
 impl Drop for Presence {
     fn drop(&mut self) {
-        self.0
-            .participants
-            .send_modify(|count| *count = count.saturating_sub(1));
+        if self.participant {
+            self.room
+                .participants
+                .send_modify(|count| *count = count.saturating_sub(1));
+        }
+        self.room.watchers.send_modify(|count| *count = count.saturating_sub(1));
     }
 }
 
@@ -142,50 +182,69 @@ impl Drop for Presence {
 pub(super) struct Orders(mpsc::UnboundedReceiver<Command>);
 
 /// The room's task: plays the trainer's runs through the engine and publishes every frame to the
-/// feed, until the room has had no order, no join and no run for `idle`. Its caller then closes
-/// the room. (A run is never going when it returns: the room idles only without one.)
-pub(super) async fn drive(room: Arc<Room>, Orders(mut orders): Orders, engine: Arc<Engine>, idle: Duration) {
-    let mut run: Option<RunHandle> = None;
+/// feed, until the room has had no order, no join and no run for `limits.idle`, or the server
+/// closes it. Its caller then closes the room. A run that no page has watched for
+/// `limits.abandoned` is cancelled (and cleaned like any other).
+pub(super) async fn drive(room: Arc<Room>, Orders(mut orders): Orders, engine: Arc<Engine>, limits: Limits) {
+    let mut run: Option<Playing> = None;
+    let mut watchers = room.watchers.subscribe();
+    let mut closing = false;
     loop {
-        let idle_until = room.idle_since() + idle;
+        let idle_until = room.idle_since() + limits.idle;
+        let unwatched = *watchers.borrow_and_update() == 0;
         tokio::select! {
-            command = orders.recv() => {
-                let Some(Command { order, reply }) = command else { break };
+            // What the run sends first: a closing room still publishes its run's end.
+            biased;
+            update = next_update(run.as_mut().map(|playing| &mut playing.handle)) => {
                 room.touch();
-                let refusal = obey(order, &mut run, &room, &engine).await;
-                let _ = reply.send(refusal);
-            }
-            update = next_update(&mut run) => {
-                room.touch();
-                match update {
-                    Some(update) => {
-                        let finished = matches!(update, ServerMsg::Done { .. });
-                        room.feed.publish(update);
-                        if finished {
-                            run = None;
-                        }
-                    }
-                    // The room reads every update as it comes, so it never falls behind; a
-                    // stream that ends without `done` ended with the engine.
-                    None => run = None,
+                let update = update.unwrap_or_else(|| ServerMsg::Done {
+                    run_id: String::new(),
+                    outcome: Outcome::Failed { message: "the run's stream ended early".to_owned() },
+                });
+                let finished = matches!(update, ServerMsg::Done { .. });
+                room.feed.publish(update);
+                if finished {
+                    run = None;
                 }
             }
-            () = tokio::time::sleep_until(idle_until), if run.is_none() => {
-                if room.idle_since() + idle <= Instant::now() {
+            command = orders.recv(), if !closing => {
+                let Some(Command { order, reply }) = command else { break };
+                room.touch();
+                let refusal = match order {
+                    Order::Close => {
+                        closing = true;
+                        None
+                    }
+                    order => obey(order, &mut run, &room, &engine).await,
+                };
+                let _ = reply.send(refusal);
+            }
+            () = std::future::ready(()), if closing && run.is_none() => break,
+            // Everyone left while the run waits (a stepped run, say): after a while, it ends.
+            () = tokio::time::sleep(limits.abandoned), if unwatched && run.is_some() => {
+                if *watchers.borrow() == 0 && let Some(playing) = &run {
+                    tracing::info!(room = %room.id, "cancelling a run nobody watches");
+                    playing.handle.cancel();
+                }
+            }
+            _ = watchers.changed() => {}
+            () = tokio::time::sleep_until(idle_until), if run.is_none() && !closing => {
+                if room.idle_since() + limits.idle <= Instant::now() {
                     break;
                 }
             }
         }
     }
-    tracing::info!(room = %room.id, "room closed after idling");
+    tracing::info!(room = %room.id, "room closed");
 }
 
-async fn obey(order: Order, run: &mut Option<RunHandle>, room: &Room, engine: &Arc<Engine>) -> Option<ServerMsg> {
+async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc<Engine>) -> Option<ServerMsg> {
     match order {
         Order::Start {
             scenario,
             variant,
             mode,
+            slot,
         } => {
             if run.is_some() {
                 return Some(error(
@@ -200,21 +259,15 @@ async fn obey(order: Order, run: &mut Option<RunHandle>, room: &Room, engine: &A
             match engine.start(def, &variant, mode).await {
                 Ok(handle) => {
                     room.feed.begin_run();
-                    *run = Some(handle);
+                    *run = Some(Playing { handle, _slot: slot });
                     None
                 }
                 Err(refused) => Some(start_refusal(&refused)),
             }
         }
-        Order::Next => step_run(run.as_ref()),
-        Order::Cancel => cancel_run(run.as_ref()),
-    }
-}
-
-async fn next_update(run: &mut Option<RunHandle>) -> Option<ServerMsg> {
-    match run {
-        Some(handle) => handle.updates.recv().await,
-        None => std::future::pending().await,
+        Order::Next => step_run(run.as_ref().map(|playing| &playing.handle)),
+        Order::Cancel => cancel_run(run.as_ref().map(|playing| &playing.handle)),
+        Order::Close => None,
     }
 }
 
@@ -224,7 +277,7 @@ mod tests {
 
     #[test]
     fn only_the_exact_token_drives_the_room() {
-        let (room, _orders) = Room::new("K7QX2M".into(), "s3cret-token".into(), None);
+        let (room, _orders) = Room::new("K7QX2M".into(), "s3cret-token".into(), None, 8);
         assert!(room.is_trainer(Some("s3cret-token")));
         for wrong in [
             None,
@@ -239,12 +292,14 @@ mod tests {
 
     #[test]
     fn a_full_room_admits_nobody_until_someone_leaves() {
-        let (room, _orders) = Room::new("K7QX2M".into(), "t".into(), None);
-        let first = room.admit(2).expect("room for one");
-        let _second = room.admit(2).expect("room for two");
-        assert!(room.admit(2).is_none(), "full");
+        let (room, _orders) = Room::new("K7QX2M".into(), "t".into(), None, 8);
+        let first = room.admit(false, 2).expect("room for one");
+        let _second = room.admit(false, 2).expect("room for two");
+        assert!(room.admit(false, 2).is_none(), "full");
+        let _trainer = room.admit(true, 2).expect("the trainer is never refused");
         assert!(matches!(room.status(), ServerMsg::Room { participants: 2, .. }));
+        assert_eq!(*room.watchers.borrow(), 3);
         drop(first);
-        assert!(room.admit(2).is_some(), "a place freed");
+        assert!(room.admit(false, 2).is_some(), "a place freed");
     }
 }
