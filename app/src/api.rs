@@ -252,6 +252,29 @@ pub async fn post_json<T: FromJson>(path: &str) -> Result<T, String> {
     answer(path, window.fetch_with_str_and_init(path, &init)).await
 }
 
+/// DELETEs `path` with `token` as its bearer (`DELETE /api/rooms/<id>`); an error status
+/// becomes its message.
+#[cfg(not(feature = "embed"))]
+pub async fn delete_with_token(path: &str, token: &str) -> Result<(), String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let headers = web_sys::Headers::new().map_err(|_| "no headers".to_owned())?;
+    headers
+        .set("Authorization", &format!("Bearer {token}"))
+        .map_err(|_| "no headers".to_owned())?;
+    let init = web_sys::RequestInit::new();
+    init.set_method("DELETE");
+    init.set_headers(&headers);
+    let response = JsFuture::from(window.fetch_with_str_and_init(path, &init))
+        .await
+        .map_err(|_| format!("{path}: the server did not answer"))?;
+    let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_owned())?;
+    if response.ok() {
+        Ok(())
+    } else {
+        Err(format!("{path}: {}", response.status()))
+    }
+}
+
 /// Goes to `url` (a full page load: the app has no client router).
 #[cfg(not(feature = "embed"))]
 pub fn go_to(url: &str) {

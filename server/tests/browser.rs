@@ -1116,6 +1116,18 @@ async fn a_trainer_steps_a_room_and_its_participants_follow() {
                 b.screenshot("late-participant-done").await;
             }
         }
+
+        // The trainer closes the room; every page following it is told.
+        b.client.switch_to_window(trainer.clone()).await.expect("switch");
+        b.click("button.rl-room-close").await;
+        b.wait_for(".rl-room-closed").await;
+        b.client.switch_to_window(pages[0].clone()).await.expect("switch");
+        b.wait_js(
+            "the participant to hear the room closed",
+            "const r = document.querySelector('.rl-status .rl-refused'); return !!r && r.textContent.includes('has closed');",
+            vec![],
+        )
+        .await;
     })
     .await;
 }

@@ -2,7 +2,7 @@
 //! no controls of their own; the trainer's page (`#trainer=<token>`, where "Teach this" leads)
 //! has the join link, its QR code, how many follow, and the controls that drive the room.
 
-use crate::api::{RunSocket, fetch_json, fetched, origin};
+use crate::api::{RunSocket, delete_with_token, fetch_json, fetched, origin};
 use crate::components::error_view::{ErrorView, loading};
 use crate::components::run_view::RunView;
 use crate::components::variant_picker::VariantPicker;
@@ -59,10 +59,11 @@ pub fn RoomPage(
                 </p>
                 {move || info.get().map(|i| view! { <p class="rl-room-scenario-title">{i.title}</p> })}
             </div>
-            {trainer.then(|| view! {
+            {token.clone().map(|token| view! {
                 <div class="rl-room-join">
                     <p>"Participants join at " <a class="rl-room-link" href=link.clone()>{link.clone()}</a></p>
                     <img class="rl-room-qr" src=format!("/api/rooms/{id}/qr.svg") alt="QR code of the join link" width="160" height="160" />
+                    <CloseRoom id=id.clone() token=token />
                 </div>
             })}
         </header>
@@ -84,6 +85,27 @@ pub fn RoomPage(
             {controls}
             <RunView socket=socket is_load_test=is_load_test compact=compact />
         </article>
+    }
+}
+
+/// Closes the room for good (its run ends first; every page following it is told).
+#[component]
+fn CloseRoom(id: String, token: String) -> impl IntoView {
+    let closed = RwSignal::new(None::<Result<(), String>>);
+    let close = move |_| {
+        let (id, token) = (id.clone(), token.clone());
+        leptos::task::spawn_local(async move {
+            closed.set(Some(delete_with_token(&format!("/api/rooms/{id}"), &token).await));
+        });
+    };
+    view! {
+        <button class="rl-room-close" on:click=close disabled=move || matches!(closed.get(), Some(Ok(())))>
+            "Close the room"
+        </button>
+        {move || closed.get().map(|result| match result {
+            Ok(()) => view! { <p class="rl-room-closed" role="status">"The room is closed."</p> }.into_any(),
+            Err(message) => view! { <p class="rl-refused" role="alert">{message}</p> }.into_any(),
+        })}
     }
 }
 
