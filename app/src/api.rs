@@ -209,6 +209,23 @@ impl RunSocket {
         self.send(ClientMsg::Cancel);
     }
 
+    /// The trainer asks the room to predict `scenario` at `variant` before running it.
+    #[cfg(not(feature = "embed"))]
+    pub fn ask(&self, scenario: &str, variant: &str) {
+        self.send(ClientMsg::Ask {
+            scenario: scenario.to_owned(),
+            variant: variant.to_owned(),
+        });
+    }
+
+    /// This page's prediction for the room's question.
+    #[cfg(not(feature = "embed"))]
+    pub fn predict(&self, choice: &str) {
+        self.send(ClientMsg::Predict {
+            choice: choice.to_owned(),
+        });
+    }
+
     /// Follows `room` from now on (its trainer's page passes the `token`): this socket's starts,
     /// steps and cancels become the room's, and it shows the room's runs.
     #[cfg(not(feature = "embed"))]

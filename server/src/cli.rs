@@ -236,7 +236,7 @@ async fn run_once(
                 };
             }
             // A room's status never reaches a run played from the command line.
-            ServerMsg::Started { .. } | ServerMsg::Error { .. } | ServerMsg::Room { .. } => {}
+            ServerMsg::Started { .. } | ServerMsg::Error { .. } | ServerMsg::Room { .. } | ServerMsg::Tally { .. } => {}
         }
     }
     eprintln!("racelab: the run ended without a result");

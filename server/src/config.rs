@@ -35,6 +35,21 @@ pub struct Config {
     /// again in N s" instead of waiting silently.
     #[arg(long, env = "RACELAB_MAX_QUEUE", default_value_t = 500)]
     pub max_queue: usize,
+    /// The longest a run may last, step mode included; then it fails ("took too long") and its
+    /// sandbox is cleaned.
+    #[arg(long, env = "RACELAB_MAX_RUN_SECS", default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_run_secs: u64,
+    /// How long one statement of a run may take (PostgreSQL's `statement_timeout`).
+    #[arg(long, env = "RACELAB_STATEMENT_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub statement_timeout_ms: u64,
+    /// How long a statement of a run may wait for a lock (PostgreSQL's `lock_timeout`), outside
+    /// step mode.
+    #[arg(long, env = "RACELAB_LOCK_TIMEOUT_MS", default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub lock_timeout_ms: u64,
+    /// How long a run's transaction may sit idle (`idle_in_transaction_session_timeout`); in step
+    /// mode also how long a statement may wait, since a reader may think between two steps.
+    #[arg(long, env = "RACELAB_IDLE_TIMEOUT_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout_secs: u64,
     /// Runs one reader's address may have going at once, playing or waiting in line.
     #[arg(long, env = "RACELAB_RUNS_PER_CLIENT", default_value_t = 4)]
     pub runs_per_client: usize,

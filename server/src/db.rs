@@ -53,6 +53,10 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         })?;
     sqlx::migrate!("../migrations").run(&pool).await?;
     let limits = Limits {
+        statement_timeout: Duration::from_millis(config.statement_timeout_ms),
+        lock_timeout: Duration::from_millis(config.lock_timeout_ms),
+        idle_in_transaction_timeout: Duration::from_secs(config.idle_timeout_secs),
+        max_duration: Duration::from_secs(config.max_run_secs),
         reader_backlog: config.reader_backlog,
         max_queue: config.max_queue,
         ..Limits::default()

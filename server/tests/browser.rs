@@ -1052,6 +1052,17 @@ async fn a_trainer_steps_a_room_and_its_participants_follow() {
         b.client.switch_to_window(trainer.clone()).await.expect("switch");
         b.wait_for(".rl-room-participants[data-count=\"2\"]").await;
 
+        // Predict, then run: each participant picks; the trainer's page counts them (never names).
+        for (page, choice) in pages.iter().zip(["both-commit", "bob-40001"]) {
+            b.client.switch_to_window(page.clone()).await.expect("switch");
+            b.click(&format!("label.rl-choice[data-choice=\"{choice}\"] input")).await;
+            assert_eq!(b.count(".rl-tally").await, 0, "participants see no counts before the reveal");
+        }
+        b.client.switch_to_window(trainer.clone()).await.expect("switch");
+        b.wait_for(".rl-tally li[data-choice=\"both-commit\"][data-count=\"1\"]").await;
+        b.wait_for(".rl-tally li[data-choice=\"bob-40001\"][data-count=\"1\"]").await;
+        b.screenshot("trainer-tally-before-run").await;
+
         b.click("button.rl-step").await;
         b.wait_for("button.rl-next").await;
         for step in 1..=4 {
@@ -1081,10 +1092,12 @@ async fn a_trainer_steps_a_room_and_its_participants_follow() {
         b.goto(&format!("/room/{room}")).await;
         until_cards(b, "the late participant", shown).await;
         assert_eq!(b.text(".rl-next-step").await, next, "the late participant sees what comes next");
+        b.click("label.rl-choice[data-choice=\"bob-40001\"] input").await;
         b.screenshot("late-participant-after-4-steps").await;
         pages.push(late);
         b.client.switch_to_window(trainer.clone()).await.expect("switch");
         b.wait_for(".rl-room-participants[data-count=\"3\"]").await;
+        b.wait_for(".rl-tally li[data-choice=\"bob-40001\"][data-count=\"2\"]").await;
 
         // The trainer steps to the end.
         for _ in 0..40 {
@@ -1112,6 +1125,9 @@ async fn a_trainer_steps_a_room_and_its_participants_follow() {
             b.wait_for(".rl-verdict").await;
             assert_eq!(b.js(transcript, vec![]).await, told, "participant {}'s transcript", i + 1);
             assert_eq!(b.text(".rl-verdict").await, verdict, "participant {}'s verdict", i + 1);
+            // After the reveal: the right answer marked, and everyone's counts.
+            b.wait_for("label.rl-choice[data-choice=\"bob-40001\"][data-right=\"true\"]").await;
+            b.wait_for(".rl-tally[data-revealed=\"true\"] li[data-choice=\"bob-40001\"][data-count=\"2\"]").await;
             if i == 2 {
                 b.screenshot("late-participant-done").await;
             }

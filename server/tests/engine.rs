@@ -197,3 +197,45 @@ async fn a_start_past_a_full_line_is_told_to_come_back_later() {
     assert_eq!(outcome, Outcome::Completed);
     assert_eq!(common::wait_until_clean(&run_id).await, common::Leftovers::NONE);
 }
+
+/// `RACELAB_MAX_RUN_SECS`: a stepped run nobody advances fails when its time is up (1 s here),
+/// saying so, and its sandbox is cleaned.
+#[tokio::test]
+async fn a_run_past_its_time_limit_fails_and_is_cleaned() {
+    let _slot = common::db_slot().await;
+    let mut config = common::config();
+    config.max_run_secs = 1;
+    let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("engine"));
+    let write_skew = racelab::labs::find("isolation/write-skew").expect("scenario");
+    let began = std::time::Instant::now();
+    let mut handle = engine
+        .start(write_skew, "serializable", Mode::Step)
+        .await
+        .expect("started");
+    let mut run_id = None;
+    let outcome = loop {
+        match tokio::time::timeout(Duration::from_secs(30), handle.updates.recv())
+            .await
+            .expect("the run ends in time")
+        {
+            Some(ServerMsg::Started { run_id: id }) => run_id = Some(id),
+            Some(ServerMsg::Done { outcome, .. }) => break outcome,
+            Some(_) => {}
+            None => panic!("the run's messages ended without done"),
+        }
+    };
+    let took = began.elapsed();
+    let Outcome::Failed { message } = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        message.contains("1 s") || message.contains("1s"),
+        "the limit in the message: {message}"
+    );
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(15),
+        "{took:?}"
+    );
+    let run_id = run_id.expect("it started");
+    assert_eq!(common::wait_until_clean(&run_id).await, common::Leftovers::NONE);
+}

@@ -440,3 +440,97 @@ async fn two_hundred_participants_each_get_every_frame_in_order() {
         assert_eq!(run, first, "participant {i} saw the same frames");
     }
 }
+
+/// Predict, then run, in a room: the trainer asks; three pages pick; the trainer's page sees the
+/// counts live (never names), the participants see none until the run reveals the answer, then
+/// everyone gets the same counts, before the run's end.
+#[tokio::test]
+async fn predictions_are_tallied_for_the_trainer_and_shown_to_all_after_the_reveal() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let (room, token) = open_room(address).await;
+    let mut trainer = connect(address).await;
+    join(&mut trainer, &room, Some(&token)).await;
+    let mut pages = Vec::new();
+    for _ in 0..3 {
+        let mut page = connect(address).await;
+        join(&mut page, &room, None).await;
+        pages.push(page);
+    }
+    let ask = json!({"type": "ask", "scenario": "isolation/write-skew", "variant": "serializable"});
+    send(&mut trainer, trainer_frame(&room, &token, ask)).await;
+    for page in &mut pages {
+        let asked = receive_until(page, |f| is_type(f, "room") && !f["asked"].is_null()).await;
+        assert_eq!(
+            asked.last().expect("room")["asked"],
+            json!(["isolation/write-skew", "serializable"])
+        );
+    }
+    // A choice the scenario does not offer, and a socket that follows nothing, are refused.
+    send(
+        &mut pages[0],
+        json!({"v": 1, "type": "predict", "room": room, "choice": "nope"}),
+    )
+    .await;
+    assert_eq!(
+        receive_until(&mut pages[0], |f| is_type(f, "error"))
+            .await
+            .last()
+            .expect("error")["code"],
+        "bad_frame"
+    );
+    let mut stranger = connect(address).await;
+    send(
+        &mut stranger,
+        json!({"v": 1, "type": "predict", "room": room, "choice": "bob-40001"}),
+    )
+    .await;
+    assert_eq!(receive(&mut stranger).await["code"], "bad_frame");
+
+    for (page, choice) in pages.iter_mut().zip(["both-commit", "both-commit", "bob-40001"]) {
+        send(page, json!({"v": 1, "type": "predict", "room": room, "choice": choice})).await;
+    }
+    let expected = json!([
+        ["both-commit", 2],
+        ["bob-waits", 0],
+        ["bob-40001", 1],
+        ["alice-fails", 0]
+    ]);
+    let live = receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == expected).await;
+    assert_eq!(live.last().expect("tally")["revealed"], false);
+
+    let start = json!({"type": "start", "scenario": "isolation/write-skew", "variant": "serializable"});
+    send(&mut trainer, trainer_frame(&room, &token, start)).await;
+    for page in pages.iter_mut() {
+        let frames = receive_until(page, |f| is_type(f, "done")).await;
+        let tallies: Vec<&Value> = frames.iter().filter(|f| is_type(f, "tally")).collect();
+        assert_eq!(
+            tallies.len(),
+            1,
+            "participants see the counts once, after the reveal: {tallies:?}"
+        );
+        assert_eq!(
+            (&tallies[0]["counts"], &tallies[0]["revealed"]),
+            (&expected, &json!(true))
+        );
+        let reveal = frames
+            .iter()
+            .position(|f| event_type(f) == Some("reveal"))
+            .expect("a reveal");
+        let tally = frames.iter().position(|f| is_type(f, "tally")).expect("the tally");
+        assert!(reveal < tally, "the answer first, then the counts");
+    }
+    // After the reveal, predictions are closed.
+    send(
+        &mut pages[2],
+        json!({"v": 1, "type": "predict", "room": room, "choice": "both-commit"}),
+    )
+    .await;
+    assert_eq!(
+        receive_until(&mut pages[2], |f| is_type(f, "error"))
+            .await
+            .last()
+            .expect("error")["code"],
+        "bad_frame"
+    );
+}

@@ -293,9 +293,16 @@ impl FromJson for ServerFrame {
                 run_id: json.get("run_id")?,
                 outcome: json.get("outcome")?,
             },
+            #[cfg(feature = "rooms")]
             "room" => ServerMsg::Room {
                 room: json.get("room")?,
                 participants: json.get("participants")?,
+                asked: json.opt("asked")?,
+            },
+            #[cfg(feature = "rooms")]
+            "tally" => ServerMsg::Tally {
+                counts: json.get("counts")?,
+                revealed: json.get("revealed")?,
             },
             other => return Err(unknown_variant(other)),
         };
@@ -685,6 +692,16 @@ mod tests {
             ServerMsg::Room {
                 room: text("K7QX2M"),
                 participants: 3,
+                asked: None,
+            },
+            ServerMsg::Room {
+                room: text("K7QX2M"),
+                participants: 3,
+                asked: Some((text("isolation/write-skew"), text("serializable"))),
+            },
+            ServerMsg::Tally {
+                counts: vec![(text("both-commit"), 2), (text("bob-40001"), 1)],
+                revealed: true,
             },
         ];
         for msg in frames {

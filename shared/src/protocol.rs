@@ -44,6 +44,11 @@ pub enum ClientMsg {
     /// Follow the frame's `room`: its current run so far, then live (with the `token`, as its
     /// trainer).
     Join,
+    /// The trainer's: the room's next run will be `scenario` at `variant`; participants predict
+    /// its outcome (a new question clears the tally).
+    Ask { scenario: String, variant: String },
+    /// A follower's prediction for the room's question: one of its scenario's choices.
+    Predict { choice: String },
 }
 
 /// A client frame: the message plus the protocol version it was written for.
@@ -95,30 +100,34 @@ impl ClientFrame {
     /// The frame as serde writes it, written by hand so the browser app carries no serde
     /// (see [`crate::json`]).
     pub fn to_json(&self) -> String {
-        let mut json = format!(r#"{{"v":{},"type":"#, self.v);
-        match &self.msg {
+        // Members as (name, text) pairs, written by one loop: smaller in the browser's bundle
+        // than a format string per message.
+        let (kind, members): (&str, Vec<(&str, &str)>) = match &self.msg {
             ClientMsg::Start {
                 scenario,
                 variant,
                 mode,
-            } => {
-                json += &format!(
-                    r#""start","scenario":{},"variant":{},"mode":"{}""#,
-                    quote(scenario),
-                    quote(variant),
-                    mode.name()
-                );
-            }
-            ClientMsg::Next => json += r#""next""#,
-            ClientMsg::Cancel => json += r#""cancel""#,
-            ClientMsg::Join => json += r#""join""#,
+            } => (
+                "start",
+                vec![("scenario", scenario), ("variant", variant), ("mode", mode.name())],
+            ),
+            ClientMsg::Next => ("next", vec![]),
+            ClientMsg::Cancel => ("cancel", vec![]),
+            ClientMsg::Join => ("join", vec![]),
+            ClientMsg::Ask { scenario, variant } => ("ask", vec![("scenario", scenario), ("variant", variant)]),
+            ClientMsg::Predict { choice } => ("predict", vec![("choice", choice)]),
+        };
+        let mut json = format!(r#"{{"v":{},"type":"{kind}""#, self.v);
+        let room = [("room", &self.room), ("token", &self.token)];
+        let room = room.iter().filter_map(|(name, value)| Some((*name, value.as_deref()?)));
+        for (name, value) in members.into_iter().chain(room) {
+            json.push_str(",\"");
+            json.push_str(name);
+            json.push_str("\":");
+            json.push_str(&quote(value));
         }
-        for (name, value) in [("room", &self.room), ("token", &self.token)] {
-            if let Some(value) = value {
-                json += &format!(r#","{name}":{}"#, quote(value));
-            }
-        }
-        json + "}"
+        json.push('}');
+        json
     }
 }
 
@@ -188,10 +197,19 @@ pub enum ServerMsg {
         outcome: Outcome,
     },
     /// The room this socket follows: sent when it joins and whenever the number of participants
-    /// (followers without the trainer token) changes.
+    /// (followers without the trainer token) or the question (`asked`: scenario and variant of the
+    /// next run) changes.
     Room {
         room: String,
         participants: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked: Option<(String, String)>,
+    },
+    /// How many predicted each choice (counts, never names): live to the trainer, and to everyone
+    /// once the run revealed the answer (`revealed`).
+    Tally {
+        counts: Vec<(String, usize)>,
+        revealed: bool,
     },
 }
 
@@ -270,6 +288,13 @@ mod tests {
             ClientMsg::Next,
             ClientMsg::Cancel,
             ClientMsg::Join,
+            ClientMsg::Ask {
+                scenario: "isolation/write-skew".into(),
+                variant: "serializable".into(),
+            },
+            ClientMsg::Predict {
+                choice: "bob-40001".into(),
+            },
         ];
         for msg in frames {
             let solo = ClientFrame::from(msg);

@@ -31,6 +31,10 @@ pub struct RunState {
     /// The room this socket follows and how many participants it has, if it follows one; kept
     /// from run to run.
     pub room: Option<(String, usize)>,
+    /// The room's question: the scenario and variant its next run plays, to predict.
+    pub asked: Option<(String, String)>,
+    /// How many predicted each choice, and whether the run revealed the answer.
+    pub tally: Option<(Vec<(String, usize)>, bool)>,
 }
 
 impl RunState {
@@ -55,10 +59,24 @@ impl RunState {
                     phase: Phase::Running,
                     run_id: Some(run_id),
                     room: self.room.take(),
+                    asked: self.asked.take(),
+                    tally: self.tally.take(),
                     ..RunState::default()
                 };
             }
-            ServerMsg::Room { room, participants } => self.room = Some((room, participants)),
+            ServerMsg::Room {
+                room,
+                participants,
+                asked,
+            } => {
+                if asked != self.asked {
+                    // A new question: the last one's tally is gone.
+                    self.tally = None;
+                }
+                self.room = Some((room, participants));
+                self.asked = asked;
+            }
+            ServerMsg::Tally { counts, revealed } => self.tally = Some((counts, revealed)),
             ServerMsg::Event { event } => {
                 match &event.kind {
                     EventKind::Paused { actor, step } => self.next_step = Some((actor.clone(), step.clone())),

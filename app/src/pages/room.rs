@@ -4,6 +4,7 @@
 
 use crate::api::{RunSocket, delete_with_token, fetch_json, fetched, origin};
 use crate::components::error_view::{ErrorView, loading};
+use crate::components::predict::Predict;
 use crate::components::run_view::RunView;
 use crate::components::variant_picker::VariantPicker;
 use leptos::prelude::*;
@@ -74,6 +75,7 @@ pub fn RoomPage(
         }
         None => view! {
             <p class="rl-room-follow">"Your trainer runs the scenario; this page follows every step."</p>
+            <RoomQuestion socket=socket scenarios=scenarios />
         }
         .into_any(),
     };
@@ -85,6 +87,66 @@ pub fn RoomPage(
             {controls}
             <RunView socket=socket is_load_test=is_load_test compact=compact />
         </article>
+    }
+}
+
+/// A participant's prediction for the trainer's question: the choices of the scenario the room
+/// is asked about, the pick sent to the room; after the run, the right answer and everyone's
+/// counts.
+#[component]
+fn RoomQuestion(socket: RunSocket, scenarios: Signal<Vec<ScenarioInfo>>) -> impl IntoView {
+    let state = socket.state;
+    let asked = Memo::new(move |_| state.with(|s| s.asked.clone()));
+    let picked = RwSignal::new(None::<String>);
+    // A new question: a new pick.
+    Effect::new(move |previous: Option<Option<(String, String)>>| {
+        let now = asked.get();
+        if previous.is_some_and(|p| p != now) {
+            picked.set(None);
+        }
+        now
+    });
+    Effect::new(move |_| {
+        if let Some(choice) = picked.get() {
+            socket.predict(&choice);
+        }
+    });
+    let revealed = Signal::derive(move || state.with(|s| s.revealed().map(|(c, w)| (c.to_owned(), w.to_owned()))));
+    let locked = Signal::derive(move || revealed.with(Option::is_some));
+    move || {
+        let (scenario, _) = asked.get()?;
+        let prediction = scenarios.with(|all| all.iter().find(|s| s.id == scenario).and_then(|s| s.predict.clone()))?;
+        let labels = prediction.choices.clone();
+        Some(view! {
+            <Predict prediction=prediction picked=picked revealed=revealed locked=locked />
+            <Tally state=state labels=labels />
+        })
+    }
+}
+
+/// How many picked each choice: live on the trainer's page, on everyone's after the reveal.
+#[component]
+fn Tally(state: RwSignal<shared::run_state::RunState>, labels: Vec<shared::Choice>) -> impl IntoView {
+    move || {
+        state.with(|s| s.tally.clone()).map(|(counts, revealed)| {
+            let total: usize = counts.iter().map(|(_, n)| n).sum();
+            let rows = counts
+                .into_iter()
+                .map(|(choice, n)| {
+                    let label = labels
+                        .iter()
+                        .find(|c| c.id == choice)
+                        .map_or(choice.clone(), |c| c.label.clone());
+                    view! { <li data-choice=choice data-count=n.to_string()><strong>{n}</strong> " " {label}</li> }
+                })
+                .collect_view();
+            view! {
+                <div class="rl-tally" data-revealed=revealed.to_string()>
+                    <p class="rl-tally-title">{format!("Predictions: {total}")}</p>
+                    <ul>{rows}</ul>
+                </div>
+            }
+        })
     }
 }
 
@@ -138,6 +200,25 @@ fn TrainerControls(
     });
     let start = move |mode: Mode| socket.start(&chosen.get_untracked(), &chosen_variant.get_untracked(), mode);
     let steppable = move || current.with(|c| c.as_ref().is_some_and(|c| c.steppable));
+    // Each scenario and variant the trainer settles on is the room's question, if it asks one.
+    Effect::new(move |_| {
+        let (scenario, variant) = (chosen.get(), chosen_variant.get());
+        let asks = current.with(|c| {
+            c.as_ref()
+                .is_some_and(|c| c.predict.is_some() && c.variant(&variant).is_some())
+        });
+        if asks && !active.get_untracked() {
+            socket.ask(&scenario, &variant);
+        }
+    });
+    let labels = move || {
+        current.with(|c| {
+            c.as_ref()
+                .and_then(|c| c.predict.clone())
+                .map(|p| p.choices)
+                .unwrap_or_default()
+        })
+    };
     view! {
         <div class="rl-room-controls">
             <label class="rl-room-pick">
@@ -171,6 +252,7 @@ fn TrainerControls(
                 })}
                 {move || active.get().then(|| view! { <button class="rl-cancel" on:click=move |_| socket.cancel()>"Cancel"</button> })}
             </div>
+            {move || view! { <Tally state=state labels=labels() /> }}
         </div>
     }
 }

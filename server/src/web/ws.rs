@@ -258,6 +258,10 @@ async fn act(text: &str, this: &mut Socket, state: &AppState, reader: &Reader) -
         ClientMsg::Next => step_run(this.run.as_ref()),
         ClientMsg::Cancel => cancel_run(this.run.as_ref()),
         ClientMsg::Join => Some(error(ErrorCode::BadFrame, "join needs the \"room\" to follow")),
+        ClientMsg::Ask { .. } | ClientMsg::Predict { .. } => Some(error(
+            ErrorCode::BadFrame,
+            "ask and predict are for rooms: they need the \"room\"",
+        )),
     }
 }
 
@@ -281,6 +285,13 @@ async fn in_room(
         return Some(error(ErrorCode::BadToken, "that is not this room's trainer token"));
     }
     let order = match msg {
+        // Any page following the room predicts; its pick counts under its place in the room.
+        ClientMsg::Predict { choice } => {
+            let Some(follower) = this.following.as_ref().filter(|f| Arc::ptr_eq(f.room(), &room)) else {
+                return Some(error(ErrorCode::BadFrame, "join the room before predicting"));
+            };
+            return room.predict(follower.id(), &choice).err().map(ServerMsg::from);
+        }
         ClientMsg::Join => {
             if this.run.is_some() {
                 return Some(error(
@@ -324,6 +335,7 @@ async fn in_room(
                 slot,
             }
         }
+        ClientMsg::Ask { scenario, variant } => return room.ask(&scenario, &variant).err().map(ServerMsg::from),
         ClientMsg::Next => Order::Next,
         ClientMsg::Cancel => Order::Cancel,
     };

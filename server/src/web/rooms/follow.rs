@@ -24,10 +24,14 @@ pub struct Follower {
     /// The number of the last frame sent: anything at or below it is not sent again.
     last: u64,
     participants: watch::Receiver<usize>,
+    /// The question: a new one is a new `room` frame.
+    asked: watch::Receiver<Option<(String, String)>>,
+    /// The live counts, for the trainer's page only.
+    tally: Option<watch::Receiver<Vec<(String, usize)>>>,
     /// Frames to send before reading more.
     queue: VecDeque<Outgoing>,
     /// The page's place among the room's watchers (and participants, unless it is the trainer's).
-    _presence: Presence,
+    presence: Presence,
     ended: bool,
 }
 
@@ -46,7 +50,16 @@ impl Follower {
         })?;
         let mut participants = room.participants();
         participants.mark_unchanged();
+        let mut asked = room.asked();
+        asked.mark_unchanged();
         let mut queue = VecDeque::from([Outgoing::Message(Box::new(room.status()))]);
+        let tally = trainer.then(|| {
+            let mut tally = room.tally();
+            if asked.borrow().is_some() {
+                queue.push_back(Outgoing::Message(Box::new(live_tally(&tally.borrow_and_update()))));
+            }
+            tally
+        });
         let last = subscription.backlog.last().map_or(0, |frame| frame.number);
         queue.extend(
             subscription
@@ -59,14 +72,21 @@ impl Follower {
             live: subscription.live,
             last,
             participants,
+            asked,
+            tally,
             queue,
-            _presence: presence,
+            presence,
             ended: false,
         })
     }
 
     pub fn room(&self) -> &Arc<Room> {
         &self.room
+    }
+
+    /// This page's number in the room (its prediction is counted under it).
+    pub fn id(&self) -> u64 {
+        self.presence.id
     }
 
     /// The next thing to send; once the room closed, [`Outgoing::Ended`], then nothing ever.
@@ -97,6 +117,18 @@ impl Follower {
                         return Outgoing::Ended(Box::new(closed(&self.room.id)));
                     }
                 },
+                changed = self.asked.changed(), if !self.ended => {
+                    if changed.is_ok() {
+                        return Outgoing::Message(Box::new(self.room.status()));
+                    }
+                    self.ended = true;
+                }
+                changed = changed_tally(&mut self.tally), if !self.ended => {
+                    if let Some(counts) = changed {
+                        return Outgoing::Message(Box::new(live_tally(&counts)));
+                    }
+                    self.ended = true;
+                }
                 changed = self.participants.changed(), if !self.ended => {
                     match changed {
                         Ok(()) => return Outgoing::Message(Box::new(self.room.status())),
@@ -107,6 +139,25 @@ impl Follower {
                 }
             }
         }
+    }
+}
+
+/// The trainer's live view of the counts (before the reveal).
+fn live_tally(counts: &[(String, usize)]) -> ServerMsg {
+    ServerMsg::Tally {
+        counts: counts.to_vec(),
+        revealed: false,
+    }
+}
+
+/// The counts when they change, for the trainer's page; never resolves for a participant's.
+async fn changed_tally(tally: &mut Option<watch::Receiver<Vec<(String, usize)>>>) -> Option<Vec<(String, usize)>> {
+    match tally {
+        Some(tally) => match tally.changed().await {
+            Ok(()) => Some(tally.borrow_and_update().clone()),
+            Err(_) => None,
+        },
+        None => std::future::pending().await,
     }
 }
 

@@ -16,6 +16,7 @@
 pub mod feed;
 pub mod follow;
 pub mod room;
+pub mod tally;
 
 use super::AppState;
 use super::clients;

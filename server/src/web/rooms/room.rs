@@ -5,12 +5,14 @@
 //! same feed.
 
 use super::feed::Feed;
+use super::tally::Question;
 use super::{Limits, lock};
 use crate::engine::{Engine, RunHandle};
 use crate::web::clients::Slot;
-use crate::web::ws::{cancel_run, error, next_update, start_refusal, step_run};
-use shared::{ErrorCode, Mode, Outcome, ServerMsg};
+use crate::web::ws::{Refusal, cancel_run, error, next_update, start_refusal, step_run};
+use shared::{ErrorCode, EventKind, Mode, Outcome, ServerMsg};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
@@ -40,6 +42,9 @@ struct Command {
 struct Playing {
     handle: RunHandle,
     _slot: Option<Slot>,
+    /// What it plays, to match it with the room's question when it reveals the answer.
+    scenario: String,
+    variant: String,
 }
 
 pub struct Room {
@@ -53,6 +58,14 @@ pub struct Room {
     watchers: watch::Sender<usize>,
     commands: mpsc::UnboundedSender<Command>,
     last_active: Mutex<Instant>,
+    /// The trainer's question and the picks for it (predict, then run).
+    question: Mutex<Option<Question>>,
+    /// The question's scenario and variant, whenever they change: followers resend `room`.
+    asked: watch::Sender<Option<(String, String)>>,
+    /// The counts, whenever they change: the trainer's page shows them live.
+    tally: watch::Sender<Vec<(String, usize)>>,
+    /// Numbers the pages that join, so a page's pick replaces its own last one.
+    joined: AtomicU64,
 }
 
 impl Room {
@@ -68,6 +81,10 @@ impl Room {
             watchers: watch::Sender::new(0),
             commands,
             last_active: Mutex::new(Instant::now()),
+            question: Mutex::new(None),
+            asked: watch::Sender::new(None),
+            tally: watch::Sender::new(Vec::new()),
+            joined: AtomicU64::new(0),
         };
         (Arc::new(room), Orders(orders))
     }
@@ -127,6 +144,54 @@ impl Room {
         Some(Presence {
             room: self.clone(),
             participant: !trainer,
+            id: self.joined.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    /// The trainer asks the room to predict `scenario` at `variant`: a new question, no picks.
+    pub fn ask(&self, scenario: &str, variant: &str) -> Result<(), Refusal> {
+        let question = Question::ask(scenario, variant)?;
+        let counts = question.counts();
+        *lock(&self.question) = Some(question);
+        self.touch();
+        self.tally.send_replace(counts);
+        self.asked.send_replace(Some((scenario.to_owned(), variant.to_owned())));
+        Ok(())
+    }
+
+    /// The page `who` predicts `choice` for the room's question.
+    pub fn predict(&self, who: u64, choice: &str) -> Result<(), Refusal> {
+        let mut question = lock(&self.question);
+        let question = question.as_mut().ok_or_else(|| Refusal {
+            code: ErrorCode::BadFrame,
+            message: "the trainer has asked nothing to predict yet".to_owned(),
+        })?;
+        question.pick(who, choice)?;
+        self.tally.send_replace(question.counts());
+        Ok(())
+    }
+
+    /// The question's scenario and variant, now and whenever they change.
+    pub fn asked(&self) -> watch::Receiver<Option<(String, String)>> {
+        self.asked.subscribe()
+    }
+
+    /// The counts, now and whenever they change.
+    pub fn tally(&self) -> watch::Receiver<Vec<(String, usize)>> {
+        self.tally.subscribe()
+    }
+
+    /// The run of `scenario` at `variant` revealed its answer: if it was the room's question,
+    /// the question closes and its tally is for everyone.
+    fn reveal(&self, scenario: &str, variant: &str) -> Option<ServerMsg> {
+        let mut question = lock(&self.question);
+        let question = question
+            .as_mut()
+            .filter(|q| q.scenario == scenario && q.variant == variant && !q.revealed)?;
+        question.revealed = true;
+        Some(ServerMsg::Tally {
+            counts: question.counts(),
+            revealed: true,
         })
     }
 
@@ -135,11 +200,12 @@ impl Room {
         self.participants.subscribe()
     }
 
-    /// The `room` frame: which room, and how many follow it.
+    /// The `room` frame: which room, how many follow it, and what it is asked to predict.
     pub fn status(&self) -> ServerMsg {
         ServerMsg::Room {
             room: self.id.clone(),
             participants: *self.participants.borrow(),
+            asked: self.asked.borrow().clone(),
         }
     }
 
@@ -165,6 +231,8 @@ pub fn closed_message(id: &str) -> String {
 pub struct Presence {
     room: Arc<Room>,
     participant: bool,
+    /// The page's number in the room: its prediction is counted under it.
+    pub id: u64,
 }
 
 impl Drop for Presence {
@@ -202,7 +270,14 @@ pub(super) async fn drive(room: Arc<Room>, Orders(mut orders): Orders, engine: A
                     outcome: Outcome::Failed { message: "the run's stream ended early".to_owned() },
                 });
                 let finished = matches!(update, ServerMsg::Done { .. });
+                let reveals = matches!(&update, ServerMsg::Event { event } if matches!(event.kind, EventKind::Reveal { .. }));
                 room.feed.publish(update);
+                if reveals
+                    && let Some(playing) = &run
+                    && let Some(tally) = room.reveal(&playing.scenario, &playing.variant)
+                {
+                    room.feed.publish(tally);
+                }
                 if finished {
                     run = None;
                 }
@@ -259,7 +334,12 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
             match engine.start(def, &variant, mode).await {
                 Ok(handle) => {
                     room.feed.begin_run();
-                    *run = Some(Playing { handle, _slot: slot });
+                    *run = Some(Playing {
+                        handle,
+                        _slot: slot,
+                        scenario,
+                        variant,
+                    });
                     None
                 }
                 Err(refused) => Some(start_refusal(&refused)),
