@@ -609,3 +609,42 @@ async fn write_skew_reveals_what_each_level_really_did() {
         assert!(why.len() > 40, "{variant}: a sentence says why: {why:?}");
     }
 }
+
+/// What a lost-update run shows happened, from its events and its final total alone.
+fn what_the_total_did(run: &Finished) -> &'static str {
+    use shared::EventKind;
+    let bob_failed = run
+        .events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::Error { actor, .. } if actor == "bob"));
+    let bob_waited = run
+        .events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::Blocked { actor, .. } if actor == "bob"));
+    let spent = run.rows_after("teams")[0][2].as_int();
+    match (bob_failed, bob_waited, spent) {
+        (true, _, Some(1_200)) => "bob-40001",
+        (false, true, Some(2_000)) => "bob-waits",
+        (false, false, Some(800)) => "bob-erases",
+        (false, false, Some(2_000)) => "both-add",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn lost_update_reveals_what_each_variant_really_did() {
+    let _slot = db_slot().await;
+    let engine = common::engine().await;
+    for variant in ["read-committed", "repeatable-read", "atomic"] {
+        let run = play(&engine, "isolation/lost-update", variant).await;
+        let revealed = run.events.iter().find_map(|e| match &e.kind {
+            shared::EventKind::Reveal { choice, .. } => Some(choice.as_str()),
+            _ => None,
+        });
+        assert_eq!(
+            revealed,
+            Some(what_the_total_did(&run)),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}

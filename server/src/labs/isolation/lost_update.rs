@@ -10,7 +10,7 @@
 
 use super::{ADD_TO_SPENT, BUDGET, READ_SPENT, TEAM, ledger_after, ledger_before, ledger_of, level_of, spent_of};
 use crate::engine::{PgActor, Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use shared::{Check, Verdict, usd};
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -42,7 +42,39 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what each variant does with the race (the module doc);
+/// `tests/isolation.rs` checks each against the run's own events and ledger.
+static PREDICT: PredictDef = PredictDef {
+    question: "Alice adds $1,200 and Bob adds $800 to the same running total at the same moment. What happens?",
+    choices: &[
+        ("both-add", "Both additions land at once: $2,000"),
+        ("bob-erases", "Bob's write erases Alice's: the total ends at $800"),
+        ("bob-waits", "Bob waits for Alice's row lock, then adds: $2,000"),
+        (
+            "bob-40001",
+            "Bob's write fails with 40001: the total stays at $1,200 until he retries",
+        ),
+    ],
+    answers: &[
+        (
+            "read-committed",
+            "bob-erases",
+            "Both read $0 before either wrote, and each writes back its own sum; nothing tells Bob that the $0 he added to is gone.",
+        ),
+        (
+            "repeatable-read",
+            "bob-40001",
+            "Bob's snapshot predates Alice's committed update of the same row, so PostgreSQL refuses his write instead of letting it erase hers.",
+        ),
+        (
+            "atomic",
+            "bob-waits",
+            "The database does the adding: Bob's UPDATE waits for Alice's row lock, then adds $800 to the $1,200 she committed.",
+        ),
+    ],
 };
 
 const ALICE_ADDS: i64 = 1_200;
