@@ -103,7 +103,7 @@ mod tests {
     #[test]
     fn only_scenarios_that_ask_have_questions() {
         assert_eq!(
-            Question::ask("isolation/lost-update", "read-committed")
+            Question::ask("isolation/read-skew", "read-committed")
                 .map(|_| ())
                 .map_err(|r| r.code),
             Err(ErrorCode::BadFrame)
