@@ -14,19 +14,30 @@ pub fn asked(
     state: RwSignal<RunState>,
     active: Signal<bool>,
 ) -> (Option<impl IntoView>, Signal<bool>) {
-    let picked = RwSignal::new(None::<String>);
+    let picked = pick_for(move || variant.get());
     let asks = prediction.is_some();
-    Effect::new(move |previous: Option<String>| {
-        let now = variant.get();
+    let revealed = revealed(state);
+    let view = prediction
+        .map(|prediction| view! { <Predict prediction=prediction picked=picked revealed=revealed locked=active /> });
+    (view, Signal::derive(move || asks && picked.with(Option::is_none)))
+}
+
+/// The reader's pick for the question `question` names, cleared whenever it names another one.
+pub fn pick_for<Q: PartialEq + Clone + 'static>(question: impl Fn() -> Q + 'static) -> RwSignal<Option<String>> {
+    let picked = RwSignal::new(None::<String>);
+    Effect::new(move |previous: Option<Q>| {
+        let now = question();
         if previous.is_some_and(|p| p != now) {
             picked.set(None);
         }
         now
     });
-    let revealed = Signal::derive(move || state.with(|s| s.revealed().map(|(c, w)| (c.to_owned(), w.to_owned()))));
-    let view = prediction
-        .map(|prediction| view! { <Predict prediction=prediction picked=picked revealed=revealed locked=active /> });
-    (view, Signal::derive(move || asks && picked.with(Option::is_none)))
+    picked
+}
+
+/// The run's answer, once it revealed one: the right choice and why.
+pub fn revealed(state: RwSignal<RunState>) -> Signal<Option<(String, String)>> {
+    Signal::derive(move || state.with(|s| s.revealed().map(|(c, w)| (c.to_owned(), w.to_owned()))))
 }
 
 #[component]

@@ -4,7 +4,7 @@
 
 use crate::api::{RunSocket, delete_with_token, fetch_json, fetched, origin};
 use crate::components::error_view::{ErrorView, loading};
-use crate::components::predict::Predict;
+use crate::components::predict::{Predict, pick_for, revealed};
 use crate::components::run_view::RunView;
 use crate::components::variant_picker::VariantPicker;
 use leptos::prelude::*;
@@ -97,21 +97,13 @@ pub fn RoomPage(
 fn RoomQuestion(socket: RunSocket, scenarios: Signal<Vec<ScenarioInfo>>) -> impl IntoView {
     let state = socket.state;
     let asked = Memo::new(move |_| state.with(|s| s.asked.clone()));
-    let picked = RwSignal::new(None::<String>);
-    // A new question: a new pick.
-    Effect::new(move |previous: Option<Option<(String, String)>>| {
-        let now = asked.get();
-        if previous.is_some_and(|p| p != now) {
-            picked.set(None);
-        }
-        now
-    });
+    let picked = pick_for(move || asked.get());
     Effect::new(move |_| {
         if let Some(choice) = picked.get() {
             socket.predict(&choice);
         }
     });
-    let revealed = Signal::derive(move || state.with(|s| s.revealed().map(|(c, w)| (c.to_owned(), w.to_owned()))));
+    let revealed = revealed(state);
     let locked = Signal::derive(move || revealed.with(Option::is_some));
     move || {
         let (scenario, _) = asked.get()?;

@@ -52,6 +52,22 @@ struct Reader {
     rooms: Arc<Rooms>,
 }
 
+impl Reader {
+    /// A new run's place in this reader's count (none when peers' addresses are unknown), or the
+    /// `too_many` refusal: the same for a run of the socket's own and a room's run its trainer
+    /// starts.
+    fn admit(&self) -> Result<Option<Slot>, Refusal> {
+        let Some(address) = self.address else { return Ok(None) };
+        self.clients
+            .admit(address, Instant::now())
+            .map(Some)
+            .map_err(|refused| Refusal {
+                code: ErrorCode::TooMany,
+                message: refused.message(),
+            })
+    }
+}
+
 /// The close code for a frame over the limit (RFC 6455: "message too big").
 const TOO_BIG: u16 = 1009;
 /// The close code for a server that is stopping (RFC 6455: "going away").
@@ -239,12 +255,9 @@ async fn act(text: &str, this: &mut Socket, state: &AppState, reader: &Reader) -
                 Ok(def) => def,
                 Err(refusal) => return Some(refusal.into()),
             };
-            let place = match reader.address {
-                Some(address) => match reader.clients.admit(address, Instant::now()) {
-                    Ok(place) => Some(place),
-                    Err(refusal) => return Some(error(ErrorCode::TooMany, &refusal.message())),
-                },
-                None => None,
+            let place = match reader.admit() {
+                Ok(place) => place,
+                Err(refusal) => return Some(refusal.into()),
             };
             match state.engine.start(def, &variant, mode).await {
                 Ok(handle) => {
@@ -321,12 +334,9 @@ async fn in_room(
             mode,
         } => {
             // A room's runs count against its trainer's address like any reader's.
-            let slot = match reader.address {
-                Some(address) => match reader.clients.admit(address, Instant::now()) {
-                    Ok(slot) => Some(slot),
-                    Err(refusal) => return Some(error(ErrorCode::TooMany, &refusal.message())),
-                },
-                None => None,
+            let slot = match reader.admit() {
+                Ok(slot) => slot,
+                Err(refusal) => return Some(refusal.into()),
             };
             Order::Start {
                 scenario,
