@@ -325,7 +325,7 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
     // Each room publishes its run's end and closes; each socket delivers its last frame (`done`)
     // and closes with 1001 before the process ends, so no page loses the end of its run to a
     // reset connection.
-    rooms.close_all();
+    rooms.close_all(std::time::Duration::from_secs(2)).await;
     let open = web::ws::close_all(std::time::Duration::from_secs(2)).await;
     if open > 0 {
         tracing::warn!(open, "websockets still open at exit");

@@ -7,6 +7,7 @@
 use crate::sandbox::Services;
 use serde::Serialize;
 use shared::Service;
+use shared::catalog::RoomsReach;
 use sqlx::PgPool;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -40,6 +41,25 @@ impl Health {
             Service::Redis => self.redis.up,
             Service::Kafka => self.kafka.up,
             Service::Http | Service::Process => true,
+        }
+    }
+}
+
+/// Rooms travel between replicas through Redis (`web::rooms::bus`): without it, a room's
+/// participants must reach the process that holds it.
+pub fn rooms_reach(redis: &Dependency) -> RoomsReach {
+    if redis.up {
+        RoomsReach {
+            across_replicas: true,
+            detail: "participants may reach any racelab replica that shares this Redis".to_owned(),
+        }
+    } else {
+        RoomsReach {
+            across_replicas: false,
+            detail: format!(
+                "Redis is down ({}): a room opened now lives in this racelab process only, and its participants must reach this same process",
+                redis.detail
+            ),
         }
     }
 }
@@ -168,7 +188,27 @@ pub fn host_port(url: &str, default_port: u16) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::host_port;
+    use super::{Dependency, host_port, rooms_reach};
+
+    #[test]
+    fn rooms_reach_other_replicas_only_through_redis() {
+        let up = Dependency {
+            up: true,
+            detail: "Redis 7.0.15".into(),
+        };
+        assert!(rooms_reach(&up).across_replicas);
+        let down = Dependency {
+            up: false,
+            detail: "connection refused".into(),
+        };
+        let reach = rooms_reach(&down);
+        assert!(!reach.across_replicas);
+        assert!(
+            reach.detail.contains("this racelab process only") && reach.detail.contains("connection refused"),
+            "{}",
+            reach.detail
+        );
+    }
 
     #[test]
     fn redis_urls_become_addresses() {

@@ -24,6 +24,42 @@ async fn open_room(address: SocketAddr) -> (String, String) {
     (id, room["trainer_token"].as_str().expect("a token").to_owned())
 }
 
+/// Redis keys of `room` (its claim and its run's log), which must leave with the room.
+async fn keys_of(room: &str) -> Vec<String> {
+    let client = redis::Client::open(common::config().redis_url.as_str()).expect("a Redis URL");
+    let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
+    redis::cmd("KEYS")
+        .arg(format!("racelab:room:{room}*"))
+        .query_async(&mut conn)
+        .await
+        .expect("KEYS")
+}
+
+/// The trainer closes `room` through `address` (any replica); its keys leave Redis with it.
+async fn close_room(address: SocketAddr, room: &str, token: &str) {
+    let response = reqwest::Client::new()
+        .delete(format!("http://{address}/api/rooms/{room}"))
+        .header("authorization", format!("Bearer {token}"))
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(response.status().as_u16(), 204);
+    until_no_keys(room).await;
+}
+
+/// Waits until `room`'s keys have left Redis (a closed room's holder removes them).
+async fn until_no_keys(room: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !keys_of(room).await.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "room {room}'s keys left: {:?}",
+            keys_of(room).await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Joins `room` (with `token`, as its trainer); returns the participants the room reported.
 async fn join(socket: &mut Socket, room: &str, token: Option<&str>) -> u64 {
     let mut frame = json!({"v": 1, "type": "join", "room": room});
@@ -185,6 +221,7 @@ async fn participants_follow_the_trainers_steps_and_a_late_joiner_catches_up() {
     }
     let run_id = trainers[0]["run_id"].as_str().expect("a run id");
     assert_eq!(wait_until_clean(run_id).await, common::Leftovers::NONE);
+    close_room(address, &room, &token).await;
 }
 
 #[tokio::test]
@@ -263,6 +300,7 @@ async fn only_the_trainer_drives_and_refusals_change_nothing() {
         1,
         "the two who left are no longer counted"
     );
+    close_room(address, &room, &token).await;
 }
 
 /// The trainer closes the room: without the token it stays; with it, the run going ends
@@ -296,6 +334,7 @@ async fn the_trainer_closes_the_room_and_its_run_ends() {
     assert_eq!(end.last().expect("told")["code"], "unknown_room");
     assert_eq!(wait_until_clean(&run_id).await, common::Leftovers::NONE);
     assert_eq!(close(&token).await.expect("DELETE").status().as_u16(), 404, "gone");
+    until_no_keys(&room).await;
 }
 
 /// A stepped run whose pages all left is cancelled after the room's abandon time (1 s here) and
@@ -322,6 +361,7 @@ async fn a_run_nobody_watches_is_cancelled_and_cleaned() {
     join(&mut back, &room, Some(&token)).await;
     let replayed = receive_until(&mut back, |f| is_type(f, "done")).await;
     assert_eq!(replayed.last().expect("done")["outcome"]["status"], "cancelled");
+    close_room(address, &room, &token).await;
 }
 
 #[tokio::test]
@@ -384,6 +424,7 @@ async fn rooms_have_their_limits() {
     }
     send(&mut third, json!({"v": 1, "type": "join", "room": room})).await;
     assert_eq!(receive(&mut third).await["code"], "unknown_room");
+    until_no_keys(&room).await;
 }
 
 /// Bounded load on loopback: 200 participant sockets in one room each receive every frame of a
@@ -439,6 +480,7 @@ async fn two_hundred_participants_each_get_every_frame_in_order() {
     for (i, run) in runs.iter().enumerate() {
         assert_eq!(run, first, "participant {i} saw the same frames");
     }
+    close_room(address, &room, &token).await;
 }
 
 /// Predict, then run, in a room: the trainer asks; three pages pick; the trainer's page sees the
@@ -533,4 +575,187 @@ async fn predictions_are_tallied_for_the_trainer_and_shown_to_all_after_the_reve
             .expect("error")["code"],
         "bad_frame"
     );
+    close_room(address, &room, &token).await;
+}
+
+/// Two racelab replicas sharing PostgreSQL and Redis: a room opened on one is followed from the
+/// other, frame for frame, a late joiner there catches up, its predictions reach the trainer's
+/// tally, its trainer page steps the run, and its pages are counted; the room closes from either
+/// side and leaves nothing in Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_reaches_pages_on_another_replica() {
+    let _slot = db_slot().await;
+    let (holder, other) = (common::server().await, common::server().await);
+    let (room, token) = open_room(holder).await;
+    assert_eq!(
+        keys_of(&room).await,
+        [format!("racelab:room:{room}")],
+        "claimed in Redis"
+    );
+    let mut trainer = connect(holder).await;
+    join(&mut trainer, &room, Some(&token)).await;
+    let mut near = connect(holder).await;
+    join(&mut near, &room, None).await;
+    let mut far = connect(other).await;
+    join(&mut far, &room, None).await;
+    // Both replicas count both participants.
+    receive_until(&mut trainer, |f| is_type(f, "room") && f["participants"] == 2).await;
+    receive_until(&mut far, |f| is_type(f, "room") && f["participants"] == 2).await;
+
+    // On the other replica too, only the token drives, and unknown rooms are unknown.
+    let mut stranger = connect(other).await;
+    for (frame, code) in [
+        (
+            trainer_frame(&room, "not-the-token", json!({"type": "next"})),
+            "bad_token",
+        ),
+        (json!({"v": 1, "type": "next", "room": room}), "bad_token"),
+        (json!({"v": 1, "type": "join", "room": "NOPE22"}), "unknown_room"),
+    ] {
+        send(&mut stranger, frame.clone()).await;
+        assert_eq!(receive(&mut stranger).await["code"], code, "{frame}");
+    }
+
+    // The trainer asks; the far page hears the question and its pick reaches the tally.
+    let ask = json!({"type": "ask", "scenario": "isolation/write-skew", "variant": "serializable"});
+    send(&mut trainer, trainer_frame(&room, &token, ask)).await;
+    for page in [&mut near, &mut far] {
+        receive_until(page, |f| is_type(f, "room") && !f["asked"].is_null()).await;
+    }
+    send(
+        &mut far,
+        json!({"v": 1, "type": "predict", "room": room, "choice": "nope"}),
+    )
+    .await;
+    assert_eq!(
+        receive_until(&mut far, |f| is_type(f, "error"))
+            .await
+            .last()
+            .expect("error")["code"],
+        "bad_frame",
+        "a choice the scenario does not offer is refused there too"
+    );
+    send(
+        &mut near,
+        json!({"v": 1, "type": "predict", "room": room, "choice": "both-commit"}),
+    )
+    .await;
+    send(
+        &mut far,
+        json!({"v": 1, "type": "predict", "room": room, "choice": "bob-40001"}),
+    )
+    .await;
+    let expected = json!([
+        ["both-commit", 1],
+        ["bob-waits", 0],
+        ["bob-40001", 1],
+        ["alice-fails", 0]
+    ]);
+    receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == expected).await;
+
+    // A stepped write skew: the first steps from the trainer's page on the holder, the rest from
+    // a trainer's page on the other replica (orders travel to the holder).
+    step_write_skew(&mut trainer, &room, &token, "serializable").await;
+    let mut seen = [Vec::new(), Vec::new()];
+    let first = receive_until(&mut trainer, |f| event_type(f) == Some("paused")).await;
+    let mut paused = last_paused_seq(&first);
+    for step in 0..=4 {
+        seen[0].extend(until_event(&mut near, paused).await);
+        seen[1].extend(until_event(&mut far, paused).await);
+        if step == 4 {
+            break;
+        }
+        send(&mut trainer, trainer_frame(&room, &token, json!({"type": "next"}))).await;
+        paused = last_paused_seq(&receive_until(&mut trainer, |f| event_type(f) == Some("paused")).await);
+    }
+    let mut late = connect(other).await;
+    join(&mut late, &room, None).await;
+    let caught_up = until_event(&mut late, paused).await;
+    assert_eq!(
+        run_frames(&caught_up),
+        run_frames(&seen[0]),
+        "the late joiner there catches up"
+    );
+    let mut seen_late = caught_up;
+    let mut far_trainer = connect(other).await;
+    join(&mut far_trainer, &room, Some(&token)).await;
+    loop {
+        send(&mut far_trainer, trainer_frame(&room, &token, json!({"type": "next"}))).await;
+        let more = receive_until(&mut far_trainer, |f| {
+            event_type(f) == Some("paused") || is_type(f, "done")
+        })
+        .await;
+        if more.iter().any(|f| is_type(f, "done")) {
+            break;
+        }
+        assert!(
+            !more.iter().any(|f| is_type(f, "error")),
+            "the other replica's trainer page steps the run: {more:?}"
+        );
+    }
+    seen[0].extend(receive_until(&mut near, |f| is_type(f, "done")).await);
+    seen[1].extend(receive_until(&mut far, |f| is_type(f, "done")).await);
+    seen_late.extend(receive_until(&mut late, |f| is_type(f, "done")).await);
+    let run = run_frames(&seen[0]);
+    assert_eq!(transcript(&run), lines(WRITE_SKEW_SERIALIZABLE));
+    assert_eq!(run_frames(&seen[1]), run, "the far page saw the run frame for frame");
+    assert_eq!(run_frames(&seen_late), run, "so did the late joiner there");
+    let tally = run
+        .iter()
+        .find(|f| is_type(f, "tally"))
+        .expect("the tally after the reveal");
+    assert_eq!((&tally["counts"], &tally["revealed"]), (&expected, &json!(true)));
+    let run_id = run[0]["run_id"]
+        .as_str()
+        .or(run[1]["run_id"].as_str())
+        .expect("a run id");
+    assert_eq!(wait_until_clean(run_id).await, common::Leftovers::NONE);
+
+    // Pages that leave the other replica stop being counted on the trainer's screen.
+    drop(late);
+    drop(far_trainer);
+    drop(stranger);
+    receive_until(&mut trainer, |f| is_type(f, "room") && f["participants"] == 2).await;
+    // Closed from the other replica: every page there and here is told, and Redis forgets it.
+    close_room(other, &room, &token).await;
+    for page in [&mut near, &mut far] {
+        let told = receive_until(page, |f| is_type(f, "error")).await;
+        assert_eq!(told.last().expect("told")["code"], "unknown_room");
+    }
+}
+
+/// Without Redis, a room still works in its process, and `GET /api/rooms` says it reaches no
+/// other replica.
+#[tokio::test]
+async fn without_redis_a_room_lives_in_its_process_and_says_so() {
+    let _slot = db_slot().await;
+    let mut config = common::config();
+    config.redis_url = "redis://127.0.0.1:1".to_owned();
+    let address = common::server_with(config).await;
+    let reach = common::get_json(address, "/api/rooms").await;
+    assert_eq!(reach["across_replicas"], false, "{reach}");
+    assert!(
+        reach["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("this racelab process only")),
+        "{reach}"
+    );
+    let (room, token) = open_room(address).await;
+    let mut participant = connect(address).await;
+    assert_eq!(join(&mut participant, &room, None).await, 1);
+    let mut trainer = connect(address).await;
+    send(
+        &mut trainer,
+        trainer_frame(
+            &room,
+            &token,
+            json!({"type": "start", "scenario": "isolation/write-skew", "variant": "serializable"}),
+        ),
+    )
+    .await;
+    let frames = receive_until(&mut participant, |f| is_type(f, "done")).await;
+    assert_eq!(transcript(&run_frames(&frames)), lines(WRITE_SKEW_SERIALIZABLE));
+    assert!(keys_of(&room).await.is_empty(), "nothing of it in the real Redis");
+    let shared = common::get_json(common::server().await, "/api/rooms").await;
+    assert_eq!(shared["across_replicas"], true, "{shared}");
 }

@@ -102,6 +102,16 @@ pub struct LabStatus {
     pub down: Vec<Service>,
 }
 
+/// Where a training room opened now reaches (`GET /api/rooms`, and `/healthz`): every racelab
+/// replica sharing the server's Redis, or only the process that holds it (Redis is down).
+#[cfg(feature = "rooms")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoomsReach {
+    pub across_replicas: bool,
+    /// Why, in the trainer's words.
+    pub detail: String,
+}
+
 /// One scenario as `/api/scenarios/{lab}/{scenario}` reports it: what a scenario page or an embed
 /// needs, without the whole catalog.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -376,6 +376,16 @@ impl FromJson for Lab {
     }
 }
 
+#[cfg(feature = "rooms")]
+impl FromJson for crate::catalog::RoomsReach {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(crate::catalog::RoomsReach {
+            across_replicas: json.get("across_replicas")?,
+            detail: json.get("detail")?,
+        })
+    }
+}
+
 impl FromJson for ScenarioStatus {
     fn from_json(json: &Json) -> Result<Self, JsonError> {
         Ok(ScenarioStatus {

@@ -31,6 +31,12 @@ async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     };
     (
         code,
-        Json(json!({ "status": status, "postgres": health.postgres, "redis": health.redis, "kafka": health.kafka })),
+        Json(json!({
+            "status": status,
+            "postgres": health.postgres,
+            "redis": health.redis,
+            "kafka": health.kafka,
+            "rooms": health::rooms_reach(&health.redis),
+        })),
     )
 }

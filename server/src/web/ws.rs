@@ -287,7 +287,7 @@ async fn in_room(
     this: &mut Socket,
     reader: &Reader,
 ) -> Option<ServerMsg> {
-    let Some(room) = reader.rooms.find(id) else {
+    let Some(room) = reader.rooms.find(id).await else {
         return Some(error(
             ErrorCode::UnknownRoom,
             &format!("there is no room {id:?} (it may have closed after it idled)"),
@@ -345,7 +345,7 @@ async fn in_room(
                 slot,
             }
         }
-        ClientMsg::Ask { scenario, variant } => return room.ask(&scenario, &variant).err().map(ServerMsg::from),
+        ClientMsg::Ask { scenario, variant } => Order::Ask { scenario, variant },
         ClientMsg::Next => Order::Next,
         ClientMsg::Cancel => Order::Cancel,
     };

@@ -414,11 +414,14 @@ pub async fn server_with_dist(dist: &std::path::Path) -> SocketAddr {
     address
 }
 
-/// The real router with `config`, told each peer's address as `racelab serve` is (so the
+/// The real router with `config` (its engine's too), told each peer's address as `racelab serve` is (so the
 /// per-reader caps apply), on a free loopback port.
 pub async fn server_with(config: Config) -> SocketAddr {
+    let engine = racelab::db::connect_engine(&config)
+        .await
+        .expect("racelab needs PostgreSQL at DATABASE_URL");
     let state = AppState {
-        engine: engine().await,
+        engine: Arc::new(engine),
         config: Arc::new(config),
     };
     let app =

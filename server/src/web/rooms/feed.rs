@@ -6,11 +6,15 @@
 //! the trainer started another run meanwhile skips to the new run: the log keeps one run.)
 //! Joining takes the log and subscribes under the lock that publishing holds, so no frame falls
 //! between the two. Each frame is written to JSON once, however many sockets follow.
+//!
+//! The room's own process numbers the frames; its feed may be tapped ([`Feed::tap`]) to carry
+//! them to other replicas (see [`super::bus`]), where a mirror's feed takes them as numbered
+//! ([`Feed::relay`]), so a follower there skips and orders them exactly as here.
 
 use super::lock;
 use shared::{ServerFrame, ServerMsg};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 /// Frames a follower may fall behind the broadcast before it reads the rest from the log.
 pub const LIVE_BUFFER: usize = 256;
@@ -33,6 +37,18 @@ struct Log {
     next: u64,
     /// `None` once the room closed: followers' receivers then end.
     live: Option<broadcast::Sender<Numbered>>,
+    /// Where every new run and frame is also sent, in order, for other replicas.
+    tap: Option<mpsc::UnboundedSender<Tapped>>,
+}
+
+/// What a tapped feed sends, in the order it happened.
+#[derive(Clone, Debug)]
+pub enum Tapped {
+    /// A new run: its first frame will have number `first`.
+    Begin {
+        first: u64,
+    },
+    Frame(Numbered),
 }
 
 /// What a new follower starts from: the current run's frames so far, and the live ones after.
@@ -56,6 +72,7 @@ impl Feed {
                 frames: Vec::new(),
                 next: 1,
                 live: Some(live),
+                tap: None,
             }),
         }
     }
@@ -66,7 +83,42 @@ impl Feed {
 
     /// A new run begins: the log forgets the last run's frames.
     pub fn begin_run(&self) {
-        self.log().frames.clear();
+        let mut log = self.log();
+        log.frames.clear();
+        let first = log.next;
+        if let Some(tap) = &log.tap {
+            let _ = tap.send(Tapped::Begin { first });
+        }
+    }
+
+    /// Everything published from now on, in order, until the feed closes (then the receiver
+    /// ends). One tap per feed: a second call replaces the first.
+    pub fn tap(&self) -> mpsc::UnboundedReceiver<Tapped> {
+        let (tap, tapped) = mpsc::unbounded_channel();
+        self.log().tap = Some(tap);
+        tapped
+    }
+
+    /// A mirror's feed takes the room's frame `number` (from the replica that holds the room):
+    /// kept and sent to followers unless it has it already. Frames arrive from the room's log and
+    /// from its live channel, in either order, some twice; the numbers sort them out.
+    pub fn relay(&self, number: u64, frame: Arc<str>) {
+        let mut log = self.log();
+        if number < log.next {
+            return;
+        }
+        log.next = number + 1;
+        let numbered = Numbered { number, frame };
+        log.frames.push(numbered.clone());
+        if let Some(live) = &log.live {
+            let _ = live.send(numbered);
+        }
+    }
+
+    /// A mirror's feed hears that a new run began with frame `first`: frames before it are the
+    /// last run's. (It may hear it after frames of the new run came from the log.)
+    pub fn begin_at(&self, first: u64) {
+        self.log().frames.retain(|frame| frame.number >= first);
     }
 
     /// Numbers `message`, keeps it and sends it to every follower.
@@ -85,6 +137,9 @@ impl Feed {
         };
         log.next += 1;
         log.frames.push(numbered.clone());
+        if let Some(tap) = &log.tap {
+            let _ = tap.send(Tapped::Frame(numbered.clone()));
+        }
         if let Some(live) = &log.live {
             // No receiver is not an error: nobody follows yet, the log keeps the frame.
             let _ = live.send(numbered);
@@ -116,6 +171,7 @@ impl Feed {
     pub fn close(&self) {
         let mut log = self.log();
         log.live = None;
+        log.tap = None;
         log.frames = Vec::new();
     }
 }
@@ -159,6 +215,46 @@ mod tests {
             Err(broadcast::error::TryRecvError::Lagged(_))
         ));
         assert_eq!(numbers(&feed.since(3)), (4..=10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_tap_sees_runs_and_frames_in_order_and_ends_with_the_feed() {
+        let feed = Feed::default();
+        let mut tapped = feed.tap();
+        feed.publish(queued(1));
+        feed.begin_run();
+        feed.publish(queued(2));
+        feed.close();
+        let mut seen = Vec::new();
+        while let Ok(t) = tapped.try_recv() {
+            seen.push(match t {
+                Tapped::Begin { first } => format!("begin {first}"),
+                Tapped::Frame(frame) => format!("frame {}", frame.number),
+            });
+        }
+        assert_eq!(seen, ["frame 1", "begin 2", "frame 2"]);
+        assert!(tapped.try_recv().is_err(), "closed");
+    }
+
+    /// A mirror hears frames twice and out of turn (the log read while the live channel already
+    /// delivers); its followers see each once, in order, and a new run drops only older frames.
+    #[test]
+    fn a_mirror_keeps_each_frame_once_and_a_new_run_drops_older_ones() {
+        let mirror = Feed::default();
+        let mut follower = mirror.subscribe().expect("open");
+        let frame = |n: u64| -> Arc<str> { format!("frame {n}").into() };
+        for number in [3, 4, 4, 3, 5] {
+            mirror.relay(number, frame(number));
+        }
+        let mut live = Vec::new();
+        while let Ok(frame) = follower.live.try_recv() {
+            live.push(frame.number);
+        }
+        assert_eq!(live, [3, 4, 5]);
+        mirror.relay(6, frame(6));
+        mirror.begin_at(6);
+        mirror.begin_at(6);
+        assert_eq!(numbers(&mirror.since(0)), [6], "the new run's frame stays");
     }
 
     #[test]

@@ -10,9 +10,12 @@
 //! Limits, each configurable (README, "Rooms"): participants per room, rooms per trainer
 //! address, how long a room may stay idle (no order, no join, no run) before it closes, and how
 //! long a run may go on with nobody watching. A trainer's starts count against their address's
-//! runs like any reader's. Rooms live in this process: participants must reach the replica that
-//! holds their room.
+//! runs like any reader's.
+//!
+//! Behind a load balancer, participants may reach other replicas than their trainer: the room
+//! travels through Redis to them (see [`bus`]). Without Redis, a room lives in its process.
 
+pub mod bus;
 pub mod feed;
 pub mod follow;
 pub mod room;
@@ -68,9 +71,12 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Every open room of this process.
+/// Every open room of this process, and the mirrors of rooms other replicas hold.
 pub struct Rooms {
     open: Arc<Mutex<HashMap<String, Arc<Room>>>>,
+    mirrors: Arc<Mutex<HashMap<String, Arc<Room>>>>,
+    /// The link to other replicas, through Redis.
+    bus: Arc<bus::Bus>,
     pub limits: Limits,
     engine: Arc<Engine>,
 }
@@ -86,8 +92,11 @@ pub enum OpenError {
 
 impl Rooms {
     pub fn new(engine: Arc<Engine>, limits: Limits) -> Arc<Rooms> {
+        let bus = bus::Bus::new(engine.services().redis.clone(), limits.idle);
         Arc::new(Rooms {
             open: Arc::default(),
+            mirrors: Arc::default(),
+            bus,
             limits,
             engine,
         })
@@ -98,38 +107,74 @@ impl Rooms {
     }
 
     /// The server is stopping (its engine has drained): every room publishes the end of its run
-    /// and closes, so its followers' pages get that end and then close too.
-    pub fn close_all(&self) {
+    /// and closes, so its followers' pages (here and on other replicas) get that end and then
+    /// close too; mirrors end their followers' feeds. Waits at most `within` for the last words
+    /// to reach Redis.
+    pub async fn close_all(&self, within: Duration) {
         for room in self.open_rooms().values() {
             room.close();
         }
+        self.bus.stop(within).await;
     }
 
-    /// The room with code `id`, if it is open. Codes are read case-insensitively.
-    pub fn find(&self, id: &str) -> Option<Arc<Room>> {
-        self.open_rooms().get(&id.to_ascii_uppercase()).cloned()
+    /// The room with code `id`, if it is open here or on another replica (then a mirror of it).
+    /// Codes are read case-insensitively.
+    pub async fn find(&self, id: &str) -> Option<Arc<Room>> {
+        let id = id.to_ascii_uppercase();
+        if let Some(room) = self.open_rooms().get(&id) {
+            return Some(room.clone());
+        }
+        if let Some(mirror) = lock(&self.mirrors).get(&id) {
+            return Some(mirror.clone());
+        }
+        // A code that cannot be a room's is not looked up.
+        if id.len() != CODE_LENGTH || !id.bytes().all(|c| CODE_ALPHABET.contains(&c)) {
+            return None;
+        }
+        self.bus.mirror(&id, &self.mirrors, feed::LIVE_BUFFER).await
+    }
+
+    /// Refuses a trainer address that has as many rooms open as one may. (Two rooms opened by
+    /// one address at the same instant may both pass: the cap is against forgetting rooms, not
+    /// a fence.)
+    fn refuse_past_cap(&self, trainer: Option<IpAddr>) -> Result<(), OpenError> {
+        let Some(trainer) = trainer else { return Ok(()) };
+        let theirs = self
+            .open_rooms()
+            .values()
+            .filter(|room| room.trainer == Some(trainer))
+            .count();
+        if theirs >= self.limits.per_trainer {
+            return Err(OpenError::TooMany(theirs));
+        }
+        Ok(())
     }
 
     /// Opens a room for `trainer` and starts its task; returns the room (its code is `id`) and
-    /// the trainer token.
-    pub fn open(&self, trainer: Option<IpAddr>) -> Result<(Arc<Room>, String), OpenError> {
+    /// the trainer token. The code is claimed in Redis, so no other replica holds the same one;
+    /// if Redis cannot be reached, the room lives in this process only.
+    pub async fn open(&self, trainer: Option<IpAddr>) -> Result<(Arc<Room>, String), OpenError> {
         let token = secret();
-        let mut open = self.open_rooms();
-        if let Some(trainer) = trainer {
-            let theirs = open.values().filter(|room| room.trainer == Some(trainer)).count();
-            if theirs >= self.limits.per_trainer {
-                return Err(OpenError::TooMany(theirs));
-            }
-        }
-        let id = loop {
+        self.refuse_past_cap(trainer)?;
+        let (id, shared) = loop {
             let id = code();
-            if !open.contains_key(&id) {
-                break id;
+            if self.open_rooms().contains_key(&id) {
+                continue;
+            }
+            match self.bus.claim(&id, room::token_hash(&token)).await {
+                Ok(true) => break (id, true),
+                Ok(false) => continue,
+                Err(error) => {
+                    tracing::warn!(%error, "Redis cannot be reached: the room lives in this process only");
+                    break (id, false);
+                }
             }
         };
         let (room, orders) = Room::new(id.clone(), token.clone(), trainer, feed::LIVE_BUFFER);
-        open.insert(id.clone(), room.clone());
-        drop(open);
+        self.open_rooms().insert(id.clone(), room.clone());
+        if shared {
+            tokio::spawn(self.bus.clone().hold(room.clone(), room.feed.tap()));
+        }
         let (registry, engine, limits) = (self.open.clone(), self.engine.clone(), self.limits);
         let driven = room.clone();
         tokio::spawn(async move {
@@ -161,7 +206,7 @@ pub fn router(rooms: Arc<Rooms>) -> Router<AppState> {
     Router::new()
         .route(
             "/api/rooms",
-            post(move |headers, extensions, state| open_room(headers, extensions, state, rooms.clone())),
+            post(move |headers, extensions, state| open_room(headers, extensions, state, rooms.clone())).get(reach),
         )
         .route(
             "/api/rooms/{id}",
@@ -173,11 +218,19 @@ pub fn router(rooms: Arc<Rooms>) -> Router<AppState> {
         )
 }
 
+/// `GET /api/rooms`: whether a room opened now reaches every replica (through Redis) or lives in
+/// this process only, and why; the trainer's page says so.
+async fn reach(State(state): State<AppState>) -> Json<shared::catalog::RoomsReach> {
+    let redis = crate::health::redis(&state.engine.services().redis_url).await;
+    let redis = crate::health::explained(state.engine.services(), shared::Service::Redis, redis);
+    Json(crate::health::rooms_reach(&redis))
+}
+
 /// `DELETE /api/rooms/{id}` with `Authorization: Bearer <trainer token>`: the trainer closes the
 /// room (its run, if one goes, ends first). 204, or 404 for a room that is not open, 403 without
 /// its token.
 async fn close_room(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Response {
-    let Some(room) = rooms.find(&id) else {
+    let Some(room) = rooms.find(&id).await else {
         return (StatusCode::NOT_FOUND, format!("there is no room {id:?}")).into_response();
     };
     let token = headers
@@ -199,7 +252,7 @@ async fn close_room(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms
 
 /// `GET /api/rooms/{id}/qr.svg`: the room's join link as a QR code, for the trainer's screen.
 async fn join_code(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Response {
-    let (Some(room), Some((origin, _))) = (rooms.find(&id), super::oembed::origin(&headers)) else {
+    let (Some(room), Some((origin, _))) = (rooms.find(&id).await, super::oembed::origin(&headers)) else {
         return (StatusCode::NOT_FOUND, format!("there is no room {id:?}")).into_response();
     };
     match qr_svg(&format!("{origin}/room/{}", room.id)) {
@@ -237,7 +290,7 @@ async fn open_room(
         return (StatusCode::FORBIDDEN, "this page's origin may not open racelab rooms").into_response();
     }
     let trainer = clients::reader_address(&extensions, &headers, &state.config.trusted_proxies);
-    match rooms.open(trainer) {
+    match rooms.open(trainer).await {
         Ok((room, token)) => (
             StatusCode::CREATED,
             Json(json!({ "id": room.id, "trainer_token": token, "url": format!("/room/{}", room.id) })),

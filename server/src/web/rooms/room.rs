@@ -3,19 +3,32 @@
 //! The run belongs to the room's task, not to a socket: the trainer may reload the page or lose
 //! the connection and the run goes on, and every follower, the trainer's page too, reads the
 //! same feed.
+//!
+//! A room is held by the replica that opened it: its task, its question and its counts live
+//! there. Another replica that has pages following it keeps a *mirror* (see [`super::bus`]): the
+//! same type, whose feed, counts and question are copies sent through Redis, and whose orders
+//! and predictions travel back to the holder. Followers cannot tell the two apart.
 
+use super::bus::{Forwarded, ToHolder};
 use super::feed::Feed;
 use super::tally::Question;
 use super::{Limits, lock};
 use crate::engine::{Engine, RunHandle};
 use crate::web::clients::Slot;
 use crate::web::ws::{Refusal, cancel_run, error, next_update, start_refusal, step_run};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use shared::{ErrorCode, EventKind, Mode, Outcome, ServerMsg};
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
+
+/// How long a mirror waits for the holder to answer a trainer's order.
+const ORDER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the trainer asks of the room's run (and the server, of the room).
 pub enum Order {
@@ -28,7 +41,13 @@ pub enum Order {
     },
     Next,
     Cancel,
-    /// The server is stopping: publish what is left of the run, then close.
+    /// A new question: predict what `scenario` at `variant` will do.
+    Ask {
+        scenario: String,
+        variant: String,
+    },
+    /// The trainer closes the room, or the server is stopping: publish what is left of the run,
+    /// then close.
     Close,
 }
 
@@ -47,18 +66,48 @@ struct Playing {
     variant: String,
 }
 
+/// Pages following a room in one process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Here {
+    pub participants: usize,
+    /// Participants and the trainer's page.
+    pub watchers: usize,
+}
+
+/// Where the room's run is played.
+enum Reach {
+    /// Here: orders go to the room's task.
+    Holder { commands: mpsc::UnboundedSender<Command> },
+    /// On another replica: orders and predictions go there through Redis, and the answers to
+    /// orders come back by number.
+    Mirror {
+        replica: String,
+        to_holder: mpsc::UnboundedSender<ToHolder>,
+        waiting: Mutex<HashMap<u64, oneshot::Sender<Option<ServerMsg>>>>,
+        numbers: AtomicU64,
+    },
+}
+
 pub struct Room {
     pub id: String,
-    token: String,
+    /// SHA-256 of the trainer token: what a token is checked against, here and, through Redis,
+    /// on other replicas (the token itself is never stored).
+    token: [u8; 32],
     /// The address that opened the room, for the cap on rooms per trainer.
     pub trainer: Option<IpAddr>,
     pub feed: Feed,
+    reach: Reach,
+    /// Participants on every replica (a mirror's copy comes from the holder).
     participants: watch::Sender<usize>,
-    /// Every page following the room, the trainer's too: a run nobody watches is abandoned.
+    /// Every page following the room on every replica, the trainer's too: a run nobody watches
+    /// is abandoned.
     watchers: watch::Sender<usize>,
-    commands: mpsc::UnboundedSender<Command>,
+    /// Pages following the room in this process.
+    here: watch::Sender<Here>,
+    /// Pages on other replicas, as each last said, and when (the holder's only).
+    elsewhere: Mutex<HashMap<String, (Here, Instant)>>,
     last_active: Mutex<Instant>,
-    /// The trainer's question and the picks for it (predict, then run).
+    /// The trainer's question and the picks for it (predict, then run); the holder's only.
     question: Mutex<Option<Question>>,
     /// The question's scenario and variant, whenever they change: followers resend `room`.
     asked: watch::Sender<Option<(String, String)>>,
@@ -68,84 +117,241 @@ pub struct Room {
     joined: AtomicU64,
 }
 
+/// SHA-256 of a trainer token.
+pub fn token_hash(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
 impl Room {
-    /// A room and the receiving end of its orders, for [`drive`].
-    pub(super) fn new(id: String, token: String, trainer: Option<IpAddr>, live_buffer: usize) -> (Arc<Room>, Orders) {
-        let (commands, orders) = mpsc::unbounded_channel();
-        let room = Room {
+    fn with(id: String, token: [u8; 32], trainer: Option<IpAddr>, live_buffer: usize, reach: Reach) -> Room {
+        Room {
             id,
             token,
             trainer,
             feed: Feed::with_buffer(live_buffer),
+            reach,
             participants: watch::Sender::new(0),
             watchers: watch::Sender::new(0),
-            commands,
+            here: watch::Sender::new(Here::default()),
+            elsewhere: Mutex::default(),
             last_active: Mutex::new(Instant::now()),
             question: Mutex::new(None),
             asked: watch::Sender::new(None),
             tally: watch::Sender::new(Vec::new()),
             joined: AtomicU64::new(0),
-        };
+        }
+    }
+
+    /// A room held here and the receiving end of its orders, for [`drive`].
+    pub(super) fn new(id: String, token: String, trainer: Option<IpAddr>, live_buffer: usize) -> (Arc<Room>, Orders) {
+        let (commands, orders) = mpsc::unbounded_channel();
+        let room = Room::with(id, token_hash(&token), trainer, live_buffer, Reach::Holder { commands });
         (Arc::new(room), Orders(orders))
     }
 
-    /// Whether `token` is this room's trainer token (compared in constant time, so its bytes
-    /// cannot be guessed one by one from how long a refusal takes).
+    /// A mirror of a room another replica holds, and what it sends that replica.
+    pub(super) fn mirror(
+        id: String,
+        token: [u8; 32],
+        replica: String,
+        live_buffer: usize,
+    ) -> (Arc<Room>, mpsc::UnboundedReceiver<ToHolder>) {
+        let (to_holder, outbox) = mpsc::unbounded_channel();
+        let reach = Reach::Mirror {
+            replica,
+            to_holder,
+            waiting: Mutex::default(),
+            numbers: AtomicU64::new(0),
+        };
+        (Arc::new(Room::with(id, token, None, live_buffer, reach)), outbox)
+    }
+
+    /// The hash the trainer token is checked against, for other replicas.
+    pub fn token(&self) -> [u8; 32] {
+        self.token
+    }
+
+    /// Whether `token` is this room's trainer token (hashes compared in constant time, so a
+    /// guess learns nothing from how long a refusal takes).
     pub fn is_trainer(&self, token: Option<&str>) -> bool {
         let Some(token) = token else { return false };
-        token.len() == self.token.len()
-            && token
-                .bytes()
-                .zip(self.token.bytes())
-                .fold(0u8, |differ, (a, b)| differ | (a ^ b))
-                == 0
+        token_hash(token)
+            .iter()
+            .zip(self.token.iter())
+            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+            == 0
     }
 
-    /// Hands the trainer's order to the room's task; the answer is the error to tell the
-    /// trainer, if it was refused.
+    /// Hands the trainer's order to the room's task (on whichever replica holds it); the answer
+    /// is the error to tell the trainer, if it was refused.
     pub async fn order(&self, order: Order) -> Option<ServerMsg> {
-        let (reply, answer) = oneshot::channel();
-        if self.commands.send(Command { order, reply }).is_err() {
-            return Some(closed(&self.id));
+        match &self.reach {
+            Reach::Holder { commands } => {
+                let (reply, answer) = oneshot::channel();
+                if commands.send(Command { order, reply }).is_err() {
+                    return Some(closed(&self.id));
+                }
+                answer.await.unwrap_or_else(|_| Some(closed(&self.id)))
+            }
+            Reach::Mirror {
+                replica,
+                to_holder,
+                waiting,
+                numbers,
+            } => {
+                // A trainer's start counts against their address here, when it is asked for;
+                // the run itself is the holder's.
+                let order = Forwarded::from(order);
+                let number = numbers.fetch_add(1, Ordering::Relaxed);
+                let (reply, answer) = oneshot::channel();
+                lock(waiting).insert(number, reply);
+                let sent = to_holder.send(ToHolder::Order {
+                    replica: replica.clone(),
+                    number,
+                    order,
+                });
+                if sent.is_err() {
+                    lock(waiting).remove(&number);
+                    return Some(closed(&self.id));
+                }
+                let answered = tokio::time::timeout(ORDER_TIMEOUT, answer).await;
+                lock(waiting).remove(&number);
+                match answered {
+                    Ok(Ok(refusal)) => refusal,
+                    Ok(Err(_)) => Some(closed(&self.id)),
+                    Err(_) => Some(error(
+                        ErrorCode::Busy,
+                        &format!(
+                            "the racelab replica that holds room {} did not answer within {} s; try again",
+                            self.id,
+                            ORDER_TIMEOUT.as_secs()
+                        ),
+                    )),
+                }
+            }
         }
-        answer.await.unwrap_or_else(|_| Some(closed(&self.id)))
     }
 
-    /// Tells the room's task to close (the server is stopping); it first publishes what is left
-    /// of its run.
+    /// A mirror hears the holder's answer to its order `number`.
+    pub(super) fn answered(&self, number: u64, refusal: Option<ServerMsg>) {
+        if let Reach::Mirror { waiting, .. } = &self.reach
+            && let Some(reply) = lock(waiting).remove(&number)
+        {
+            let _ = reply.send(refusal);
+        }
+    }
+
+    /// Closes the room (the trainer closed it, or the server is stopping); its task first
+    /// publishes what is left of its run. From a mirror, the holder is told.
     pub fn close(&self) {
-        let (reply, _) = oneshot::channel();
-        let _ = self.commands.send(Command {
-            order: Order::Close,
-            reply,
-        });
+        match &self.reach {
+            Reach::Holder { commands } => {
+                let (reply, _) = oneshot::channel();
+                let _ = commands.send(Command {
+                    order: Order::Close,
+                    reply,
+                });
+            }
+            Reach::Mirror {
+                replica,
+                to_holder,
+                numbers,
+                ..
+            } => {
+                let _ = to_holder.send(ToHolder::Order {
+                    replica: replica.clone(),
+                    number: numbers.fetch_add(1, Ordering::Relaxed),
+                    order: Forwarded::Close,
+                });
+            }
+        }
+    }
+
+    /// Whether this is a copy of a room another replica holds.
+    pub fn is_mirror(&self) -> bool {
+        matches!(self.reach, Reach::Mirror { .. })
     }
 
     /// Counts a page in as a watcher, and as a participant unless it is the trainer's; refuses a
     /// participant when the room already has `limit`. The counts go down when the [`Presence`]
     /// is dropped.
     pub fn admit(self: &Arc<Self>, trainer: bool, limit: usize) -> Option<Presence> {
-        if !trainer {
-            let mut admitted = false;
-            self.participants.send_if_modified(|count| {
-                admitted = *count < limit;
-                if admitted {
-                    *count += 1;
-                }
-                admitted
-            });
-            if !admitted {
+        {
+            let elsewhere = lock(&self.elsewhere);
+            if !trainer && *self.participants.borrow() >= limit {
                 // A knock on a full room is not activity: it still closes when idle.
                 return None;
             }
+            self.here.send_modify(|here| {
+                here.participants += usize::from(!trainer);
+                here.watchers += 1;
+            });
+            self.recount(&elsewhere);
         }
-        self.watchers.send_modify(|count| *count += 1);
         self.touch();
         Some(Presence {
             room: self.clone(),
             participant: !trainer,
             id: self.joined.fetch_add(1, Ordering::Relaxed),
         })
+    }
+
+    /// The room's counts, from this process's pages and the other replicas' (on the holder; a
+    /// mirror's come from the holder, which hears this process's pages from the mirror's task).
+    fn recount(&self, elsewhere: &HashMap<String, (Here, Instant)>) {
+        if self.is_mirror() {
+            return;
+        }
+        let here = *self.here.borrow();
+        let (participants, watchers) = elsewhere
+            .values()
+            .fold((here.participants, here.watchers), |(p, w), (there, _)| {
+                (p + there.participants, w + there.watchers)
+            });
+        self.participants
+            .send_if_modified(|count| std::mem::replace(count, participants) != participants);
+        self.watchers
+            .send_if_modified(|count| std::mem::replace(count, watchers) != watchers);
+    }
+
+    /// Pages following the room in this process, now and whenever they change.
+    pub(super) fn here(&self) -> watch::Receiver<Here> {
+        self.here.subscribe()
+    }
+
+    /// The holder hears how many pages follow the room on `replica`.
+    pub(super) fn elsewhere(&self, replica: &str, there: Here) {
+        let mut elsewhere = lock(&self.elsewhere);
+        if there == Here::default() {
+            elsewhere.remove(replica);
+        } else {
+            elsewhere.insert(replica.to_owned(), (there, Instant::now()));
+            self.touch();
+        }
+        self.recount(&elsewhere);
+    }
+
+    /// The holder forgets replicas it has not heard from since `before` (gone without a word).
+    pub(super) fn forget_silent(&self, before: Instant) {
+        let mut elsewhere = lock(&self.elsewhere);
+        let heard = elsewhere.len();
+        elsewhere.retain(|_, (_, when)| *when >= before);
+        if elsewhere.len() != heard {
+            self.recount(&elsewhere);
+        }
+    }
+
+    /// A mirror takes the holder's word for the room's status and counts.
+    pub(super) fn mirror_status(&self, participants: usize, asked: Option<(String, String)>) {
+        self.participants
+            .send_if_modified(|count| std::mem::replace(count, participants) != participants);
+        self.asked
+            .send_if_modified(|now| std::mem::replace(now, asked.clone()) != asked);
+    }
+
+    /// A mirror takes the holder's live counts.
+    pub(super) fn mirror_tally(&self, counts: Vec<(String, usize)>) {
+        self.tally.send_replace(counts);
     }
 
     /// The trainer asks the room to predict `scenario` at `variant`: a new question, no picks.
@@ -159,13 +365,29 @@ impl Room {
         Ok(())
     }
 
-    /// The page `who` predicts `choice` for the room's question.
+    /// The page numbered `who` in this process predicts `choice` for the room's question. From
+    /// a mirror, the pick is checked against the question here and sent to the holder.
     pub fn predict(&self, who: u64, choice: &str) -> Result<(), Refusal> {
+        match &self.reach {
+            Reach::Holder { .. } => self.pick(who.to_string(), choice),
+            Reach::Mirror { replica, to_holder, .. } => {
+                let Some((scenario, variant)) = self.asked.borrow().clone() else {
+                    return Err(nothing_asked());
+                };
+                Question::ask(&scenario, &variant)?.pick(String::new(), choice)?;
+                let _ = to_holder.send(ToHolder::Predict {
+                    who: format!("{replica}/{who}"),
+                    choice: choice.to_owned(),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// `who` (a page here, or `replica/page` on another replica) picks `choice`.
+    pub(super) fn pick(&self, who: String, choice: &str) -> Result<(), Refusal> {
         let mut question = lock(&self.question);
-        let question = question.as_mut().ok_or_else(|| Refusal {
-            code: ErrorCode::BadFrame,
-            message: "the trainer has asked nothing to predict yet".to_owned(),
-        })?;
+        let question = question.as_mut().ok_or_else(nothing_asked)?;
         question.pick(who, choice)?;
         self.tally.send_replace(question.counts());
         Ok(())
@@ -218,6 +440,13 @@ impl Room {
     }
 }
 
+fn nothing_asked() -> Refusal {
+    Refusal {
+        code: ErrorCode::BadFrame,
+        message: "the trainer has asked nothing to predict yet".to_owned(),
+    }
+}
+
 /// The error a follower or trainer gets once the room is gone.
 pub fn closed(id: &str) -> ServerMsg {
     error(ErrorCode::UnknownRoom, &closed_message(id))
@@ -237,12 +466,13 @@ pub struct Presence {
 
 impl Drop for Presence {
     fn drop(&mut self) {
-        if self.participant {
-            self.room
-                .participants
-                .send_modify(|count| *count = count.saturating_sub(1));
-        }
-        self.room.watchers.send_modify(|count| *count = count.saturating_sub(1));
+        let room = &self.room;
+        let elsewhere = lock(&room.elsewhere);
+        room.here.send_modify(|here| {
+            here.participants = here.participants.saturating_sub(usize::from(self.participant));
+            here.watchers = here.watchers.saturating_sub(1);
+        });
+        room.recount(&elsewhere);
     }
 }
 
@@ -287,6 +517,10 @@ pub(super) async fn drive(room: Arc<Room>, Orders(mut orders): Orders, engine: A
                 room.touch();
                 let refusal = match order {
                     Order::Close => {
+                        // The trainer's close cancels a run still going; its end is published.
+                        if let Some(playing) = &run {
+                            playing.handle.cancel();
+                        }
                         closing = true;
                         None
                     }
@@ -347,6 +581,7 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
         }
         Order::Next => step_run(run.as_ref().map(|playing| &playing.handle)),
         Order::Cancel => cancel_run(run.as_ref().map(|playing| &playing.handle)),
+        Order::Ask { scenario, variant } => room.ask(&scenario, &variant).err().map(ServerMsg::from),
         Order::Close => None,
     }
 }

@@ -15,8 +15,8 @@ pub struct Question {
     pub variant: String,
     /// The choices' ids, in the scenario's order.
     choices: Vec<String>,
-    /// Each page's pick, by its place in the room.
-    picks: HashMap<u64, String>,
+    /// Each page's pick, by its place in the room (`replica/place` for a page on another replica).
+    picks: HashMap<String, String>,
     pub revealed: bool,
 }
 
@@ -48,7 +48,7 @@ impl Question {
     }
 
     /// `who` picks `choice` (again, if they change their mind); refused once the answer is out.
-    pub fn pick(&mut self, who: u64, choice: &str) -> Result<(), Refusal> {
+    pub fn pick(&mut self, who: String, choice: &str) -> Result<(), Refusal> {
         if self.revealed {
             return Err(refusal(
                 ErrorCode::BadFrame,
@@ -81,10 +81,10 @@ mod tests {
     #[test]
     fn picks_are_counted_per_choice_and_a_change_of_mind_moves_one() {
         let mut question = Question::ask("isolation/write-skew", "serializable").expect("asks");
-        question.pick(1, "both-commit").expect("a choice");
-        question.pick(2, "both-commit").expect("a choice");
-        question.pick(3, "bob-40001").expect("a choice");
-        question.pick(2, "bob-waits").expect("a change of mind");
+        question.pick("1".into(), "both-commit").expect("a choice");
+        question.pick("2".into(), "both-commit").expect("a choice");
+        question.pick("3".into(), "bob-40001").expect("a choice");
+        question.pick("2".into(), "bob-waits").expect("a change of mind");
         assert_eq!(
             question.counts(),
             [
@@ -95,9 +95,15 @@ mod tests {
             ]
             .map(|(c, n)| (c.to_owned(), n))
         );
-        assert_eq!(question.pick(4, "nope").map_err(|r| r.code), Err(ErrorCode::BadFrame));
+        assert_eq!(
+            question.pick("4".into(), "nope").map_err(|r| r.code),
+            Err(ErrorCode::BadFrame)
+        );
         question.revealed = true;
-        assert!(question.pick(4, "bob-40001").is_err(), "closed after the reveal");
+        assert!(
+            question.pick("4".into(), "bob-40001").is_err(),
+            "closed after the reveal"
+        );
     }
 
     #[test]
