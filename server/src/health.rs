@@ -51,13 +51,13 @@ pub fn rooms_reach(redis: &Dependency) -> RoomsReach {
     if redis.up {
         RoomsReach {
             across_replicas: true,
-            detail: "participants may reach any racelab replica that shares this Redis".to_owned(),
+            detail: "Participants may reach any racelab replica that shares this Redis.".to_owned(),
         }
     } else {
         RoomsReach {
             across_replicas: false,
             detail: format!(
-                "Redis is down ({}): a room opened now lives in this racelab process only, and its participants must reach this same process",
+                "Redis is down ({}): a room opened now lives in this racelab process only, and its participants must reach this same process.",
                 redis.detail
             ),
         }

@@ -1014,9 +1014,11 @@ async fn until_cards(b: &Browser, who: &str, cards: u64) {
 }
 
 /// A training room, from "Teach this" on a scenario page: two participants' pages follow the
-/// trainer's stepped serializable write skew step by step; a third joins after step 4 and shows
-/// steps 1–4 at once, then the rest; the trainer's page counts them and shows the join link and
-/// its QR code; every page ends with the same transcript and verdict.
+/// trainer's stepped serializable write skew step by step; a third joins after step 4 through a
+/// second racelab process (sharing PostgreSQL and Redis) and shows steps 1–4 at once, then the
+/// rest; the trainer's page counts them, tallies all three predictions, and shows the join link,
+/// its QR code and that the room reaches every replica; every page ends with the same transcript
+/// and verdict.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trainer_steps_a_room_and_its_participants_follow() {
     run("a_trainer_steps_a_room_and_its_participants_follow", async |b| {
@@ -1037,6 +1039,7 @@ async fn a_trainer_steps_a_room_and_its_participants_follow() {
             vec![],
         )
         .await;
+        b.wait_for(".rl-room-reach[data-across=\"true\"]").await;
         let trainer = b.client.window().await.expect("the trainer's window");
 
         // Two participants join before the run.
@@ -1086,10 +1089,13 @@ async fn a_trainer_steps_a_room_and_its_participants_follow() {
         let next = b.text(".rl-next-step").await;
         b.screenshot("trainer-after-4-steps").await;
 
-        // A third joins now: steps 1–4 at once, and what comes next.
+        // A third joins now, through a second racelab process on another port (as behind a load
+        // balancer; the two share PostgreSQL and Redis): steps 1–4 at once, and what comes next.
+        let (mut second, elsewhere) = common::racelab_process(&harness::dist()).await;
         let late = b.client.new_window(false).await.expect("a window").handle;
         b.client.switch_to_window(late.clone()).await.expect("switch");
-        b.goto(&format!("/room/{room}")).await;
+        let url = format!("http://{elsewhere}/room/{room}");
+        b.client.goto(&url).await.unwrap_or_else(|e| panic!("open {url}: {e}"));
         until_cards(b, "the late participant", shown).await;
         assert_eq!(b.text(".rl-next-step").await, next, "the late participant sees what comes next");
         b.click("label.rl-choice[data-choice=\"bob-40001\"] input").await;
@@ -1138,12 +1144,21 @@ async fn a_trainer_steps_a_room_and_its_participants_follow() {
         b.click("button.rl-room-close").await;
         b.wait_for(".rl-room-closed").await;
         b.client.switch_to_window(pages[0].clone()).await.expect("switch");
-        b.wait_js(
-            "the participant to hear the room closed",
-            "const r = document.querySelector('.rl-status .rl-refused'); return !!r && r.textContent.includes('has closed');",
-            vec![],
-        )
-        .await;
+        for page in [&pages[0], &pages[2]] {
+            b.client.switch_to_window(page.clone()).await.expect("switch");
+            b.wait_js(
+                "the participants here and on the other process to hear the room closed",
+                "const r = document.querySelector('.rl-status .rl-refused'); return !!r && r.textContent.includes('has closed');",
+                vec![],
+            )
+            .await;
+        }
+        // The second process stops as `docker stop` would stop it.
+        let pid = second.id().expect("running") as i32;
+        // SAFETY: kill(2) of our own child.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let stopped = tokio::time::timeout(Duration::from_secs(30), second.wait()).await;
+        assert!(stopped.is_ok_and(|s| s.is_ok_and(|s| s.success())), "the second process stops cleanly");
     })
     .await;
 }

@@ -5,32 +5,13 @@ mod common;
 
 use common::socket::{connect, is_type, receive, receive_until, send, start};
 use serde_json::json;
-use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::Message;
 
 #[tokio::test]
 async fn sigterm_refuses_new_runs_cancels_a_waiting_one_and_cleans_its_sandbox() {
     let _slot = common::db_slot().await;
-    let port = racelab::embedded::process::free_port().expect("a free port");
-    let config = common::config();
-    let mut racelab = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
-        .arg("serve")
-        .env("PORT", port.to_string())
-        .env("RACELAB_BIND", "127.0.0.1")
-        .env("RACELAB_DIST", "no-such-dist")
-        .env("DATABASE_URL", &config.database_url)
-        .env("REDIS_URL", &config.redis_url)
-        // Configured, so no private broker is started for a test of the isolation lab.
-        .env("KAFKA_BROKERS", &config.kafka_brokers)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("racelab serve starts");
-    assert!(common::until_ready(&mut racelab).await.is_ok(), "racelab became ready");
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    let (mut racelab, address) = common::racelab_process(std::path::Path::new("no-such-dist")).await;
 
     // A reader stepping through write skew: it waits for "next" that never comes.
     let mut stepping = connect(address).await;

@@ -8,7 +8,7 @@ use crate::components::predict::{Predict, pick_for, revealed};
 use crate::components::run_view::RunView;
 use crate::components::variant_picker::VariantPicker;
 use leptos::prelude::*;
-use shared::catalog::LabStatus;
+use shared::catalog::{LabStatus, RoomsReach};
 use shared::{EventKind, Mode, ScenarioInfo};
 
 #[component]
@@ -62,9 +62,12 @@ pub fn RoomPage(
             </div>
             {token.clone().map(|token| view! {
                 <div class="rl-room-join">
-                    <p>"Participants join at " <a class="rl-room-link" href=link.clone()>{link.clone()}</a></p>
                     <img class="rl-room-qr" src=format!("/api/rooms/{id}/qr.svg") alt="QR code of the join link" width="160" height="160" />
-                    <CloseRoom id=id.clone() token=token />
+                    <div class="rl-room-join-text">
+                        <p>"Participants join at " <a class="rl-room-link" href=link.clone()>{link.clone()}</a></p>
+                        <Reach />
+                        <CloseRoom id=id.clone() token=token />
+                    </div>
                 </div>
             })}
         </header>
@@ -87,6 +90,20 @@ pub fn RoomPage(
             {controls}
             <RunView socket=socket is_load_test=is_load_test compact=compact />
         </article>
+    }
+}
+
+/// Whether the room reaches participants on every racelab replica (through Redis) or only on
+/// this one, for the trainer, who decides where to send people.
+#[component]
+fn Reach() -> impl IntoView {
+    let reach = fetched(fetch_json::<RoomsReach>("/api/rooms"));
+    move || {
+        reach.get().and_then(Result::ok).map(|reach| {
+            view! {
+                <p class="rl-room-reach" data-across=reach.across_replicas.to_string()>{reach.detail}</p>
+            }
+        })
     }
 }
 

@@ -432,6 +432,32 @@ pub async fn server_with(config: Config) -> SocketAddr {
     address
 }
 
+/// `racelab serve` as a process of its own on a free loopback port, serving the app from `dist`,
+/// on the same PostgreSQL, Redis and broker as the tests; killed if dropped, and ready when this
+/// returns.
+pub async fn racelab_process(dist: &std::path::Path) -> (tokio::process::Child, SocketAddr) {
+    let port = racelab::embedded::process::free_port().expect("a free port");
+    let config = config();
+    let mut racelab = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
+        .arg("serve")
+        .env("PORT", port.to_string())
+        .env("RACELAB_BIND", "127.0.0.1")
+        .env("RACELAB_DIST", dist)
+        .env("DATABASE_URL", &config.database_url)
+        .env("REDIS_URL", &config.redis_url)
+        // Configured, so no private broker is started for it.
+        .env("KAFKA_BROKERS", &config.kafka_brokers)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("racelab serve starts");
+    if let Err(said) = until_ready(&mut racelab).await {
+        panic!("racelab serve did not become ready:\n{}", said.join("\n"));
+    }
+    (racelab, SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
 /// Reads a `racelab serve` child's stderr until it says it is ready (at most 90 s). Returns the
 /// lines it printed until then, as `Ok` if it became ready, `Err` if it exited or took too
 /// long; its stderr is drained from then on, so it never blocks on a full pipe.

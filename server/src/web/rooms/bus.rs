@@ -14,8 +14,8 @@
 //!
 //! Another replica with pages in the room keeps a *mirror* of it ([`Room::mirror`]). A mirror
 //! subscribes to the feed before it reads the log, so no frame falls between the two; the
-//! frame numbers drop the ones it hears twice ([`super::feed::Feed::relay`]). Keys expire after
-//! the room's idle limit (renewed while the room lives) and are removed when it closes.
+//! frame numbers drop the ones it hears twice ([`super::feed::Feed::relay`]). Keys live 30 s
+//! unless the holder renews them (every 10 s), and are removed when the room closes.
 //!
 //! Without Redis (down when the room opens), a room works within its process: its participants
 //! must reach the replica that holds it, and the catalog says so.
@@ -36,6 +36,15 @@ use tokio::time::Instant;
 /// How often a mirror tells the holder its pages (and checks the room is still open), and the
 /// holder renews its keys. A replica not heard from for three of these is forgotten.
 const HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// How long a room's keys outlive its holder's last renewal: a holder that dies without a word
+/// leaves nothing behind for long, and the mirrors learn the room is gone at their next
+/// heartbeat after that. (Its idle limit is the holder's to keep, not Redis's.)
+const KEY_TTL: Duration = Duration::from_secs(HEARTBEAT.as_secs() * 3);
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// How long a mirror nobody follows stays subscribed: a page that reloads finds it still there.
 const LINGER: Duration = Duration::from_secs(30);
@@ -173,8 +182,6 @@ pub struct Bus {
     client: redis::Client,
     /// This process's name among the replicas (random, new at every start).
     pub replica: String,
-    /// How long the room's keys live unless renewed: its idle limit.
-    ttl: Duration,
     conn: tokio::sync::Mutex<Option<MultiplexedConnection>>,
     /// Raised when the server stops: mirrors end their followers' feeds.
     stopping: watch::Sender<bool>,
@@ -213,11 +220,10 @@ pub struct Found {
 }
 
 impl Bus {
-    pub fn new(client: redis::Client, ttl: Duration) -> Arc<Bus> {
+    pub fn new(client: redis::Client) -> Arc<Bus> {
         Arc::new(Bus {
             client,
             replica: format!("{:016x}", rand::random::<u64>()),
-            ttl,
             conn: tokio::sync::Mutex::new(None),
             stopping: watch::Sender::new(false),
             tasks: watch::Sender::new(0),
@@ -258,14 +264,10 @@ impl Bus {
         result
     }
 
-    fn ttl_ms(&self) -> u64 {
-        u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)
-    }
-
     /// Claims code `id` for a room held here: `false` if another replica holds a room with that
     /// code (draw another), an error if Redis cannot be reached (the room stays in this process).
     pub async fn claim(&self, id: &str, token: [u8; 32]) -> redis::RedisResult<bool> {
-        let claim = serde_json::json!({ "holder": self.replica, "token": hex(&token) }).to_string();
+        let claim = self.claim_of(token);
         let set: Option<String> = self
             .query(
                 redis::cmd("SET")
@@ -273,10 +275,15 @@ impl Bus {
                     .arg(claim)
                     .arg("NX")
                     .arg("PX")
-                    .arg(self.ttl_ms()),
+                    .arg(millis(KEY_TTL)),
             )
             .await?;
         Ok(set.is_some())
+    }
+
+    /// What `racelab:room:<id>` holds for a room held here with trainer token hash `token`.
+    fn claim_of(&self, token: [u8; 32]) -> String {
+        serde_json::json!({ "holder": self.replica, "token": hex(&token) }).to_string()
     }
 
     /// The room `id` another replica holds, if Redis knows one.
@@ -359,9 +366,11 @@ impl Bus {
                 }
                 _ = heartbeat.tick() => {
                     room.forget_silent(Instant::now() - 3 * HEARTBEAT);
+                    // Set again, not only renewed: after Redis lost it (restarted, or unreachable
+                    // for longer than the keys live) the room is findable again.
                     let renew = redis::pipe()
-                        .cmd("PEXPIRE").arg(names::room(&room.id)).arg(self.ttl_ms()).ignore()
-                        .cmd("PEXPIRE").arg(&log).arg(self.ttl_ms()).ignore()
+                        .cmd("SET").arg(names::room(&room.id)).arg(self.claim_of(room.token())).arg("PX").arg(millis(KEY_TTL)).ignore()
+                        .cmd("PEXPIRE").arg(&log).arg(millis(KEY_TTL)).ignore()
                         .clone();
                     if let Err(error) = self.pipe(&renew).await {
                         tracing::warn!(%error, room = %room.id, "could not renew the room's keys in Redis");
@@ -387,7 +396,7 @@ impl Bus {
             pipe.cmd("DEL").arg(log).ignore();
         } else {
             pipe.cmd("RPUSH").arg(log).arg(&text).ignore();
-            pipe.cmd("PEXPIRE").arg(log).arg(self.ttl_ms()).ignore();
+            pipe.cmd("PEXPIRE").arg(log).arg(millis(KEY_TTL)).ignore();
         }
         pipe.cmd("PUBLISH").arg(feed).arg(&text).ignore();
         if let Err(error) = self.pipe(&pipe).await {

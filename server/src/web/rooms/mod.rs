@@ -92,7 +92,7 @@ pub enum OpenError {
 
 impl Rooms {
     pub fn new(engine: Arc<Engine>, limits: Limits) -> Arc<Rooms> {
-        let bus = bus::Bus::new(engine.services().redis.clone(), limits.idle);
+        let bus = bus::Bus::new(engine.services().redis.clone());
         Arc::new(Rooms {
             open: Arc::default(),
             mirrors: Arc::default(),
