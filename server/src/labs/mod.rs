@@ -223,6 +223,36 @@ mod tests {
         assert_eq!(ids.len(), count, "duplicate scenario ids");
     }
 
+    /// A question is only fair if every variant has one answer among the choices, and the
+    /// choices can be told apart.
+    #[test]
+    fn every_prediction_answers_each_variant_with_one_of_its_choices() {
+        let asking: Vec<&ScenarioDef> = LABS
+            .iter()
+            .flat_map(|l| l.scenarios.iter().copied())
+            .filter(|s| s.predict.is_some())
+            .collect();
+        assert!(!asking.is_empty());
+        for s in asking {
+            let Some(predict) = s.predict else { continue };
+            let ids: Vec<&str> = predict.choices.iter().map(|(id, _)| *id).collect();
+            assert!((3..=5).contains(&ids.len()), "{}: {} choices", s.id, ids.len());
+            let mut unique = ids.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            assert_eq!(unique.len(), ids.len(), "{}: choice ids repeat", s.id);
+            assert!(predict.question.ends_with('?'), "{}: {}", s.id, predict.question);
+            for (variant, _, _) in s.variants {
+                let answers: Vec<_> = predict.answers.iter().filter(|(v, _, _)| v == variant).collect();
+                assert_eq!(answers.len(), 1, "{}: {variant} needs one answer", s.id);
+                let (_, choice, why) = answers[0];
+                assert!(ids.contains(choice), "{}: {variant}'s answer {choice} is not a choice", s.id);
+                assert!(why.len() > 40 && why.ends_with('.'), "{}: {variant}: say why in a sentence", s.id);
+            }
+            assert_eq!(predict.answers.len(), s.variants.len(), "{}: answers for unknown variants", s.id);
+        }
+    }
+
     #[test]
     fn find_knows_every_scenario_and_nothing_else() {
         assert!(find("isolation/write-skew").is_some());

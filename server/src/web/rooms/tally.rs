@@ -109,7 +109,7 @@ mod tests {
     #[test]
     fn only_scenarios_that_ask_have_questions() {
         assert_eq!(
-            Question::ask("isolation/read-skew", "read-committed")
+            Question::ask("isolation/load-test", "serializable")
                 .map(|_| ())
                 .map_err(|r| r.code),
             Err(ErrorCode::BadFrame)
