@@ -19,7 +19,8 @@ pub struct Config {
     /// Kafka-compatible brokers (comma-separated host:port), for the outbox lab.
     #[arg(long, env = "KAFKA_BROKERS", default_value = DEFAULT_BROKERS)]
     pub kafka_brokers: String,
-    /// How many PostgreSQL connections runs may hold at once; by default sized from the
+    /// How many PostgreSQL connections runs may hold at once, all racelab replicas on the same
+    /// database together (they share it through a table of leases); by default sized from the
     /// server's max_connections.
     #[arg(long, env = "RACELAB_RUN_CONNECTIONS")]
     pub run_connections: Option<u32>,

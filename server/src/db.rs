@@ -1,6 +1,7 @@
 //! Connecting to racelab's own database: create it if missing, migrate it, sweep old sandboxes.
 
 use crate::config::Config;
+use crate::engine::leases::Leases;
 use crate::engine::run::Reach;
 use crate::engine::{Admission, Capacity, Engine, Limits};
 use crate::sandbox::{self, Services};
@@ -92,6 +93,8 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
             millis(limits.idle_in_transaction_timeout),
         ),
     ]);
+    // The run connections are every replica's on this database, not this process's alone.
+    let leases = Leases::new(pool.clone(), capacity.postgres);
     Ok(Engine {
         store: Store::new(pool),
         reach: Reach {
@@ -100,7 +103,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
             actor_binary,
             database_url: config.database_url.clone(),
         },
-        admission: Admission::new(capacity),
+        admission: Admission::new(capacity, Some(leases)),
         limits,
         server_version,
         live: Default::default(),

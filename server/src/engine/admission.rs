@@ -6,9 +6,14 @@
 //! order, so two runs never each hold what the other waits for. The semaphores are fair (first
 //! in, first served), so a load test needing 17 slots is not starved by a stream of small runs.
 //! While a run waits it is told its place in line whenever the line moves.
+//!
+//! PostgreSQL's connections are shared with every other racelab replica on the same database:
+//! once a run has its place here, it also takes a lease on the budget they share
+//! ([`super::leases`]) before it opens a connection.
 
 use super::BoxFuture;
 use super::budget::{Budget, Capacity, POOLED};
+use super::leases::{Lease, Leases};
 use shared::Service;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +31,16 @@ pub struct TooBig {
     pub what: &'static str,
 }
 
+/// Why a run was not admitted.
+#[derive(Debug, Error)]
+pub enum NotAdmitted {
+    #[error(transparent)]
+    TooBig(#[from] TooBig),
+    /// The shared budget could not be asked: PostgreSQL is unreachable.
+    #[error("PostgreSQL could not be asked for this run's connections: {0}")]
+    Postgres(#[from] sqlx::Error),
+}
+
 /// What admission calls one unit of a service, for messages.
 fn unit_of(service: Service) -> &'static str {
     match service {
@@ -41,6 +56,8 @@ fn unit_of(service: Service) -> &'static str {
 pub struct Admission {
     /// One fair semaphore per pooled service, in [`POOLED`] order.
     pools: Vec<(Service, Arc<Semaphore>, u32)>,
+    /// The PostgreSQL budget shared with other replicas (none in unit tests of the line).
+    leases: Option<Arc<Leases>>,
     next_ticket: AtomicU64,
     line: Mutex<VecDeque<u64>>,
     moved: watch::Sender<()>,
@@ -49,12 +66,15 @@ pub struct Admission {
 /// A run's place: holds its slots in every pool until dropped.
 pub struct Admitted {
     _slots: Vec<OwnedSemaphorePermit>,
+    _lease: Option<Lease>,
 }
 
 impl Admission {
-    /// Pools of `capacity`, shared by all runs.
-    pub fn new(capacity: Capacity) -> Self {
+    /// Pools of `capacity`, shared by all runs of this process, and PostgreSQL's connections
+    /// shared with other replicas through `leases`.
+    pub fn new(capacity: Capacity, leases: Option<Arc<Leases>>) -> Self {
         Admission {
+            leases,
             pools: POOLED
                 .iter()
                 .map(|&service| {
@@ -93,19 +113,24 @@ impl Admission {
         &'a self,
         budget: Budget,
         on_position: impl FnMut(usize) + Send + 'a,
-    ) -> BoxFuture<'a, Result<Admitted, TooBig>> {
+    ) -> BoxFuture<'a, Result<Admitted, NotAdmitted>> {
         Box::pin(self.wait_in_line(budget, on_position))
     }
 
-    async fn wait_in_line(&self, budget: Budget, mut on_position: impl FnMut(usize)) -> Result<Admitted, TooBig> {
+    async fn wait_in_line(&self, budget: Budget, mut on_position: impl FnMut(usize)) -> Result<Admitted, NotAdmitted> {
         let needs = self.needs(&budget);
         if let Some((_, needed, service, capacity)) = needs.iter().find(|(_, needed, _, size)| needed > size) {
             return Err(TooBig {
                 needed: *needed,
                 capacity: *capacity,
                 what: unit_of(*service),
-            });
+            }
+            .into());
         }
+        let connections = needs
+            .iter()
+            .find(|(_, _, service, _)| *service == Service::Postgres)
+            .map_or(0, |(_, needed, _, _)| *needed);
         let ticket = self.next_ticket.fetch_add(1, Ordering::SeqCst);
         let _place = Place::join(self, ticket);
         let mut moved = self.moved.subscribe();
@@ -119,16 +144,21 @@ impl Admission {
                     }
                 }
             }
-            held
+            let lease = match &self.leases {
+                Some(leases) if connections > 0 => Some(leases.take(connections).await?),
+                _ => None,
+            };
+            Ok::<_, NotAdmitted>(Admitted {
+                _slots: held,
+                _lease: lease,
+            })
         };
         tokio::pin!(acquire);
         let mut last_told = None;
         loop {
             tokio::select! {
                 biased;
-                held = &mut acquire => {
-                    return Ok(Admitted { _slots: held });
-                }
+                admitted = &mut acquire => return admitted,
                 _ = std::future::ready(()), if last_told.is_none() => {}
                 changed = moved.changed() => { let _ = changed; }
             }
@@ -183,6 +213,13 @@ impl Drop for Place<'_> {
 mod tests {
     use super::*;
 
+    impl Admission {
+        /// A line with no other replica to share PostgreSQL with.
+        fn new_alone(capacity: Capacity) -> Self {
+            Admission::new(capacity, None)
+        }
+    }
+
     fn capacity(postgres: u32, redis: u32) -> Capacity {
         Capacity {
             postgres,
@@ -193,7 +230,7 @@ mod tests {
 
     #[tokio::test]
     async fn second_run_waits_in_line_until_the_first_leaves() {
-        let admission = Arc::new(Admission::new(capacity(3, 10)));
+        let admission = Arc::new(Admission::new_alone(capacity(3, 10)));
         let first = admission.enter(Budget::postgres(2), |_| {}).await.expect("fits");
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let waiting = {
@@ -214,7 +251,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_run_bigger_than_the_server_is_refused() {
-        let admission = Admission::new(capacity(3, 10));
+        let admission = Admission::new_alone(capacity(3, 10));
         let error = admission
             .enter(Budget::postgres(3), |_| {})
             .await
@@ -235,7 +272,7 @@ mod tests {
     #[tokio::test]
     async fn fifty_redis_actors_hold_redis_connections_not_postgres_slots() {
         // Room for two monitors only: fifty Redis lanes must still fit beside another run.
-        let admission = Admission::new(capacity(2, 100));
+        let admission = Admission::new_alone(capacity(2, 100));
         let locks = admission
             .enter(Budget::postgres(0).and_redis(50), |_| {})
             .await
@@ -249,7 +286,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_run_that_needs_redis_to_itself_waits_for_every_other_redis_run() {
-        let admission = Arc::new(Admission::new(capacity(10, 100)));
+        let admission = Arc::new(Admission::new_alone(capacity(10, 100)));
         let other = admission
             .enter(Budget::postgres(0).and_redis(1), |_| {})
             .await

@@ -85,6 +85,7 @@ pub mod error;
 pub mod events;
 pub mod http;
 pub mod lane;
+pub mod leases;
 pub mod postgres;
 pub mod process;
 pub mod redis;

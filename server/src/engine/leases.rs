@@ -1,0 +1,154 @@
+//! The PostgreSQL connection budget, shared by every racelab replica on one database.
+//!
+//! Each replica's [`super::Admission`] keeps its own fair line. A run that has its place there
+//! also takes a lease on the shared budget in the `connection_leases` table before it opens a
+//! connection, and gives it back once its sandbox is gone, so replicas together never hold more
+//! run connections than the budget: two processes behind one load balancer cannot oversubscribe
+//! `max_connections`. Taking a lease is one short transaction under a transaction-scoped advisory
+//! lock, so two replicas cannot both see room for the last connections. Each replica renews its
+//! leases every few seconds; the leases of a replica that died are dropped once they are 30 s
+//! stale. A run waiting for a lease is woken when a run of its own replica gives one back, and
+//! looks again every quarter second for those of the others.
+
+use sqlx::PgPool;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The advisory lock every replica takes to look at and change the leases ("racelab" + 1).
+const LEASES_LOCK: i64 = 0x7261_6365_6c61_6201;
+/// How often a replica renews its leases.
+const RENEW_EVERY: Duration = Duration::from_secs(10);
+/// A lease not renewed for this long belongs to a replica that died.
+const STALE_AFTER_S: f64 = 30.0;
+/// How often a waiting run looks again for leases given back by other replicas.
+const LOOK_AGAIN: Duration = Duration::from_millis(250);
+
+pub struct Leases {
+    pool: PgPool,
+    replica: String,
+    /// Connections every replica's runs may hold together.
+    budget: u32,
+    /// A lease of this replica was given back.
+    freed: Notify,
+}
+
+/// Connections held from the shared budget; given back when dropped.
+pub struct Lease {
+    id: i64,
+    leases: Arc<Leases>,
+}
+
+impl Leases {
+    /// The budget of `budget` connections on the database of `pool`; renews this replica's
+    /// leases for as long as it is alive.
+    pub fn new(pool: PgPool, budget: u32) -> Arc<Leases> {
+        let leases = Arc::new(Leases {
+            pool,
+            replica: format!("{:016x}", rand::random::<u64>()),
+            budget,
+            freed: Notify::new(),
+        });
+        tokio::spawn(renew(Arc::downgrade(&leases)));
+        leases
+    }
+
+    /// Waits until `connections` fit in the budget beside every replica's leases, and takes them.
+    pub async fn take(self: &Arc<Self>, connections: u32) -> Result<Lease, sqlx::Error> {
+        loop {
+            // Listening before looking: a lease given back in between still wakes this run.
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            if let Some(id) = self.try_take(connections).await? {
+                return Ok(Lease {
+                    id,
+                    leases: self.clone(),
+                });
+            }
+            tokio::select! {
+                () = freed => {}
+                () = tokio::time::sleep(LOOK_AGAIN) => {}
+            }
+        }
+    }
+
+    async fn try_take(&self, connections: u32) -> Result<Option<i64>, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(LEASES_LOCK)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM connection_leases WHERE renewed_at < now() - make_interval(secs => $1)")
+            .bind(STALE_AFTER_S)
+            .execute(&mut *tx)
+            .await?;
+        let held: i64 = sqlx::query_scalar("SELECT coalesce(sum(connections), 0)::bigint FROM connection_leases")
+            .fetch_one(&mut *tx)
+            .await?;
+        if !fits(held, connections, self.budget) {
+            tx.commit().await?;
+            return Ok(None);
+        }
+        let id: i64 =
+            sqlx::query_scalar("INSERT INTO connection_leases (replica, connections) VALUES ($1, $2) RETURNING id")
+                .bind(&self.replica)
+                .bind(i32::try_from(connections).unwrap_or(i32::MAX))
+                .fetch_one(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        Ok(Some(id))
+    }
+}
+
+/// Whether `wanted` more connections fit in `budget` beside `held` (a run bigger than the whole
+/// budget never fits; admission refuses it before it asks).
+fn fits(held: i64, wanted: u32, budget: u32) -> bool {
+    held + i64::from(wanted) <= i64::from(budget)
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let (id, leases) = (self.id, self.leases.clone());
+        // Given back on a task of its own: a run's end does not wait for it. If PostgreSQL is
+        // unreachable, the lease goes stale and the next replica to take one drops it.
+        tokio::spawn(async move {
+            let given_back = sqlx::query("DELETE FROM connection_leases WHERE id = $1")
+                .bind(id)
+                .execute(&leases.pool)
+                .await;
+            if let Err(error) = given_back {
+                tracing::warn!(%error, "could not give a connection lease back (it goes stale in 30 s)");
+            }
+            leases.freed.notify_waiters();
+        });
+    }
+}
+
+/// Renews this replica's leases every [`RENEW_EVERY`] while the replica lives.
+async fn renew(leases: Weak<Leases>) {
+    loop {
+        tokio::time::sleep(RENEW_EVERY).await;
+        let Some(leases) = leases.upgrade() else { return };
+        let renewed = sqlx::query("UPDATE connection_leases SET renewed_at = now() WHERE replica = $1")
+            .bind(&leases.replica)
+            .execute(&leases.pool)
+            .await;
+        if let Err(error) = renewed {
+            tracing::warn!(%error, "could not renew this replica's connection leases");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fits;
+
+    #[test]
+    fn a_lease_fits_up_to_the_last_connection_of_the_budget() {
+        assert!(fits(0, 3, 3));
+        assert!(fits(7, 3, 10));
+        assert!(!fits(8, 3, 10));
+        assert!(!fits(0, 11, 10));
+    }
+}
