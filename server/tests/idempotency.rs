@@ -545,6 +545,120 @@ async fn global_keys_hand_one_customer_anothers_receipt() {
     );
 }
 
+/// The answers the lane `actor` (a phone) was given, in order: status and body.
+fn answers_to<'a>(run: &'a Finished, actor: &str) -> Vec<(u16, &'a str)> {
+    run.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Result {
+                actor: lane,
+                detail: Some(Detail::Response { status, body, .. }),
+                ..
+            } if lane == actor => Some((*status, body.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The status of the last answer the phone was given, if it was given any.
+fn last_answer(run: &Finished, phone: &str) -> Option<u16> {
+    answers_to(run, phone).last().map(|(status, _)| *status)
+}
+
+/// How many charges the provider made, and how many payments the shop recorded.
+fn charges_and_payments(run: &Finished) -> (usize, usize) {
+    (run.rows_after("card_charges").len(), run.rows_after("charges").len())
+}
+
+/// Predict, then run: plays every variant of `scenario` and checks that the choice it reveals,
+/// right after the verdict, is what `observed` makes of the run's own events and ledgers, and is
+/// one of the choices the catalog offers.
+async fn assert_reveals_what_happened(scenario: &str, observed: fn(&Finished) -> &'static str) {
+    let def = racelab::labs::find(scenario).expect("the scenario");
+    let prediction = racelab::engine::Scenario::info(def)
+        .predict
+        .unwrap_or_else(|| panic!("{scenario} asks for a prediction"));
+    for (variant, _, _) in def.variants {
+        let run = idempotency(scenario, variant).await;
+        let kinds: Vec<&EventKind> = run.events.iter().map(|e| &e.kind).collect();
+        let [.., verdict, reveal, done] = kinds.as_slice() else {
+            panic!("{variant}: too few events");
+        };
+        assert!(matches!(verdict, EventKind::Verdict { .. }), "{variant}: {verdict:?}");
+        assert!(matches!(done, EventKind::Done { .. }), "{variant}: {done:?}");
+        let EventKind::Reveal { choice, why } = reveal else {
+            panic!("{variant}: no reveal before the end, {reveal:?}");
+        };
+        assert_eq!(choice, observed(&run), "{variant}: the answer is what the run did");
+        assert!(
+            prediction.choices.iter().any(|c| &c.id == choice),
+            "{variant}: {choice} is offered"
+        );
+        assert!(why.len() > 40, "{variant}: a sentence says why: {why:?}");
+    }
+}
+
+/// What a stale-release run shows the first request's release did, from the ledgers and the
+/// phone's last answer alone.
+fn what_the_release_did(run: &Finished) -> &'static str {
+    match (charges_and_payments(run), last_answer(run, "phone")) {
+        (_, Some(409)) => "stuck-409",
+        ((1, 1), Some(201)) => "one-charge",
+        ((2, 1), Some(201)) => "charged-twice",
+        ((0, 0), Some(status)) if status >= 400 => "phone-told-failed",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn stale_release_reveals_what_each_variant_really_did() {
+    assert_reveals_what_happened("idempotency/stale-release", what_the_release_did).await;
+}
+
+/// What a two-customers run shows cus_2002 got: the payment each phone was finally shown, and
+/// how many times the provider charged.
+fn what_the_second_customer_got(run: &Finished) -> &'static str {
+    let shown = |customer: &str| {
+        answers_to(run, &format!("phone {customer}"))
+            .last()
+            .map(|(status, body)| {
+                let id = serde_json::from_str::<serde_json::Value>(body)
+                    .ok()
+                    .and_then(|b| b["id"].as_i64());
+                (*status, id)
+            })
+    };
+    let (charged, _) = charges_and_payments(run);
+    match (shown("cus_1001"), shown("cus_2002"), charged) {
+        (_, Some((422, _)), _) => "key-refused",
+        (Some((201, Some(first))), Some((201, Some(second))), 2) if first != second => "own-payment",
+        (Some((201, Some(first))), Some((201, Some(second))), 1) if first == second => "other-receipt",
+        (Some((201, Some(first))), Some((201, Some(second))), 2) if first == second => "charged-wrong-receipt",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn two_customers_reveals_what_each_variant_really_did() {
+    assert_reveals_what_happened("idempotency/two-customers", what_the_second_customer_got).await;
+}
+
+/// How a crash run's payment ended, from the ledgers and the phone's last answer alone.
+fn how_the_payment_ended(run: &Finished) -> &'static str {
+    match (charges_and_payments(run), last_answer(run, "phone")) {
+        ((_, 2..), _) => "recorded-twice",
+        ((1, 0), Some(409)) => "retries-409",
+        ((2, 1), Some(201)) => "charged-twice",
+        ((1, 1), Some(201)) => "charged-once",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn crash_reveals_what_each_variant_really_did() {
+    assert_reveals_what_happened("idempotency/crash", how_the_payment_ended).await;
+}
+
 #[tokio::test]
 async fn a_body_changed_between_attempts_gets_422_after_the_card_was_charged() {
     let run = idempotency("idempotency/claim", "changed-body").await;

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Finished, Leftovers, db_slot, engine, lines, play, wait_until_clean};
-use shared::{EventKind, Outcome, Value, VerdictKind};
+use shared::{ErrorKind, EventKind, LeaseChange, Outcome, Value, VerdictKind};
 
 /// Plays a locks scenario and checks what every run must: it completes, and leaves nothing.
 async fn locks(scenario: &str, variant: &str) -> Finished {
@@ -379,8 +379,13 @@ async fn retries_in_lockstep_may_give_up_jitter_never_does_and_the_balance_is_ri
     assert!(elapsed < 5_000, "{}", transcript[1]);
 }
 
+/// The client-timeout runs start a private `redis-server` each; one test checks that none
+/// outlives its run by looking for any, so those tests take turns.
+static PRIVATE_REDIS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test]
 async fn a_stalled_redis_holds_a_default_client_past_its_deadline() {
+    let _turn = PRIVATE_REDIS.lock().await;
     let run = locks("locks/client-timeout", "context-timeouts").await;
     let line = &run.transcript()[0];
     let after = line.rsplit("after ").next().unwrap_or_default();
@@ -441,4 +446,166 @@ async fn a_reader_who_leaves_mid_run_leaves_no_key_behind() {
     }
     drop(handle);
     assert_eq!(wait_until_clean(&run_id).await, Leftovers::NONE);
+}
+
+/// Predict, then run: the choice a run revealed, after checking that the reveal comes right after
+/// the verdict and right before the end, and that it is one of the choices the catalog offers.
+fn revealed(run: &Finished, scenario: &str, variant: &str) -> String {
+    let def = racelab::labs::find(scenario).expect("the scenario");
+    let prediction = racelab::engine::Scenario::info(def)
+        .predict
+        .unwrap_or_else(|| panic!("{scenario} asks for a prediction"));
+    let kinds: Vec<&EventKind> = run.events.iter().map(|e| &e.kind).collect();
+    let [.., verdict, reveal, done] = kinds.as_slice() else {
+        panic!("{scenario} {variant}: too few events");
+    };
+    assert!(
+        matches!(verdict, EventKind::Verdict { .. }),
+        "{scenario} {variant}: {verdict:?}"
+    );
+    assert!(matches!(done, EventKind::Done { .. }), "{scenario} {variant}: {done:?}");
+    let EventKind::Reveal { choice, why } = reveal else {
+        panic!("{scenario} {variant}: no reveal before the end, {reveal:?}");
+    };
+    assert!(
+        prediction.choices.iter().any(|c| &c.id == choice),
+        "{scenario} {variant}: {choice} is offered"
+    );
+    assert!(why.len() > 40, "{scenario} {variant}: a sentence says why: {why:?}");
+    choice.clone()
+}
+
+/// Where the first event matching `what` is in the run, if anywhere.
+fn first(run: &Finished, what: impl Fn(&EventKind) -> bool) -> Option<usize> {
+    run.events.iter().position(|e| what(&e.kind))
+}
+
+/// What A's late write did in a fencing run, from its events and the wallet it left alone: did A
+/// send its UPDATE at all, had B taken the lock before it, and what the row holds.
+fn what_the_stale_write_did(run: &Finished) -> &'static str {
+    let a_writes = first(
+        run,
+        |k| matches!(k, EventKind::Step { actor, text, .. } if actor == "A" && text.starts_with("UPDATE")),
+    );
+    let b_locks = first(
+        run,
+        |k| matches!(k, EventKind::Lease { actor, change: LeaseChange::Acquired, .. } if actor == "B"),
+    );
+    let b_before_a = match (b_locks, a_writes) {
+        (Some(b), Some(a)) => b < a,
+        _ => b_locks.is_some(),
+    };
+    let wallet = run.rows_after("wallets");
+    let (balance, fence) = (wallet[0][1].as_int(), wallet[0][2].as_int());
+    match (a_writes.is_some(), b_before_a, balance, fence) {
+        (true, true, Some(90), Some(34)) => "a-refused",
+        (true, true, Some(90), Some(33)) => "a-overwrites",
+        (true, false, Some(80), Some(34)) => "b-waits",
+        (false, true, Some(90), Some(34)) => "a-stops",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn fencing_reveals_what_each_variant_really_did() {
+    let def = racelab::labs::find("locks/fencing").expect("the scenario");
+    for (variant, _, _) in def.variants {
+        let run = locks("locks/fencing", variant).await;
+        assert_eq!(
+            revealed(&run, "locks/fencing", variant),
+            what_the_stale_write_did(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}
+
+/// What five requests with a lease shorter than their work came to, from the run alone: the
+/// check line, the error lines, and how many leases were found lost under their holders.
+fn what_the_leases_did(run: &Finished) -> &'static str {
+    let transcript = run.transcript();
+    let line = transcript
+        .iter()
+        .find(|l| l.starts_with("accepted="))
+        .unwrap_or_else(|| panic!("a check line: {transcript:?}"));
+    let (accepted, balance, _) = check_line(line);
+    let errors = transcript.iter().filter(|l| l.starts_with("error: ")).count();
+    let lost = run
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Lease {
+                    change: LeaseChange::Lost,
+                    ..
+                }
+            )
+        })
+        .count();
+    match (accepted, balance, errors, lost) {
+        (5, 50, 0, 0) => "take-turns",
+        (5, b, 0, 1..) if b > 50 => "debits-lost",
+        (1, 90, 4, 0) => "others-give-up",
+        (a, _, 1.., 1..) if a < 5 => "writes-dropped",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn ttl_reveals_what_each_variant_really_did() {
+    let def = racelab::labs::find("locks/ttl").expect("the scenario");
+    for (variant, _, _) in def.variants {
+        let run = locks("locks/ttl", variant).await;
+        assert_eq!(
+            revealed(&run, "locks/ttl", variant),
+            what_the_leases_did(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}
+
+/// How the caller's GET to the stalled Redis ended, from its own events: a reply or a timeout,
+/// and how long after the GET was sent.
+fn what_the_stalled_get_did(run: &Finished) -> &'static str {
+    let sent = run
+        .events
+        .iter()
+        .position(
+            |e| matches!(&e.kind, EventKind::Step { actor, text, .. } if actor == "caller" && text.starts_with("GET")),
+        )
+        .expect("the caller's GET");
+    let ended = run.events[sent + 1..]
+        .iter()
+        .find(|e| {
+            matches!(&e.kind, EventKind::Result { actor, .. } | EventKind::Error { actor, .. } if actor == "caller")
+        })
+        .expect("the GET's end");
+    let after_ms = ended.at_ms.saturating_sub(run.events[sent].at_ms);
+    match &ended.kind {
+        EventKind::Error {
+            kind: ErrorKind::Timeout,
+            ..
+        } if after_ms < 1_000 => "fails-at-deadline",
+        EventKind::Error {
+            kind: ErrorKind::Timeout,
+            ..
+        } if (4_000..6_000).contains(&after_ms) => "fails-after-5s",
+        EventKind::Result { .. } if after_ms >= 5_500 => "answers-after-pause",
+        EventKind::Result { .. } if after_ms < 1_000 => "answers-at-once",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn client_timeout_reveals_what_each_variant_really_did() {
+    let _turn = PRIVATE_REDIS.lock().await;
+    let def = racelab::labs::find("locks/client-timeout").expect("the scenario");
+    for (variant, _, _) in def.variants {
+        let run = locks("locks/client-timeout", variant).await;
+        assert_eq!(
+            revealed(&run, "locks/client-timeout", variant),
+            what_the_stalled_get_did(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
 }

@@ -483,3 +483,152 @@ async fn the_lag_query_retention_and_the_partial_index() {
     assert_eq!(figure(&run, "outbox events"), 1500);
     assert_eq!(run.verdict().kind, VerdictKind::Prevented);
 }
+
+/// The choice a run of `scenario` revealed, after checking it is one the scenario offers.
+fn revealed(run: &Finished, scenario: &str, variant: &str) -> String {
+    let def = racelab::labs::find(scenario).expect("the scenario");
+    let prediction = racelab::engine::Scenario::info(def)
+        .predict
+        .unwrap_or_else(|| panic!("{scenario} asks for a prediction"));
+    let choice = run
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Reveal { choice, .. } => Some(choice.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{scenario} {variant}: no reveal"));
+    assert!(
+        prediction.choices.iter().any(|c| c.id == choice),
+        "{scenario} {variant}: {choice} is offered"
+    );
+    choice
+}
+
+/// The messages keyed `payment`, in the order the topic holds them: their event types.
+fn types_on_topic_for(run: &Finished, payment: &str) -> Vec<String> {
+    let mut rows: Vec<(i64, i64, String)> = messages(run)
+        .iter()
+        .filter(|r| r[2] == Value::from(payment))
+        .map(|r| {
+            (
+                r[0].as_int().expect("partition"),
+                r[1].as_int().expect("offset"),
+                r[3].to_string(),
+            )
+        })
+        .collect();
+    rows.sort();
+    rows.into_iter().map(|(_, _, kind)| kind).collect()
+}
+
+/// What a dual-write run did to the payment it wrote, from its ledgers alone: the payment that
+/// is new since the ledger before, its final status, and whether the topic announced a capture.
+fn what_the_crash_left(run: &Finished) -> &'static str {
+    let before = run.ledger(shared::Moment::Before);
+    let existed: Vec<&Value> = before
+        .table("payments")
+        .expect("payments before")
+        .rows
+        .iter()
+        .map(|r| &r[0])
+        .collect();
+    let after = run.rows_after("payments");
+    let written: Vec<&Vec<Value>> = after.iter().filter(|r| !existed.contains(&&r[0])).collect();
+    let [payment] = written.as_slice() else {
+        return "none of the choices";
+    };
+    let captured = payment[2] == Value::from("captured");
+    let announced = types_on_topic_for(run, &payment[0].to_string())
+        .iter()
+        .any(|t| t == "payment.captured");
+    match (captured, announced) {
+        (true, false) => "lost-event",
+        (false, true) => "phantom-event",
+        (false, false) => "neither",
+        (true, true) => "both",
+    }
+}
+
+#[tokio::test]
+async fn dual_write_reveals_what_each_variant_really_did() {
+    for variant in ["commit-first", "publish-first"] {
+        let run = outbox("outbox/dual-write", variant).await;
+        assert_eq!(
+            revealed(&run, "outbox/dual-write", variant),
+            what_the_crash_left(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}
+
+/// What reached the notifier in a two-relays run, from the payment's messages on the topic and
+/// the relays' own lines.
+fn what_the_relays_published(run: &Finished) -> &'static str {
+    let payments = run.rows_after("payments");
+    let [payment] = payments.as_slice() else {
+        return "none of the choices";
+    };
+    let types = types_on_topic_for(run, &payment[0].to_string());
+    let captures = types.iter().filter(|t| *t == "payment.captured").count();
+    let b_published = lines_of(run, "relay B").iter().any(|l| l.starts_with("published"));
+    match (types.as_slice(), captures, b_published) {
+        (_, 2.., _) => "capture-twice",
+        ([first, second], 1, _) if first == "payment.captured" && second == "payment.authorized" => "capture-first",
+        ([first, second], 1, true) if first == "payment.authorized" && second == "payment.captured" => "b-waits",
+        ([first, second], 1, false) if first == "payment.authorized" && second == "payment.captured" => {
+            "a-publishes-both"
+        }
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn two_relays_reveals_what_each_variant_really_did() {
+    for variant in ["no-lock", "advisory-lock"] {
+        let run = outbox("outbox/two-relays", variant).await;
+        assert_eq!(
+            revealed(&run, "outbox/two-relays", variant),
+            what_the_relays_published(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}
+
+/// How many receipts a consumer run sent for the capture, and how, from the notifier's lines
+/// and tables: every message handled or only some, repeats skipped or acted on, or a failure.
+fn what_the_notifier_did(run: &Finished) -> &'static str {
+    let failed = run.events.iter().any(
+        |e| matches!(&e.kind, EventKind::Error { actor, .. } | EventKind::Crash { actor, .. } if actor == "notifier"),
+    );
+    let handled: Vec<String> = lines_of(run, "notifier")
+        .into_iter()
+        .filter(|l| l.starts_with('p') && l.contains('@'))
+        .collect();
+    let skipped = handled.iter().filter(|l| l.ends_with("duplicate, skipped")).count();
+    let on_topic = messages(run).len();
+    let receipts: i64 = run
+        .rows_after("receipts_sent")
+        .iter()
+        .filter_map(|r| r[1].as_int())
+        .sum();
+    match (failed, handled.len() == on_topic, skipped, receipts) {
+        (true, _, _, _) => "notifier-fails",
+        (false, false, 0, 1) => "broker-dedupes",
+        (false, true, 0, 2) => "two-receipts",
+        (false, true, 1.., 1) => "repeats-skipped",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn consumer_reveals_what_each_variant_really_did() {
+    for variant in ["no-dedup", "dedup"] {
+        let run = outbox("outbox/consumer", variant).await;
+        assert_eq!(
+            revealed(&run, "outbox/consumer", variant),
+            what_the_notifier_did(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}

@@ -246,10 +246,23 @@ mod tests {
                 let answers: Vec<_> = predict.answers.iter().filter(|(v, _, _)| v == variant).collect();
                 assert_eq!(answers.len(), 1, "{}: {variant} needs one answer", s.id);
                 let (_, choice, why) = answers[0];
-                assert!(ids.contains(choice), "{}: {variant}'s answer {choice} is not a choice", s.id);
-                assert!(why.len() > 40 && why.ends_with('.'), "{}: {variant}: say why in a sentence", s.id);
+                assert!(
+                    ids.contains(choice),
+                    "{}: {variant}'s answer {choice} is not a choice",
+                    s.id
+                );
+                assert!(
+                    why.len() > 40 && why.ends_with('.'),
+                    "{}: {variant}: say why in a sentence",
+                    s.id
+                );
             }
-            assert_eq!(predict.answers.len(), s.variants.len(), "{}: answers for unknown variants", s.id);
+            assert_eq!(
+                predict.answers.len(),
+                s.variants.len(),
+                "{}: answers for unknown variants",
+                s.id
+            );
         }
     }
 

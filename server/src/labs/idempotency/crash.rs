@@ -25,7 +25,7 @@ use super::shop::{CLAIM, Mode, Options};
 use super::shop_api::ShopProcess;
 use super::{InFlight, POOL, finish_with, lanes, ledger, one_purchase, provider, provider_of};
 use crate::engine::{Budget, End, Level, Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use shared::event::ActorInfo;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,7 +80,56 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     }),
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are how each variant ends (the module doc), told apart by the
+/// card's charges, the shop's payments and the phone's last answer; `tests/idempotency.rs`
+/// checks each against the run's ledgers and the phone's answers.
+static PREDICT: PredictDef = PredictDef {
+    question: "The phone tries again with the same key while the request that claimed it has died, or is still at the provider. How does the payment end?",
+    choices: &[
+        (
+            "retries-409",
+            "Every retry gets 409, and the shop never records the charge",
+        ),
+        (
+            "charged-twice",
+            "The phone gets its receipt, but the card is charged twice",
+        ),
+        (
+            "charged-once",
+            "The phone gets its receipt, and the card is charged once",
+        ),
+        ("recorded-twice", "The shop records two payments, one for each charge"),
+    ],
+    answers: &[
+        (
+            "no-lease",
+            "retries-409",
+            "Without a lease a started key is never taken over, and the process that owned it is gone, so every retry is told the work is still in progress and the charge stays unrecorded.",
+        ),
+        (
+            "lease",
+            "charged-twice",
+            "Once the dead owner's claim is older than the lease the retry takes the key over, and with no provider key nothing tells the provider that this charge repeats the first.",
+        ),
+        (
+            "lease-provider-key",
+            "charged-once",
+            "The takeover sends the provider the same key derived from the customer and the order, so the provider hands back the charge it already made and the shop records that one.",
+        ),
+        (
+            "short-lease",
+            "charged-twice",
+            "A 500 ms lease runs out while the first one-second charge is still going, so the retry takes over a live owner and charges again, then replays the answer the first one recorded.",
+        ),
+        (
+            "short-lease-provider-key",
+            "charged-once",
+            "The takeover's charge carries the same provider key while the first charge is still in progress under it, so the provider answers 409 and the phone's next attempt gets the stored answer.",
+        ),
+    ],
 };
 
 fn actors(variant: &str) -> Vec<ActorInfo> {

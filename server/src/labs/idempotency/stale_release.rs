@@ -19,7 +19,7 @@ use super::phone::Settings;
 use super::shop::{Mistake, Mode, Options};
 use super::{Servers, lanes, purchase};
 use crate::engine::{Run, RunError};
-use crate::labs::ScenarioDef;
+use crate::labs::{PredictDef, ScenarioDef};
 use std::time::Duration;
 
 /// The lease: shorter than the provider's one-second charge, so the retry at 0.9 s takes over.
@@ -60,7 +60,34 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| super::BUDGET),
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what each release does to the takeover (the module doc);
+/// `tests/idempotency.rs` checks each against the run's ledgers and the phone's answers.
+static PREDICT: PredictDef = PredictDef {
+    question: "The phone's retry has taken over the key when the provider fails the first request, which then releases its claim. What happens?",
+    choices: &[
+        ("one-charge", "The retry finishes: one charge, and the shop records it"),
+        ("charged-twice", "The retry loses its key: the card is charged twice"),
+        (
+            "phone-told-failed",
+            "The phone is told the payment failed, and the card is never charged",
+        ),
+        ("stuck-409", "The key is stuck: the phone gets 409 until it gives up"),
+    ],
+    answers: &[
+        (
+            "guarded",
+            "one-charge",
+            "The first request deletes the key only where locked_at is still its own claim's, and the takeover has moved it, so the delete matches nothing and the retry records its charge.",
+        ),
+        (
+            "unguarded",
+            "charged-twice",
+            "Deleting by the key alone removes the retry's live claim, so the retry charges the card, finds no key to record it under and answers 500, and the phone's next attempt claims the freed key and charges again.",
+        ),
+    ],
 };
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {

@@ -11,7 +11,7 @@ use super::phone::{KeyMode, Settings, pay, told};
 use super::shop::{Mistake, Mode, Options};
 use super::{Servers, finish_with, ledger};
 use crate::engine::{Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use shared::{Check, Value};
 use std::time::Duration;
 
@@ -53,7 +53,38 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| super::BUDGET),
     play: |run, variant| Box::pin(play(run, variant == "global-keys")),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what the key's scope does to the second customer (the
+/// module doc); `tests/idempotency.rs` checks each against the phones' answers and the
+/// provider's charges.
+static PREDICT: PredictDef = PredictDef {
+    question: "Two customers' apps each pay 25.00 with the key order-1, one after the other. What does the second customer get?",
+    choices: &[
+        ("own-payment", "Their own charge and their own receipt"),
+        (
+            "other-receipt",
+            "The first customer's receipt, and no charge on their card",
+        ),
+        ("key-refused", "422: the shop says the key was used for another request"),
+        (
+            "charged-wrong-receipt",
+            "A charge on their card, but the first customer's receipt",
+        ),
+    ],
+    answers: &[
+        (
+            "per-customer",
+            "own-payment",
+            "The customer is part of the key's primary key, so the second customer's order-1 is a fresh row nobody has claimed, and it is charged and recorded like any first payment.",
+        ),
+        (
+            "global-keys",
+            "other-receipt",
+            "With one key space for everyone the second claim finds a completed order-1 whose fingerprint (amount and card, not the customer) matches, so the shop replays the stored answer and never calls the provider.",
+        ),
+    ],
 };
 
 async fn play(run: &Run, global: bool) -> Result<(), RunError> {

@@ -9,7 +9,7 @@
 
 use super::BALANCE_KEY;
 use crate::engine::{Budget, Command, Run, RunError, StepError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use shared::{Check, Moment, Verdict};
 use std::time::Duration;
 
@@ -43,7 +43,38 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(0).and_processes(1)),
     play: |run, variant| Box::pin(play(run, variant == "context-timeouts")),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. Both endings are fixed by the constants (a 100 ms deadline, a 5 s read
+/// timeout, a 6 s pause), not by timing; `tests/locks.rs` checks each against when and how the
+/// caller's GET really ended.
+static PREDICT: PredictDef = PredictDef {
+    question: "Redis is paused for 6 s when the caller sends a GET with a 100 ms deadline. What does the caller get?",
+    choices: &[
+        ("fails-at-deadline", "A timeout after 100 ms, at its own deadline"),
+        (
+            "fails-after-5s",
+            "A timeout after 5 s, when the client's read timeout runs out",
+        ),
+        ("answers-after-pause", "The balance, once Redis wakes up after 6 s"),
+        (
+            "answers-at-once",
+            "The balance at once: a paused Redis still serves reads",
+        ),
+    ],
+    answers: &[
+        (
+            "default",
+            "fails-after-5s",
+            "The 100 ms deadline is only the caller's; this client keeps waiting on the socket until its own 5 s read timeout, which runs out a second before Redis wakes.",
+        ),
+        (
+            "context-timeouts",
+            "fails-at-deadline",
+            "The client stops waiting for the reply as soon as the caller's deadline passes, so the GET fails after 100 ms while Redis is still paused.",
+        ),
+    ],
 };
 
 async fn play(run: &Run, honours_deadline: bool) -> Result<(), RunError> {

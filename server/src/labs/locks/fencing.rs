@@ -11,7 +11,7 @@
 use super::lock::{acquire_fenced, release};
 use super::{AMOUNT, FENCE_KEY, FENCED_LOCK_KEY, INITIAL};
 use crate::engine::{Budget, Command, Level, PgActor, RedisActor, Run, RunError, TableQuery};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use shared::{Check, Ledger, Moment, Table, Value, Verdict};
 use std::time::Duration;
 
@@ -58,7 +58,34 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(2).and_redis(3)),
     play: |run, variant| Box::pin(play(run, variant == "fence")),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what each variant does with A's late write (the module
+/// doc); `tests/locks.rs` checks each against the run's own events and the wallet it leaves.
+static PREDICT: PredictDef = PredictDef {
+    question: "A's lease runs out while A is paused; B takes the lock and writes 90. When A wakes up and writes, what happens?",
+    choices: &[
+        ("a-refused", "PostgreSQL refuses A's write; the wallet keeps B's 90"),
+        (
+            "a-overwrites",
+            "A's write lands: two spends, one charge, the fence back to 33",
+        ),
+        ("b-waits", "B waits until A is done, so both spends count: 80"),
+        ("a-stops", "A notices its lease is gone and skips its write"),
+    ],
+    answers: &[
+        (
+            "fence",
+            "a-refused",
+            "B's write left token 34 in the row and A's UPDATE only matches a row whose fence is below A's 33, so it changes nothing and only B's spend counts.",
+        ),
+        (
+            "no-fence",
+            "a-overwrites",
+            "Nothing told A its lease had expired and this UPDATE checks no token, so the 90 A worked out from the same 100 B read replaces B's 90 and stores A's older token.",
+        ),
+    ],
 };
 
 /// One side of the story: its Redis client and its PostgreSQL session, on one lane.

@@ -12,7 +12,7 @@ use super::{
     AMOUNT, LOCK_KEY, caller_lanes, finish_spends, go_duration, log_prefix, open_callers, read_balance, spend_round,
 };
 use crate::engine::{Budget, Command, RedisActor, Run, RunError};
-use crate::labs::ScenarioDef;
+use crate::labs::{PredictDef, ScenarioDef};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
@@ -45,7 +45,40 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(0).and_redis(CALLERS as u32)),
     play: |run, variant| Box::pin(play(run, variant == "watchdog")),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what each variant does with a lease shorter than the work
+/// (the module doc); `tests/locks.rs` checks each against the run's check line and its leases.
+static PREDICT: PredictDef = PredictDef {
+    question: "Five requests each take a 100 ms lease on the wallet, then work for 300 ms before writing. What happens?",
+    choices: &[
+        ("take-turns", "They take turns: five debits of 10, balance 50"),
+        (
+            "debits-lost",
+            "Leases lapse mid-work, holders overlap: the balance ends above 50",
+        ),
+        (
+            "others-give-up",
+            "The first keeps the lock; the other four give up: balance 90",
+        ),
+        (
+            "writes-dropped",
+            "Each one notices its lease ran out and drops its write",
+        ),
+    ],
+    answers: &[
+        (
+            "no-watchdog",
+            "debits-lost",
+            "Nothing renews a lease, so each one expires a third of the way into the work; the next request takes the lock and reads a balance the holder has not written yet, and their writes overwrite each other.",
+        ),
+        (
+            "watchdog",
+            "take-turns",
+            "A refresh every third of the TTL keeps pushing the expiry forward while the work runs, so each request holds the lock until it releases it and the next one reads the balance it wrote.",
+        ),
+    ],
 };
 
 /// The spend with the watchdog's say: it does not write once the lease is known lost, like a

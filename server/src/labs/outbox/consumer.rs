@@ -21,7 +21,7 @@ use super::invariants::Scope;
 use super::notifier::{self, Switches};
 use super::{Judging, judge, ledger, said, stage_published_twice};
 use crate::engine::{Budget, Level, Run, RunError};
-use crate::labs::{ScenarioDef, actors_at, tutorial_figures};
+use crate::labs::{PredictDef, ScenarioDef, actors_at, tutorial_figures};
 
 /// The messages on the stage's topic.
 pub const MESSAGES: usize = 6;
@@ -58,7 +58,41 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(2).and_broker(4).and_processes(1)),
     play: |run, variant| Box::pin(play(run, variant == "dedup")),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are the receipts each variant sends (the module doc): the
+/// count does not depend on which partition the consumer reads first; `tests/outbox.rs` checks
+/// each against the run's lines and the notifier's tables.
+static PREDICT: PredictDef = PredictDef {
+    question: "The notifier reads six messages that carry three events twice each, pay_001's capture among them. How many receipts does the customer get?",
+    choices: &[
+        ("two-receipts", "Two: each copy of the capture sends a receipt"),
+        (
+            "repeats-skipped",
+            "One: the notifier reads every copy and skips the repeats",
+        ),
+        (
+            "broker-dedupes",
+            "One: the broker hands the notifier each event only once",
+        ),
+        (
+            "notifier-fails",
+            "One: the repeated capture hits a duplicate key and the notifier stops",
+        ),
+    ],
+    answers: &[
+        (
+            "no-dedup",
+            "two-receipts",
+            "With DEDUPE=0 nothing records which events were already handled, so the second copy of the capture looks new and inserts another receipt.",
+        ),
+        (
+            "dedup",
+            "repeats-skipped",
+            "Each event id is claimed in processed_events inside the transaction that acts, so a repeat's claim inserts nothing and the notifier commits its offset without acting.",
+        ),
+    ],
 };
 
 async fn play(run: &Run, dedupe: bool) -> Result<(), RunError> {

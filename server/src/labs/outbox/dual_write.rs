@@ -14,7 +14,7 @@ use super::figures::Figures;
 use super::invariants::Scope;
 use super::{Judging, TOPIC, judge, ledger, message};
 use crate::engine::{ChildContext, ChildKind, End, Level, Producer, Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -126,7 +126,34 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| crate::engine::Budget::postgres(2).and_broker(3).and_processes(1)),
     play: |run, variant| Box::pin(play(run, variant == "publish-first")),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are where each order leaves the payment and the topic (the
+/// module doc); `tests/outbox.rs` checks each against the run's final rows and messages.
+static PREDICT: PredictDef = PredictDef {
+    question: "The payment service is killed between its two writes: the capture in PostgreSQL and payment.captured on the topic. What do the database and the topic say afterwards?",
+    choices: &[
+        ("lost-event", "The payment is captured; the topic has no event for it"),
+        (
+            "phantom-event",
+            "The topic says captured; the payment is still authorized",
+        ),
+        ("neither", "Neither: the capture is undone and nothing is published"),
+        ("both", "Both: the payment is captured and its event is on the topic"),
+    ],
+    answers: &[
+        (
+            "commit-first",
+            "lost-event",
+            "The capture had already committed when the process died, so the row stays captured, and the publish that was to follow never runs.",
+        ),
+        (
+            "publish-first",
+            "phantom-event",
+            "The broker acknowledged the event while the capture's transaction was still open, and PostgreSQL rolled that transaction back when the dead process's connection dropped.",
+        ),
+    ],
 };
 
 async fn play(run: &Run, publish_first: bool) -> Result<(), RunError> {

@@ -23,7 +23,7 @@ use super::relay::{self, Switches};
 use super::writer::{authorize, capture};
 use super::{Judging, judge, ledger, said};
 use crate::engine::{Budget, Level, Run, RunError};
-use crate::labs::{ScenarioDef, actors_at, tutorial_figures};
+use crate::labs::{PredictDef, ScenarioDef, actors_at, tutorial_figures};
 use shared::{Check, EventKind, Value};
 use std::time::Duration;
 
@@ -66,7 +66,44 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: Some(|_| Budget::postgres(5).and_broker(5).and_processes(3)),
     play: |run, variant| Box::pin(play(run, variant == "advisory-lock")),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what the barriers in [`play`] make each variant do: relay
+/// A holds the authorization for [`HOLD`], far longer than relay B's 0.5 s poll, so the order
+/// does not depend on luck; `tests/outbox.rs` checks each against the run's messages and lines.
+static PREDICT: PredictDef = PredictDef {
+    question: "Relay A has picked up a payment's authorization and holds it for 6 seconds; meanwhile the capture commits and relay B is running. What reaches the notifier?",
+    choices: &[
+        (
+            "capture-first",
+            "The capture arrives first; the notifier ends up saying authorized",
+        ),
+        (
+            "b-waits",
+            "Relay B waits for A's locked row; the events arrive in order",
+        ),
+        (
+            "a-publishes-both",
+            "Relay B stands by; relay A publishes both events in order",
+        ),
+        (
+            "capture-twice",
+            "Both relays publish the capture; the notifier gets it twice",
+        ),
+    ],
+    answers: &[
+        (
+            "no-lock",
+            "capture-first",
+            "SKIP LOCKED lets relay B pass over the authorization A has locked and publish the later capture at once, so the older event lands last and the notifier's blind upsert keeps it.",
+        ),
+        (
+            "advisory-lock",
+            "a-publishes-both",
+            "Relay B cannot take the session advisory lock relay A holds, so it only retries on standby while A publishes the outbox in id order, authorization first.",
+        ),
+    ],
 };
 
 async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
