@@ -648,3 +648,266 @@ async fn lost_update_reveals_what_each_variant_really_did() {
         );
     }
 }
+
+/// Predict, then run: plays every variant `scenario` lists and returns each one's finished run
+/// with the choice it revealed, after checking that the run completed, that the reveal comes
+/// right after the verdict and right before the end, and that it is one of the choices the
+/// catalog offers.
+async fn reveals(scenario: &str) -> Vec<(&'static str, Finished, String)> {
+    use shared::EventKind;
+    let _slot = db_slot().await;
+    let engine = common::engine().await;
+    let def = racelab::labs::find(scenario).expect("the scenario");
+    let prediction = racelab::engine::Scenario::info(def)
+        .predict
+        .unwrap_or_else(|| panic!("{scenario} asks for a prediction"));
+    let mut runs = Vec::new();
+    for (variant, _, _) in def.variants {
+        let run = play(&engine, scenario, variant).await;
+        assert_eq!(run.outcome, Outcome::Completed, "{scenario} {variant}");
+        let kinds: Vec<&EventKind> = run.events.iter().map(|e| &e.kind).collect();
+        let [.., verdict, reveal, done] = kinds.as_slice() else {
+            panic!("{scenario} {variant}: too few events");
+        };
+        assert!(
+            matches!(verdict, EventKind::Verdict { .. }),
+            "{scenario} {variant}: {verdict:?}"
+        );
+        assert!(matches!(done, EventKind::Done { .. }), "{scenario} {variant}: {done:?}");
+        let EventKind::Reveal { choice, why } = reveal else {
+            panic!("{scenario} {variant}: no reveal before the end, {reveal:?}");
+        };
+        assert!(
+            prediction.choices.iter().any(|c| &c.id == choice),
+            "{scenario} {variant}: {choice} is offered"
+        );
+        assert!(why.len() > 40, "{scenario} {variant}: a sentence says why: {why:?}");
+        let choice = choice.clone();
+        runs.push((*variant, run, choice));
+    }
+    runs
+}
+
+/// Whether `who` got an error with SQLSTATE `code` during the run.
+fn failed_with(run: &Finished, who: &str, code: &str) -> bool {
+    run.events
+        .iter()
+        .any(|e| matches!(&e.kind, shared::EventKind::Error { actor, code: Some(c), .. } if actor == who && c == code))
+}
+
+/// Whether `who` got any error during the run.
+fn failed(run: &Finished, who: &str) -> bool {
+    run.events
+        .iter()
+        .any(|e| matches!(&e.kind, shared::EventKind::Error { actor, .. } if actor == who))
+}
+
+/// Whether `who` was seen waiting for a lock `holder` held.
+fn waited_for(run: &Finished, who: &str, holder: &str) -> bool {
+    run.events.iter().any(|e| {
+        matches!(&e.kind, shared::EventKind::Blocked { actor, by } if actor == who && by.iter().any(|b| b == holder))
+    })
+}
+
+/// The final expenses as `team approved_by` pairs, in id order.
+fn approvals(run: &Finished) -> Vec<String> {
+    run.rows_after("expenses")
+        .iter()
+        .map(|row| {
+            let text = |i: usize| row[i].as_text().unwrap_or_default().to_owned();
+            format!("{} {}", text(1), text(3))
+        })
+        .collect()
+}
+
+/// What a read-skew report showed, from the numbers its own queries returned (in order) and
+/// from whether anyone waited or failed.
+fn what_the_report_read(run: &Finished) -> &'static str {
+    let reads: Vec<i64> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            shared::EventKind::Result {
+                actor,
+                rows: Some(rows),
+                ..
+            } if actor == "report" => rows.rows.first()?.first()?.as_int(),
+            _ => None,
+        })
+        .collect();
+    if failed_with(run, "report", "40001") {
+        return "report-40001";
+    }
+    if waited_for(run, "carol", "report") {
+        return "carol-waits";
+    }
+    match reads.as_slice() {
+        [1_000, 1_250] => "disagree",
+        [1_000, 1_000] => "both-1000",
+        [1_250, 1_250] => "both-1250",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn read_skew_reveals_what_each_variant_really_did() {
+    for (variant, run, choice) in reveals("isolation/read-skew").await {
+        assert_eq!(
+            choice,
+            what_the_report_read(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}
+
+/// What two approvals that lock both teams came to, from the run alone: how many attempts a
+/// deadlock (40P01) cancelled, whether bob was seen waiting for alice, and how many shared
+/// expenses (one row per team) were approved.
+fn what_the_lock_orders_did(run: &Finished) -> &'static str {
+    let deadlocks = ["alice", "bob"]
+        .iter()
+        .filter(|who| failed_with(run, who, "40P01"))
+        .count();
+    let shared_approvals = approvals(run).len() / 2;
+    match (deadlocks, shared_approvals, waited_for(run, "bob", "alice")) {
+        (1, 2, _) => "one-40p01",
+        (0, 2, true) => "bob-waits",
+        (2, 0, _) => "both-cancelled",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn deadlock_reveals_what_each_variant_really_did() {
+    for (variant, run, choice) in reveals("isolation/deadlock").await {
+        assert_eq!(
+            choice,
+            what_the_lock_orders_did(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}
+
+/// How bob's approval ended under one of the fixes, from the run's errors, waits and the
+/// expenses it left.
+fn how_bobs_approval_ended(run: &Finished) -> &'static str {
+    let approved = approvals(run);
+    let approved: Vec<&str> = approved.iter().map(String::as_str).collect();
+    let bob_40001 = failed_with(run, "bob", "40001");
+    match (
+        failed(run, "alice"),
+        failed(run, "bob"),
+        bob_40001,
+        waited_for(run, "bob", "alice"),
+        approved.as_slice(),
+    ) {
+        (true, false, _, _, ["design bob"]) => "alice-cancelled",
+        (false, true, true, false, ["design alice"]) => "bob-40001",
+        (false, false, _, true, ["design alice"]) => "bob-waits",
+        (false, false, _, _, ["design alice", "design bob"]) => "both-approved",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn approve_reveals_what_each_variant_really_did() {
+    for (variant, run, choice) in reveals("isolation/approve").await {
+        assert_eq!(
+            choice,
+            how_bobs_approval_ended(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}
+
+/// What two approvals for two different teams came to, from the run's errors, waits and the
+/// expenses it left per team.
+fn what_two_teams_did(run: &Finished) -> &'static str {
+    let approved = approvals(run);
+    let approved: Vec<&str> = approved.iter().map(String::as_str).collect();
+    match approved.as_slice() {
+        ["design alice", "ops bob"] => {}
+        _ if !approved.contains(&"ops bob") => return "bob-rejected",
+        _ => return "none of the choices",
+    }
+    match (
+        failed(run, "alice"),
+        failed(run, "bob"),
+        failed_with(run, "bob", "40001"),
+        waited_for(run, "bob", "alice"),
+    ) {
+        (false, true, true, _) => "bob-40001",
+        (false, false, _, true) => "bob-waits",
+        (false, false, _, false) => "both-commit",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn false_positive_reveals_what_each_variant_really_did() {
+    for (variant, run, choice) in reveals("isolation/false-positive").await {
+        assert_eq!(
+            choice,
+            what_two_teams_did(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}
+
+/// What bob did once he had the team's row lock, from the run's errors, waits and expenses.
+fn what_bob_did_after_the_lock(run: &Finished) -> &'static str {
+    let approved = approvals(run);
+    let approved: Vec<&str> = approved.iter().map(String::as_str).collect();
+    if failed_with(run, "bob", "40001") {
+        return "bob-40001";
+    }
+    if !waited_for(run, "bob", "alice") {
+        return "no-wait";
+    }
+    match approved.as_slice() {
+        ["design alice"] => "bob-rejects",
+        ["design alice", "design bob"] => "bob-overspends",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn row_lock_at_repeatable_read_reveals_what_each_variant_really_did() {
+    for (variant, run, choice) in reveals("isolation/row-lock-at-repeatable-read").await {
+        assert_eq!(
+            choice,
+            what_bob_did_after_the_lock(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}
+
+/// What a SERIALIZABLE approver and a batch job came to, from the run's errors, waits and
+/// expenses.
+fn what_the_batch_job_did(run: &Finished) -> &'static str {
+    let approved = approvals(run);
+    let approved: Vec<&str> = approved.iter().map(String::as_str).collect();
+    match (
+        failed_with(run, "alice", "40001"),
+        failed_with(run, "batch", "40001"),
+        waited_for(run, "batch", "alice"),
+        approved.as_slice(),
+    ) {
+        (true, false, _, _) => "alice-40001",
+        (false, true, false, ["design alice"]) => "batch-40001",
+        (false, false, true, ["design alice"]) => "batch-waits",
+        (false, false, false, ["design alice", "design batch"]) => "both-commit",
+        _ => "none of the choices",
+    }
+}
+
+#[tokio::test]
+async fn batch_job_reveals_what_each_variant_really_did() {
+    for (variant, run, choice) in reveals("isolation/batch-job").await {
+        assert_eq!(
+            choice,
+            what_the_batch_job_did(&run),
+            "{variant}: the answer is what the run did"
+        );
+    }
+}

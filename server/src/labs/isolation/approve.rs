@@ -14,7 +14,7 @@ use super::{
     AMOUNT, BUDGET, LOCK_TEAM, RESERVE, TEAM, check_and_insert, ledger_after, ledger_before, ledger_of, say_totals,
 };
 use crate::engine::{Level, PgActor, Retried, RetryPolicy, Run, RunError, Signal, retry};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use shared::usd;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -42,7 +42,45 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are how each fix stops Bob (the module doc); `tests/isolation.rs`
+/// checks each against the run's own errors, waits and expenses.
+static PREDICT: PredictDef = PredictDef {
+    question: "With the fix in place, Alice and Bob each approve $3,000 against the $5,000 budget at the same moment. How does Bob's approval end?",
+    choices: &[
+        ("both-approved", "Both are approved anyway: $6,000 against $5,000"),
+        (
+            "bob-40001",
+            "Bob fails with 40001; his retry sees Alice's $3,000 and rejects",
+        ),
+        (
+            "bob-waits",
+            "Bob waits for Alice's row lock, then sees her $3,000 and is rejected",
+        ),
+        (
+            "alice-cancelled",
+            "Alice is cancelled and Bob's $3,000 is approved instead",
+        ),
+    ],
+    answers: &[
+        (
+            "serializable",
+            "bob-40001",
+            "Bob summed the expenses before Alice's insert committed and then writes where she summed too, so no one-at-a-time order fits and PostgreSQL refuses his INSERT with 40001; his retry loop starts over and counts her $3,000.",
+        ),
+        (
+            "for-update",
+            "bob-waits",
+            "Alice holds the team's row lock from before her check until her commit, so Bob's SELECT FOR UPDATE queues behind it and his check, at READ COMMITTED, then counts her $3,000.",
+        ),
+        (
+            "conditional",
+            "bob-waits",
+            "Bob's UPDATE has to wait for the row Alice's UPDATE changed, and once she commits PostgreSQL re-tests his condition on her $3,000, which no longer leaves room, so it changes nothing.",
+        ),
+    ],
 };
 
 fn level_of(variant: &str) -> Level {

@@ -10,7 +10,7 @@
 use super::write_skew::{overspend_verdict, race};
 use super::{AMOUNT, BUDGET, TEAM, ledger_after, ledger_before, ledger_of, say_totals};
 use crate::engine::{Level, Run, RunError};
-use crate::labs::ScenarioDef;
+use crate::labs::{PredictDef, ScenarioDef};
 use shared::event::ActorInfo;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -48,7 +48,40 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what SERIALIZABLE sees of each batch job (the module doc);
+/// `tests/isolation.rs` checks each against the run's own events and expenses.
+static PREDICT: PredictDef = PredictDef {
+    question: "Alice approves $3,000 at SERIALIZABLE while the batch job inserts $3,000 against the same $5,000 budget, at the same moment. What happens?",
+    choices: &[
+        ("both-commit", "Both commit: $6,000 approved against $5,000"),
+        (
+            "batch-40001",
+            "The batch job's COMMIT fails with 40001; its retry sees Alice's $3,000",
+        ),
+        (
+            "alice-40001",
+            "Alice's COMMIT fails with 40001: she is the one protected",
+        ),
+        (
+            "batch-waits",
+            "The batch job waits for Alice, then sees her $3,000 and stops",
+        ),
+    ],
+    answers: &[
+        (
+            "batch-read-committed",
+            "both-commit",
+            "SERIALIZABLE only tracks the reads and writes of transactions at SERIALIZABLE, so the batch job's check and insert at READ COMMITTED leave nothing for Alice's commit to conflict with.",
+        ),
+        (
+            "batch-serializable",
+            "batch-40001",
+            "With both at SERIALIZABLE each check missed the other's insert, so no one-at-a-time order explains the result and PostgreSQL cancels the later COMMIT, the batch job's, with 40001; its retry counts Alice's $3,000.",
+        ),
+    ],
 };
 
 fn batch_level(variant: &str) -> Level {

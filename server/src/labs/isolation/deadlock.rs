@@ -13,7 +13,7 @@ use super::{
     BUDGET, LOCK_TEAM, OTHER_TEAM, TEAM, add_other_team, insert_expense, ledger_after, ledger_before, ledger_of,
 };
 use crate::engine::{Level, PgActor, Retried, RetryPolicy, Run, RunError, Signal, retry};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use shared::{Check, Verdict, usd};
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -40,7 +40,34 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what each lock order leads to (the module doc);
+/// `tests/isolation.rs` checks each against the run's own errors, waits and expenses.
+static PREDICT: PredictDef = PredictDef {
+    question: "Alice and Bob each lock the design and ops rows before approving a shared $1,000 expense. What happens?",
+    choices: &[
+        ("stuck", "Each waits for the other's lock, and both hang for good"),
+        (
+            "one-40p01",
+            "One is cancelled with 40P01; the retry approves it after the other",
+        ),
+        ("bob-waits", "Bob waits for Alice's lock, then both approve first time"),
+        ("both-cancelled", "Both are cancelled and neither expense is approved"),
+    ],
+    answers: &[
+        (
+            "opposite-order",
+            "one-40p01",
+            "Each holds the row the other is waiting for, so after deadlock_timeout PostgreSQL breaks the cycle by cancelling Alice, who waited first, with 40P01, and her retry runs once Bob has committed.",
+        ),
+        (
+            "same-order",
+            "bob-waits",
+            "Both ask for design first, so whoever gets it second simply queues behind the holder and no cycle of waits can form.",
+        ),
+    ],
 };
 
 /// Each team's share of one approval.

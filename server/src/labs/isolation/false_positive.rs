@@ -11,7 +11,7 @@
 use super::write_skew::race;
 use super::{AMOUNT, BUDGET, OTHER_TEAM, TEAM, add_other_team, ledger_after, ledger_before, ledger_of, level_of};
 use crate::engine::{Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use shared::{Check, Verdict, usd};
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -38,7 +38,35 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what each level does with two approvals that share
+/// nothing (the module doc); `tests/isolation.rs` checks each against the run's own events and
+/// expenses.
+static PREDICT: PredictDef = PredictDef {
+    question: "Alice approves $3,000 for design while Bob approves $3,000 for ops, each team with its own $5,000 budget, at the same moment. What happens?",
+    choices: &[
+        ("both-commit", "Both commit first time: the two teams share nothing"),
+        (
+            "bob-40001",
+            "Bob's COMMIT fails with 40001; his retry approves ops' $3,000",
+        ),
+        ("bob-waits", "Bob waits for Alice to commit, then approves"),
+        ("bob-rejected", "Bob is rejected: Alice's $3,000 counts against ops too"),
+    ],
+    answers: &[
+        (
+            "serializable",
+            "bob-40001",
+            "On a table this small PostgreSQL records each check's read coarsely, covering the whole expenses index rather than just design's or ops' entries, so each insert looks like a change to what the other read and Bob's COMMIT gets 40001; his retry then goes through.",
+        ),
+        (
+            "read-committed",
+            "both-commit",
+            "At READ COMMITTED nobody tracks what the checks read, and the two inserts touch different teams' rows, so there is nothing to wait for and nothing to cancel.",
+        ),
+    ],
 };
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {

@@ -9,7 +9,7 @@
 
 use super::{BUDGET, TEAM, ledger_after, ledger_before, ledger_of};
 use crate::engine::{Level, PgActor, Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use shared::event::ActorInfo;
 use shared::{Check, Verdict, usd};
 
@@ -44,7 +44,38 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what each level shows the report (the module doc);
+/// `tests/isolation.rs` checks each against the report's own reads.
+static PREDICT: PredictDef = PredictDef {
+    question: "Carol has approved $1,000 so far. The report reads the team's running total, Carol approves $250 more, then the report sums the expenses. What do its two numbers say?",
+    choices: &[
+        ("disagree", "They disagree: $1,000 spent but $1,250 in expenses"),
+        ("both-1000", "Both say $1,000: Carol's $250 is left for the next report"),
+        (
+            "both-1250",
+            "Both say $1,250: the report picks up Carol's $250 everywhere",
+        ),
+        (
+            "carol-waits",
+            "Carol waits until the report is done, so nothing changes mid-report",
+        ),
+        ("report-40001", "The report fails with 40001 and has to run again"),
+    ],
+    answers: &[
+        (
+            "read-committed",
+            "disagree",
+            "Each statement of the report takes a fresh look at what is committed, so the total was read before Carol's $250 and the sum after it.",
+        ),
+        (
+            "repeatable-read",
+            "both-1000",
+            "The report's first read fixed its snapshot, so the later sum still sees only the $1,000 committed before it, and Carol's commit neither waits for the report nor breaks it.",
+        ),
+    ],
 };
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {

@@ -11,7 +11,7 @@ use super::approve::for_update;
 use super::write_skew::overspend_verdict;
 use super::{AMOUNT, BUDGET, TEAM, ledger_after, ledger_before, ledger_of, level_of, say_totals};
 use crate::engine::{Run, RunError};
-use crate::labs::{ScenarioDef, actors_at};
+use crate::labs::{PredictDef, ScenarioDef, actors_at};
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/row-lock-at-repeatable-read",
@@ -37,7 +37,34 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
-    predict: None,
+    predict: Some(&PREDICT),
+};
+
+/// Predict, then run. The answers are what Bob's check reads after his wait at each level (the
+/// module doc); `tests/isolation.rs` checks each against the run's own waits and expenses.
+static PREDICT: PredictDef = PredictDef {
+    question: "Alice and Bob each lock the team's row before checking the budget, and Bob waits until Alice has committed her $3,000. What does Bob do next?",
+    choices: &[
+        ("bob-rejects", "Bob sees Alice's $3,000 and rejects: $3,000 approved"),
+        (
+            "bob-overspends",
+            "Bob still sees $0 and approves: $6,000 against $5,000",
+        ),
+        ("bob-40001", "Bob's lock fails with 40001 once Alice commits"),
+        ("no-wait", "Bob never waits: both lock and check at once"),
+    ],
+    answers: &[
+        (
+            "repeatable-read",
+            "bob-overspends",
+            "Bob's snapshot was taken by his locking SELECT before it started waiting, and Alice only locked the team row without changing it, so he gets the lock without an error and his check still reads $0.",
+        ),
+        (
+            "read-committed",
+            "bob-rejects",
+            "Once the lock is his, Bob's check is a new statement and READ COMMITTED gives every statement a fresh look, so he sees Alice's committed $3,000.",
+        ),
+    ],
 };
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
