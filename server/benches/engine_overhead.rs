@@ -44,6 +44,8 @@ type Result<T> = std::result::Result<T, BoxError>;
 
 /// Write-skew runs per side unless the first CLI argument says otherwise.
 const WRITE_SKEW_RUNS: usize = 20;
+/// Sandboxes the engine keeps ready, as `racelab serve` does by default.
+const WARM_SANDBOXES: usize = 2;
 /// Load-test runs per side and strategy.
 const LOAD_RUNS: usize = 5;
 /// Untimed pairs before each series.
@@ -69,17 +71,27 @@ fn main() -> Result<()> {
 async fn bench(write_skew_runs: usize) -> Result<()> {
     let config = Config::from_env()?;
     let database_url = config.database_url.clone();
-    let engine = Arc::new(
-        racelab::db::connect_engine(&config)
-            .await
-            .map_err(|e| format!("racelab's engine needs PostgreSQL at DATABASE_URL: {e}"))?,
-    );
+    let connect = |warm_sandboxes: usize| {
+        let mut config = config.clone();
+        config.warm_sandboxes = warm_sandboxes;
+        async move {
+            racelab::db::connect_engine(&config)
+                .await
+                .map(Arc::new)
+                .map_err(|e| format!("racelab's engine needs PostgreSQL at DATABASE_URL: {e}"))
+        }
+    };
+    // The engine as served (sandboxes made ahead of demand), and one that makes each run's
+    // sandbox when the run starts.
+    let engine = connect(WARM_SANDBOXES).await?;
+    let cold = connect(0).await?;
     let base = PgConnectOptions::from_str(&database_url)?;
     let mut admin = base.clone().application_name("racelab-bench/admin").connect().await?;
 
     let total_schemas = (write_skew_runs + WARMUP) + LOAD_STRATEGIES.len() * (LOAD_RUNS + WARMUP);
     let mut bench = Bench {
-        engine,
+        engine: engine.clone(),
+        cold: cold.clone(),
         base,
         next_schema: 0,
         total_schemas,
@@ -88,11 +100,17 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
     let result = bench.all(&mut admin, write_skew_runs).await;
     let swept = bench.sweep(&mut admin).await;
     let _ = admin.close().await;
+    // The ready sandboxes go with the engine.
+    for engine in [engine, cold] {
+        engine.close(Duration::from_secs(5), Duration::from_secs(5)).await;
+    }
     result.and(swept)
 }
 
 struct Bench {
     engine: Arc<Engine>,
+    /// The same engine without sandboxes made ahead (`RACELAB_WARM_SANDBOXES=0`).
+    cold: Arc<Engine>,
     base: PgConnectOptions,
     next_schema: usize,
     total_schemas: usize,
@@ -136,26 +154,34 @@ impl Bench {
 
     async fn write_skew(&mut self, admin: &mut PgConnection, runs: usize) -> Result<()> {
         let mut engine_times = Vec::with_capacity(runs);
+        let mut cold_times = Vec::with_capacity(runs);
         let mut bare_times = Vec::with_capacity(runs);
         let (mut engine_40001, mut bare_40001) = (0, 0);
+        let bob_got_40001 = |run: &EngineRun| {
+            run.events.iter().any(
+                |e| matches!(&e.kind, EventKind::Error { actor, code: Some(s), .. } if actor == "bob" && s == "40001"),
+            )
+        };
         for i in 0..WARMUP + runs {
             let run = engine_run(&self.engine, "isolation/write-skew", "serializable").await?;
-            let engine_failed = run.events.iter().any(
-                |e| matches!(&e.kind, EventKind::Error { actor, code: Some(s), .. } if actor == "bob" && s == "40001"),
-            );
+            let cold = engine_run(&self.cold, "isolation/write-skew", "serializable").await?;
             let schema = self.schema()?;
             let (bare_time, bare_failed) = in_schema(admin, &schema, bare_write_skew(&self.base, &schema)).await?;
             if i >= WARMUP {
                 engine_times.push(run.wall);
+                cold_times.push(cold.wall);
                 bare_times.push(bare_time);
-                engine_40001 += usize::from(engine_failed);
+                engine_40001 += usize::from(bob_got_40001(&run)) + usize::from(bob_got_40001(&cold));
                 bare_40001 += usize::from(bare_failed);
             }
         }
         println!(
-            "write skew, serializable: {runs} runs per side (bob's first COMMIT got 40001: engine {engine_40001}/{runs}, bare {bare_40001}/{runs})"
+            "write skew, serializable: {runs} runs per side (bob's first COMMIT got 40001: engine {engine_40001}/{}, bare {bare_40001}/{runs})",
+            2 * runs
         );
         print_table(&engine_times, &bare_times);
+        println!("  without sandboxes made ahead (RACELAB_WARM_SANDBOXES=0):");
+        print_rows(&cold_times, &bare_times);
         Ok(())
     }
 

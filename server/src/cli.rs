@@ -125,7 +125,15 @@ where
     code
 }
 
-async fn run(scenario: &'static labs::ScenarioDef, variant: String, runs: u32, json: bool, config: Config) -> ExitCode {
+async fn run(
+    scenario: &'static labs::ScenarioDef,
+    variant: String,
+    runs: u32,
+    json: bool,
+    mut config: Config,
+) -> ExitCode {
+    // One command, its runs one after another: nothing to make ahead, and nothing left behind.
+    config.warm_sandboxes = 0;
     let engine = match connect_engine(&config).await {
         Ok(engine) => Arc::new(engine),
         Err(error) => {

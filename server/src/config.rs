@@ -51,6 +51,10 @@ pub struct Config {
     /// mode also how long a statement may wait, since a reader may think between two steps.
     #[arg(long, env = "RACELAB_IDLE_TIMEOUT_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub idle_timeout_secs: u64,
+    /// Sandboxes to keep made ahead of demand, per lab readers play (0: each run makes its own
+    /// when it starts).
+    #[arg(long, env = "RACELAB_WARM_SANDBOXES", default_value_t = 2)]
+    pub warm_sandboxes: usize,
     /// Runs one reader's address may have going at once, playing or waiting in line.
     #[arg(long, env = "RACELAB_RUNS_PER_CLIENT", default_value_t = 4)]
     pub runs_per_client: usize,

@@ -3,6 +3,7 @@
 use crate::config::Config;
 use crate::engine::leases::Leases;
 use crate::engine::run::Reach;
+use crate::engine::warm::Warm;
 use crate::engine::{Admission, Capacity, Engine, Limits};
 use crate::sandbox::{self, Services};
 use crate::store::Store;
@@ -95,6 +96,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
     ]);
     // The run connections are every replica's on this database, not this process's alone.
     let leases = Leases::new(pool.clone(), capacity.postgres);
+    let warm = Warm::new(services.clone(), config.warm_sandboxes);
     Ok(Engine {
         store: Store::new(pool),
         reach: Reach {
@@ -108,6 +110,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         server_version,
         live: Default::default(),
         pace: Default::default(),
+        warm,
     })
 }
 

@@ -239,3 +239,57 @@ async fn a_run_past_its_time_limit_fails_and_is_cleaned() {
     let run_id = run_id.expect("it started");
     assert_eq!(common::wait_until_clean(&run_id).await, common::Leftovers::NONE);
 }
+
+/// Sandboxes made ahead of demand: after a first run of write skew, the engine keeps two ready;
+/// the next run plays in one of them (and prints the tutorial's transcript), which is destroyed
+/// with the run and never offered again, and the shelf fills with new ones; closing the engine
+/// takes every ready sandbox down.
+#[tokio::test]
+async fn ready_sandboxes_are_taken_once_and_taken_down_with_the_engine() {
+    let _slot = common::db_slot().await;
+    let mut config = common::config();
+    config.warm_sandboxes = 2;
+    let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("PostgreSQL"));
+    let until_ready = |count: usize| {
+        let engine = engine.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+            loop {
+                let ready = engine.ready_sandboxes();
+                if ready.len() == count {
+                    return ready;
+                }
+                assert!(tokio::time::Instant::now() < deadline, "{ready:?} ready, not {count}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    let first = common::play(&engine, "isolation/write-skew", "serializable").await;
+    assert_eq!(first.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
+    let ready = until_ready(2).await;
+    assert!(
+        !ready.contains(&first.run_id),
+        "a run's own sandbox is never offered again"
+    );
+
+    let second = common::play(&engine, "isolation/write-skew", "serializable").await;
+    assert!(
+        ready.contains(&second.run_id),
+        "{} played in a ready sandbox {ready:?}",
+        second.run_id
+    );
+    assert_eq!(second.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
+    assert_eq!(common::wait_until_clean(&second.run_id).await, common::Leftovers::NONE);
+    let again = until_ready(2).await;
+    assert!(!again.contains(&second.run_id), "taken once: {again:?}");
+
+    assert_eq!(engine.close(Duration::from_secs(5), Duration::from_secs(5)).await, 0);
+    assert!(engine.ready_sandboxes().is_empty());
+    for run_id in again {
+        assert_eq!(
+            common::wait_until_clean(&run_id).await,
+            common::Leftovers::NONE,
+            "{run_id}"
+        );
+    }
+}

@@ -94,6 +94,7 @@ pub mod run;
 pub mod signal;
 pub mod sql;
 pub mod supervisor;
+pub mod warm;
 
 pub use admission::Admission;
 pub use broker::{Consumer, Producer, Received};
@@ -143,5 +144,11 @@ pub trait Scenario: Send + Sync + 'static {
     /// why. The engine reveals it after a completed run.
     fn reveal(&self, _variant: &str) -> Option<(String, String)> {
         None
+    }
+    /// Actors of `variant` that each open one session in the run's default schema under their
+    /// own name: the engine connects them while it makes the sandbox, so a run does not pay for
+    /// its connections one after another. None by default.
+    fn sessions_ahead(&self, _variant: &str) -> Vec<String> {
+        Vec::new()
     }
 }

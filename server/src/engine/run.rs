@@ -97,7 +97,17 @@ pub struct RunCore {
     /// `127.0.0.1:<port>` → the lane of the run's server listening there, so a request names
     /// where it goes.
     servers_by_addr: Mutex<HashMap<String, String>>,
+    /// Sessions connected ahead, while the sandbox was made (see `Scenario::sessions_ahead`),
+    /// by the name of the actor that will take each.
+    ahead: Mutex<HashMap<String, PgConnection>>,
     pub(super) limits: Limits,
+}
+
+/// A run's sessions connected before it plays: its monitor, and those of actors that will ask
+/// for one by name.
+pub(super) struct Sessions {
+    monitor: PgConnection,
+    ahead: HashMap<String, PgConnection>,
 }
 
 /// A scenario's handle on its run. Cheap to clone; every clone is the same run.
@@ -192,8 +202,18 @@ impl RunCore {
         session_options(&self.sandbox, &self.reach, who, schema)
     }
 
-    /// Opens a connection for `who` (see [`RunCore::session_options`]).
+    /// Opens a connection for `who` (see [`RunCore::session_options`]), or hands over the one
+    /// connected ahead for it. One connected ahead in the default schema is closed first if `who`
+    /// wants another, so a run never holds more sessions than its budget says.
     pub(super) async fn connect(&self, who: &str, schema: Option<&str>) -> Result<PgConnection, RunError> {
+        let ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner()).remove(who);
+        match (ahead, schema) {
+            (Some(conn), None) => return Ok(conn),
+            (Some(conn), Some(_)) => {
+                let _ = sqlx::Connection::close(conn).await;
+            }
+            (None, _) => {}
+        }
         Ok(self.session_options(who, schema)?.connect().await?)
     }
 
@@ -231,15 +251,45 @@ fn session_options(
 }
 
 impl Run {
-    /// Connects the monitor and makes the run. `reach.options` must already carry the limits.
-    pub(super) async fn open(
+    /// Connects the monitor session of the run whose sandbox is (or will be) `sandbox`, and the
+    /// sessions of actors `ahead`, all at once: a session's name and search path need only the
+    /// sandbox's names, so they may connect while the schema is still being made. An actor's
+    /// session that fails to connect here is simply not ahead (its actor connects itself, and
+    /// says why if that fails too). `reach.options` must already carry the limits.
+    pub(super) async fn connect_sessions(
+        sandbox: &Sandbox,
+        reach: &Reach,
+        ahead: &[String],
+    ) -> Result<Sessions, RunError> {
+        let connect = |who: &str| {
+            let options = session_options(sandbox, reach, who, None);
+            async move { Ok::<_, RunError>(options?.connect().await?) }
+        };
+        let (monitor, actors) = tokio::join!(
+            connect("monitor"),
+            futures_util::future::join_all(ahead.iter().map(|who| {
+                let connecting = connect(who);
+                async move { (who.clone(), connecting.await) }
+            }))
+        );
+        Ok(Sessions {
+            monitor: monitor?,
+            ahead: actors
+                .into_iter()
+                .filter_map(|(who, conn)| conn.ok().map(|conn| (who, conn)))
+                .collect(),
+        })
+    }
+
+    /// Makes the run, with its sessions (see [`Run::connect_sessions`]).
+    pub(super) fn open(
         sandbox: Sandbox,
         reach: Reach,
         sink: Arc<EventSink>,
         gate: Option<Gate>,
         limits: Limits,
-    ) -> Result<Run, RunError> {
-        let monitor = session_options(&sandbox, &reach, "monitor", None)?.connect().await?;
+        Sessions { monitor, ahead }: Sessions,
+    ) -> Run {
         let core = RunCore {
             id: sandbox.run_id.clone(),
             sandbox,
@@ -249,9 +299,10 @@ impl Run {
             monitor: tokio::sync::Mutex::new(monitor),
             actors_by_pid: Mutex::new(HashMap::new()),
             servers_by_addr: Mutex::new(HashMap::new()),
+            ahead: Mutex::new(ahead),
             limits,
         };
-        Ok(Run { core: Arc::new(core) })
+        Run { core: Arc::new(core) }
     }
 
     pub(super) fn core(&self) -> &Arc<RunCore> {

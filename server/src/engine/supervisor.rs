@@ -3,9 +3,10 @@
 //!
 //! The scenario plays on its own task; the supervisor stays outside it, forwarding events,
 //! passing `next` to the step gate, and watching for cancel, disconnect and the time limit. When
-//! the scenario ends — finished, failed, aborted — the supervisor destroys the sandbox (ending every
-//! session the run opened, its child processes' included, and removing its keys, topics and
-//! groups), stores the events for replay, and only then says `done`.
+//! the scenario ends — finished, failed, aborted — the supervisor stores the events for replay,
+//! says `done`, and destroys the sandbox (ending every session the run opened, its child
+//! processes' included, and removing its keys, topics and groups) before the run gives back its
+//! place: the reader does not wait for the cleanup, and no other run can meet what is left of it.
 
 use super::events::EventSink;
 use super::run::{Gate, Limits, Reach, Run};
@@ -30,6 +31,8 @@ pub struct Engine {
     pub(crate) server_version: String,
     pub(crate) live: LiveRuns,
     pub(crate) pace: Pace,
+    /// Sandboxes made ahead of demand.
+    pub(crate) warm: Arc<super::warm::Warm>,
 }
 
 /// How long runs take lately (a moving average), to tell a reader refused by a full line when
@@ -227,7 +230,15 @@ impl Engine {
         let _ = tokio::time::timeout(finish, count.wait_for(|n| *n == 0)).await;
         self.live.cancelling.send_replace(true);
         let _ = tokio::time::timeout(cleanup, count.wait_for(|n| *n == 0)).await;
-        *count.borrow()
+        let left = *count.borrow();
+        // No run takes a ready sandbox any more: they go too.
+        self.warm.empty().await;
+        left
+    }
+
+    /// The run ids of the sandboxes made ahead of demand and not taken yet.
+    pub fn ready_sandboxes(&self) -> Vec<String> {
+        self.warm.ready()
     }
 
     /// The limits every run is held to (the sweep's age threshold comes from them).
@@ -322,7 +333,9 @@ impl Engine {
                 return;
             }
         };
-        let run_id = sandbox::new_run_id();
+        // A sandbox made ahead of demand if one is ready: its run id becomes the run's.
+        let ready = admitted.as_ref().ok().and_then(|_| self.warm.take(scenario.sandbox()));
+        let run_id = ready.as_ref().map_or_else(sandbox::new_run_id, |s| s.run_id.clone());
         updates.send(ServerMsg::Started { run_id: run_id.clone() });
         let mut pipe = EventPipe::new(&updates);
         let info = scenario.info();
@@ -335,20 +348,22 @@ impl Engine {
             server: self.server_version.clone(),
         });
 
-        let outcome = match admitted {
-            Err(too_big) => Outcome::Failed {
-                message: too_big.to_string(),
-            },
-            // The slots are released when this arm ends: after the sandbox is gone.
-            Ok(_slots) => {
+        let (outcome, sandbox) = match &admitted {
+            Err(refused) => (
+                Outcome::Failed {
+                    message: refused.to_string(),
+                },
+                None,
+            ),
+            Ok(_) => {
                 let began = std::time::Instant::now();
-                let outcome = self
-                    .play(scenario, &variant, mode, &run_id, &mut pipe, &mut control)
+                let (outcome, sandbox) = self
+                    .play(scenario, &variant, mode, (&run_id, ready), &mut pipe, &mut control)
                     .await;
                 if mode == Mode::Auto && outcome == Outcome::Completed {
                     self.pace.record(began.elapsed());
                 }
-                outcome
+                (outcome, sandbox)
             }
         };
         if outcome == Outcome::Completed
@@ -363,30 +378,34 @@ impl Engine {
         if let Err(error) = self.store.save(&run_id, &info.id, &variant, &outcome, &events).await {
             tracing::warn!(run = %run_id, %error, "could not store the run");
         }
-        updates.send(ServerMsg::Done { run_id, outcome });
+        updates.send(ServerMsg::Done {
+            run_id: run_id.clone(),
+            outcome,
+        });
+        // The reader has the whole run; its sandbox goes now, while the run still holds its place
+        // (its connections, its lease, its count among the live runs a stopping server waits
+        // for), so no other run ever finds its sessions.
+        if let Some(sandbox) = sandbox
+            && let Err(error) = sandbox.destroy(&self.reach.services).await
+        {
+            tracing::error!(run = %run_id, %error, "could not destroy the sandbox; the startup sweep will");
+        }
+        drop(admitted);
     }
 
-    /// Creates the sandbox, plays the scenario on its own task, and destroys the sandbox.
+    /// Creates the sandbox (unless one `ready` was made ahead for run `run_id`) and plays the
+    /// scenario on its own task; returns how it ended and the sandbox, for its caller to destroy
+    /// (none if it could not be made).
     async fn play(
         &self,
         scenario: &'static dyn Scenario,
         variant: &str,
         mode: Mode,
-        run_id: &str,
+        (run_id, ready): (&str, Option<Sandbox>),
         pipe: &mut EventPipe<'_>,
         control: &mut mpsc::UnboundedReceiver<Control>,
-    ) -> Outcome {
+    ) -> (Outcome, Option<Sandbox>) {
         let services = &self.reach.services;
-        let sandbox = match Sandbox::create(services, run_id, scenario.sandbox()).await {
-            Ok(sandbox) => sandbox,
-            Err(error) => {
-                return Outcome::Failed {
-                    message: format!("could not create the sandbox: {error}"),
-                };
-            }
-        };
-        let (permits, gate_rx) = mpsc::unbounded_channel();
-        let gate = (mode == Mode::Step).then(|| Gate::new(gate_rx));
         let mut reach = self.reach.clone();
         if mode == Mode::Step {
             // A reader may think for minutes while an actor waits for a lock: the wait must not
@@ -396,7 +415,41 @@ impl Engine {
                 .options
                 .options([("lock_timeout", idle.as_str()), ("statement_timeout", idle.as_str())]);
         }
-        let outcome = match Run::open(sandbox.clone(), reach, pipe.sink.clone(), gate, self.limits.clone()).await {
+        // The monitor and the actors' sessions connect while the sandbox is made: none waits
+        // for another.
+        let names = ready
+            .clone()
+            .unwrap_or_else(|| Sandbox::plan(run_id, scenario.sandbox()));
+        let ahead = scenario.sessions_ahead(variant);
+        let (made, sessions) = tokio::join!(
+            async {
+                match ready {
+                    Some(sandbox) => Ok(sandbox),
+                    None => Sandbox::create(services, run_id, scenario.sandbox()).await,
+                }
+            },
+            Run::connect_sessions(&names, &reach, &ahead)
+        );
+        let sandbox = match made {
+            Ok(sandbox) => sandbox,
+            Err(error) => {
+                let message = format!("could not create the sandbox: {error}");
+                return (Outcome::Failed { message }, None);
+            }
+        };
+        let (permits, gate_rx) = mpsc::unbounded_channel();
+        let gate = (mode == Mode::Step).then(|| Gate::new(gate_rx));
+        let opened = sessions.map(|sessions| {
+            Run::open(
+                sandbox.clone(),
+                reach,
+                pipe.sink.clone(),
+                gate,
+                self.limits.clone(),
+                sessions,
+            )
+        });
+        let outcome = match opened {
             Err(error) => Outcome::Failed {
                 message: error.to_string(),
             },
@@ -444,10 +497,7 @@ impl Engine {
                 outcome
             }
         };
-        if let Err(error) = sandbox.destroy(services).await {
-            tracing::error!(run = %run_id, %error, "could not destroy the sandbox; the startup sweep will");
-        }
-        outcome
+        (outcome, Some(sandbox))
     }
 }
 

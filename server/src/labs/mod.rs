@@ -101,6 +101,15 @@ impl Scenario for ScenarioDef {
         &self.sandbox
     }
 
+    /// A scenario without a budget of its own is one PostgreSQL session per actor (the default
+    /// budget counts exactly that): each can be connected ahead.
+    fn sessions_ahead(&self, variant: &str) -> Vec<String> {
+        match self.budget {
+            None => (self.actors)(variant).into_iter().map(|actor| actor.name).collect(),
+            Some(_) => Vec::new(),
+        }
+    }
+
     fn actors(&self, variant: &str) -> Vec<ActorInfo> {
         (self.actors)(variant)
     }

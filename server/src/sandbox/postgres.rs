@@ -95,6 +95,9 @@ pub(super) fn drop_schemas<'a>(
 async fn end_sessions(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> {
     let pattern = application_name(run_id, "%");
     let deadline = Instant::now() + Duration::from_secs(10);
+    // A terminated backend is usually gone within a millisecond or two: look again soon, then
+    // less often (every run's cleanup waits on this).
+    let mut pause = Duration::from_millis(1);
     loop {
         let left: i64 = sqlx::query_scalar(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -106,7 +109,8 @@ async fn end_sessions(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> {
         if left == 0 || Instant::now() >= deadline {
             return Ok(());
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(10));
     }
 }
 

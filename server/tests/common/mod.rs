@@ -38,6 +38,9 @@ pub fn config() -> Config {
     let mut config = Config::from_env().expect("racelab's settings in the environment");
     // The tests are not the racelab binary: child-process actors start the real one.
     config.actor_binary = Some(env!("CARGO_BIN_EXE_racelab").into());
+    // No sandbox made ahead: an engine a test drops without closing it would leave them behind
+    // (`tests/engine.rs` tests the shelf with an engine it closes).
+    config.warm_sandboxes = 0;
     config
 }
 

@@ -1,0 +1,224 @@
+//! Sandboxes made ahead of demand: a reader who presses Run gets a sandbox that is already there
+//! (schemas created and seeded, topics made), and a new one is made in the background for the
+//! next reader.
+//!
+//! A sandbox is never used twice: a run destroys its own when it ends, as always. What the shelf
+//! keeps is only ever fresh: a kind of sandbox nobody asked for in [`UNWANTED_AFTER`] is taken
+//! down, and one that waited longer than [`STALE_AFTER`] is replaced (another replica's startup
+//! sweep removes registered sandboxes older than a run may live, and a shelf's must never look
+//! like that). Every sandbox on a shelf is registered like any other, so a crash leaves nothing
+//! the sweep cannot find. `RACELAB_WARM_SANDBOXES` says how many to keep ready per kind; the
+//! tests keep none, so each test's leftovers are its own runs'.
+
+use crate::sandbox::{Sandbox, Services, Spec, new_run_id};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A kind of sandbox nobody asked for in this long is taken down.
+const UNWANTED_AFTER: Duration = Duration::from_secs(5 * 60);
+/// A sandbox that waited this long on the shelf is replaced by a fresh one.
+const STALE_AFTER: Duration = Duration::from_secs(10 * 60);
+/// How often the shelves are looked over.
+const LOOK_OVER_EVERY: Duration = Duration::from_secs(30);
+
+pub struct Warm {
+    services: Services,
+    /// Ready sandboxes to keep per kind that readers ask for.
+    keep: usize,
+    shelves: Mutex<Vec<Shelf>>,
+}
+
+/// The ready sandboxes of one kind (one lab's [`Spec`]).
+struct Shelf {
+    kind: u64,
+    spec: Spec,
+    ready: Vec<(Sandbox, Instant)>,
+    wanted_at: Instant,
+    /// A task is making sandboxes for this shelf.
+    filling: bool,
+}
+
+/// What tells two specs apart: their schemas (names and SQL), Redis and topics.
+fn kind_of(spec: &Spec) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    spec.schemas.hash(&mut hasher);
+    spec.redis.hash(&mut hasher);
+    spec.topics.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl Warm {
+    /// Shelves keeping `keep` ready sandboxes per kind (none: every run makes its own).
+    pub fn new(services: Services, keep: usize) -> Arc<Warm> {
+        let warm = Arc::new(Warm {
+            services,
+            keep,
+            shelves: Mutex::new(Vec::new()),
+        });
+        if keep > 0 {
+            tokio::spawn(look_over(Arc::downgrade(&warm)));
+        }
+        warm
+    }
+
+    fn shelves(&self) -> MutexGuard<'_, Vec<Shelf>> {
+        self.shelves.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A ready sandbox of `spec`'s kind, if one is on the shelf; either way the shelf is filled
+    /// again in the background.
+    pub fn take(self: &Arc<Self>, spec: &Spec) -> Option<Sandbox> {
+        if self.keep == 0 {
+            return None;
+        }
+        let kind = kind_of(spec);
+        let mut shelves = self.shelves();
+        let index = match shelves.iter().position(|s| s.kind == kind) {
+            Some(index) => index,
+            None => {
+                shelves.push(Shelf {
+                    kind,
+                    spec: *spec,
+                    ready: Vec::new(),
+                    wanted_at: Instant::now(),
+                    filling: false,
+                });
+                shelves.len() - 1
+            }
+        };
+        let shelf = &mut shelves[index];
+        shelf.wanted_at = Instant::now();
+        // The oldest first: every sandbox spends as little time on the shelf as it can.
+        let taken = (!shelf.ready.is_empty()).then(|| shelf.ready.remove(0).0);
+        if !shelf.filling && shelf.ready.len() < self.keep {
+            shelf.filling = true;
+            tokio::spawn(self.clone().fill(kind));
+        }
+        taken
+    }
+
+    /// Makes sandboxes for shelf `kind` until it holds what it should (one at a time: a run
+    /// waiting for its own sandbox comes first).
+    async fn fill(self: Arc<Self>, kind: u64) {
+        loop {
+            let spec = {
+                let mut shelves = self.shelves();
+                let Some(shelf) = shelves.iter_mut().find(|s| s.kind == kind) else {
+                    return;
+                };
+                if shelf.ready.len() >= self.keep || shelf.wanted_at.elapsed() > UNWANTED_AFTER {
+                    shelf.filling = false;
+                    return;
+                }
+                shelf.spec
+            };
+            let made = Sandbox::create(&self.services, &new_run_id(), &spec).await;
+            let mut shelves = self.shelves();
+            let Some(shelf) = shelves.iter_mut().find(|s| s.kind == kind) else {
+                return;
+            };
+            match made {
+                Ok(sandbox) => shelf.ready.push((sandbox, Instant::now())),
+                Err(error) => {
+                    // A service is down: runs make their own (and say why) until it is back.
+                    tracing::warn!(%error, "could not make a sandbox ahead of demand");
+                    shelf.filling = false;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The run ids of the sandboxes ready on every shelf.
+    pub fn ready(&self) -> Vec<String> {
+        self.shelves()
+            .iter()
+            .flat_map(|s| s.ready.iter().map(|(sandbox, _)| sandbox.run_id.clone()))
+            .collect()
+    }
+
+    /// Takes down what nobody wants any more and what waited too long (the shelf refills with
+    /// fresh ones if its kind is still asked for).
+    async fn tidy(self: &Arc<Self>) {
+        let (gone, refill) = {
+            let mut shelves = self.shelves();
+            let mut gone = Vec::new();
+            let mut refill = Vec::new();
+            for shelf in shelves.iter_mut() {
+                let unwanted = shelf.wanted_at.elapsed() > UNWANTED_AFTER;
+                let (old, fresh): (Vec<_>, Vec<_>) = std::mem::take(&mut shelf.ready)
+                    .into_iter()
+                    .partition(|(_, made)| unwanted || made.elapsed() > STALE_AFTER);
+                shelf.ready = fresh;
+                gone.extend(old.into_iter().map(|(sandbox, _)| sandbox));
+                if !unwanted && !shelf.filling && shelf.ready.len() < self.keep {
+                    shelf.filling = true;
+                    refill.push(shelf.kind);
+                }
+            }
+            shelves.retain(|s| !s.ready.is_empty() || s.filling || s.wanted_at.elapsed() <= UNWANTED_AFTER);
+            (gone, refill)
+        };
+        for kind in refill {
+            tokio::spawn(self.clone().fill(kind));
+        }
+        self.destroy(gone).await;
+    }
+
+    /// Takes every ready sandbox down (the server is stopping); returns how many.
+    pub async fn empty(&self) -> usize {
+        let gone: Vec<Sandbox> = {
+            let mut shelves = self.shelves();
+            shelves
+                .iter_mut()
+                .flat_map(|s| std::mem::take(&mut s.ready))
+                .map(|(sandbox, _)| sandbox)
+                .collect()
+        };
+        let count = gone.len();
+        self.destroy(gone).await;
+        count
+    }
+
+    async fn destroy(&self, sandboxes: Vec<Sandbox>) {
+        for sandbox in sandboxes {
+            if let Err(error) = sandbox.destroy(&self.services).await {
+                tracing::warn!(run = %sandbox.run_id, %error, "could not take a ready sandbox down; the sweep will");
+            }
+        }
+    }
+}
+
+/// Looks the shelves over every [`LOOK_OVER_EVERY`] while the engine lives.
+async fn look_over(warm: std::sync::Weak<Warm>) {
+    loop {
+        tokio::time::sleep(LOOK_OVER_EVERY).await;
+        let Some(warm) = warm.upgrade() else { return };
+        warm.tidy().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kind_of;
+    use crate::sandbox::Spec;
+
+    #[test]
+    fn specs_of_one_lab_are_one_kind_and_other_labs_another() {
+        const A: Spec = Spec {
+            schemas: &[("", "CREATE TABLE teams (id text)")],
+            redis: false,
+            topics: &[],
+        };
+        let copy = A;
+        let other = Spec {
+            schemas: &[("", "CREATE TABLE wallets (id int)")],
+            ..A
+        };
+        assert_eq!(kind_of(&A), kind_of(&copy));
+        assert_ne!(kind_of(&A), kind_of(&other));
+        assert_ne!(kind_of(&A), kind_of(&Spec { redis: true, ..A }));
+    }
+}
