@@ -44,6 +44,8 @@ type Result<T> = std::result::Result<T, BoxError>;
 
 /// Write-skew runs per side unless the first CLI argument says otherwise.
 const WRITE_SKEW_RUNS: usize = 20;
+/// Readers in the crowd section.
+const CROWD: usize = 200;
 /// Sandboxes the engine keeps ready, as `racelab serve` does by default.
 const WARM_SANDBOXES: usize = 2;
 /// Load-test runs per side and strategy.
@@ -127,6 +129,8 @@ impl Bench {
         );
         println!();
         self.write_skew(admin, write_skew_runs).await?;
+        println!();
+        self.crowd().await?;
         for strategy in LOAD_STRATEGIES {
             println!();
             self.load_test(admin, strategy).await?;
@@ -134,10 +138,12 @@ impl Bench {
         Ok(())
     }
 
-    /// Drops every schema this benchmark may create (`bench_0` … ), whatever state it is in.
+    /// Drops every schema this benchmark may create (`bench_0` …, `bench_crowd_0` …), whatever
+    /// state it is in.
     async fn sweep(&self, admin: &mut PgConnection) -> Result<()> {
         let drops: String = (0..self.total_schemas)
             .map(|n| format!("DROP SCHEMA IF EXISTS bench_{n} CASCADE;"))
+            .chain((0..CROWD).map(|n| format!("DROP SCHEMA IF EXISTS bench_crowd_{n} CASCADE;")))
             .collect();
         sqlx::raw_sql(&drops).execute(&mut *admin).await?;
         Ok(())
@@ -182,6 +188,93 @@ impl Bench {
         print_table(&engine_times, &bare_times);
         println!("  without sandboxes made ahead (RACELAB_WARM_SANDBOXES=0):");
         print_rows(&cold_times, &bare_times);
+        Ok(())
+    }
+
+    /// A crowd: `CROWD` readers press Run on serializable write skew at the same moment, over
+    /// racelab's websocket on loopback (`racelab::crowd`, the load client of `racelab crowd`),
+    /// beside the bare program playing as many write skews at once as the same connection
+    /// budget allows (three sessions a run on both sides: the engine's monitor and actors, the
+    /// bare program's setup session and actors).
+    async fn crowd(&mut self) -> Result<()> {
+        let config = racelab::config::Config::from_env()?;
+        let state = racelab::web::AppState {
+            engine: self.engine.clone(),
+            config: Arc::new(config),
+        };
+        let app = racelab::web::router(state, std::path::Path::new("no-such-dist"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?;
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let crowd = |readers: usize| racelab::crowd::Crowd {
+            url: format!("ws://{address}/ws"),
+            readers,
+            scenario: "isolation/write-skew".to_owned(),
+            variant: "serializable".to_owned(),
+            within: Duration::from_secs(300),
+        };
+        let mut alone = Vec::new();
+        for _ in 0..WARMUP + 10 {
+            let (seen, _) = crowd(1).gather().await?;
+            match seen.as_slice() {
+                [racelab::crowd::Seen::Done { took, .. }] => alone.push(*took),
+                other => return Err(format!("a reader alone did not finish: {other:?}").into()),
+            }
+        }
+        alone.drain(..WARMUP);
+        let (seen, wall) = crowd(CROWD).gather().await?;
+        let summary = racelab::crowd::Summary::of(&seen, wall);
+        server.abort();
+
+        let budget = self.engine.connection_budget();
+        let at_once = usize::try_from(budget / 3).unwrap_or(1).max(1);
+        let (bare_times, bare_wall) = bare_crowd(&self.base, CROWD, at_once).await?;
+        let bare = racelab::crowd::Summary::of(&bare_times, bare_wall);
+
+        let ms = |d: Duration| d.as_secs_f64() * 1_000.0;
+        println!(
+            "a crowd: {CROWD} readers press Run on write skew, serializable, at once (connection budget {budget}: at most {at_once} runs at once on either side)"
+        );
+        println!(
+            "  one reader alone, Run → done over the websocket: median {:.1} ms",
+            median(&alone)
+        );
+        println!(
+            "  engine: {} (verdicts: {:?}; refused {:?}; lost {})",
+            summary
+                .outcomes
+                .iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            summary.verdicts,
+            summary.refused,
+            summary.lost
+        );
+        println!(
+            "  {:<14} {:>10} {:>10} {:>10} {:>10}",
+            "Run → done", "p50 ms", "p95 ms", "max ms", "runs/s"
+        );
+        for (label, s) in [("engine", &summary), ("bare sqlx", &bare)] {
+            println!(
+                "  {label:<14} {:>10.0} {:>10.0} {:>10.0} {:>10.1}",
+                ms(s.p50),
+                ms(s.p95),
+                ms(s.max),
+                s.runs_per_s()
+            );
+        }
+        println!(
+            "  {:<14} {:>9.2}x {:>9.2}x {:>9.2}x {:>9.2}x",
+            "engine / bare",
+            ms(summary.p50) / ms(bare.p50),
+            ms(summary.p95) / ms(bare.p95),
+            ms(summary.max) / ms(bare.max),
+            summary.runs_per_s() / bare.runs_per_s()
+        );
+        if summary.lost > 0 || !summary.refused.is_empty() || summary.outcomes.get("completed") != Some(&CROWD) {
+            return Err("not every reader of the crowd had a completed run".into());
+        }
         Ok(())
     }
 
@@ -409,6 +502,39 @@ async fn write_skew_statements(alice: &mut PgConnection, bob: &mut PgConnection)
         }
         Err(other) => Err(other.into()),
     }
+}
+
+/// `runs` bare write skews started at the same moment, at most `at_once` playing together,
+/// each in its own schema made and dropped on a setup session of its own. Returns each as a
+/// crowd's reader would have seen it, and the wall time.
+async fn bare_crowd(
+    base: &PgConnectOptions,
+    runs: usize,
+    at_once: usize,
+) -> Result<(Vec<racelab::crowd::Seen>, Duration)> {
+    let turns = Arc::new(tokio::sync::Semaphore::new(at_once));
+    let pressed = Instant::now();
+    // Polled together on this task (sqlx's statements cannot be proven `Send` across a spawn
+    // here, see `connect`); the work is PostgreSQL's either way.
+    let played = futures_util::future::join_all((0..runs).map(|n| {
+        let turns = turns.clone();
+        async move {
+            let _turn = turns.acquire_owned().await?;
+            let schema = format!("bench_crowd_{n}");
+            let mut setup = connect(base, &schema, "setup").await?;
+            let played = in_schema(&mut setup, &schema, bare_write_skew(base, &schema)).await;
+            let _ = setup.close().await;
+            played?;
+            Ok::<_, BoxError>(racelab::crowd::Seen::Done {
+                took: pressed.elapsed(),
+                outcome: "completed".to_owned(),
+                verdict: None,
+            })
+        }
+    }))
+    .await;
+    let seen = played.into_iter().collect::<Result<Vec<_>>>()?;
+    Ok((seen, pressed.elapsed()))
 }
 
 /// What the bare load test did.

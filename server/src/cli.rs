@@ -1,4 +1,4 @@
-//! The command line: `racelab serve | run | list`.
+//! The command line: `racelab serve | run | list | crowd`.
 //!
 //! `run` prints exactly the tutorial's transcript on stdout and nothing else, so its output can
 //! be compared line for line; the ledger diff and the verdict go to stderr.
@@ -50,6 +50,23 @@ enum Command {
     },
     /// List every lab, scenario and variant.
     List,
+    /// Send a crowd of readers who press Run at the same moment to a racelab on this machine,
+    /// and print how long their runs took (p50, p95, max), their verdicts and the runs per
+    /// second. Loopback only; at most 1,000 readers and 600 s.
+    Crowd {
+        /// The racelab's websocket.
+        #[arg(long, default_value = "ws://127.0.0.1:8080/ws")]
+        url: String,
+        #[arg(long, default_value_t = 200)]
+        readers: usize,
+        #[arg(long, default_value = "isolation/write-skew")]
+        scenario: String,
+        #[arg(long, default_value = "serializable")]
+        variant: String,
+        /// Seconds every reader waits for its run's end.
+        #[arg(long, default_value_t = 120)]
+        within: u64,
+    },
     /// Run one child-process actor of a run (started by the engine, never by hand).
     #[command(hide = true)]
     Actor {
@@ -86,6 +103,41 @@ impl Cli {
                 with_services(config, &needs, |config| serve_http(config, serve)).await
             }
             Command::Actor { kind } => crate::engine::child::main(labs::CHILD_KINDS, &kind).await,
+            Command::Crowd {
+                url,
+                readers,
+                scenario,
+                variant,
+                within,
+            } => {
+                crowd(crate::crowd::Crowd {
+                    url,
+                    readers,
+                    scenario,
+                    variant,
+                    within: std::time::Duration::from_secs(within),
+                })
+                .await
+            }
+        }
+    }
+}
+
+/// `racelab crowd`: the summary on stdout; fails unless every reader's run ended.
+async fn crowd(crowd: crate::crowd::Crowd) -> ExitCode {
+    match crowd.gather().await {
+        Ok((seen, wall)) => {
+            let summary = crate::crowd::Summary::of(&seen, wall);
+            println!("{summary}");
+            if summary.lost == 0 && summary.refused.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(error) => {
+            eprintln!("racelab: {error}");
+            ExitCode::from(2)
         }
     }
 }

@@ -6,12 +6,13 @@
 //! - [`sandbox`]: a schema per run, and the sweep of what a crash left behind.
 //! - [`labs`]: one folder per tutorial, one file per scenario.
 //! - [`web`]: the axum server: websocket runs, the catalog and stored runs, health, the app.
-//! - [`cli`]: `racelab run | list | serve`.
+//! - [`cli`]: `racelab run | list | serve | crowd`; [`crowd`]: the load client.
 //! - [`embedded`]: private PostgreSQL, Redis and broker processes when none run.
 //! - [`store`], [`db`], [`config`], [`health`]: run history, startup, settings, dependency checks.
 
 pub mod cli;
 pub mod config;
+pub mod crowd;
 pub mod db;
 pub mod embedded;
 pub mod engine;

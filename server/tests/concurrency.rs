@@ -34,3 +34,28 @@ async fn fifty_concurrent_runs_all_match_the_tutorial_and_leave_nothing_behind()
         );
     }
 }
+
+/// The load client (`racelab crowd`) against the real server: twenty readers press Run at once;
+/// every one gets a completed run and serializable write skew's verdict (the bug prevented).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_of_twenty_readers_all_get_the_right_verdict() {
+    let address = common::server().await;
+    let crowd = racelab::crowd::Crowd {
+        url: format!("ws://{address}/ws"),
+        readers: 20,
+        scenario: "isolation/write-skew".to_owned(),
+        variant: "serializable".to_owned(),
+        within: std::time::Duration::from_secs(120),
+    };
+    let (seen, wall) = crowd.gather().await.expect("a crowd on loopback");
+    let summary = racelab::crowd::Summary::of(&seen, wall);
+    assert_eq!(summary.outcomes.get("completed"), Some(&20), "{summary}");
+    assert_eq!(summary.verdicts.get("prevented"), Some(&20), "{summary}");
+    assert!(summary.refused.is_empty() && summary.lost == 0, "{summary}");
+    assert!(summary.p50 <= summary.p95 && summary.p95 <= summary.max && summary.max <= wall);
+    let elsewhere = racelab::crowd::Crowd {
+        url: "ws://racelab.example/ws".to_owned(),
+        ..crowd
+    };
+    assert!(elsewhere.gather().await.is_err(), "a crowd only loads this machine");
+}

@@ -170,6 +170,14 @@ impl Admission {
         }
     }
 
+    /// The size of `service`'s pool.
+    pub fn capacity(&self, service: Service) -> u32 {
+        self.pools
+            .iter()
+            .find(|(s, _, _)| *s == service)
+            .map_or(0, |(_, _, size)| *size)
+    }
+
     /// How many runs are in line (waiting, or passing through on their way in).
     pub fn waiting(&self) -> usize {
         self.line.lock().unwrap_or_else(|p| p.into_inner()).len()

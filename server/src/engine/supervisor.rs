@@ -241,6 +241,11 @@ impl Engine {
         self.warm.ready()
     }
 
+    /// PostgreSQL connections runs may hold at once (every replica together).
+    pub fn connection_budget(&self) -> u32 {
+        self.admission.capacity(Service::Postgres)
+    }
+
     /// The limits every run is held to (the sweep's age threshold comes from them).
     pub fn limits(&self) -> &Limits {
         &self.limits
