@@ -98,7 +98,8 @@ pub async fn server_version(pool: &PgPool) -> Result<String, sqlx::Error> {
         .await
 }
 
-async fn postgres(pool: &PgPool) -> Dependency {
+/// Probes PostgreSQL through racelab's own pool (its version, at most 2 s).
+pub async fn postgres(pool: &PgPool) -> Dependency {
     match timeout(PROBE_TIMEOUT * 4, server_version(pool)).await {
         Ok(Ok(version)) => Dependency {
             up: true,

@@ -106,6 +106,54 @@ pub async fn start(bin: &Path, instance: &Path) -> Result<PrivatePostgres, Embed
         .unwrap_or_default();
 
     let port = free_port().map_err(|e| failed(format!("no free port: {e}")))?;
+    let process = launch(bin, instance, &data, port).await?;
+    Ok(PrivatePostgres {
+        process,
+        port,
+        data,
+        version,
+    })
+}
+
+/// A private PostgreSQL stopped with its data kept, to be started again as it was.
+pub struct StoppedPostgres {
+    pub port: u16,
+    pub data: PathBuf,
+    pub version: String,
+}
+
+impl PrivatePostgres {
+    /// Stops the server as an operator's restart begins (a fast shutdown: every session is
+    /// ended), keeping its data.
+    pub async fn stop_keeping_data(self) -> StoppedPostgres {
+        self.process.stop().await;
+        StoppedPostgres {
+            port: self.port,
+            data: self.data,
+            version: self.version,
+        }
+    }
+}
+
+impl StoppedPostgres {
+    /// Starts it again on the same data and port; returns once it accepts connections.
+    pub async fn start(self, bin: &Path) -> Result<PrivatePostgres, EmbeddedError> {
+        let instance = self.data.parent().unwrap_or(&self.data).to_path_buf();
+        let process = launch(bin, &instance, &self.data, self.port).await?;
+        Ok(PrivatePostgres {
+            process,
+            port: self.port,
+            data: self.data,
+            version: self.version,
+        })
+    }
+}
+
+/// Starts `postgres` on the cluster in `data`, listening on `port`; returns once it accepts
+/// connections.
+async fn launch(bin: &Path, instance: &Path, data: &Path, port: u16) -> Result<ServiceProcess, EmbeddedError> {
+    let failed = |what: String| EmbeddedError::Postgres(what);
+    let user = service_user();
     let mut postgres = Command::new(bin.join("postgres"));
     postgres.arg("-D").arg(&data).arg("-p").arg(port.to_string());
     for setting in [
@@ -120,7 +168,10 @@ pub async fn start(bin: &Path, instance: &Path) -> Result<PrivatePostgres, Embed
     ] {
         postgres.arg("-c").arg(setting);
     }
-    as_service_user(&mut postgres);
+    if let Some((uid, gid)) = user {
+        postgres.uid(uid).gid(gid);
+    }
+    postgres.current_dir(instance);
     let process = ServiceProcess::spawn(
         postgres,
         // A fast shutdown: sessions are ended, the cluster stops at once.
@@ -144,14 +195,8 @@ pub async fn start(bin: &Path, instance: &Path) -> Result<PrivatePostgres, Embed
             Err(_) => false,
         }
     };
-    let process = process
+    process
         .until_ready(READY_WITHIN, accepts)
         .await
-        .map_err(|why| failed(format!("postgres on port {port}: {why}")))?;
-    Ok(PrivatePostgres {
-        process,
-        port,
-        data,
-        version,
-    })
+        .map_err(|why| failed(format!("postgres on port {port}: {why}")))
 }

@@ -48,8 +48,13 @@ pub fn installed() -> bool {
 
 /// Starts the playground's private Redis; returns it with its port.
 pub async fn start(instance: &Path) -> Result<(ServiceProcess, u16), EmbeddedError> {
+    let port = free_port().map_err(|e| EmbeddedError::Redis(format!("no free port: {e}")))?;
+    Ok((start_on(instance, port).await?, port))
+}
+
+/// Starts a private Redis on `port` (again, after a restart: it comes back empty).
+pub async fn start_on(instance: &Path, port: u16) -> Result<ServiceProcess, EmbeddedError> {
     let failed = |what: String| EmbeddedError::Redis(what);
-    let port = free_port().map_err(|e| failed(format!("no free port: {e}")))?;
     let mut command = command(port);
     command.current_dir(instance);
     let process = ServiceProcess::spawn(
@@ -60,9 +65,8 @@ pub async fn start(instance: &Path) -> Result<(ServiceProcess, u16), EmbeddedErr
     )
     .map_err(|e| failed(format!("cannot start redis-server: {e}")))?;
     let url = format!("redis://127.0.0.1:{port}");
-    let process = process
+    process
         .until_ready(READY_WITHIN, || async { crate::health::redis(&url).await.up })
         .await
-        .map_err(|why| failed(format!("redis-server on port {port}: {why}")))?;
-    Ok((process, port))
+        .map_err(|why| failed(format!("redis-server on port {port}: {why}")))
 }

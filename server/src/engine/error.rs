@@ -30,9 +30,13 @@ pub enum StepError {
     /// The database refused the statement.
     #[error(transparent)]
     Db(#[from] DbError),
-    /// The actor's connection is gone (terminated, network, cancelled run).
-    #[error("{actor}'s connection was lost: {reason}")]
-    Lost { actor: String, reason: String },
+    /// The actor's connection to `service` is gone (terminated, network, cancelled run).
+    #[error("{actor}'s {} connection was lost: {reason}", service.label())]
+    Lost {
+        actor: String,
+        service: shared::Service,
+        reason: String,
+    },
     /// The result did not have the shape the scenario expects (a bug in a scenario).
     #[error("unexpected result: {0}")]
     Shape(String),
@@ -80,4 +84,67 @@ pub enum RunError {
     Process { actor: String, reason: String },
     #[error("{0}")]
     Other(String),
+}
+
+impl RunError {
+    /// What a reader is told when this ends their run. A database error that says the server is
+    /// going away (SQLSTATE class 57, operator intervention; class 08, connection exception) and
+    /// a connection that cannot be made are named for what they are: PostgreSQL, not the
+    /// scenario, failed the run.
+    pub fn for_reader(&self) -> String {
+        match self {
+            RunError::Step(StepError::Db(db)) if db.sqlstate.starts_with("57") || db.sqlstate.starts_with("08") => {
+                format!("PostgreSQL stopped serving this run: {db}")
+            }
+            RunError::Database(
+                error @ (sqlx::Error::Io(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::Protocol(_)),
+            ) => format!("PostgreSQL could not be reached: {error}"),
+            other => other.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_going_away_is_named_for_the_reader() {
+        let shutdown = RunError::Step(StepError::Db(DbError {
+            sqlstate: "57P01".into(),
+            message: "terminating connection due to administrator command".into(),
+        }));
+        assert_eq!(
+            shutdown.for_reader(),
+            "PostgreSQL stopped serving this run: SQLSTATE 57P01: terminating connection due to administrator command"
+        );
+        let unreachable = RunError::Database(sqlx::Error::Io(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        )));
+        assert!(
+            unreachable
+                .for_reader()
+                .starts_with("PostgreSQL could not be reached: "),
+            "{}",
+            unreachable.for_reader()
+        );
+        let lesson = RunError::Step(StepError::Db(DbError {
+            sqlstate: SERIALIZATION_FAILURE.into(),
+            message: "could not serialize access".into(),
+        }));
+        assert_eq!(
+            lesson.for_reader(),
+            "SQLSTATE 40001: could not serialize access",
+            "a lesson is not a fault"
+        );
+        let lost = StepError::Lost {
+            actor: "A".into(),
+            service: shared::Service::Redis,
+            reason: "broken pipe".into(),
+        };
+        assert_eq!(lost.to_string(), "A's Redis connection was lost: broken pipe");
+    }
 }

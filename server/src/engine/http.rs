@@ -204,6 +204,7 @@ impl HttpClient {
                 self.lane
                     .error(ErrorKind::Connection, None, format!("no answer: {reason}"));
                 Err(StepError::Lost {
+                    service: shared::Service::Http,
                     actor: self.lane.name().to_owned(),
                     reason,
                 })

@@ -294,6 +294,7 @@ impl PgActor {
 
     fn lost(&self, reason: &str) -> StepError {
         StepError::Lost {
+            service: shared::Service::Postgres,
             actor: self.name().to_owned(),
             reason: reason.to_owned(),
         }

@@ -321,6 +321,7 @@ impl RedisActor {
                 let message = error.to_string();
                 self.lane.error(ErrorKind::Connection, None, message.clone());
                 Err(StepError::Lost {
+                    service: shared::Service::Redis,
                     actor: self.name().to_owned(),
                     reason: message,
                 })

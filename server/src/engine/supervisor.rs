@@ -207,10 +207,11 @@ impl Engine {
     async fn probe(&self, service: Service) -> Result<(), String> {
         let services = &self.reach.services;
         let probed = match service {
+            // Up when racelab started, but it may have gone since (restarted, failed over).
+            Service::Postgres => crate::health::postgres(&services.pool).await,
             Service::Redis => crate::health::redis(&services.redis_url).await,
             Service::Kafka => crate::health::kafka(&services.brokers).await,
-            // PostgreSQL is racelab's own database: without it nothing started.
-            Service::Postgres | Service::Http | Service::Process => return Ok(()),
+            Service::Http | Service::Process => return Ok(()),
         };
         let dependency = crate::health::explained(services, service, probed);
         if dependency.up { Ok(()) } else { Err(dependency.detail) }
@@ -393,7 +394,10 @@ impl Engine {
         if let Some(sandbox) = sandbox
             && let Err(error) = sandbox.destroy(&self.reach.services).await
         {
-            tracing::error!(run = %run_id, %error, "could not destroy the sandbox; the startup sweep will");
+            // A service is down (PostgreSQL restarting, Redis gone): the sandbox goes as soon as
+            // it is back, not at the next sweep.
+            tracing::warn!(run = %run_id, %error, "could not destroy the sandbox yet; trying again until its services are back");
+            tokio::spawn(sandbox.destroy_when_back(self.reach.services.clone(), crate::db::sweep_age(&self.limits)));
         }
         drop(admitted);
     }
@@ -480,7 +484,7 @@ impl Engine {
                             finished = true;
                             match joined {
                             Ok(Ok(())) => Outcome::Completed,
-                            Ok(Err(error)) => Outcome::Failed { message: error.to_string() },
+                            Ok(Err(error)) => Outcome::Failed { message: error.for_reader() },
                             Err(_) => Outcome::Failed { message: "the scenario crashed; see the server log".into() },
                             }
                         },

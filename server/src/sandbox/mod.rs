@@ -200,6 +200,25 @@ impl Sandbox {
             .map(|(_, name, _)| name.as_str())
     }
 
+    /// Destroys the sandbox once its services answer again: tried again after 1 s, then less
+    /// and less often (at most every 15 s), for as long as `within` (after that the periodic
+    /// sweep has it, as it has everything older than a run may live).
+    pub async fn destroy_when_back(self, services: Services, within: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        let mut pause = std::time::Duration::from_secs(1);
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(pause).await;
+            match self.destroy(&services).await {
+                Ok(()) => {
+                    tracing::info!(run = %self.run_id, "sandbox destroyed now that its services are back");
+                    return;
+                }
+                Err(error) => tracing::debug!(run = %self.run_id, %error, "the sandbox's services are still down"),
+            }
+            pause = (pause * 2).min(std::time::Duration::from_secs(15));
+        }
+    }
+
     /// Ends every session of the run, then removes every namespace it has (whether the run made
     /// it yet or not), then its registry row. Safe to call twice. Each service is cleaned even if
     /// another fails; the first error is returned and the row stays for the sweep.
