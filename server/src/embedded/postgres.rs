@@ -155,7 +155,7 @@ async fn launch(bin: &Path, instance: &Path, data: &Path, port: u16) -> Result<S
     let failed = |what: String| EmbeddedError::Postgres(what);
     let user = service_user();
     let mut postgres = Command::new(bin.join("postgres"));
-    postgres.arg("-D").arg(&data).arg("-p").arg(port.to_string());
+    postgres.arg("-D").arg(data).arg("-p").arg(port.to_string());
     for setting in [
         "listen_addresses=127.0.0.1".to_owned(),
         format!("unix_socket_directories={}", data.display()),
