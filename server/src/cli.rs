@@ -193,19 +193,25 @@ async fn run(
             return ExitCode::FAILURE;
         }
     };
-    let mut finals = Vec::new();
-    for _ in 0..runs.max(1) {
-        match run_once(&engine, scenario, &variant, json).await {
-            Ok(after) => finals.push(after),
-            Err(code) => return code,
+    let played = async {
+        let mut finals = Vec::new();
+        for _ in 0..runs.max(1) {
+            finals.push(run_once(&engine, scenario, &variant, json).await?);
         }
-    }
-    if runs > 1
-        && let Some(summary) = scenario.summarize(&finals)
-    {
-        print!("{summary}");
-    }
-    ExitCode::SUCCESS
+        if runs > 1
+            && let Some(summary) = scenario.summarize(&finals)
+        {
+            print!("{summary}");
+        }
+        Ok(ExitCode::SUCCESS)
+    };
+    let code = played.await.unwrap_or_else(|code| code);
+    // A run says done before its sandbox goes: the command ends once it has gone, and its
+    // connections' lease with it.
+    engine
+        .close(std::time::Duration::from_secs(5), std::time::Duration::from_secs(30))
+        .await;
+    code
 }
 
 /// Plays one run to its end; returns its final ledger.

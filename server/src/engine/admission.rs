@@ -63,10 +63,19 @@ pub struct Admission {
     moved: watch::Sender<()>,
 }
 
-/// A run's place: holds its slots in every pool until dropped.
+/// A run's place: holds its slots in every pool, and its lease, until released or dropped.
 pub struct Admitted {
     _slots: Vec<OwnedSemaphorePermit>,
-    _lease: Option<Lease>,
+    lease: Option<Lease>,
+}
+
+impl Admitted {
+    /// Gives everything back, the shared lease before the process's own slots.
+    pub async fn release(mut self) {
+        if let Some(lease) = self.lease.take() {
+            lease.give_back().await;
+        }
+    }
 }
 
 impl Admission {
@@ -148,10 +157,7 @@ impl Admission {
                 Some(leases) if connections > 0 => Some(leases.take(connections).await?),
                 _ => None,
             };
-            Ok::<_, NotAdmitted>(Admitted {
-                _slots: held,
-                _lease: lease,
-            })
+            Ok::<_, NotAdmitted>(Admitted { _slots: held, lease })
         };
         tokio::pin!(acquire);
         let mut last_told = None;

@@ -33,9 +33,10 @@ pub struct Leases {
     freed: Notify,
 }
 
-/// Connections held from the shared budget; given back when dropped.
+/// Connections held from the shared budget; given back by [`Lease::give_back`], or when dropped.
 pub struct Lease {
-    id: i64,
+    /// `None` once given back.
+    id: Option<i64>,
     leases: Arc<Leases>,
 }
 
@@ -62,7 +63,7 @@ impl Leases {
             freed.as_mut().enable();
             if let Some(id) = self.try_take(connections).await? {
                 return Ok(Lease {
-                    id,
+                    id: Some(id),
                     leases: self.clone(),
                 });
             }
@@ -107,21 +108,35 @@ fn fits(held: i64, wanted: u32, budget: u32) -> bool {
     held + i64::from(wanted) <= i64::from(budget)
 }
 
+impl Lease {
+    /// Gives the connections back now: a process about to exit (`racelab run`) leaves no lease
+    /// for others to wait out. If PostgreSQL is unreachable, the lease goes stale and the next
+    /// replica to take one drops it.
+    pub async fn give_back(mut self) {
+        if let Some(id) = self.id.take() {
+            give_back(&self.leases, id).await;
+        }
+    }
+}
+
+async fn give_back(leases: &Leases, id: i64) {
+    let given_back = sqlx::query("DELETE FROM connection_leases WHERE id = $1")
+        .bind(id)
+        .execute(&leases.pool)
+        .await;
+    if let Err(error) = given_back {
+        tracing::warn!(%error, "could not give a connection lease back (it goes stale in 30 s)");
+    }
+    leases.freed.notify_waiters();
+}
+
 impl Drop for Lease {
+    /// A lease not given back (its run was dropped on the way) goes back on a task of its own.
     fn drop(&mut self) {
-        let (id, leases) = (self.id, self.leases.clone());
-        // Given back on a task of its own: a run's end does not wait for it. If PostgreSQL is
-        // unreachable, the lease goes stale and the next replica to take one drops it.
-        tokio::spawn(async move {
-            let given_back = sqlx::query("DELETE FROM connection_leases WHERE id = $1")
-                .bind(id)
-                .execute(&leases.pool)
-                .await;
-            if let Err(error) = given_back {
-                tracing::warn!(%error, "could not give a connection lease back (it goes stale in 30 s)");
-            }
-            leases.freed.notify_waiters();
-        });
+        if let Some(id) = self.id.take() {
+            let leases = self.leases.clone();
+            tokio::spawn(async move { give_back(&leases, id).await });
+        }
     }
 }
 

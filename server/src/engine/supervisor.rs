@@ -3,10 +3,9 @@
 //!
 //! The scenario plays on its own task; the supervisor stays outside it, forwarding events,
 //! passing `next` to the step gate, and watching for cancel, disconnect and the time limit. When
-//! the scenario ends — finished, failed, aborted — the supervisor stores the events for replay,
-//! says `done`, and destroys the sandbox (ending every session the run opened, its child
-//! processes' included, and removing its keys, topics and groups) before the run gives back its
-//! place: the reader does not wait for the cleanup, and no other run can meet what is left of it.
+//! the scenario ends — finished, failed, aborted — the supervisor destroys the sandbox (ending every
+//! session the run opened, its child processes' included, and removing its keys, topics and
+//! groups) while it stores the events for replay, and only then says `done`.
 
 use super::events::EventSink;
 use super::run::{Gate, Limits, Reach, Run};
@@ -381,25 +380,30 @@ impl Engine {
             outcome: outcome.clone(),
         });
         let events = pipe.drain();
-        if let Err(error) = self.store.save(&run_id, &info.id, &variant, &outcome, &events).await {
+        // Stored and cleaned at once (neither needs the other); `done` only after both, so a
+        // reader who has it finds the run stored and nothing of it left.
+        let (stored, destroyed) =
+            tokio::join!(self.store.save(&run_id, &info.id, &variant, &outcome, &events), async {
+                match &sandbox {
+                    Some(sandbox) => sandbox.destroy(&self.reach.services).await,
+                    None => Ok(()),
+                }
+            });
+        if let Err(error) = stored {
             tracing::warn!(run = %run_id, %error, "could not store the run");
         }
-        updates.send(ServerMsg::Done {
-            run_id: run_id.clone(),
-            outcome,
-        });
-        // The reader has the whole run; its sandbox goes now, while the run still holds its place
-        // (its connections, its lease, its count among the live runs a stopping server waits
-        // for), so no other run ever finds its sessions.
-        if let Some(sandbox) = sandbox
-            && let Err(error) = sandbox.destroy(&self.reach.services).await
-        {
+        if let (Err(error), Some(sandbox)) = (destroyed, sandbox) {
             // A service is down (PostgreSQL restarting, Redis gone): the sandbox goes as soon as
             // it is back, not at the next sweep.
             tracing::warn!(run = %run_id, %error, "could not destroy the sandbox yet; trying again until its services are back");
             tokio::spawn(sandbox.destroy_when_back(self.reach.services.clone(), crate::db::sweep_age(&self.limits)));
         }
-        drop(admitted);
+        // Its place goes back before the reader hears `done`: a process that exits on it (the
+        // command line, a test) leaves no lease for others to wait out.
+        if let Ok(admitted) = admitted {
+            admitted.release().await;
+        }
+        updates.send(ServerMsg::Done { run_id, outcome });
     }
 
     /// Creates the sandbox (unless one `ready` was made ahead for run `run_id`) and plays the
