@@ -203,8 +203,7 @@ impl Bench {
             config: Arc::new(config),
         };
         let app = racelab::web::router(state, std::path::Path::new("no-such-dist"));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let address = listener.local_addr()?;
+        let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into()).await?;
         let server = tokio::spawn(async move { axum::serve(listener, app).await });
         let crowd = |readers: usize| racelab::crowd::Crowd {
             url: format!("ws://{address}/ws"),

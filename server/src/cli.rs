@@ -343,8 +343,8 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let listener = match tokio::net::TcpListener::bind(address).await {
-        Ok(listener) => listener,
+    let listener = match web::listen(address).await {
+        Ok((listener, _)) => listener,
         Err(error) => {
             eprintln!("racelab: cannot listen on {address}: {error}");
             return ExitCode::FAILURE;

@@ -107,7 +107,9 @@ impl Crowd {
             .map(|_| {
                 let (crowd, mut go, ready) = (self.clone(), go.subscribe(), ready_tx.clone());
                 tokio::spawn(async move {
-                    let socket = tokio::time::timeout(crowd.within, tokio_tungstenite::connect_async(&crowd.url)).await;
+                    // Frames sent at once, as the server sends its own (no Nagle delay).
+                    let connecting = tokio_tungstenite::connect_async_with_config(&crowd.url, None, true);
+                    let socket = tokio::time::timeout(crowd.within, connecting).await;
                     let _ = ready.send(()).await;
                     let socket = match socket {
                         Ok(Ok((socket, _))) => socket,

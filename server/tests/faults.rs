@@ -103,8 +103,9 @@ async fn serve(engine: &Arc<Engine>, config: racelab::config::Config) -> std::ne
         config: Arc::new(config),
     };
     let app = racelab::web::router(state, std::path::Path::new("no-such-dist"));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a free port");
-    let address = listener.local_addr().expect("bound");
+    let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("a free port");
     tokio::spawn(async move { axum::serve(listener, app).await });
     address
 }

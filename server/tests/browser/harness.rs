@@ -168,8 +168,9 @@ pub async fn serve() -> SocketAddr {
         config: Arc::new(common::config()),
     };
     let app = host_pages().merge(web::router(state, &dist));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a free port");
-    let address = listener.local_addr().expect("bound");
+    let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("a free port");
     tokio::spawn(async move { axum::serve(listener, app).await });
     address
 }

@@ -411,8 +411,9 @@ pub async fn server_with_dist(dist: &std::path::Path) -> SocketAddr {
         config: Arc::new(config()),
     };
     let app = web::router(state, dist);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a free port");
-    let address = listener.local_addr().expect("bound");
+    let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("a free port");
     tokio::spawn(async move { axum::serve(listener, app).await });
     address
 }
@@ -429,8 +430,9 @@ pub async fn server_with(config: Config) -> SocketAddr {
     };
     let app =
         web::router(state, std::path::Path::new("no-such-dist")).into_make_service_with_connect_info::<SocketAddr>();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a free port");
-    let address = listener.local_addr().expect("bound");
+    let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("a free port");
     tokio::spawn(async move { axum::serve(listener, app).await });
     address
 }
