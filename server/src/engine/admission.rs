@@ -21,6 +21,9 @@ use std::sync::{Arc, Mutex};
 use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
+/// How long a run may take to get in before it is told its place in line.
+const TELL_AFTER: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// A run asked for more of a service than the server may ever give one run.
 #[derive(Debug, Error)]
 #[error("this run needs {needed} {what}, but the server allows at most {capacity}")]
@@ -160,13 +163,22 @@ impl Admission {
             Ok::<_, NotAdmitted>(Admitted { _slots: held, lease })
         };
         tokio::pin!(acquire);
+        // A run that gets in at once (its lease is one short transaction away) is never told it
+        // waits: its page would flash "queued" for nothing.
+        let grace = tokio::time::sleep(TELL_AFTER);
+        tokio::pin!(grace);
         let mut last_told = None;
         loop {
             tokio::select! {
                 biased;
                 admitted = &mut acquire => return admitted,
-                _ = std::future::ready(()), if last_told.is_none() => {}
-                changed = moved.changed() => { let _ = changed; }
+                () = &mut grace, if last_told.is_none() => {}
+                changed = moved.changed() => {
+                    let _ = changed;
+                    if last_told.is_none() {
+                        continue;
+                    }
+                }
             }
             let position = self.position(ticket);
             if last_told != Some(position) {
