@@ -119,4 +119,8 @@ pub struct ScenarioStatus {
     pub scenario: ScenarioInfo,
     /// Services its lab needs that are down; empty means it can run.
     pub down: Vec<Service>,
+    /// Where a room opened from this page reaches ("Teach this"); the embed app reads no rooms.
+    #[cfg(feature = "rooms")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rooms: Option<RoomsReach>,
 }

@@ -391,6 +391,8 @@ impl FromJson for ScenarioStatus {
         Ok(ScenarioStatus {
             scenario: json.get("scenario")?,
             down: json.get("down")?,
+            #[cfg(feature = "rooms")]
+            rooms: json.opt("rooms")?,
         })
     }
 }
@@ -821,6 +823,11 @@ mod tests {
         reads_like_serde(&ScenarioStatus {
             scenario: lab.scenarios[0].clone(),
             down: vec![Service::Kafka],
+            #[cfg(feature = "rooms")]
+            rooms: Some(crate::catalog::RoomsReach {
+                across_replicas: false,
+                detail: text("Redis is down"),
+            }),
         });
         reads_like_serde(&vec![LabStatus {
             lab,

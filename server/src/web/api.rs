@@ -31,8 +31,9 @@ async fn labs_with_status(State(state): State<AppState>) -> Json<Vec<LabStatus>>
     Json(labs)
 }
 
-/// One scenario, with the services its lab needs that are down: what a scenario page or an embed
-/// loads (a few hundred bytes, where the catalog is tens of KB).
+/// One scenario, with the services its lab needs that are down and where a room opened from its
+/// page reaches (every replica, or this process only without Redis): what a scenario page or an
+/// embed loads (a few hundred bytes, where the catalog is tens of KB).
 async fn scenario_with_status(
     State(state): State<AppState>,
     Path((lab, scenario)): Path<(String, String)>,
@@ -48,6 +49,7 @@ async fn scenario_with_status(
     Ok(Json(ScenarioStatus {
         scenario: crate::engine::Scenario::info(found),
         down: needs.iter().copied().filter(|s| !health.is_up(*s)).collect(),
+        rooms: Some(health::rooms_reach(&health.redis)),
     }))
 }
 
