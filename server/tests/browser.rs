@@ -1206,3 +1206,48 @@ async fn predict_then_run_marks_the_right_choice_and_says_why() {
     })
     .await;
 }
+
+/// Every lab asks: one scenario of each of the other three, a pick, a run, and the right choice
+/// marked with its reason. (Which choice is right is each lab's test file's business; here, that
+/// the page shows the one the run revealed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_other_labs_ask_too() {
+    run("the_other_labs_ask_too", async |b| {
+        for (page, pick, right) in [
+            (
+                "/lab/locks/fencing?variant=fence&predict=1",
+                "a-overwrites",
+                "a-refused",
+            ),
+            (
+                "/lab/outbox/dual-write?variant=publish-first&predict=1",
+                "neither",
+                "phantom-event",
+            ),
+            (
+                "/lab/idempotency/stale-release?variant=unguarded&predict=1",
+                "one-charge",
+                "charged-twice",
+            ),
+        ] {
+            b.goto(page).await;
+            b.wait_for(&format!("fieldset.rl-predict label.rl-choice[data-choice=\"{pick}\"]"))
+                .await;
+            b.click(&format!("label.rl-choice[data-choice=\"{pick}\"] input")).await;
+            b.click("button.rl-run").await;
+            b.wait_for("label.rl-choice[data-right=\"true\"]").await;
+            assert_eq!(
+                b.attr("label.rl-choice[data-right=\"true\"]", "data-choice")
+                    .await
+                    .as_deref(),
+                Some(right),
+                "{page}"
+            );
+            let why = b.text("p.rl-reveal-why").await.unwrap_or_default();
+            assert!(why.len() > 40, "{page}: {why}");
+            let lab = page.split('/').nth(2).unwrap_or("lab");
+            b.screenshot(&format!("{lab}-revealed")).await;
+        }
+    })
+    .await;
+}

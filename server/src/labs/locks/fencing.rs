@@ -69,7 +69,7 @@ static PREDICT: PredictDef = PredictDef {
         ("a-refused", "PostgreSQL refuses A's write; the wallet keeps B's 90"),
         (
             "a-overwrites",
-            "A's write lands: two spends, one charge, the fence back to 33",
+            "A's write lands: B's spend is lost, the fence back to 33",
         ),
         ("b-waits", "B waits until A is done, so both spends count: 80"),
         ("a-stops", "A notices its lease is gone and skips its write"),
