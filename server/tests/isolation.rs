@@ -654,35 +654,14 @@ async fn lost_update_reveals_what_each_variant_really_did() {
 /// right after the verdict and right before the end, and that it is one of the choices the
 /// catalog offers.
 async fn reveals(scenario: &str) -> Vec<(&'static str, Finished, String)> {
-    use shared::EventKind;
     let _slot = db_slot().await;
     let engine = common::engine().await;
     let def = racelab::labs::find(scenario).expect("the scenario");
-    let prediction = racelab::engine::Scenario::info(def)
-        .predict
-        .unwrap_or_else(|| panic!("{scenario} asks for a prediction"));
     let mut runs = Vec::new();
     for (variant, _, _) in def.variants {
         let run = play(&engine, scenario, variant).await;
         assert_eq!(run.outcome, Outcome::Completed, "{scenario} {variant}");
-        let kinds: Vec<&EventKind> = run.events.iter().map(|e| &e.kind).collect();
-        let [.., verdict, reveal, done] = kinds.as_slice() else {
-            panic!("{scenario} {variant}: too few events");
-        };
-        assert!(
-            matches!(verdict, EventKind::Verdict { .. }),
-            "{scenario} {variant}: {verdict:?}"
-        );
-        assert!(matches!(done, EventKind::Done { .. }), "{scenario} {variant}: {done:?}");
-        let EventKind::Reveal { choice, why } = reveal else {
-            panic!("{scenario} {variant}: no reveal before the end, {reveal:?}");
-        };
-        assert!(
-            prediction.choices.iter().any(|c| &c.id == choice),
-            "{scenario} {variant}: {choice} is offered"
-        );
-        assert!(why.len() > 40, "{scenario} {variant}: a sentence says why: {why:?}");
-        let choice = choice.clone();
+        let choice = common::revealed(&run, scenario, variant);
         runs.push((*variant, run, choice));
     }
     runs

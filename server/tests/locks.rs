@@ -448,33 +448,6 @@ async fn a_reader_who_leaves_mid_run_leaves_no_key_behind() {
     assert_eq!(wait_until_clean(&run_id).await, Leftovers::NONE);
 }
 
-/// Predict, then run: the choice a run revealed, after checking that the reveal comes right after
-/// the verdict and right before the end, and that it is one of the choices the catalog offers.
-fn revealed(run: &Finished, scenario: &str, variant: &str) -> String {
-    let def = racelab::labs::find(scenario).expect("the scenario");
-    let prediction = racelab::engine::Scenario::info(def)
-        .predict
-        .unwrap_or_else(|| panic!("{scenario} asks for a prediction"));
-    let kinds: Vec<&EventKind> = run.events.iter().map(|e| &e.kind).collect();
-    let [.., verdict, reveal, done] = kinds.as_slice() else {
-        panic!("{scenario} {variant}: too few events");
-    };
-    assert!(
-        matches!(verdict, EventKind::Verdict { .. }),
-        "{scenario} {variant}: {verdict:?}"
-    );
-    assert!(matches!(done, EventKind::Done { .. }), "{scenario} {variant}: {done:?}");
-    let EventKind::Reveal { choice, why } = reveal else {
-        panic!("{scenario} {variant}: no reveal before the end, {reveal:?}");
-    };
-    assert!(
-        prediction.choices.iter().any(|c| &c.id == choice),
-        "{scenario} {variant}: {choice} is offered"
-    );
-    assert!(why.len() > 40, "{scenario} {variant}: a sentence says why: {why:?}");
-    choice.clone()
-}
-
 /// Where the first event matching `what` is in the run, if anywhere.
 fn first(run: &Finished, what: impl Fn(&EventKind) -> bool) -> Option<usize> {
     run.events.iter().position(|e| what(&e.kind))
@@ -512,7 +485,7 @@ async fn fencing_reveals_what_each_variant_really_did() {
     for (variant, _, _) in def.variants {
         let run = locks("locks/fencing", variant).await;
         assert_eq!(
-            revealed(&run, "locks/fencing", variant),
+            common::revealed(&run, "locks/fencing", variant),
             what_the_stale_write_did(&run),
             "{variant}: the answer is what the run did"
         );
@@ -557,7 +530,7 @@ async fn ttl_reveals_what_each_variant_really_did() {
     for (variant, _, _) in def.variants {
         let run = locks("locks/ttl", variant).await;
         assert_eq!(
-            revealed(&run, "locks/ttl", variant),
+            common::revealed(&run, "locks/ttl", variant),
             what_the_leases_did(&run),
             "{variant}: the answer is what the run did"
         );
@@ -603,7 +576,7 @@ async fn client_timeout_reveals_what_each_variant_really_did() {
     for (variant, _, _) in def.variants {
         let run = locks("locks/client-timeout", variant).await;
         assert_eq!(
-            revealed(&run, "locks/client-timeout", variant),
+            common::revealed(&run, "locks/client-timeout", variant),
             what_the_stalled_get_did(&run),
             "{variant}: the answer is what the run did"
         );

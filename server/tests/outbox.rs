@@ -484,27 +484,6 @@ async fn the_lag_query_retention_and_the_partial_index() {
     assert_eq!(run.verdict().kind, VerdictKind::Prevented);
 }
 
-/// The choice a run of `scenario` revealed, after checking it is one the scenario offers.
-fn revealed(run: &Finished, scenario: &str, variant: &str) -> String {
-    let def = racelab::labs::find(scenario).expect("the scenario");
-    let prediction = racelab::engine::Scenario::info(def)
-        .predict
-        .unwrap_or_else(|| panic!("{scenario} asks for a prediction"));
-    let choice = run
-        .events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::Reveal { choice, .. } => Some(choice.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("{scenario} {variant}: no reveal"));
-    assert!(
-        prediction.choices.iter().any(|c| c.id == choice),
-        "{scenario} {variant}: {choice} is offered"
-    );
-    choice
-}
-
 /// The messages keyed `payment`, in the order the topic holds them: their event types.
 fn types_on_topic_for(run: &Finished, payment: &str) -> Vec<String> {
     let mut rows: Vec<(i64, i64, String)> = messages(run)
@@ -555,7 +534,7 @@ async fn dual_write_reveals_what_each_variant_really_did() {
     for variant in ["commit-first", "publish-first"] {
         let run = outbox("outbox/dual-write", variant).await;
         assert_eq!(
-            revealed(&run, "outbox/dual-write", variant),
+            common::revealed(&run, "outbox/dual-write", variant),
             what_the_crash_left(&run),
             "{variant}: the answer is what the run did"
         );
@@ -588,7 +567,7 @@ async fn two_relays_reveals_what_each_variant_really_did() {
     for variant in ["no-lock", "advisory-lock"] {
         let run = outbox("outbox/two-relays", variant).await;
         assert_eq!(
-            revealed(&run, "outbox/two-relays", variant),
+            common::revealed(&run, "outbox/two-relays", variant),
             what_the_relays_published(&run),
             "{variant}: the answer is what the run did"
         );
@@ -626,7 +605,7 @@ async fn consumer_reveals_what_each_variant_really_did() {
     for variant in ["no-dedup", "dedup"] {
         let run = outbox("outbox/consumer", variant).await;
         assert_eq!(
-            revealed(&run, "outbox/consumer", variant),
+            common::revealed(&run, "outbox/consumer", variant),
             what_the_notifier_did(&run),
             "{variant}: the answer is what the run did"
         );

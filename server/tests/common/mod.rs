@@ -52,6 +52,35 @@ pub async fn engine() -> Arc<Engine> {
     )
 }
 
+/// Predict, then run: the choice run `variant` of `scenario` revealed, after checking that the
+/// reveal comes right after the verdict and right before the end, that it is one of the choices
+/// the catalog offers, and that a sentence says why. Each lab's test then checks the choice
+/// against what the run did.
+pub fn revealed(run: &Finished, scenario: &str, variant: &str) -> String {
+    let def = racelab::labs::find(scenario).expect("the scenario");
+    let prediction = racelab::engine::Scenario::info(def)
+        .predict
+        .unwrap_or_else(|| panic!("{scenario} asks for a prediction"));
+    let kinds: Vec<&EventKind> = run.events.iter().map(|e| &e.kind).collect();
+    let [.., verdict, reveal, done] = kinds.as_slice() else {
+        panic!("{scenario} {variant}: too few events");
+    };
+    assert!(
+        matches!(verdict, EventKind::Verdict { .. }),
+        "{scenario} {variant}: {verdict:?}"
+    );
+    assert!(matches!(done, EventKind::Done { .. }), "{scenario} {variant}: {done:?}");
+    let EventKind::Reveal { choice, why } = reveal else {
+        panic!("{scenario} {variant}: no reveal before the end, {reveal:?}");
+    };
+    assert!(
+        prediction.choices.iter().any(|c| &c.id == choice),
+        "{scenario} {variant}: {choice} is offered"
+    );
+    assert!(why.len() > 40, "{scenario} {variant}: a sentence says why: {why:?}");
+    choice.clone()
+}
+
 /// A finished run, as its client saw it.
 pub struct Finished {
     pub run_id: String,
