@@ -320,7 +320,9 @@ async fn a_one_ms_lease_with_fencing_alone_lets_stale_reads_through() {
         let transcript = run.transcript();
         let (accepted, balance, ok) = check_line(&transcript[0]);
         assert!(accepted > 10 && !ok, "{}", transcript[0]);
-        assert_eq!(balance, 0, "the balance never goes below 0");
+        // Almost always 0, as in the tutorial's runs; a stale write that lands last leaves more
+        // (30 seen once under CI's load). Never less.
+        assert!(balance >= 0, "the balance never goes below 0: {}", transcript[0]);
         assert!(rejected(&transcript[1]) >= 0);
         assert_eq!(run.verdict().kind, VerdictKind::Reproduced);
     }
