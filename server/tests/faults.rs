@@ -96,20 +96,6 @@ async fn until_gone(url: &str, run_id: &str) {
     }
 }
 
-/// The real router on `engine`, on a free loopback port.
-async fn serve(engine: &Arc<Engine>, config: racelab::config::Config) -> std::net::SocketAddr {
-    let state = racelab::web::AppState {
-        engine: engine.clone(),
-        config: Arc::new(config),
-    };
-    let app = racelab::web::router(state, std::path::Path::new("no-such-dist"));
-    let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into())
-        .await
-        .expect("a free port");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    address
-}
-
 /// The services `lab` needs that the catalog says are down.
 async fn down_in_catalog(address: std::net::SocketAddr, lab: &str) -> Vec<String> {
     let (status, _, body) = common::get(address, "/api/labs").await;
@@ -155,7 +141,7 @@ async fn postgres_restarted_mid_run() {
     assert_eq!(left_in(&url, &run_id).await, (1, 1));
 
     // PostgreSQL stops under it.
-    let address = serve(&engine, config.clone()).await;
+    let address = common::serve_engine(engine.clone(), config.clone(), std::path::Path::new("no-such-dist")).await;
     let stopped = postgres.stop_keeping_data().await;
     let (status, _, healthz) = common::get(address, "/healthz").await;
     assert_eq!(status, 503, "{healthz}");
@@ -209,7 +195,7 @@ async fn redis_restarted_mid_run() {
     let run_id = until_paused(&mut run).await;
 
     // Redis stops under it (and comes back empty, as a Redis that keeps nothing on disk does).
-    let address = serve(&engine, config.clone()).await;
+    let address = common::serve_engine(engine.clone(), config.clone(), std::path::Path::new("no-such-dist")).await;
     redis.stop().await;
     let (status, _, healthz) = common::get(address, "/healthz").await;
     assert_eq!(status, 200, "degraded, not down: {healthz}");

@@ -37,14 +37,20 @@ async fn keys_of(room: &str) -> Vec<String> {
 
 /// The trainer closes `room` through `address` (any replica); its keys leave Redis with it.
 async fn close_room(address: SocketAddr, room: &str, token: &str) {
-    let response = reqwest::Client::new()
+    assert_eq!(delete_room(address, room, token).await, 204);
+    until_no_keys(room).await;
+}
+
+/// `DELETE /api/rooms/<room>` through `address` with `token`: its status.
+async fn delete_room(address: SocketAddr, room: &str, token: &str) -> u16 {
+    reqwest::Client::new()
         .delete(format!("http://{address}/api/rooms/{room}"))
         .header("authorization", format!("Bearer {token}"))
         .send()
         .await
-        .expect("DELETE");
-    assert_eq!(response.status().as_u16(), 204);
-    until_no_keys(room).await;
+        .expect("DELETE")
+        .status()
+        .as_u16()
 }
 
 /// Waits until `room`'s keys have left Redis (a closed room's holder removes them).
@@ -316,15 +322,8 @@ async fn the_trainer_closes_the_room_and_its_run_ends() {
     step_write_skew(&mut trainer, &room, &token, "serializable").await;
     let run_id = until_first_pause(&mut participant).await;
 
-    let client = reqwest::Client::new();
-    let close = |token: &str| {
-        client
-            .delete(format!("http://{address}/api/rooms/{room}"))
-            .header("authorization", format!("Bearer {token}"))
-            .send()
-    };
-    assert_eq!(close("not-the-token").await.expect("DELETE").status().as_u16(), 403);
-    assert_eq!(close(&token).await.expect("DELETE").status().as_u16(), 204);
+    assert_eq!(delete_room(address, &room, "not-the-token").await, 403);
+    assert_eq!(delete_room(address, &room, &token).await, 204);
     let end = receive_until(&mut participant, |f| is_type(f, "error")).await;
     let done = end
         .iter()
@@ -333,7 +332,7 @@ async fn the_trainer_closes_the_room_and_its_run_ends() {
     assert_eq!(done["outcome"]["status"], "cancelled");
     assert_eq!(end.last().expect("told")["code"], "unknown_room");
     assert_eq!(wait_until_clean(&run_id).await, common::Leftovers::NONE);
-    assert_eq!(close(&token).await.expect("DELETE").status().as_u16(), 404, "gone");
+    assert_eq!(delete_room(address, &room, &token).await, 404, "gone");
     until_no_keys(&room).await;
 }
 

@@ -435,9 +435,15 @@ pub async fn server() -> SocketAddr {
 
 /// The real router serving the app from `dist`, on a free loopback port.
 pub async fn server_with_dist(dist: &std::path::Path) -> SocketAddr {
+    serve_engine(engine().await, config(), dist).await
+}
+
+/// The real router on `engine` (one a test already holds), serving the app from `dist`, on a
+/// free loopback port.
+pub async fn serve_engine(engine: Arc<Engine>, config: Config, dist: &std::path::Path) -> SocketAddr {
     let state = AppState {
-        engine: engine().await,
-        config: Arc::new(config()),
+        engine,
+        config: Arc::new(config),
     };
     let app = web::router(state, dist);
     let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into())
