@@ -111,6 +111,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         live: Default::default(),
         pace: Default::default(),
         warm,
+        probes: Default::default(),
     })
 }
 

@@ -87,6 +87,7 @@ pub mod http;
 pub mod lane;
 pub mod leases;
 pub mod postgres;
+pub mod probes;
 pub mod process;
 pub mod redis;
 pub mod retry;

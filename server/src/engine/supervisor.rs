@@ -32,6 +32,8 @@ pub struct Engine {
     pub(crate) pace: Pace,
     /// Sandboxes made ahead of demand.
     pub(crate) warm: Arc<super::warm::Warm>,
+    /// When each service last answered a probe.
+    pub(crate) probes: super::probes::Probes,
 }
 
 /// How long runs take lately (a moving average), to tell a reader refused by a full line when
@@ -205,6 +207,9 @@ impl Engine {
     /// Whether `service` answers right now, and if not, why.
     async fn probe(&self, service: Service) -> Result<(), String> {
         let services = &self.reach.services;
+        if self.probes.recently_up(service, std::time::Instant::now()) {
+            return Ok(());
+        }
         let probed = match service {
             // Up when racelab started, but it may have gone since (restarted, failed over).
             Service::Postgres => crate::health::postgres(&services.pool).await,
@@ -213,7 +218,20 @@ impl Engine {
             Service::Http | Service::Process => return Ok(()),
         };
         let dependency = crate::health::explained(services, service, probed);
+        self.probes.record(service, dependency.up, std::time::Instant::now());
         if dependency.up { Ok(()) } else { Err(dependency.detail) }
+    }
+
+    /// Every service's state right now (for `/healthz` and the catalog), remembered so that a
+    /// start right after a probe found a service down asks again instead of trusting an older
+    /// answer.
+    pub async fn health(&self) -> crate::health::Health {
+        let health = crate::health::check(&self.reach.services).await;
+        let now = std::time::Instant::now();
+        for service in [Service::Postgres, Service::Redis, Service::Kafka] {
+            self.probes.record(service, health.is_up(service), now);
+        }
+        health
     }
 
     /// Where runs reach their shared services (and where the sweep cleans up).

@@ -20,7 +20,7 @@ pub fn router() -> Router<AppState> {
 
 /// The catalog, with the services each lab needs that are down right now.
 async fn labs_with_status(State(state): State<AppState>) -> Json<Vec<LabStatus>> {
-    let health = health::check(state.engine.services()).await;
+    let health = state.engine.health().await;
     let labs = labs::catalog()
         .into_iter()
         .map(|lab| {
@@ -45,7 +45,7 @@ async fn scenario_with_status(
         .find(|l| l.scenarios.iter().any(|s| s.id == id))
         .map(|l| l.services)
         .unwrap_or_default();
-    let health = health::check(state.engine.services()).await;
+    let health = state.engine.health().await;
     Ok(Json(ScenarioStatus {
         scenario: crate::engine::Scenario::info(found),
         down: needs.iter().copied().filter(|s| !health.is_up(*s)).collect(),

@@ -15,7 +15,7 @@ pub fn router() -> Router<AppState> {
 }
 
 async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
-    let health = health::check(state.engine.services()).await;
+    let health = state.engine.health().await;
     let all_up = health.postgres.up && health.redis.up && health.kafka.up;
     let status = if all_up {
         "ok"

@@ -11,6 +11,7 @@ use racelab::web::{self, AppState};
 use shared::json::FromJson;
 use shared::{Event, EventKind, Ledger, Mode, Moment, Outcome, ServerFrame, ServerMsg, Value};
 use sqlx::{Connection, PgConnection};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -230,120 +231,164 @@ impl Leftovers {
 /// Processes started for run `run_id` that still run: those whose environment names the run
 /// (`RACELAB_RUN=<id>`, as every child-process actor's does). Zombies are not running.
 pub fn processes_of(run_id: &str) -> i64 {
-    let wanted = format!("RACELAB_RUN={run_id}");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
-        .filter(|e| {
-            let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
-            !status.lines().any(|l| l.starts_with("State:") && l.contains('Z'))
-        })
-        .filter(|e| {
-            std::fs::read(e.path().join("environ"))
-                .map(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
-                .unwrap_or(false)
-        })
-        .count() as i64
+    processes_by_run(&[run_id.to_owned()]).get(run_id).copied().unwrap_or(0)
 }
 
-async fn count(conn: &mut PgConnection, sql: &str, bind: String) -> i64 {
-    sqlx::query_scalar::<_, i64>(sql)
-        .bind(bind)
-        .fetch_one(conn)
-        .await
-        .expect("query")
+/// [`processes_of`] for many runs at once: one look through `/proc`.
+pub fn processes_by_run(run_ids: &[String]) -> BTreeMap<String, i64> {
+    let mut found = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+    {
+        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        if status.lines().any(|l| l.starts_with("State:") && l.contains('Z')) {
+            continue;
+        }
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let run = environ
+            .split(|b| *b == 0)
+            .find_map(|var| var.strip_prefix(b"RACELAB_RUN="))
+            .map(|id| String::from_utf8_lossy(id).into_owned());
+        if let Some(run) = run.filter(|r| run_ids.contains(r)) {
+            *found.entry(run).or_insert(0) += 1;
+        }
+    }
+    found
 }
 
 /// The PostgreSQL side of what a run left behind (spelled here, not borrowed from the code
 /// under test).
 pub async fn leftovers_in_postgres(conn: &mut PgConnection, run_id: &str) -> Leftovers {
-    let schemas = count(
-        conn,
-        "SELECT count(*) FROM pg_namespace WHERE nspname = $1 OR nspname LIKE $1 || '\\_%'",
-        format!("run_{run_id}"),
+    let mut by_run = leftovers_in_postgres_by_run(conn, &[run_id.to_owned()]).await;
+    by_run.remove(run_id).unwrap_or(Leftovers::NONE)
+}
+
+/// [`leftovers_in_postgres`] for many runs at once (one query per kind of leftover); only runs
+/// that left something are in the map.
+pub async fn leftovers_in_postgres_by_run(conn: &mut PgConnection, run_ids: &[String]) -> BTreeMap<String, Leftovers> {
+    // A run's lock space is the first 31 bits of its id; its advisory locks carry it as classid.
+    let spaces: Vec<i64> = run_ids
+        .iter()
+        .map(|id| i64::from_str_radix(&id[..8], 16).expect("a hex run id") & 0x7fff_ffff)
+        .collect();
+    let rows: Vec<(String, i64, i64, i64, i64, i64)> = sqlx::query_as(
+        "WITH runs AS (SELECT * FROM unnest($1::text[], $2::bigint[]) AS r(id, space))
+         SELECT id,
+                (SELECT count(*) FROM pg_namespace
+                  WHERE nspname = 'run_' || id OR nspname LIKE 'run\\_' || id || '\\_%'),
+                (SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'racelab/' || id || '/%'),
+                (SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                  WHERE a.application_name LIKE 'racelab/' || id || '/%'),
+                (SELECT count(*) FROM pg_locks
+                  WHERE locktype = 'advisory' AND classid::bigint = space AND objsubid = 2),
+                (SELECT count(*) FROM sandboxes WHERE run_id = id)
+           FROM runs",
     )
-    .await;
-    let pattern = format!("racelab/{run_id}/%");
-    let sessions = count(
-        conn,
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE $1",
-        pattern.clone(),
-    )
-    .await;
-    let locks = count(
-        conn,
-        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.application_name LIKE $1",
-        pattern,
-    )
-    .await;
-    let space = i64::from_str_radix(&run_id[..8], 16).expect("a hex run id") & 0x7fff_ffff;
-    let advisory = count(
-        conn,
-        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = $1::bigint AND objsubid = 2",
-        space.to_string(),
-    )
-    .await;
-    let registry = count(
-        conn,
-        "SELECT count(*) FROM sandboxes WHERE run_id = $1",
-        run_id.to_owned(),
-    )
-    .await;
-    Leftovers {
-        schemas,
-        sessions,
-        locks: locks + advisory,
-        registry,
-        ..Leftovers::NONE
-    }
+    .bind(run_ids)
+    .bind(&spaces)
+    .fetch_all(conn)
+    .await
+    .expect("leftovers in PostgreSQL");
+    rows.into_iter()
+        .map(|(id, schemas, sessions, locks, advisory, registry)| {
+            let left = Leftovers {
+                schemas,
+                sessions,
+                locks: locks + advisory,
+                registry,
+                ..Leftovers::NONE
+            };
+            (id, left)
+        })
+        .filter(|(_, left)| *left != Leftovers::NONE)
+        .collect()
 }
 
 /// Keys under the run's Redis prefix.
 pub async fn redis_keys_of(run_id: &str) -> i64 {
+    redis_keys_by_run(&[run_id.to_owned()])
+        .await
+        .get(run_id)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// [`redis_keys_of`] for many runs at once: one scan of `racelab:*`.
+pub async fn redis_keys_by_run(run_ids: &[String]) -> BTreeMap<String, i64> {
     let client = redis::Client::open(config().redis_url.as_str()).expect("a Redis URL");
     let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
     let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("racelab:{run_id}:*"))
+        .arg("racelab:*")
         .query_async(&mut conn)
         .await
         .expect("KEYS");
-    keys.len() as i64
+    let mut found = BTreeMap::new();
+    for key in keys {
+        if let Some(run) = key.split(':').nth(1).filter(|r| run_ids.iter().any(|id| id == r)) {
+            *found.entry(run.to_owned()).or_insert(0) += 1;
+        }
+    }
+    found
 }
 
 /// The broker's topics and consumer groups of a run (both named `racelab.<run>.…`).
 pub async fn broker_names_of(run_id: &str) -> (Vec<String>, Vec<String>) {
+    broker_names_by_run(&[run_id.to_owned()])
+        .await
+        .remove(run_id)
+        .unwrap_or_default()
+}
+
+/// [`broker_names_of`] for many runs at once: one metadata request and one group list.
+pub async fn broker_names_by_run(run_ids: &[String]) -> BTreeMap<String, (Vec<String>, Vec<String>)> {
     use rdkafka::consumer::{BaseConsumer, Consumer};
-    let prefix = format!("racelab.{run_id}.");
     let brokers = config().kafka_brokers;
-    tokio::task::spawn_blocking(move || {
+    let (topics, groups) = tokio::task::spawn_blocking(move || {
         let client: BaseConsumer = rdkafka::ClientConfig::new()
             .set("bootstrap.servers", &brokers)
             .create()
             .expect("a client");
         let timeout = Duration::from_secs(10);
-        let topics = client
+        let topics: Vec<String> = client
             .fetch_metadata(None, timeout)
             .expect("the broker's metadata (is the broker up at KAFKA_BROKERS? scripts/test starts one)")
             .topics()
             .iter()
             .map(|t| t.name().to_owned())
-            .filter(|n| n.starts_with(&prefix))
             .collect();
-        let groups = client
+        let groups: Vec<String> = client
             .fetch_group_list(None, timeout)
             .expect("the broker's groups")
             .groups()
             .iter()
             .map(|g| g.name().to_owned())
-            .filter(|n| n.starts_with(&prefix))
             .collect();
         (topics, groups)
     })
     .await
-    .expect("join")
+    .expect("join");
+    let run_of = |name: &str| {
+        name.strip_prefix("racelab.")
+            .and_then(|rest| rest.split('.').next())
+            .filter(|run| run_ids.iter().any(|id| id == run))
+            .map(str::to_owned)
+    };
+    let mut found: BTreeMap<String, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    for topic in topics {
+        if let Some(run) = run_of(&topic) {
+            found.entry(run).or_default().0.push(topic);
+        }
+    }
+    for group in groups {
+        if let Some(run) = run_of(&group) {
+            found.entry(run).or_default().1.push(group);
+        }
+    }
+    found
 }
 
 /// How many partitions the broker says `topic` has (0 if it has no such topic), asked with a
@@ -399,13 +444,30 @@ pub async fn redis_version() -> (u32, u32) {
 
 /// Everything a run left behind. `with_broker`: also ask the broker (only runs that used it).
 pub async fn leftovers(conn: &mut PgConnection, run_id: &str, with_broker: bool) -> Leftovers {
-    let mut left = leftovers_in_postgres(conn, run_id).await;
-    left.keys = redis_keys_of(run_id).await;
-    left.processes = processes_of(run_id);
+    let mut by_run = leftovers_by_run(conn, &[run_id.to_owned()], with_broker).await;
+    by_run.remove(run_id).unwrap_or(Leftovers::NONE)
+}
+
+/// [`leftovers`] for many runs at once, asking each service once; only runs that left
+/// something are in the map.
+pub async fn leftovers_by_run(
+    conn: &mut PgConnection,
+    run_ids: &[String],
+    with_broker: bool,
+) -> BTreeMap<String, Leftovers> {
+    let mut left = leftovers_in_postgres_by_run(conn, run_ids).await;
+    for (run, keys) in redis_keys_by_run(run_ids).await {
+        left.entry(run).or_default().keys = keys;
+    }
+    for (run, processes) in processes_by_run(run_ids) {
+        left.entry(run).or_default().processes = processes;
+    }
     if with_broker {
-        let (topics, groups) = broker_names_of(run_id).await;
-        left.topics = topics.len() as i64;
-        left.groups = groups.len() as i64;
+        for (run, (topics, groups)) in broker_names_by_run(run_ids).await {
+            let entry = left.entry(run).or_default();
+            entry.topics = topics.len() as i64;
+            entry.groups = groups.len() as i64;
+        }
     }
     left
 }
