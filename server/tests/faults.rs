@@ -1,4 +1,5 @@
-//! Services failing under racelab: PostgreSQL restarted, Redis restarted, in the middle of a run.
+//! Services failing under racelab: PostgreSQL restarted, Redis restarted, the broker stopped and
+//! started again, in the middle of a run.
 //! The run in flight ends with an error that names the service; meanwhile the health check says
 //! what is down and a new run is refused with the reason; once the service is back, the run's
 //! sandbox is cleaned and the next run is right, with no restart of racelab.
@@ -90,7 +91,7 @@ async fn until_gone(url: &str, run_id: &str) {
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "run {run_id}'s sandbox still there a minute after PostgreSQL came back: {left:?}"
+            "run {run_id}'s sandbox still there a minute after its service came back: {left:?}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -239,5 +240,156 @@ async fn redis_restarted_mid_run() {
 
     engine.close(Duration::from_secs(5), Duration::from_secs(5)).await;
     redis.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Reads a run's updates until an event `seen` matches; returns the run id.
+async fn until_event(handle: &mut RunHandle, seen: impl Fn(&EventKind) -> bool) -> String {
+    let mut run_id = None;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(60), handle.updates.recv())
+            .await
+            .expect("an update in time")
+            .expect("the run goes on")
+        {
+            ServerMsg::Started { run_id: id } => run_id = Some(id),
+            ServerMsg::Event { event } if seen(&event.kind) => return run_id.expect("started first"),
+            ServerMsg::Done { outcome, .. } => panic!("ended before the moment awaited: {outcome:?}"),
+            _ => {}
+        }
+    }
+}
+
+/// Reads a run's updates until it ends; returns how, and its error events as `actor: message`.
+async fn until_done(handle: &mut RunHandle, within: Duration) -> (Outcome, Vec<String>) {
+    let mut errors = Vec::new();
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, handle.updates.recv())
+            .await
+            .expect("the run ended in time")
+        {
+            Some(ServerMsg::Event { event }) => {
+                if let EventKind::Error { actor, message, .. } = event.kind {
+                    errors.push(format!("{actor}: {message}"));
+                }
+            }
+            Some(ServerMsg::Done { outcome, .. }) => return (outcome, errors),
+            Some(_) => {}
+            None => panic!("the run's updates ended without done"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_stopped_mid_run() {
+    let _slot = common::db_slots(2).await;
+    let bin = racelab::embedded::broker::find().expect("the test broker (scripts/broker.sh install)");
+    let dir = instance("broker");
+    let (broker, port) = racelab::embedded::broker::start(&bin, &dir)
+        .await
+        .expect("a private broker");
+    let brokers = format!("127.0.0.1:{port}");
+    let mut config = common::config();
+    config.kafka_brokers = brokers.clone();
+    let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("the engine"));
+    let two_relays = racelab::labs::find("outbox/two-relays").expect("two relays");
+
+    // Relay A holds its batch (and the advisory lock), relay B waits, the notifier listens.
+    let mut run = engine
+        .start(two_relays, "advisory-lock", Mode::Auto)
+        .await
+        .expect("started");
+    let began = tokio::time::Instant::now();
+    let run_id = until_event(
+        &mut run,
+        |kind| matches!(kind, EventKind::Note { actor, .. } if actor == "relay A"),
+    )
+    .await;
+    let names = common::broker_names_by_run_at(brokers.clone(), std::slice::from_ref(&run_id)).await;
+    assert_eq!(
+        names.get(&run_id).map(|(topics, _)| topics.len()),
+        Some(1),
+        "the run's topic: {names:?}"
+    );
+
+    // The broker stops under it.
+    let address = common::serve_engine(engine.clone(), config.clone(), std::path::Path::new("no-such-dist")).await;
+    broker.stop().await;
+    let stopped = tokio::time::Instant::now();
+    let (status, _, healthz) = common::get(address, "/healthz").await;
+    assert_eq!(status, 200, "degraded, not down: {healthz}");
+    let healthz: serde_json::Value = serde_json::from_str(&healthz).expect("JSON");
+    assert_eq!(
+        (&healthz["kafka"]["up"], &healthz["postgres"]["up"]),
+        (&false.into(), &true.into()),
+        "{healthz}"
+    );
+    assert_eq!(down_in_catalog(address, "outbox").await, ["kafka"]);
+    assert!(down_in_catalog(address, "isolation").await.is_empty());
+    match engine.start(two_relays, "advisory-lock", Mode::Auto).await {
+        Err(StartError::ServiceDown { service, .. }) => assert_eq!(service, "Kafka"),
+        Err(other) => panic!("refused, but not for the broker: {other}"),
+        Ok(_) => panic!("a run started while the broker was down"),
+    }
+    plays_right(&engine).await;
+
+    // The run in flight ends soon, saying why, with the broker's error on the timeline: not
+    // after librdkafka's 30 s message timeout, nor the 14 s the whole run takes.
+    let (outcome, errors) = until_done(&mut run, Duration::from_secs(20)).await;
+    let Outcome::Failed { message } = outcome else {
+        panic!("the run in flight did not fail: {outcome:?}");
+    };
+    println!(
+        "the run in flight, {:?} after the broker stopped ({:?} into the run): {message}",
+        stopped.elapsed(),
+        began.elapsed()
+    );
+    assert!(
+        message.starts_with("Kafka stopped answering during this run"),
+        "{message}"
+    );
+    assert!(
+        errors.iter().any(|e| e.starts_with("Kafka: stopped answering")),
+        "the timeline shows the broker's error: {errors:?}"
+    );
+    assert!(
+        stopped.elapsed() < Duration::from_secs(10),
+        "ended {:?} after the broker stopped",
+        stopped.elapsed()
+    );
+    // Its processes and schemas are gone at once; its registry row stays until its topic and
+    // group are gone too.
+    assert_eq!(left_in(&config.database_url, &run_id).await, (0, 1));
+    assert_eq!(common::processes_of(&run_id), 0);
+
+    // The broker comes back with its data: the run's topic and group go, and the next run is
+    // right, with the same engine.
+    let broker = racelab::embedded::broker::start_on(&bin, &dir, port)
+        .await
+        .expect("the broker again");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = common::broker_names_by_run_at(brokers.clone(), std::slice::from_ref(&run_id)).await;
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run's topic and group still there a minute after the broker came back: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    until_gone(&config.database_url, &run_id).await;
+    assert!(down_in_catalog(address, "outbox").await.is_empty());
+    let again = common::play(&engine, "outbox/dual-write", "publish-first").await;
+    assert_eq!(again.outcome, Outcome::Completed);
+    assert_eq!(
+        again.transcript().last().map(String::as_str),
+        Some("Processed a total of 1 messages")
+    );
+
+    engine.close(Duration::from_secs(5), Duration::from_secs(5)).await;
+    broker.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

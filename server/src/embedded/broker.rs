@@ -43,10 +43,16 @@ fn in_venv(venv: &Path) -> Option<PathBuf> {
 
 /// Starts the broker from `binary` with its data in `instance/broker`.
 pub async fn start(binary: &Path, instance: &Path) -> Result<(ServiceProcess, u16), EmbeddedError> {
+    let port = free_port().map_err(|e| EmbeddedError::Broker(format!("no free port: {e}")))?;
+    Ok((start_on(binary, instance, port).await?, port))
+}
+
+/// Starts the broker on `port` with its data in `instance/broker`: again after a stop, it keeps
+/// the topics it had.
+pub async fn start_on(binary: &Path, instance: &Path, port: u16) -> Result<ServiceProcess, EmbeddedError> {
     let failed = |what: String| EmbeddedError::Broker(what);
-    let port = free_port().map_err(|e| failed(format!("no free port: {e}")))?;
     let data = instance.join("broker");
-    std::fs::create_dir(&data).map_err(|e| failed(format!("cannot create {}: {e}", data.display())))?;
+    std::fs::create_dir_all(&data).map_err(|e| failed(format!("cannot create {}: {e}", data.display())))?;
     let mut command = Command::new(binary);
     command
         .args([
@@ -69,9 +75,8 @@ pub async fn start(binary: &Path, instance: &Path) -> Result<(ServiceProcess, u1
     )
     .map_err(|e| failed(format!("cannot start {}: {e}", binary.display())))?;
     let address = format!("127.0.0.1:{port}");
-    let process = process
+    process
         .until_ready(READY_WITHIN, || async { crate::health::kafka(&address).await.up })
         .await
-        .map_err(|why| failed(format!("the broker on port {port}: {why}")))?;
-    Ok((process, port))
+        .map_err(|why| failed(format!("the broker on port {port}: {why}")))
 }

@@ -7,7 +7,7 @@
 //! starts private ones even when system services run. Nothing is ever downloaded: a service
 //! whose binary is missing stays down, and the labs that need it say why.
 
-mod broker;
+pub mod broker;
 mod instance;
 pub mod postgres;
 pub mod process;

@@ -82,6 +82,10 @@ pub enum RunError {
     /// A child process could not be started, or its pipe broke.
     #[error("process {actor}: {reason}")]
     Process { actor: String, reason: String },
+    /// A service the run needs stopped answering while it played (the supervisor watches the
+    /// ones whose clients would otherwise wait in silence: see `Engine::watch_services`).
+    #[error("{} stopped answering during this run ({detail}); the run was stopped, because what it would show depends on the outage. Run it again once {} is back", service.label(), service.label())]
+    ServiceLost { service: shared::Service, detail: String },
     #[error("{0}")]
     Other(String),
 }

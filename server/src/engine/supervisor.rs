@@ -485,6 +485,7 @@ impl Engine {
                 message: error.to_string(),
             },
             Ok(run) => {
+                let needs = scenario.budget(variant).services();
                 let variant = variant.to_owned();
                 let mut task = tokio::spawn(async move { scenario.play(&run, &variant).await });
                 let limit = tokio::time::sleep(self.limits.max_duration);
@@ -492,6 +493,8 @@ impl Engine {
                 let mut cancelling = self.live.cancelling.subscribe();
                 let shutdown = raised(&mut cancelling);
                 tokio::pin!(shutdown);
+                let lost = self.watch_services(needs);
+                tokio::pin!(lost);
                 let mut finished = false;
                 let outcome = loop {
                     tokio::select! {
@@ -515,6 +518,17 @@ impl Engine {
                             Some(Control::Cancel) | None => break Outcome::Cancelled,
                         },
                         () = &mut shutdown => break Outcome::Cancelled,
+                        lost = &mut lost => {
+                            if let RunError::ServiceLost { service, detail } = &lost {
+                                pipe.sink.emit(EventKind::Error {
+                                    actor: service.label().to_owned(),
+                                    kind: shared::ErrorKind::Connection,
+                                    code: None,
+                                    message: format!("stopped answering: {detail}"),
+                                });
+                            }
+                            break Outcome::Failed { message: lost.to_string() };
+                        }
                         () = &mut limit => break Outcome::Failed {
                             message: RunError::TooLong(self.limits.max_duration.as_secs()).to_string(),
                         },
@@ -529,6 +543,36 @@ impl Engine {
             }
         };
         (outcome, Some(sandbox))
+    }
+}
+
+impl Engine {
+    /// Ends when a service among `services` that the run cannot notice losing by itself has
+    /// stopped answering. PostgreSQL and Redis clients fail at once when their server goes (the
+    /// lost connection is the actor's error); librdkafka instead reconnects in the background
+    /// until a message times out (30 s), so a run whose broker went would sit silent. The broker
+    /// is probed every second while the run plays; two failed probes in a row end the run (one
+    /// could be a busy machine's slow answer). Never ends for a run without a broker.
+    async fn watch_services(&self, services: Vec<Service>) -> RunError {
+        if !services.contains(&Service::Kafka) {
+            return std::future::pending().await;
+        }
+        let mut failed = 0;
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            match self.probe(Service::Kafka).await {
+                Ok(()) => failed = 0,
+                Err(detail) => {
+                    failed += 1;
+                    if failed >= 2 {
+                        return RunError::ServiceLost {
+                            service: Service::Kafka,
+                            detail,
+                        };
+                    }
+                }
+            }
+        }
     }
 }
 

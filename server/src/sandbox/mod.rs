@@ -233,10 +233,19 @@ impl Sandbox {
         {
             first_error.get_or_insert(SandboxError::Redis(e));
         }
-        if !self.topics.is_empty()
-            && let Err(e) = broker::remove_run(&services.brokers, &self.run_id, &self.topics).await
-        {
-            first_error.get_or_insert(e);
+        if !self.topics.is_empty() {
+            // A broker that is gone would hold each admin call for its whole timeout (10 s), and
+            // the reader's `done` with it: a connect tells at once, and the topics wait for
+            // `destroy_when_back`.
+            let broker = crate::health::kafka(&services.brokers).await;
+            let removed = if broker.up {
+                broker::remove_run(&services.brokers, &self.run_id, &self.topics).await
+            } else {
+                Err(SandboxError::Broker(format!("the broker is down: {}", broker.detail)))
+            };
+            if let Err(e) = removed {
+                first_error.get_or_insert(e);
+            }
         }
         match first_error {
             Some(error) => Err(error),

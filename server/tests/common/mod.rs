@@ -345,8 +345,15 @@ pub async fn broker_names_of(run_id: &str) -> (Vec<String>, Vec<String>) {
 
 /// [`broker_names_of`] for many runs at once: one metadata request and one group list.
 pub async fn broker_names_by_run(run_ids: &[String]) -> BTreeMap<String, (Vec<String>, Vec<String>)> {
+    broker_names_by_run_at(config().kafka_brokers, run_ids).await
+}
+
+/// [`broker_names_by_run`], asking the broker at `brokers` (a test's private one).
+pub async fn broker_names_by_run_at(
+    brokers: String,
+    run_ids: &[String],
+) -> BTreeMap<String, (Vec<String>, Vec<String>)> {
     use rdkafka::consumer::{BaseConsumer, Consumer};
-    let brokers = config().kafka_brokers;
     let (topics, groups) = tokio::task::spawn_blocking(move || {
         let client: BaseConsumer = rdkafka::ClientConfig::new()
             .set("bootstrap.servers", &brokers)
