@@ -4,8 +4,10 @@
 //! also takes a lease on the shared budget in the `connection_leases` table before it opens a
 //! connection, and gives it back once its sandbox is gone, so replicas together never hold more
 //! run connections than the budget: two processes behind one load balancer cannot oversubscribe
-//! `max_connections`. Taking a lease is one short transaction under a transaction-scoped advisory
-//! lock, so two replicas cannot both see room for the last connections. Each replica renews its
+//! `max_connections`. Taking a lease is one call of `take_connection_lease` (one round trip), which
+//! looks and takes under a transaction-scoped advisory lock, so two replicas cannot both see room
+//! for the last connections (a run bigger than the whole budget never fits; admission refuses it
+//! before it asks). Each replica renews its
 //! leases every few seconds; the leases of a replica that died are dropped once they are 30 s
 //! stale. A run waiting for a lease is woken when a run of its own replica gives one back, and
 //! looks again every quarter second for those of the others.
@@ -74,38 +76,18 @@ impl Leases {
         }
     }
 
+    /// One round trip: `take_connection_lease` (migration 20261205) looks and takes under the
+    /// advisory lock, in the statement's own transaction.
     async fn try_take(&self, connections: u32) -> Result<Option<i64>, sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        sqlx::query_scalar("SELECT take_connection_lease($1, $2, $3, $4, $5)")
             .bind(LEASES_LOCK)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("DELETE FROM connection_leases WHERE renewed_at < now() - make_interval(secs => $1)")
+            .bind(&self.replica)
+            .bind(i32::try_from(connections).unwrap_or(i32::MAX))
+            .bind(i32::try_from(self.budget).unwrap_or(i32::MAX))
             .bind(STALE_AFTER_S)
-            .execute(&mut *tx)
-            .await?;
-        let held: i64 = sqlx::query_scalar("SELECT coalesce(sum(connections), 0)::bigint FROM connection_leases")
-            .fetch_one(&mut *tx)
-            .await?;
-        if !fits(held, connections, self.budget) {
-            tx.commit().await?;
-            return Ok(None);
-        }
-        let id: i64 =
-            sqlx::query_scalar("INSERT INTO connection_leases (replica, connections) VALUES ($1, $2) RETURNING id")
-                .bind(&self.replica)
-                .bind(i32::try_from(connections).unwrap_or(i32::MAX))
-                .fetch_one(&mut *tx)
-                .await?;
-        tx.commit().await?;
-        Ok(Some(id))
+            .fetch_one(&self.pool)
+            .await
     }
-}
-
-/// Whether `wanted` more connections fit in `budget` beside `held` (a run bigger than the whole
-/// budget never fits; admission refuses it before it asks).
-fn fits(held: i64, wanted: u32, budget: u32) -> bool {
-    held + i64::from(wanted) <= i64::from(budget)
 }
 
 impl Lease {
@@ -152,18 +134,5 @@ async fn renew(leases: Weak<Leases>) {
         if let Err(error) = renewed {
             tracing::warn!(%error, "could not renew this replica's connection leases");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fits;
-
-    #[test]
-    fn a_lease_fits_up_to_the_last_connection_of_the_budget() {
-        assert!(fits(0, 3, 3));
-        assert!(fits(7, 3, 10));
-        assert!(!fits(8, 3, 10));
-        assert!(!fits(0, 11, 10));
     }
 }
