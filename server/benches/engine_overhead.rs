@@ -169,7 +169,11 @@ impl Bench {
             )
         };
         for i in 0..WARMUP + runs {
+            // The shelf fills again after each run's `done` (as between one reader's runs): no
+            // side is timed while it does.
+            until_shelf_full(&self.engine).await;
             let run = engine_run(&self.engine, "isolation/write-skew", "serializable").await?;
+            until_shelf_full(&self.engine).await;
             let cold = engine_run(&self.cold, "isolation/write-skew", "serializable").await?;
             let schema = self.schema()?;
             let (bare_time, bare_failed) = in_schema(admin, &schema, bare_write_skew(&self.base, &schema)).await?;
@@ -500,6 +504,14 @@ async fn write_skew_statements(alice: &mut PgConnection, bob: &mut PgConnection)
             Ok(true)
         }
         Err(other) => Err(other.into()),
+    }
+}
+
+/// Waits (at most 5 s) until the engine holds its [`WARM_SANDBOXES`] ready sandboxes.
+async fn until_shelf_full(engine: &Engine) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while engine.ready_sandboxes().len() < WARM_SANDBOXES && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 

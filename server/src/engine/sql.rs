@@ -77,14 +77,17 @@ pub(crate) fn execute<'a>(
 }
 
 /// The column names `sql` would return, without running it: a snapshot of an empty table still
-/// shows its header. Boxed like [`execute`].
+/// shows its header. Prepared, not described: sqlx's `describe` also infers each column's
+/// nullability (two more queries and an `EXPLAIN`), which a header does not need. Boxed like
+/// [`execute`].
 pub(crate) fn describe_columns<'a>(
     conn: &'a mut PgConnection,
     sql: &'a str,
 ) -> BoxFuture<'a, Result<Vec<String>, sqlx::Error>> {
     Box::pin(async move {
-        let described = conn.describe(sql).await?;
-        Ok(described.columns().iter().map(|c| c.name().to_owned()).collect())
+        use sqlx::{Column, Statement};
+        let prepared = conn.prepare(sql).await?;
+        Ok(prepared.columns().iter().map(|c| c.name().to_owned()).collect())
     })
 }
 

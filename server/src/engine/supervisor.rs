@@ -422,6 +422,7 @@ impl Engine {
             admitted.release().await;
         }
         updates.send(ServerMsg::Done { run_id, outcome });
+        self.warm.refill(scenario.sandbox());
     }
 
     /// Creates the sandbox (unless one `ready` was made ahead for run `run_id`) and plays the
