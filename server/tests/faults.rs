@@ -29,21 +29,7 @@ fn instance(name: &str) -> PathBuf {
 
 /// Reads a run's updates until its first pause in step mode; returns its run id.
 async fn until_paused(handle: &mut RunHandle) -> String {
-    let mut run_id = None;
-    loop {
-        match tokio::time::timeout(Duration::from_secs(30), handle.updates.recv())
-            .await
-            .expect("an update in time")
-            .expect("the run goes on")
-        {
-            ServerMsg::Started { run_id: id } => run_id = Some(id),
-            ServerMsg::Event { event } if matches!(event.kind, EventKind::Paused { .. }) => {
-                return run_id.expect("started before it paused");
-            }
-            ServerMsg::Done { outcome, .. } => panic!("ended before its first pause: {outcome:?}"),
-            _ => {}
-        }
-    }
+    until_event(handle, |kind| matches!(kind, EventKind::Paused { .. })).await
 }
 
 /// Steps the run until it ends; returns how it ended and the errors its actors met.
