@@ -623,6 +623,35 @@ async fn every_service_is_drawn_as_its_own_kind_of_card() {
     .await;
 }
 
+/// A run that did not complete says why at the top of its replay, in the failure's colours: here
+/// a double charge held to a one-second limit (it needs about two), so the engine stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_says_why_on_its_replay() {
+    let mut config = common::config();
+    config.max_run_secs = 1;
+    let engine = std::sync::Arc::new(racelab::db::connect_engine(&config).await.expect("the engine"));
+    let played = common::play(&engine, "idempotency/double-charge", "naive").await;
+    let shared::Outcome::Failed { message } = &played.outcome else {
+        panic!("held to 1 s, the double charge fails: {:?}", played.outcome);
+    };
+    assert_eq!(message, "the run took longer than its limit of 1 s");
+    run("a_failed_run_says_why_on_its_replay", async |b| {
+        b.goto(&format!("/runs/{}", played.run_id)).await;
+        b.wait_for(".rl-replay .rl-status[data-state=\"failed\"]").await;
+        assert_eq!(
+            b.text(".rl-replay .rl-status").await.as_deref(),
+            Some("This run failed: the run took longer than its limit of 1 s")
+        );
+        assert!(
+            b.count(".rl-replay .rl-card").await > 0,
+            "the timeline up to the stop is drawn"
+        );
+        b.screenshot("replay-failed").await;
+    })
+    .await;
+    engine.close(Duration::from_secs(5), Duration::from_secs(5)).await;
+}
+
 /// The fencing scenario in both variants: A's stale write refused (or landing), the wallet row's
 /// fence kept at 34 (or taken back to 33), each lane drawing its Redis and SQL steps apart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

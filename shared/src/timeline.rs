@@ -329,8 +329,12 @@ impl Timeline {
                         open[lane] = None;
                         continue;
                     }
+                    let last = timeline.rows.iter().rev().find_map(|row| match &row.card {
+                        Card::Statement { service, .. } if row.lane == lane => Some(*service),
+                        _ => None,
+                    });
                     Card::Statement {
-                        service: Service::Postgres,
+                        service: service_of_error(*kind, last),
                         text: String::new(),
                         params: Vec::new(),
                         sent: None,
@@ -477,6 +481,19 @@ impl Timeline {
     }
 }
 
+/// The service an error that came without a statement of its own is shown against: the one its
+/// kind names (a broker's error is not SQL), else the one its lane last talked to, else
+/// PostgreSQL.
+fn service_of_error(kind: ErrorKind, last: Option<Service>) -> Service {
+    match kind {
+        ErrorKind::Database => Service::Postgres,
+        ErrorKind::Redis => Service::Redis,
+        ErrorKind::Broker => Service::Kafka,
+        ErrorKind::Http => Service::Http,
+        ErrorKind::Timeout | ErrorKind::Connection | ErrorKind::Crash => last.unwrap_or(Service::Postgres),
+    }
+}
+
 /// `[bob] commit` → `commit`.
 fn strip_actor<'a>(line: &'a str, actor: &str) -> &'a str {
     line.strip_prefix('[')
@@ -488,6 +505,45 @@ fn strip_actor<'a>(line: &'a str, actor: &str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_without_a_statement_is_shown_against_its_own_service() {
+        assert_eq!(
+            service_of_error(ErrorKind::Broker, Some(Service::Postgres)),
+            Service::Kafka
+        );
+        assert_eq!(service_of_error(ErrorKind::Redis, None), Service::Redis);
+        assert_eq!(
+            service_of_error(ErrorKind::Connection, Some(Service::Http)),
+            Service::Http
+        );
+        assert_eq!(service_of_error(ErrorKind::Timeout, None), Service::Postgres);
+        let events = [
+            ev(1, step("notifier", "poll")),
+            ev(
+                2,
+                EventKind::Error {
+                    actor: "Kafka".into(),
+                    kind: ErrorKind::Broker,
+                    code: None,
+                    message: "stopped answering".into(),
+                },
+            ),
+        ];
+        let t = Timeline::from_events(&events);
+        assert!(
+            matches!(
+                &t.rows[1].card,
+                Card::Statement {
+                    service: Service::Kafka,
+                    error: Some(_),
+                    ..
+                }
+            ),
+            "{:?}",
+            t.rows[1].card
+        );
+    }
 
     fn ev(seq: u64, kind: EventKind) -> Event {
         Event { seq, at_ms: seq, kind }

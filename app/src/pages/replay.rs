@@ -11,9 +11,10 @@ use crate::components::timeline::TimelineView;
 use crate::components::transcript::Transcript;
 use crate::components::verdict::VerdictBanner;
 use leptos::prelude::*;
-use shared::Moment;
 use shared::protocol::StoredRun;
+use shared::run_state::Phase;
 use shared::run_state::RunState;
+use shared::{Moment, Outcome};
 
 #[component]
 pub fn ReplayPage(
@@ -77,6 +78,13 @@ pub fn ReplayPage(
                     }
                     .into_any()
                 };
+                // A run that did not complete says so first: the timeline shows where, this says why.
+                let ended = match &state.phase {
+                    Phase::Finished(Outcome::Failed { message }) => Some(("failed", format!("This run failed: {message}"))),
+                    Phase::Finished(Outcome::Cancelled) => Some(("cancelled", "This run was cancelled before its end.".to_owned())),
+                    _ => None,
+                }
+                .map(|(state, text)| view! { <p class="rl-status" data-state=state role="status"><span>{text}</span></p> });
                 let drawn = if compact {
                     view! { <CompactTimeline timeline=timeline /> }.into_any()
                 } else {
@@ -85,6 +93,7 @@ pub fn ReplayPage(
                 view! {
                     <article class="rl-replay" data-run-id=run.id.clone()>
                         {heading}
+                        {ended}
                         {drawn}
                         {state.verdict().cloned().map(|v| view! { <VerdictBanner verdict=v /> })}
                         {ledger}

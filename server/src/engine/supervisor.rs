@@ -523,7 +523,7 @@ impl Engine {
                             if let RunError::ServiceLost { service, detail } = &lost {
                                 pipe.sink.emit(EventKind::Error {
                                     actor: service.label().to_owned(),
-                                    kind: shared::ErrorKind::Connection,
+                                    kind: shared::ErrorKind::Broker,
                                     code: None,
                                     message: format!("stopped answering: {detail}"),
                                 });
