@@ -171,9 +171,9 @@ impl Bench {
         for i in 0..WARMUP + runs {
             // The shelf fills again after each run's `done` (as between one reader's runs): no
             // side is timed while it does.
-            until_shelf_full(&self.engine).await;
+            until_shelf_full(&self.engine, i == 0).await;
             let run = engine_run(&self.engine, "isolation/write-skew", "serializable").await?;
-            until_shelf_full(&self.engine).await;
+            until_shelf_full(&self.engine, false).await;
             let cold = engine_run(&self.cold, "isolation/write-skew", "serializable").await?;
             let schema = self.schema()?;
             let (bare_time, bare_failed) = in_schema(admin, &schema, bare_write_skew(&self.base, &schema)).await?;
@@ -507,10 +507,22 @@ async fn write_skew_statements(alice: &mut PgConnection, bob: &mut PgConnection)
     }
 }
 
-/// Waits (at most 5 s) until the engine holds its [`WARM_SANDBOXES`] ready sandboxes.
-async fn until_shelf_full(engine: &Engine) {
+/// Waits (at most 5 s) until the engine holds its [`WARM_SANDBOXES`] ready sandboxes; says so
+/// when it does not (the next run is then timed with what is there). Before the engine's first
+/// run there is no shelf yet.
+async fn until_shelf_full(engine: &Engine, first: bool) {
+    if first {
+        return;
+    }
     let deadline = Instant::now() + Duration::from_secs(5);
-    while engine.ready_sandboxes().len() < WARM_SANDBOXES && Instant::now() < deadline {
+    while engine.ready_sandboxes().len() < WARM_SANDBOXES {
+        if Instant::now() >= deadline {
+            eprintln!(
+                "  (the shelf held {} of {WARM_SANDBOXES} ready sandboxes after 5 s)",
+                engine.ready_sandboxes().len()
+            );
+            return;
+        }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }

@@ -47,7 +47,15 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
     let pool = PgPoolOptions::new()
         .max_connections(ADMIN_POOL)
         .acquire_timeout(Duration::from_secs(10))
-        .connect_with(options.clone().application_name("racelab/server"))
+        // READ COMMITTED whatever the database's default: `take_connection_lease` reads the
+        // leases after taking its lock, which only sees the others' at this level. (The space is
+        // escaped: PostgreSQL splits its startup options on whitespace.)
+        .connect_with(
+            options
+                .clone()
+                .application_name("racelab/server")
+                .options([("default_transaction_isolation", r"read\ committed")]),
+        )
         .await
         .map_err(|source| StartupError::Unreachable {
             url: redact(&config.database_url),

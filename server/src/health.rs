@@ -1,6 +1,7 @@
 //! Dependency checks for `/healthz` and the catalog: is each service up right now?
 //!
-//! Redis and the broker are probed with a plain TCP exchange (a Redis `PING`, a Kafka connect),
+//! Redis and the broker are probed with a plain TCP exchange (a Redis `PING`, a Kafka
+//! `ApiVersions` request),
 //! so a lab that does not need them never waits on a client library, and a service that is down
 //! costs at most the probe's timeout.
 
@@ -149,12 +150,14 @@ pub async fn redis(url: &str) -> Dependency {
     }
 }
 
-/// Probes the brokers with a TCP connect.
+/// Probes the brokers with a request (`ApiVersions`): a broker that is stopped (`SIGSTOP`),
+/// wedged or paused still completes a TCP handshake (the kernel accepts it), so a connect alone
+/// would call it up.
 pub async fn kafka(brokers: &str) -> Dependency {
     let mut reasons = Vec::new();
     for broker in brokers.split(',').map(str::trim).filter(|b| !b.is_empty()) {
-        match timeout(PROBE_TIMEOUT, TcpStream::connect(broker)).await {
-            Ok(Ok(_)) => {
+        match timeout(PROBE_TIMEOUT, crate::sandbox::kafka_wire::answers(broker)).await {
+            Ok(Ok(())) => {
                 return Dependency {
                     up: true,
                     detail: format!("broker at {broker}"),

@@ -131,9 +131,11 @@ struct Whole {
 /// When the reader leaves.
 #[derive(Clone, Copy, Debug)]
 enum Point {
-    /// After reading this many of the run's messages.
+    /// As soon as Run is pressed: the run is likely still queued, or just starting.
+    Pressed,
+    /// After reading this many of the run's messages from its `Started` on.
     Messages(u64),
-    /// This long after pressing Run, whatever arrived.
+    /// This long after the run started, whatever arrived.
     After(Duration),
 }
 
@@ -158,10 +160,10 @@ struct Cut {
     mid_run: bool,
 }
 
-/// Plays a kind to its end and counts its messages.
+/// Plays a kind to its end and counts its messages from its `Started` on.
 async fn whole(engine: &Arc<Engine>, kind: &Kind) -> Whole {
     let def = racelab::labs::find(kind.scenario).expect("the scenario");
-    let began = Instant::now();
+    let mut began = Instant::now();
     let mut handle = engine.start(def, variant_of(kind), Mode::Auto).await.expect("started");
     let mut messages = 0;
     loop {
@@ -170,6 +172,9 @@ async fn whole(engine: &Arc<Engine>, kind: &Kind) -> Whole {
             .unwrap_or_else(|_| panic!("{} ended in time", kind.scenario))
             .unwrap_or_else(|| panic!("{} said done before closing", kind.scenario));
         messages += 1;
+        if let ServerMsg::Started { .. } = update {
+            (began, messages) = (Instant::now(), 0);
+        }
         if let ServerMsg::Done { outcome, .. } = update {
             assert_eq!(outcome, Outcome::Completed, "a whole run of {}", kind.scenario);
             return Whole {
@@ -181,43 +186,44 @@ async fn whole(engine: &Arc<Engine>, kind: &Kind) -> Whole {
 }
 
 /// Reads `handle` until `point`; returns the run's id (if it started) and whether it was still
-/// going when the point came.
+/// going when the point came (started, not done).
 async fn read_until(handle: &mut RunHandle, point: Point) -> (Option<String>, bool) {
-    let mut run_id = None;
-    let mut read = 0;
-    let deadline = match point {
-        Point::After(wait) => tokio::time::Instant::now() + wait,
-        Point::Messages(_) => tokio::time::Instant::now() + Duration::from_secs(120),
-    };
-    loop {
-        if matches!(point, Point::Messages(n) if read >= n) {
-            return (run_id, true);
+    if let Point::Pressed = point {
+        return (None, false);
+    }
+    // Until the run starts: its place in line is not part of it.
+    let run_id = loop {
+        match handle.updates.recv().await {
+            Some(ServerMsg::Started { run_id }) => break run_id,
+            Some(ServerMsg::Done { run_id, .. }) => return (Some(run_id).filter(|id| !id.is_empty()), false),
+            Some(_) => {}
+            None => return (None, false),
         }
+    };
+    let (limit, deadline) = match point {
+        Point::After(wait) => (u64::MAX, tokio::time::Instant::now() + wait),
+        Point::Messages(n) => (n, tokio::time::Instant::now() + Duration::from_secs(120)),
+        Point::Pressed => unreachable!("returned above"),
+    };
+    let mut read = 0;
+    while read < limit {
         match tokio::time::timeout_at(deadline, handle.updates.recv()).await {
-            Err(_) => return (run_id, true),
-            Ok(None) => return (run_id, false),
-            Ok(Some(update)) => {
-                read += 1;
-                match update {
-                    ServerMsg::Started { run_id: id } => run_id = Some(id),
-                    ServerMsg::Done { run_id: id, .. } => return (Some(id), false),
-                    _ => {}
-                }
-            }
+            Err(_) => break,
+            Ok(None) | Ok(Some(ServerMsg::Done { .. })) => return (Some(run_id), false),
+            Ok(Some(_)) => read += 1,
         }
     }
+    (Some(run_id), true)
 }
 
-/// Starts one run, leaves at the drawn point, and returns what was cut. A run cut before it
-/// started still gets its id: the reader's next message would have been `Started`, so the
-/// test waits for it on a handle it keeps no longer than that.
+/// Starts one run, leaves at the drawn point, and returns what was cut (with the run's id when
+/// the reader learned it).
 async fn cut(engine: &Arc<Engine>, index: usize, kind: usize, whole: Whole, draws: &mut Draws) -> Cut {
     let def = racelab::labs::find(KINDS[kind].scenario).expect("the scenario");
-    let point = if draws.below(2) == 0 {
-        Point::Messages(draws.below(whole.messages))
-    } else {
-        let window = whole.took.as_micros() as u64;
-        Point::After(Duration::from_micros(draws.below(window)))
+    let point = match draws.below(10) {
+        0 => Point::Pressed,
+        1..=5 => Point::Messages(draws.below(whole.messages)),
+        _ => Point::After(Duration::from_micros(draws.below(whole.took.as_micros() as u64))),
     };
     let leave = if draws.below(4) == 0 { Leave::Cancel } else { Leave::Tab };
     let mut handle = engine
@@ -228,15 +234,13 @@ async fn cut(engine: &Arc<Engine>, index: usize, kind: usize, whole: Whole, draw
     if let Leave::Cancel = leave {
         handle.cancel();
     }
-    // The run's id: the one seen, else the first `Started` still on its way (a run cut while
-    // queued has no id yet, so the handle is read just long enough to learn it; leaving it
-    // there and cutting the next message would cut nothing new).
-    let run_id = match run_id {
-        Some(id) => {
-            drop(handle);
-            Some(id)
-        }
-        None => started_later(handle).await,
+    // A tab closed while the run is queued gives no id: whatever such a run might leave is caught
+    // by the test's look at every run's namespace at the end. After Cancel, the handle is read
+    // on until the run's id arrives (or none: cancelled while queued).
+    let run_id = match (run_id, leave) {
+        (Some(id), _) => Some(id),
+        (None, Leave::Tab) => None,
+        (None, Leave::Cancel) => started_later(handle).await,
     };
     Cut {
         run_id,
@@ -325,10 +329,13 @@ async fn a_thousand_runs_cut_at_random_points_leave_nothing_behind() {
     for (scenario, (all, mid)) in &by_kind {
         println!("{scenario:<28} {all:>4} runs, {mid:>4} cut while they played");
     }
+    let pressed = cuts.iter().filter(|c| matches!(c.point, Point::Pressed)).count();
     let mid_run = cuts.iter().filter(|c| c.mid_run).count();
+    println!("{pressed} readers left as they pressed Run; {mid_run} runs cut while they played");
     assert!(
-        mid_run * 10 >= count * 8,
-        "most cuts must land while their run plays, else this tests little: {mid_run} of {count}"
+        mid_run * 10 >= (count - pressed) * 8,
+        "most cuts must land while their run plays, else this tests little: {mid_run} of {}",
+        count - pressed
     );
     for (i, kind) in KINDS.iter().enumerate() {
         let cut_mid = cuts.iter().filter(|c| c.kind == i && c.mid_run).count();
@@ -343,7 +350,7 @@ async fn a_thousand_runs_cut_at_random_points_leave_nothing_behind() {
     // Nothing of any of them is left, in any service.
     let run_ids: Vec<String> = cuts.iter().filter_map(|c| c.run_id.clone()).collect();
     println!(
-        "{} runs cancelled while queued, before they had a sandbox",
+        "{} runs left before they said their id (closed or cancelled before they started)",
         count - run_ids.len()
     );
     let mut inspector = common::inspector().await;
@@ -377,6 +384,32 @@ async fn a_thousand_runs_cut_at_random_points_leave_nothing_behind() {
         "{} of {count} cut runs left something a minute later (RACELAB_CUT_SEED={seed}):\n{}",
         left.len(),
         report.join("\n")
+    );
+
+    // Nor of any run at all: tabs closed while their run was queued left no id to look for,
+    // and this test is alone in its binary.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let anything = loop {
+        let postgres: (i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'run\\_%'),
+                    (SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'racelab/%/%'),
+                    (SELECT count(*) FROM sandboxes)",
+        )
+        .fetch_one(&mut inspector)
+        .await
+        .expect("every run's leftovers");
+        let keys = common::redis_keys_of_every_run().await;
+        let processes = common::processes_of_every_run();
+        let anything = (postgres, keys, processes);
+        if anything == ((0, 0, 0), BTreeMap::new(), BTreeMap::new()) || tokio::time::Instant::now() >= deadline {
+            break anything;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(
+        anything,
+        ((0, 0, 0), BTreeMap::new(), BTreeMap::new()),
+        "(schemas, run sessions, registry rows), Redis keys and processes of any run"
     );
 
     // The same engine still plays right.

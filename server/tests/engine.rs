@@ -246,7 +246,7 @@ async fn a_run_past_its_time_limit_fails_and_is_cleaned() {
 /// takes every ready sandbox down.
 #[tokio::test]
 async fn ready_sandboxes_are_taken_once_and_taken_down_with_the_engine() {
-    let _slot = common::db_slot().await;
+    let _slots = common::db_slots(6).await;
     let mut config = common::config();
     config.warm_sandboxes = 2;
     let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("PostgreSQL"));
@@ -283,8 +283,27 @@ async fn ready_sandboxes_are_taken_once_and_taken_down_with_the_engine() {
     let again = until_ready(2).await;
     assert!(!again.contains(&second.run_id), "taken once: {again:?}");
 
+    // A third run takes one; its `done` starts making the next, and the engine closes at once,
+    // while that one is being made: closing waits for it and takes it down too.
+    let third = common::play(&engine, "isolation/write-skew", "serializable").await;
+    assert!(
+        again.contains(&third.run_id),
+        "{} played in a ready sandbox",
+        third.run_id
+    );
     assert_eq!(engine.close(Duration::from_secs(5), Duration::from_secs(5)).await, 0);
     assert!(engine.ready_sandboxes().is_empty());
+    // Nothing else plays in this binary now (every slot is this test's): no sandbox at all may
+    // be left, the moment `close` returns.
+    let mut inspector = common::inspector().await;
+    let left: (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM sandboxes),
+                (SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'run\\_%')",
+    )
+    .fetch_one(&mut inspector)
+    .await
+    .expect("leftovers");
+    assert_eq!(left, (0, 0), "registry rows and schemas left when close returned");
     for run_id in again {
         assert_eq!(
             common::wait_until_clean(&run_id).await,

@@ -43,7 +43,11 @@ fn in_venv(venv: &Path) -> Option<PathBuf> {
 
 /// Starts the broker from `binary` with its data in `instance/broker`.
 pub async fn start(binary: &Path, instance: &Path) -> Result<(ServiceProcess, u16), EmbeddedError> {
-    let port = free_port().map_err(|e| EmbeddedError::Broker(format!("no free port: {e}")))?;
+    let failed = |what: String| EmbeddedError::Broker(what);
+    let port = free_port().map_err(|e| failed(format!("no free port: {e}")))?;
+    // A fresh broker starts with no data: an instance that already has some is not ours.
+    let data = instance.join("broker");
+    std::fs::create_dir(&data).map_err(|e| failed(format!("cannot create {}: {e}", data.display())))?;
     Ok((start_on(binary, instance, port).await?, port))
 }
 

@@ -13,29 +13,56 @@ use std::time::{Duration, Instant};
 /// How long a service seen up is taken as up.
 pub const FRESH: Duration = Duration::from_millis(500);
 
-/// When each service was last seen up.
+/// What the probes of each service last found, stamped with when each probe *started*: probes
+/// overlap (`/healthz` waits for its slowest), and an answer that left the service before a later
+/// probe found it down must not count as up after that.
 #[derive(Default)]
 pub struct Probes {
-    seen_up: Mutex<Vec<(Service, Instant)>>,
+    seen: Mutex<Vec<Seen>>,
+}
+
+struct Seen {
+    service: Service,
+    up_at: Option<Instant>,
+    down_at: Option<Instant>,
 }
 
 impl Probes {
-    /// Whether `service` answered within [`FRESH`] of `now`.
+    /// Whether `service` answered a probe started within [`FRESH`] of `now`, and no probe started
+    /// since found it down.
     pub fn recently_up(&self, service: Service, now: Instant) -> bool {
-        self.seen_up
+        self.seen
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .iter()
-            .any(|(s, at)| *s == service && now.saturating_duration_since(*at) < FRESH)
+            .any(|seen| {
+                seen.service == service
+                    && seen.up_at.is_some_and(|up| {
+                        now.saturating_duration_since(up) < FRESH && seen.down_at.is_none_or(|down| up > down)
+                    })
+            })
     }
 
-    /// What a probe of `service` found at `now`.
-    pub fn record(&self, service: Service, up: bool, now: Instant) {
-        let mut seen = self.seen_up.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        seen.retain(|(s, _)| *s != service);
-        if up {
-            seen.push((service, now));
-        }
+    /// What a probe of `service` started at `at` found.
+    pub fn record(&self, service: Service, up: bool, at: Instant) {
+        let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let index = match seen.iter().position(|s| s.service == service) {
+            Some(index) => index,
+            None => {
+                seen.push(Seen {
+                    service,
+                    up_at: None,
+                    down_at: None,
+                });
+                seen.len() - 1
+            }
+        };
+        let stamp = if up {
+            &mut seen[index].up_at
+        } else {
+            &mut seen[index].down_at
+        };
+        *stamp = Some(stamp.map_or(at, |earlier| earlier.max(at)));
     }
 }
 
@@ -49,6 +76,7 @@ mod tests {
     fn a_service_seen_up_is_up_for_a_moment_and_down_as_soon_as_a_probe_says_so() {
         let probes = Probes::default();
         let t0 = Instant::now();
+        let ms = Duration::from_millis;
         assert!(!probes.recently_up(Service::Redis, t0), "never asked: ask");
         probes.record(Service::Redis, true, t0);
         assert!(probes.recently_up(Service::Redis, t0 + FRESH / 2));
@@ -57,7 +85,14 @@ mod tests {
             "one service says nothing of another"
         );
         assert!(!probes.recently_up(Service::Redis, t0 + FRESH), "stale: ask again");
-        probes.record(Service::Redis, false, t0 + Duration::from_millis(1));
-        assert!(!probes.recently_up(Service::Redis, t0 + Duration::from_millis(2)));
+        probes.record(Service::Redis, false, t0 + ms(1));
+        assert!(!probes.recently_up(Service::Redis, t0 + ms(2)));
+        // A slow probe that started before the one that found it down ends later, saying up:
+        // it does not count.
+        probes.record(Service::Redis, true, t0);
+        assert!(!probes.recently_up(Service::Redis, t0 + ms(3)));
+        // One started after it does.
+        probes.record(Service::Redis, true, t0 + ms(4));
+        assert!(probes.recently_up(Service::Redis, t0 + ms(5)));
     }
 }

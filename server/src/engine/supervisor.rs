@@ -207,7 +207,8 @@ impl Engine {
     /// Whether `service` answers right now, and if not, why.
     async fn probe(&self, service: Service) -> Result<(), String> {
         let services = &self.reach.services;
-        if self.probes.recently_up(service, std::time::Instant::now()) {
+        let started = std::time::Instant::now();
+        if self.probes.recently_up(service, started) {
             return Ok(());
         }
         let probed = match service {
@@ -218,7 +219,7 @@ impl Engine {
             Service::Http | Service::Process => return Ok(()),
         };
         let dependency = crate::health::explained(services, service, probed);
-        self.probes.record(service, dependency.up, std::time::Instant::now());
+        self.probes.record(service, dependency.up, started);
         if dependency.up { Ok(()) } else { Err(dependency.detail) }
     }
 
@@ -226,10 +227,10 @@ impl Engine {
     /// start right after a probe found a service down asks again instead of trusting an older
     /// answer.
     pub async fn health(&self) -> crate::health::Health {
+        let started = std::time::Instant::now();
         let health = crate::health::check(&self.reach.services).await;
-        let now = std::time::Instant::now();
         for service in [Service::Postgres, Service::Redis, Service::Kafka] {
-            self.probes.record(service, health.is_up(service), now);
+            self.probes.record(service, health.is_up(service), started);
         }
         health
     }
@@ -422,7 +423,10 @@ impl Engine {
             admitted.release().await;
         }
         updates.send(ServerMsg::Done { run_id, outcome });
-        self.warm.refill(scenario.sandbox());
+        // Not while the engine closes: `close` empties the shelves once the last run is done.
+        if !*self.live.closing.borrow() {
+            self.warm.refill(scenario.sandbox());
+        }
     }
 
     /// Creates the sandbox (unless one `ready` was made ahead for run `run_id`) and plays the
@@ -523,7 +527,11 @@ impl Engine {
                             if let RunError::ServiceLost { service, detail } = &lost {
                                 pipe.sink.emit(EventKind::Error {
                                     actor: service.label().to_owned(),
-                                    kind: shared::ErrorKind::Broker,
+                                    // Drawn against its service (`timeline::service_of_error`).
+                                    kind: match service {
+                                        Service::Kafka => shared::ErrorKind::Broker,
+                                        _ => shared::ErrorKind::Connection,
+                                    },
                                     code: None,
                                     message: format!("stopped answering: {detail}"),
                                 });

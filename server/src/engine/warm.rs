@@ -20,6 +20,8 @@ use tokio::time::Instant;
 const UNWANTED_AFTER: Duration = Duration::from_secs(5 * 60);
 /// A sandbox that waited this long on the shelf is replaced by a fresh one.
 const STALE_AFTER: Duration = Duration::from_secs(10 * 60);
+/// How long emptying the shelves waits for sandboxes still being made.
+const FILLS_END_WITHIN: Duration = Duration::from_secs(15);
 /// How often the shelves are looked over.
 const LOOK_OVER_EVERY: Duration = Duration::from_secs(30);
 
@@ -28,6 +30,11 @@ pub struct Warm {
     /// Ready sandboxes to keep per kind that readers ask for.
     keep: usize,
     shelves: Mutex<Vec<Shelf>>,
+    /// Emptied for good (the engine is closing): nothing is made or kept any more.
+    closed: std::sync::atomic::AtomicBool,
+    /// Fill tasks running: [`Warm::empty`] waits for them, so a sandbox being made as the
+    /// server stops is destroyed before the process exits, not left half made.
+    fills: tokio::sync::watch::Sender<usize>,
 }
 
 /// The ready sandboxes of one kind (one lab's [`Spec`]).
@@ -56,6 +63,8 @@ impl Warm {
             services,
             keep,
             shelves: Mutex::new(Vec::new()),
+            closed: std::sync::atomic::AtomicBool::new(false),
+            fills: tokio::sync::watch::Sender::new(0),
         });
         if keep > 0 {
             tokio::spawn(look_over(Arc::downgrade(&warm)));
@@ -70,7 +79,7 @@ impl Warm {
     /// A ready sandbox of `spec`'s kind, if one is on the shelf. The shelf is filled again once
     /// the run is done ([`Warm::refill`]).
     pub fn take(self: &Arc<Self>, spec: &Spec) -> Option<Sandbox> {
-        if self.keep == 0 {
+        if self.keep == 0 || self.is_closed() {
             return None;
         }
         let kind = kind_of(spec);
@@ -101,7 +110,7 @@ impl Warm {
     /// in `benches/engine_overhead.rs`); a reader who presses Run again finds the shelf full
     /// either way.
     pub fn refill(self: &Arc<Self>, spec: &Spec) {
-        if self.keep == 0 {
+        if self.keep == 0 || self.is_closed() {
             return;
         }
         let kind = kind_of(spec);
@@ -111,14 +120,27 @@ impl Warm {
             && shelf.ready.len() < self.keep
         {
             shelf.filling = true;
-            tokio::spawn(self.clone().fill(kind));
+            self.spawn_fill(kind);
         }
+    }
+
+    /// Starts [`Warm::fill`] on a task of its own, counted in `fills` until it ends.
+    fn spawn_fill(self: &Arc<Self>, kind: u64) {
+        self.fills.send_modify(|n| *n += 1);
+        let warm = self.clone();
+        tokio::spawn(async move {
+            warm.clone().fill(kind).await;
+            warm.fills.send_modify(|n| *n -= 1);
+        });
     }
 
     /// Makes sandboxes for shelf `kind` until it holds what it should (one at a time: a run
     /// waiting for its own sandbox comes first).
     async fn fill(self: Arc<Self>, kind: u64) {
         loop {
+            if self.is_closed() {
+                return;
+            }
             let spec = {
                 let mut shelves = self.shelves();
                 let Some(shelf) = shelves.iter_mut().find(|s| s.kind == kind) else {
@@ -131,6 +153,13 @@ impl Warm {
                 shelf.spec
             };
             let made = Sandbox::create(&self.services, &new_run_id(), &spec).await;
+            if self.is_closed() {
+                // Emptied while this one was being made: it goes too.
+                if let Ok(sandbox) = made {
+                    self.destroy(vec![sandbox]).await;
+                }
+                return;
+            }
             let mut shelves = self.shelves();
             let Some(shelf) = shelves.iter_mut().find(|s| s.kind == kind) else {
                 return;
@@ -158,6 +187,9 @@ impl Warm {
     /// Takes down what nobody wants any more and what waited too long (the shelf refills with
     /// fresh ones if its kind is still asked for).
     async fn tidy(self: &Arc<Self>) {
+        if self.is_closed() {
+            return;
+        }
         let (gone, refill) = {
             let mut shelves = self.shelves();
             let mut gone = Vec::new();
@@ -178,13 +210,19 @@ impl Warm {
             (gone, refill)
         };
         for kind in refill {
-            tokio::spawn(self.clone().fill(kind));
+            self.spawn_fill(kind);
         }
         self.destroy(gone).await;
     }
 
-    /// Takes every ready sandbox down (the server is stopping); returns how many.
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Takes every ready sandbox down and keeps none from now on (the server is stopping; a
+    /// sandbox still being made goes as soon as it is); returns how many.
     pub async fn empty(&self) -> usize {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         let gone: Vec<Sandbox> = {
             let mut shelves = self.shelves();
             shelves
@@ -195,6 +233,9 @@ impl Warm {
         };
         let count = gone.len();
         self.destroy(gone).await;
+        // A sandbox being made now is destroyed by its fill task as soon as it is made.
+        let mut fills = self.fills.subscribe();
+        let _ = tokio::time::timeout(FILLS_END_WITHIN, fills.wait_for(|n| *n == 0)).await;
         count
     }
 

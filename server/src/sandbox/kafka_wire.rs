@@ -1,6 +1,8 @@
-//! The two Kafka protocol requests cleanup needs that librdkafka does not offer: find a group's
-//! coordinator, and make members leave a group on their behalf (`LeaveGroup` v3, the request
-//! behind Kafka's own "remove members from consumer group").
+//! The Kafka protocol requests racelab sends itself, where librdkafka does not offer them: find a
+//! group's coordinator, make members leave a group on their behalf (`LeaveGroup` v3, the request
+//! behind Kafka's own "remove members from consumer group"), and ask a broker which API versions
+//! it speaks (`ApiVersions` v0: the health probe, since a broker that accepts a connection may
+//! still answer nothing).
 //!
 //! Why: a consumer killed at a crash point never leaves its group, and a static member
 //! (`group.instance.id`) never leaves even when it closes. Apache Kafka drops such members once
@@ -14,6 +16,7 @@ use tokio::net::TcpStream;
 
 const FIND_COORDINATOR: i16 = 10;
 const LEAVE_GROUP: i16 = 13;
+const API_VERSIONS: i16 = 18;
 /// How long one request may take.
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -111,6 +114,13 @@ async fn exchange(address: &str, request: Request) -> Result<Response, String> {
     tokio::time::timeout(TIMEOUT, io)
         .await
         .map_err(|_| format!("{address} did not answer in time"))?
+}
+
+/// Whether the broker at `address` answers a request (`ApiVersions` v0): any answer, even an
+/// error code, is a broker that is alive; no answer within the caller's deadline is not.
+pub async fn answers(address: &str) -> Result<(), String> {
+    let mut response = exchange(address, Request::new(API_VERSIONS, 0, 3)).await?;
+    response.i16().map(|_error_code| ())
 }
 
 /// `host:port` of `group`'s coordinator, asked of `bootstrap`.

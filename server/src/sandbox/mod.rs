@@ -18,7 +18,7 @@
 //! success, failure, cancel, disconnect and time limit alike.
 
 pub mod broker;
-mod kafka_wire;
+pub(crate) mod kafka_wire;
 pub mod postgres;
 pub mod redis;
 mod sweep;
@@ -235,7 +235,8 @@ impl Sandbox {
         }
         if !self.topics.is_empty() {
             // A broker that is gone would hold each admin call for its whole timeout (10 s), and
-            // the reader's `done` with it: a connect tells at once, and the topics wait for
+            // the reader's `done` with it: the health probe (refused at once, at most 2 s per
+            // broker for one that hangs) tells first, and the topics wait for
             // `destroy_when_back`.
             let broker = crate::health::kafka(&services.brokers).await;
             let removed = if broker.up {

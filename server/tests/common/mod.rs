@@ -236,6 +236,13 @@ pub fn processes_of(run_id: &str) -> i64 {
 
 /// [`processes_of`] for many runs at once: one look through `/proc`.
 pub fn processes_by_run(run_ids: &[String]) -> BTreeMap<String, i64> {
+    let mut found = processes_of_every_run();
+    found.retain(|run, _| run_ids.contains(run));
+    found
+}
+
+/// Every run's processes still running, by run id.
+pub fn processes_of_every_run() -> BTreeMap<String, i64> {
     let mut found = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return found;
@@ -253,7 +260,7 @@ pub fn processes_by_run(run_ids: &[String]) -> BTreeMap<String, i64> {
             .split(|b| *b == 0)
             .find_map(|var| var.strip_prefix(b"RACELAB_RUN="))
             .map(|id| String::from_utf8_lossy(id).into_owned());
-        if let Some(run) = run.filter(|r| run_ids.contains(r)) {
+        if let Some(run) = run {
             *found.entry(run).or_insert(0) += 1;
         }
     }
@@ -319,6 +326,13 @@ pub async fn redis_keys_of(run_id: &str) -> i64 {
 
 /// [`redis_keys_of`] for many runs at once: one scan of `racelab:*`.
 pub async fn redis_keys_by_run(run_ids: &[String]) -> BTreeMap<String, i64> {
+    let mut found = redis_keys_of_every_run().await;
+    found.retain(|run, _| run_ids.contains(run));
+    found
+}
+
+/// Every run's Redis keys (`racelab:<run id>:…`, not the rooms' `racelab:room:…`), by run id.
+pub async fn redis_keys_of_every_run() -> BTreeMap<String, i64> {
     let client = redis::Client::open(config().redis_url.as_str()).expect("a Redis URL");
     let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
     let keys: Vec<String> = redis::cmd("KEYS")
@@ -327,8 +341,9 @@ pub async fn redis_keys_by_run(run_ids: &[String]) -> BTreeMap<String, i64> {
         .await
         .expect("KEYS");
     let mut found = BTreeMap::new();
+    let is_run_id = |r: &&str| r.len() == 12 && r.bytes().all(|b| b.is_ascii_hexdigit());
     for key in keys {
-        if let Some(run) = key.split(':').nth(1).filter(|r| run_ids.iter().any(|id| id == r)) {
+        if let Some(run) = key.split(':').nth(1).filter(is_run_id) {
             *found.entry(run.to_owned()).or_insert(0) += 1;
         }
     }
