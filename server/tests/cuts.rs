@@ -151,7 +151,8 @@ enum Leave {
 /// One cut run, as the report shows it.
 #[derive(Debug)]
 struct Cut {
-    /// None for a run cancelled while queued: it never had a sandbox.
+    /// None when the reader left before the run said its id (closed the tab as Run was pressed,
+    /// or cancelled it while queued).
     run_id: Option<String>,
     kind: usize,
     point: Point,
@@ -192,13 +193,9 @@ async fn read_until(handle: &mut RunHandle, point: Point) -> (Option<String>, bo
         return (None, false);
     }
     // Until the run starts: its place in line is not part of it.
-    let run_id = loop {
-        match handle.updates.recv().await {
-            Some(ServerMsg::Started { run_id }) => break run_id,
-            Some(ServerMsg::Done { run_id, .. }) => return (Some(run_id).filter(|id| !id.is_empty()), false),
-            Some(_) => {}
-            None => return (None, false),
-        }
+    let run_id = match until_started(handle).await {
+        Ok(run_id) => run_id,
+        Err(ended) => return (ended, false),
     };
     let (limit, deadline) = match point {
         Point::After(wait) => (u64::MAX, tokio::time::Instant::now() + wait),
@@ -240,7 +237,7 @@ async fn cut(engine: &Arc<Engine>, index: usize, kind: usize, whole: Whole, draw
     let run_id = match (run_id, leave) {
         (Some(id), _) => Some(id),
         (None, Leave::Tab) => None,
-        (None, Leave::Cancel) => started_later(handle).await,
+        (None, Leave::Cancel) => until_started(&mut handle).await.map_or_else(|ended| ended, Some),
     };
     Cut {
         run_id,
@@ -251,19 +248,18 @@ async fn cut(engine: &Arc<Engine>, index: usize, kind: usize, whole: Whole, draw
     }
 }
 
-/// The id a run reports in its first `Started` or `Done`, read after the reader meant to leave
-/// (none if it was cancelled while queued).
-async fn started_later(mut handle: RunHandle) -> Option<String> {
+/// Reads a run's updates until it starts (`Ok` with its id) or ends first (`Err` with its id,
+/// none if it ended while queued).
+async fn until_started(handle: &mut RunHandle) -> Result<String, Option<String>> {
     loop {
         match tokio::time::timeout(Duration::from_secs(120), handle.updates.recv())
             .await
-            .expect("a run's id in time")
+            .expect("a run's start or end in time")
         {
-            Some(ServerMsg::Started { run_id }) | Some(ServerMsg::Done { run_id, .. }) => {
-                return Some(run_id).filter(|id| !id.is_empty());
-            }
+            Some(ServerMsg::Started { run_id }) => return Ok(run_id),
+            Some(ServerMsg::Done { run_id, .. }) => return Err(Some(run_id).filter(|id| !id.is_empty())),
             Some(_) => {}
-            None => panic!("a run ended without saying its id"),
+            None => return Err(None),
         }
     }
 }

@@ -32,25 +32,10 @@ async fn until_paused(handle: &mut RunHandle) -> String {
     until_event(handle, |kind| matches!(kind, EventKind::Paused { .. })).await
 }
 
-/// Steps the run until it ends; returns how it ended and the errors its actors met.
+/// Steps a paused run until it ends; returns how it ended and its error events.
 async fn step_to_the_end(handle: &mut RunHandle) -> (Outcome, Vec<String>) {
-    let mut errors = Vec::new();
     handle.next();
-    loop {
-        match tokio::time::timeout(Duration::from_secs(60), handle.updates.recv())
-            .await
-            .expect("an update in time")
-        {
-            Some(ServerMsg::Event { event }) => match event.kind {
-                EventKind::Paused { .. } => handle.next(),
-                EventKind::Error { message, .. } => errors.push(message),
-                _ => {}
-            },
-            Some(ServerMsg::Done { outcome, .. }) => return (outcome, errors),
-            Some(_) => {}
-            None => panic!("the run's updates ended without done"),
-        }
-    }
+    until_done(handle, Duration::from_secs(60)).await
 }
 
 /// What is left of run `run_id` in the database at `url`: its schemas and its registry row.
@@ -246,7 +231,8 @@ async fn until_event(handle: &mut RunHandle, seen: impl Fn(&EventKind) -> bool) 
     }
 }
 
-/// Reads a run's updates until it ends; returns how, and its error events as `actor: message`.
+/// Reads a run's updates until it ends (within `within`), stepping it on whenever it pauses;
+/// returns how it ended, and its error events as `actor: message`.
 async fn until_done(handle: &mut RunHandle, within: Duration) -> (Outcome, Vec<String>) {
     let mut errors = Vec::new();
     let deadline = tokio::time::Instant::now() + within;
@@ -255,11 +241,11 @@ async fn until_done(handle: &mut RunHandle, within: Duration) -> (Outcome, Vec<S
             .await
             .expect("the run ended in time")
         {
-            Some(ServerMsg::Event { event }) => {
-                if let EventKind::Error { actor, message, .. } = event.kind {
-                    errors.push(format!("{actor}: {message}"));
-                }
-            }
+            Some(ServerMsg::Event { event }) => match event.kind {
+                EventKind::Paused { .. } => handle.next(),
+                EventKind::Error { actor, message, .. } => errors.push(format!("{actor}: {message}")),
+                _ => {}
+            },
             Some(ServerMsg::Done { outcome, .. }) => return (outcome, errors),
             Some(_) => {}
             None => panic!("the run's updates ended without done"),

@@ -523,20 +523,18 @@ impl Engine {
                             Some(Control::Cancel) | None => break Outcome::Cancelled,
                         },
                         () = &mut shutdown => break Outcome::Cancelled,
-                        lost = &mut lost => {
-                            if let RunError::ServiceLost { service, detail } = &lost {
-                                pipe.sink.emit(EventKind::Error {
-                                    actor: service.label().to_owned(),
-                                    // Drawn against its service (`timeline::service_of_error`).
-                                    kind: match service {
-                                        Service::Kafka => shared::ErrorKind::Broker,
-                                        _ => shared::ErrorKind::Connection,
-                                    },
-                                    code: None,
-                                    message: format!("stopped answering: {detail}"),
-                                });
-                            }
-                            break Outcome::Failed { message: lost.to_string() };
+                        (service, detail) = &mut lost => {
+                            pipe.sink.emit(EventKind::Error {
+                                actor: service.label().to_owned(),
+                                // Drawn against its service (`timeline::service_of_error`).
+                                kind: match service {
+                                    Service::Kafka => shared::ErrorKind::Broker,
+                                    _ => shared::ErrorKind::Connection,
+                                },
+                                code: None,
+                                message: format!("stopped answering: {detail}"),
+                            });
+                            break Outcome::Failed { message: RunError::ServiceLost { service, detail }.to_string() };
                         }
                         () = &mut limit => break Outcome::Failed {
                             message: RunError::TooLong(self.limits.max_duration.as_secs()).to_string(),
@@ -553,16 +551,14 @@ impl Engine {
         };
         (outcome, Some(sandbox))
     }
-}
 
-impl Engine {
-    /// Ends when a service among `services` that the run cannot notice losing by itself has
-    /// stopped answering. PostgreSQL and Redis clients fail at once when their server goes (the
+    /// Ends, with the service and why, when a service among `services` that the run cannot
+    /// notice losing by itself has stopped answering. PostgreSQL and Redis clients fail at once when their server goes (the
     /// lost connection is the actor's error); librdkafka instead reconnects in the background
     /// until a message times out (30 s), so a run whose broker went would sit silent. The broker
     /// is probed every second while the run plays; two failed probes in a row end the run (one
     /// could be a busy machine's slow answer). Never ends for a run without a broker.
-    async fn watch_services(&self, services: Vec<Service>) -> RunError {
+    async fn watch_services(&self, services: Vec<Service>) -> (Service, String) {
         if !services.contains(&Service::Kafka) {
             return std::future::pending().await;
         }
@@ -574,10 +570,7 @@ impl Engine {
                 Err(detail) => {
                     failed += 1;
                     if failed >= 2 {
-                        return RunError::ServiceLost {
-                            service: Service::Kafka,
-                            detail,
-                        };
+                        return (Service::Kafka, detail);
                     }
                 }
             }
