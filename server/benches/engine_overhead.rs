@@ -73,9 +73,10 @@ fn main() -> Result<()> {
 async fn bench(write_skew_runs: usize) -> Result<()> {
     let config = Config::from_env()?;
     let database_url = config.database_url.clone();
-    let connect = |warm_sandboxes: usize| {
+    let connect = |warm_sandboxes: usize, keep_sessions: bool| {
         let mut config = config.clone();
         config.warm_sandboxes = warm_sandboxes;
+        config.keep_sessions = keep_sessions;
         async move {
             racelab::db::connect_engine(&config)
                 .await
@@ -83,10 +84,12 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
                 .map_err(|e| format!("racelab's engine needs PostgreSQL at DATABASE_URL: {e}"))
         }
     };
-    // The engine as served (sandboxes made ahead of demand), and one that makes each run's
-    // sandbox when the run starts.
-    let engine = connect(WARM_SANDBOXES).await?;
-    let cold = connect(0).await?;
+    // The engine as served (sandboxes made ahead of demand, sessions kept between runs), one
+    // that makes each run's sandbox when the run starts, and one that connects each run's
+    // sessions when it starts.
+    let engine = connect(WARM_SANDBOXES, true).await?;
+    let cold = connect(0, true).await?;
+    let unkept = connect(WARM_SANDBOXES, false).await?;
     let base = PgConnectOptions::from_str(&database_url)?;
     let mut admin = base.clone().application_name("racelab-bench/admin").connect().await?;
 
@@ -94,6 +97,7 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
     let mut bench = Bench {
         engine: engine.clone(),
         cold: cold.clone(),
+        unkept: unkept.clone(),
         base,
         next_schema: 0,
         total_schemas,
@@ -103,7 +107,7 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
     let swept = bench.sweep(&mut admin).await;
     let _ = admin.close().await;
     // The ready sandboxes go with the engine.
-    for engine in [engine, cold] {
+    for engine in [engine, cold, unkept] {
         engine.close(Duration::from_secs(5), Duration::from_secs(5)).await;
     }
     result.and(swept)
@@ -113,6 +117,8 @@ struct Bench {
     engine: Arc<Engine>,
     /// The same engine without sandboxes made ahead (`RACELAB_WARM_SANDBOXES=0`).
     cold: Arc<Engine>,
+    /// The same engine without sessions kept between runs (`RACELAB_KEEP_SESSIONS=false`).
+    unkept: Arc<Engine>,
     base: PgConnectOptions,
     next_schema: usize,
     total_schemas: usize,
@@ -161,6 +167,7 @@ impl Bench {
     async fn write_skew(&mut self, admin: &mut PgConnection, runs: usize) -> Result<()> {
         let mut engine_times = Vec::with_capacity(runs);
         let mut cold_times = Vec::with_capacity(runs);
+        let mut unkept_times = Vec::with_capacity(runs);
         let mut bare_times = Vec::with_capacity(runs);
         let (mut engine_40001, mut bare_40001) = (0, 0);
         let bob_got_40001 = |run: &EngineRun| {
@@ -175,23 +182,30 @@ impl Bench {
             let run = engine_run(&self.engine, "isolation/write-skew", "serializable").await?;
             until_shelf_full(&self.engine, false).await;
             let cold = engine_run(&self.cold, "isolation/write-skew", "serializable").await?;
+            until_shelf_full(&self.unkept, i == 0).await;
+            let unkept = engine_run(&self.unkept, "isolation/write-skew", "serializable").await?;
             let schema = self.schema()?;
             let (bare_time, bare_failed) = in_schema(admin, &schema, bare_write_skew(&self.base, &schema)).await?;
             if i >= WARMUP {
                 engine_times.push(run.wall);
                 cold_times.push(cold.wall);
+                unkept_times.push(unkept.wall);
                 bare_times.push(bare_time);
-                engine_40001 += usize::from(bob_got_40001(&run)) + usize::from(bob_got_40001(&cold));
+                engine_40001 += usize::from(bob_got_40001(&run))
+                    + usize::from(bob_got_40001(&cold))
+                    + usize::from(bob_got_40001(&unkept));
                 bare_40001 += usize::from(bare_failed);
             }
         }
         println!(
             "write skew, serializable: {runs} runs per side (bob's first COMMIT got 40001: engine {engine_40001}/{}, bare {bare_40001}/{runs})",
-            2 * runs
+            3 * runs
         );
         print_table(&engine_times, &bare_times);
         println!("  without sandboxes made ahead (RACELAB_WARM_SANDBOXES=0):");
         print_rows(&cold_times, &bare_times);
+        println!("  without sessions kept between runs (RACELAB_KEEP_SESSIONS=false):");
+        print_rows(&unkept_times, &bare_times);
         Ok(())
     }
 
@@ -199,36 +213,17 @@ impl Bench {
     /// racelab's websocket on loopback (`racelab::crowd`, the load client of `racelab crowd`),
     /// beside the bare program playing as many write skews at once as the same connection
     /// budget allows (three sessions a run on both sides: the engine's monitor and actors, the
-    /// bare program's setup session and actors).
+    /// bare program's setup session and actors). The crowd comes twice: to the engine as served,
+    /// and to one that keeps no sessions between runs (it connects three per run, as the bare
+    /// program does).
     async fn crowd(&mut self) -> Result<()> {
-        let config = racelab::config::Config::from_env()?;
-        let state = racelab::web::AppState {
-            engine: self.engine.clone(),
-            config: Arc::new(config),
-        };
-        let app = racelab::web::router(state, std::path::Path::new("no-such-dist"));
-        let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into()).await?;
-        let server = tokio::spawn(async move { axum::serve(listener, app).await });
-        let crowd = |readers: usize| racelab::crowd::Crowd {
-            url: format!("ws://{address}/ws"),
-            readers,
-            scenario: "isolation/write-skew".to_owned(),
-            variant: "serializable".to_owned(),
-            within: Duration::from_secs(300),
-        };
-        let mut alone = Vec::new();
-        for _ in 0..WARMUP + 10 {
-            let (seen, _) = crowd(1).gather().await?;
-            match seen.as_slice() {
-                [racelab::crowd::Seen::Done { took, .. }] => alone.push(*took),
-                other => return Err(format!("a reader alone did not finish: {other:?}").into()),
-            }
-        }
-        alone.drain(..WARMUP);
-        let (seen, wall) = crowd(CROWD).gather().await?;
-        let summary = racelab::crowd::Summary::of(&seen, wall);
-        server.abort();
-
+        let (alone, summary) = crowd_through(&self.engine, WARMUP + 10).await?;
+        // The first crowd's kept sessions hold the shared budget until they go.
+        until_nothing_kept(&self.engine).await;
+        let (_, unkept) = crowd_through(&self.unkept, 0).await?;
+        // The bare program's sessions are not leased: the engines' kept ones go first, or
+        // together they would pass max_connections.
+        until_nothing_kept(&self.engine).await;
         let budget = self.engine.connection_budget();
         let at_once = usize::try_from(budget / 3).unwrap_or(1).max(1);
         let (bare_times, bare_wall) = bare_crowd(&self.base, CROWD, at_once).await?;
@@ -242,41 +237,49 @@ impl Bench {
             "  one reader alone, Run → done over the websocket: median {:.1} ms",
             median(&alone)
         );
+        for (label, s) in [("engine", &summary), ("engine, no sessions kept", &unkept)] {
+            println!(
+                "  {label}: {} (verdicts: {:?}; refused {:?}; lost {})",
+                s.outcomes
+                    .iter()
+                    .map(|(k, v)| format!("{v} {k}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                s.verdicts,
+                s.refused,
+                s.lost
+            );
+        }
         println!(
-            "  engine: {} (verdicts: {:?}; refused {:?}; lost {})",
-            summary
-                .outcomes
-                .iter()
-                .map(|(k, v)| format!("{v} {k}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            summary.verdicts,
-            summary.refused,
-            summary.lost
-        );
-        println!(
-            "  {:<14} {:>10} {:>10} {:>10} {:>10}",
+            "  {:<26} {:>10} {:>10} {:>10} {:>10}",
             "Run → done", "p50 ms", "p95 ms", "max ms", "runs/s"
         );
-        for (label, s) in [("engine", &summary), ("bare sqlx", &bare)] {
+        for (label, s) in [
+            ("engine", &summary),
+            ("engine, no sessions kept", &unkept),
+            ("bare sqlx", &bare),
+        ] {
             println!(
-                "  {label:<14} {:>10.0} {:>10.0} {:>10.0} {:>10.1}",
+                "  {label:<26} {:>10.0} {:>10.0} {:>10.0} {:>10.1}",
                 ms(s.p50),
                 ms(s.p95),
                 ms(s.max),
                 s.runs_per_s()
             );
         }
-        println!(
-            "  {:<14} {:>9.2}x {:>9.2}x {:>9.2}x {:>9.2}x",
-            "engine / bare",
-            ms(summary.p50) / ms(bare.p50),
-            ms(summary.p95) / ms(bare.p95),
-            ms(summary.max) / ms(bare.max),
-            summary.runs_per_s() / bare.runs_per_s()
-        );
-        if summary.lost > 0 || !summary.refused.is_empty() || summary.outcomes.get("completed") != Some(&CROWD) {
-            return Err("not every reader of the crowd had a completed run".into());
+        for (label, s) in [("engine / bare", &summary), ("no sessions kept / bare", &unkept)] {
+            println!(
+                "  {label:<26} {:>9.2}x {:>9.2}x {:>9.2}x {:>9.2}x",
+                ms(s.p50) / ms(bare.p50),
+                ms(s.p95) / ms(bare.p95),
+                ms(s.max) / ms(bare.max),
+                s.runs_per_s() / bare.runs_per_s()
+            );
+        }
+        for s in [&summary, &unkept] {
+            if s.lost > 0 || !s.refused.is_empty() || s.outcomes.get("completed") != Some(&CROWD) {
+                return Err("not every reader of the crowd had a completed run".into());
+            }
         }
         Ok(())
     }
@@ -524,6 +527,47 @@ async fn until_shelf_full(engine: &Engine, first: bool) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// `readers` readers alone one after another (Run → done each), then `CROWD` at once, over
+/// `engine`'s websocket on loopback; the engine's kept sessions are gone before it starts.
+async fn crowd_through(engine: &Arc<Engine>, alone_runs: usize) -> Result<(Vec<Duration>, racelab::crowd::Summary)> {
+    until_nothing_kept(engine).await;
+    let config = racelab::config::Config::from_env()?;
+    let state = racelab::web::AppState {
+        engine: engine.clone(),
+        config: Arc::new(config),
+    };
+    let app = racelab::web::router(state, std::path::Path::new("no-such-dist"));
+    let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into()).await?;
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let crowd = |readers: usize| racelab::crowd::Crowd {
+        url: format!("ws://{address}/ws"),
+        readers,
+        scenario: "isolation/write-skew".to_owned(),
+        variant: "serializable".to_owned(),
+        within: Duration::from_secs(300),
+    };
+    let mut alone = Vec::new();
+    for _ in 0..alone_runs {
+        let (seen, _) = crowd(1).gather().await?;
+        match seen.as_slice() {
+            [racelab::crowd::Seen::Done { took, .. }] => alone.push(*took),
+            other => return Err(format!("a reader alone did not finish: {other:?}").into()),
+        }
+    }
+    alone.drain(..alone.len().min(WARMUP));
+    let (seen, wall) = crowd(CROWD).gather().await?;
+    server.abort();
+    Ok((alone, racelab::crowd::Summary::of(&seen, wall)))
+}
+
+/// Waits (at most `KEEP_FOR` and a second) until `engine` keeps no session between runs.
+async fn until_nothing_kept(engine: &Engine) {
+    let deadline = Instant::now() + racelab::engine::kept::KEEP_FOR + Duration::from_secs(1);
+    while engine.kept_sessions() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -186,6 +186,7 @@ async fn run(
 ) -> ExitCode {
     // One command, its runs one after another: nothing to make ahead, and nothing left behind.
     config.warm_sandboxes = 0;
+    config.keep_sessions = false;
     let engine = match connect_engine(&config).await {
         Ok(engine) => Arc::new(engine),
         Err(error) => {

@@ -55,6 +55,10 @@ pub struct Config {
     /// when it starts).
     #[arg(long, env = "RACELAB_WARM_SANDBOXES", default_value_t = 2)]
     pub warm_sandboxes: usize,
+    /// Keep a finished run's PostgreSQL sessions, reset, for the next run (`engine::kept`)
+    /// instead of closing them (false: every run connects its own).
+    #[arg(long, env = "RACELAB_KEEP_SESSIONS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub keep_sessions: bool,
     /// Runs one reader's address may have going at once, playing or waiting in line.
     #[arg(long, env = "RACELAB_RUNS_PER_CLIENT", default_value_t = 4)]
     pub runs_per_client: usize,

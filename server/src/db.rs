@@ -103,12 +103,13 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         ),
     ]);
     // The run connections are every replica's on this database, not this process's alone.
-    let leases = Leases::new(pool.clone(), capacity.postgres);
+    let leases = Leases::new(pool.clone(), capacity.postgres, config.keep_sessions);
     let warm = Warm::new(services.clone(), config.warm_sandboxes);
     Ok(Engine {
         store: Store::new(pool),
         reach: Reach {
             options: actor_options,
+            settings: Vec::new(),
             services,
             actor_binary,
             database_url: config.database_url.clone(),

@@ -312,3 +312,178 @@ async fn ready_sandboxes_are_taken_once_and_taken_down_with_the_engine() {
         );
     }
 }
+
+/// Leaves every kind of session state behind it: changed settings, a session advisory lock, a
+/// temporary table, a LISTEN, a prepared statement, and a transaction left open on a row lock.
+static LEAVES_A_MESS: ScenarioDef = ScenarioDef {
+    id: "test/leaves-a-mess",
+    title: "A run that leaves its sessions in a mess",
+    hook: "",
+    about: "",
+    variants: &[("only", "only", "")],
+    steppable: false,
+    workload: false,
+    sandbox: racelab::labs::isolation::SANDBOX,
+    actors: |_| actors_at(&["mess"], "autocommit"),
+    budget: None,
+    summarize: None,
+    predict: None,
+    play: |run, _| {
+        Box::pin(async move {
+            run.setup("SET lock_timeout = '2ms'; SET search_path TO public").await?;
+            let mess = run.actor("mess", Level::Autocommit).await?;
+            let schema = racelab::sandbox::postgres::quote_ident(run.sandbox().default_schema().unwrap_or("public"));
+            for sql in [
+                "SET lock_timeout = '1ms'",
+                "SELECT pg_advisory_lock(4242)",
+                "CREATE TEMP TABLE scratch (x int)",
+                "LISTEN racelab_test",
+                "SET search_path TO public",
+            ] {
+                mess.query(sql, &[]).await?;
+            }
+            mess.query("SELECT $1::int", &[shared::Value::Int(1)]).await?;
+            mess.begin().await?;
+            mess.query(&format!("UPDATE {schema}.teams SET budget = 1"), &[])
+                .await?;
+            // Ends here: the handle is dropped with its transaction open.
+            Ok::<(), RunError>(())
+        })
+    },
+};
+
+/// What a session looks like from inside, one line per session: its name, lock timeout (ms),
+/// schema, and what a run could have left in it.
+const LOOK_AROUND: &str = "SELECT current_setting('application_name') || ' | lock_timeout '
+        || (SELECT setting FROM pg_settings WHERE name = 'lock_timeout')
+        || ' | schema ' || current_schema()
+        || ' | advisory ' || (SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory')
+        || ' | row locks ' || (SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype IN ('tuple', 'transactionid'))
+        || ' | temp ' || (SELECT count(*) FROM pg_class WHERE relnamespace = pg_my_temp_schema())
+        || ' | listening ' || (SELECT count(*) FROM pg_listening_channels())
+        || ' | prepared ' || (SELECT count(*) FROM pg_prepared_statements),
+        pg_backend_pid()";
+
+/// Looks around its actor's session and its monitor's, and says what it sees.
+static LOOKS_AROUND: ScenarioDef = ScenarioDef {
+    id: "test/looks-around",
+    title: "A run that looks at its sessions",
+    hook: "",
+    about: "",
+    variants: &[("only", "only", "")],
+    steppable: false,
+    workload: false,
+    sandbox: racelab::labs::isolation::SANDBOX,
+    actors: |_| actors_at(&["looker"], "autocommit"),
+    budget: None,
+    summarize: None,
+    predict: None,
+    play: |run, _| {
+        Box::pin(async move {
+            let looker = run.actor("looker", Level::Autocommit).await?;
+            let mut pids = Vec::new();
+            for seen in [
+                looker.query(LOOK_AROUND, &[]).await?,
+                run.check(LOOK_AROUND, &[]).await?,
+            ] {
+                let line = seen.rows[0][0].as_text().unwrap_or_default().to_owned();
+                run.say_plain(line);
+                pids.push(seen.int_at(1)?.to_string());
+            }
+            run.say_plain(format!("pids {}", pids.join(",")));
+            Ok::<(), RunError>(())
+        })
+    },
+};
+
+/// The backends of sessions kept for the next runs (named for no run) on racelab's database.
+async fn kept_backends(inspector: &mut sqlx::PgConnection) -> Vec<String> {
+    let mut pids: Vec<i32> = sqlx::query_scalar(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'racelab/kept' AND datname = current_database()",
+    )
+    .fetch_all(&mut *inspector)
+    .await
+    .expect("kept sessions");
+    pids.sort_unstable();
+    pids.iter().map(ToString::to_string).collect()
+}
+
+/// A finished run's sessions are reset and kept for the next run, which plays on the same
+/// backends and finds nothing of the first run in them; nobody keeps them past `KEEP_FOR`, and
+/// closing the engine closes them at once.
+#[tokio::test]
+async fn a_run_s_sessions_are_kept_clean_for_the_next_run() {
+    let _slots = common::db_slots(6).await;
+    let mut config = common::config();
+    config.keep_sessions = true;
+    let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("PostgreSQL"));
+    let mut inspector = common::inspector().await;
+
+    let mess = common::play_def(&engine, &LEAVES_A_MESS, "only").await;
+    assert_eq!(mess.outcome, Outcome::Completed);
+    // Its row lock was rolled back before the sandbox went, or DROP SCHEMA would have waited.
+    assert_eq!(common::wait_until_clean(&mess.run_id).await, common::Leftovers::NONE);
+    assert_eq!(engine.kept_sessions(), 2, "the monitor's and mess's sessions are kept");
+    let kept = kept_backends(&mut inspector).await;
+    assert_eq!(kept.len(), 2, "kept backends {kept:?}");
+
+    let look = common::play_def(&engine, &LOOKS_AROUND, "only").await;
+    assert_eq!(look.outcome, Outcome::Completed);
+    let schema = racelab::sandbox::Sandbox::plan(&look.run_id, &racelab::labs::isolation::SANDBOX)
+        .default_schema()
+        .expect("a schema")
+        .to_owned();
+    let clean = |who: &str| {
+        format!(
+            "racelab/{}/{who} | lock_timeout {} | schema {schema} | advisory 0 | row locks 0 | temp 0 | listening 0 | prepared 0",
+            look.run_id, config.lock_timeout_ms
+        )
+    };
+    let transcript = look.transcript();
+    assert_eq!(transcript[..2], [clean("looker"), clean("monitor")], "{transcript:#?}");
+    let mut played_on: Vec<&str> = transcript[2]
+        .strip_prefix("pids ")
+        .expect("the pids line")
+        .split(',')
+        .collect();
+    played_on.sort_unstable();
+    assert_eq!(played_on, kept, "the second run played on the first run's backends");
+    assert_eq!(common::wait_until_clean(&look.run_id).await, common::Leftovers::NONE);
+
+    // Nobody takes them: closed, their lease given back, within KEEP_FOR (and a moment).
+    let deadline = tokio::time::Instant::now() + racelab::engine::kept::KEEP_FOR + Duration::from_secs(3);
+    while !kept_backends(&mut inspector).await.is_empty() || engine.kept_sessions() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "kept sessions outlived KEEP_FOR"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Kept sessions whose backends died meanwhile (PostgreSQL restarted): the next run
+    // connects new ones instead, and plays right.
+    let first = common::play(&engine, "isolation/write-skew", "serializable").await;
+    assert_eq!(first.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
+    assert_eq!(engine.kept_sessions(), 3);
+    let killed: i64 = sqlx::query_scalar(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+         WHERE application_name = 'racelab/kept' AND datname = current_database()",
+    )
+    .fetch_one(&mut inspector)
+    .await
+    .expect("terminated");
+    assert_eq!(killed, 3);
+
+    // Kept again, then the engine closes: none outlives `close`.
+    let last = common::play(&engine, "isolation/write-skew", "serializable").await;
+    assert_eq!(last.outcome, Outcome::Completed);
+    assert_eq!(last.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
+    assert_eq!(engine.kept_sessions(), 3);
+    assert_eq!(engine.close(Duration::from_secs(5), Duration::from_secs(5)).await, 0);
+    assert_eq!(engine.kept_sessions(), 0);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while !kept_backends(&mut inspector).await.is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "kept backends outlived close");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

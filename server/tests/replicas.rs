@@ -3,7 +3,9 @@
 //! sessions than that budget, however many readers press Run on each.
 //!
 //! The two play in a database of their own (`racelab_replicas`, dropped at the end), so the
-//! sessions counted are theirs alone, whatever else runs on the server meanwhile.
+//! sessions counted are theirs alone, whatever else runs on the server meanwhile. Both keep
+//! finished runs' sessions for their next runs (`engine::kept`), as served: kept sessions are
+//! counted too, and must fit in the same budget.
 
 mod common;
 
@@ -12,6 +14,7 @@ use shared::Outcome;
 use sqlx::Connection;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
 
 /// A write-skew run holds three sessions: alice's, bob's and its monitor's.
 const BUDGET: u32 = 6;
@@ -22,6 +25,7 @@ const DATABASE: &str = "racelab_replicas";
 async fn two_replicas_never_hold_more_run_sessions_than_their_shared_budget() {
     let mut config = common::config();
     config.run_connections = Some(BUDGET);
+    config.keep_sessions = true;
     let base = config.database_url.split('?').next().unwrap_or_default();
     let server = base[..base.rfind('/').expect("a database URL")].to_owned();
     config.database_url = format!("{server}/{DATABASE}");
@@ -45,7 +49,8 @@ async fn two_replicas_never_hold_more_run_sessions_than_their_shared_budget() {
             while playing.load(Ordering::SeqCst) {
                 let now: i64 = sqlx::query_scalar(
                     "SELECT count(*) FROM pg_stat_activity
-                     WHERE datname = $1 AND application_name LIKE 'racelab/%/%'",
+                     WHERE datname = $1
+                       AND (application_name LIKE 'racelab/%/%' OR application_name = 'racelab/kept')",
                 )
                 .bind(DATABASE)
                 .fetch_one(&mut conn)
@@ -83,19 +88,41 @@ async fn two_replicas_never_hold_more_run_sessions_than_their_shared_budget() {
         most > 3,
         "two runs played at once somewhere (at most {most} sessions seen): the budget was used"
     );
-    // Nothing left, then the database goes.
-    drop((first, second));
+    // Nothing left (kept sessions close with their engines), then the database goes.
+    for engine in [first, second] {
+        assert_eq!(engine.close(Duration::from_secs(5), Duration::from_secs(5)).await, 0);
+    }
     let mut conn = sqlx::PgConnection::connect(&config.database_url)
         .await
         .expect("PostgreSQL");
-    let left: (i64, i64) = sqlx::query_as(
+    let left: (i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'run\\_%'),
-                (SELECT count(*) FROM sandboxes)",
+                (SELECT count(*) FROM sandboxes),
+                (SELECT count(*) FROM connection_leases)",
     )
     .fetch_one(&mut conn)
     .await
     .expect("leftovers");
-    assert_eq!(left, (0, 0), "schemas and sandboxes left");
+    assert_eq!(left, (0, 0, 0), "schemas, sandboxes and leases left");
+    // A closed session's backend ends a moment after its client said goodbye.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        let kept: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'racelab/kept'",
+        )
+        .bind(DATABASE)
+        .fetch_one(&mut conn)
+        .await
+        .expect("kept sessions");
+        if kept == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{kept} kept sessions outlived their engines"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     conn.close().await.expect("closed");
     let mut admin = sqlx::PgConnection::connect(&format!("{server}/postgres"))
         .await

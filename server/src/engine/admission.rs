@@ -15,6 +15,7 @@ use super::BoxFuture;
 use super::budget::{Budget, Capacity, POOLED};
 use super::leases::{Lease, Leases};
 use shared::Service;
+use sqlx::postgres::PgConnection;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -70,13 +71,21 @@ pub struct Admission {
 pub struct Admitted {
     _slots: Vec<OwnedSemaphorePermit>,
     lease: Option<Lease>,
+    /// Sessions a finished run left under the lease, for this run to take ([`super::kept`]).
+    kept: Vec<PgConnection>,
 }
 
 impl Admitted {
-    /// Gives everything back, the shared lease before the process's own slots.
-    pub async fn release(mut self) {
+    /// The sessions kept for this run (taken once).
+    pub fn take_kept(&mut self) -> Vec<PgConnection> {
+        std::mem::take(&mut self.kept)
+    }
+
+    /// Gives everything back, the shared lease before the process's own slots; `sessions`
+    /// (reset) stay under the lease for the next run.
+    pub async fn release(mut self, sessions: Vec<PgConnection>) {
         if let Some(lease) = self.lease.take() {
-            lease.give_back().await;
+            lease.keep(sessions).await;
         }
     }
 }
@@ -156,11 +165,18 @@ impl Admission {
                     }
                 }
             }
-            let lease = match &self.leases {
-                Some(leases) if connections > 0 => Some(leases.take(connections).await?),
-                _ => None,
+            let (lease, kept) = match &self.leases {
+                Some(leases) if connections > 0 => {
+                    let (lease, kept) = leases.take(connections).await?;
+                    (Some(lease), kept)
+                }
+                _ => (None, Vec::new()),
             };
-            Ok::<_, NotAdmitted>(Admitted { _slots: held, lease })
+            Ok::<_, NotAdmitted>(Admitted {
+                _slots: held,
+                lease,
+                kept,
+            })
         };
         tokio::pin!(acquire);
         // A run that gets in at once (its lease is one short transaction away) is never told it
@@ -186,6 +202,23 @@ impl Admission {
                 last_told = Some(position);
             }
         }
+    }
+
+    /// Closes the sessions kept between runs; none are kept from now on.
+    pub async fn close_kept(&self) {
+        if let Some(leases) = &self.leases {
+            leases.close_kept().await;
+        }
+    }
+
+    /// Whether a finished run's sessions are kept for the next runs.
+    pub fn keeps_sessions(&self) -> bool {
+        self.leases.as_ref().is_some_and(|l| l.keeps())
+    }
+
+    /// How many sessions are kept for the next runs.
+    pub fn kept_sessions(&self) -> usize {
+        self.leases.as_ref().map_or(0, |l| l.kept_sessions())
     }
 
     /// The size of `service`'s pool.

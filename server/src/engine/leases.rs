@@ -11,8 +11,13 @@
 //! leases every few seconds; the leases of a replica that died are dropped once they are 30 s
 //! stale. A run waiting for a lease is woken when a run of its own replica gives one back, and
 //! looks again every quarter second for those of the others.
+//!
+//! A finished run's lease may go on covering its sessions, kept for the next run
+//! ([`super::kept`]): that run takes the lease with them and asks the database for nothing.
 
+use super::kept::{KEEP_FOR, Kept};
 use sqlx::PgPool;
+use sqlx::postgres::PgConnection;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -31,49 +36,82 @@ pub struct Leases {
     replica: String,
     /// Connections every replica's runs may hold together.
     budget: u32,
-    /// A lease of this replica was given back.
+    /// A lease of this replica was given back, or sessions were kept with one.
     freed: Notify,
+    /// Sessions kept between runs, with the leases that cover them.
+    kept: Kept,
 }
 
 /// Connections held from the shared budget; given back by [`Lease::give_back`], or when dropped.
 pub struct Lease {
     /// `None` once given back.
     id: Option<i64>,
+    /// How many connections it covers.
+    connections: u32,
     leases: Arc<Leases>,
 }
 
 impl Leases {
     /// The budget of `budget` connections on the database of `pool`; renews this replica's
-    /// leases for as long as it is alive.
-    pub fn new(pool: PgPool, budget: u32) -> Arc<Leases> {
+    /// leases for as long as it is alive. With `keep`, finished runs' sessions are kept under
+    /// their leases for the next runs.
+    pub fn new(pool: PgPool, budget: u32, keep: bool) -> Arc<Leases> {
         let leases = Arc::new(Leases {
             pool,
             replica: format!("{:016x}", rand::random::<u64>()),
             budget,
             freed: Notify::new(),
+            kept: Kept::new(keep),
         });
         tokio::spawn(renew(Arc::downgrade(&leases)));
         leases
     }
 
-    /// Waits until `connections` fit in the budget beside every replica's leases, and takes them.
-    pub async fn take(self: &Arc<Self>, connections: u32) -> Result<Lease, sqlx::Error> {
+    /// Waits until `connections` fit in the budget beside every replica's leases, and takes them,
+    /// with the sessions kept under them if a finished run left some ([`super::kept`]).
+    pub async fn take(self: &Arc<Self>, connections: u32) -> Result<(Lease, Vec<PgConnection>), sqlx::Error> {
         loop {
             // Listening before looking: a lease given back in between still wakes this run.
             let freed = self.freed.notified();
             tokio::pin!(freed);
             freed.as_mut().enable();
+            if let Some(bundle) = self.kept.take(connections) {
+                return Ok((bundle.lease, bundle.sessions));
+            }
             if let Some(id) = self.try_take(connections).await? {
-                return Ok(Lease {
+                let lease = Lease {
                     id: Some(id),
+                    connections,
                     leases: self.clone(),
-                });
+                };
+                return Ok((lease, Vec::new()));
+            }
+            // No room: sessions this replica keeps idle give way before anyone waits for them.
+            if let Some(bundle) = self.kept.oldest() {
+                bundle.end().await;
+                continue;
             }
             tokio::select! {
                 () = freed => {}
                 () = tokio::time::sleep(LOOK_AGAIN) => {}
             }
         }
+    }
+
+    /// Closes every kept session and gives their leases back; nothing is kept from now on (the
+    /// engine is closing).
+    pub async fn close_kept(&self) {
+        futures_util::future::join_all(self.kept.close().into_iter().map(|b| b.end())).await;
+    }
+
+    /// Whether finished runs' sessions are kept (see [`Leases::new`]).
+    pub fn keeps(&self) -> bool {
+        self.kept.open()
+    }
+
+    /// How many sessions this replica keeps for its next runs.
+    pub fn kept_sessions(&self) -> usize {
+        self.kept.sessions()
     }
 
     /// One round trip: `take_connection_lease` (migration 20261205) looks and takes under the
@@ -91,6 +129,36 @@ impl Leases {
 }
 
 impl Lease {
+    /// How many connections the lease covers.
+    pub fn connections(&self) -> u32 {
+        self.connections
+    }
+
+    /// Keeps `sessions` (reset, see [`super::kept::reset`]) under this lease for the next run
+    /// that fits in it, for at most [`KEEP_FOR`]; with none, or once the engine closes, gives
+    /// the lease back.
+    pub async fn keep(self, sessions: Vec<PgConnection>) {
+        if sessions.is_empty() {
+            return self.give_back().await;
+        }
+        let leases = self.leases.clone();
+        match leases.kept.put(self, sessions) {
+            Ok(id) => {
+                leases.freed.notify_waiters();
+                let leases = Arc::downgrade(&leases);
+                tokio::spawn(async move {
+                    tokio::time::sleep(KEEP_FOR).await;
+                    if let Some(bundle) = leases.upgrade().and_then(|l| l.kept.remove(id)) {
+                        bundle.end().await;
+                    }
+                });
+            }
+            Err((lease, sessions)) => {
+                super::kept::Bundle::new(lease, sessions).end().await;
+            }
+        }
+    }
+
     /// Gives the connections back now: a process about to exit (`racelab run`) leaves no lease
     /// for others to wait out. If PostgreSQL is unreachable, the lease goes stale and the next
     /// replica to take one drops it.

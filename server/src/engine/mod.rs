@@ -84,6 +84,7 @@ pub mod child;
 pub mod error;
 pub mod events;
 pub mod http;
+pub mod kept;
 pub mod lane;
 pub mod leases;
 pub mod postgres;

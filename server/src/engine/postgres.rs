@@ -71,10 +71,11 @@ pub(super) struct Request {
     reply: oneshot::Sender<Result<Output, sqlx::Error>>,
 }
 
-/// The handle a scenario holds for one actor. Dropping it ends the actor's task, which closes the
-/// connection (rolling back whatever it left open) once its statement in flight, if any, returns;
-/// [`PgActor::close`] waits for that. A cancelled run does not wait: the sandbox's cleanup
-/// terminates the backend.
+/// The handle a scenario holds for one actor. Dropping it ends the actor's task, which, once its
+/// statement in flight (if any) returns, resets the session (rolling back whatever it left open)
+/// and gives it back to the run for its next actor or the next run (`engine::kept`), or closes
+/// it in a child process; [`PgActor::close`] waits for that. A cancelled run does not wait: the
+/// sandbox's cleanup terminates the backend.
 pub struct PgActor {
     lane: Lane,
     level: Level,
@@ -141,7 +142,13 @@ impl PgActor {
         let pid = execute(&mut conn, "SELECT pg_backend_pid()", &[]).await?.int()?;
         let pid = i32::try_from(pid).map_err(|_| RunError::Other(format!("odd backend pid {pid}")))?;
         let (mailbox, requests) = mpsc::channel(1);
-        let task = tokio::spawn(serve(conn, requests));
+        // A run's actor gives its session back to the run (`RunCore::take_back`) when done; a
+        // child process's closes its own.
+        let back = monitor.clone();
+        if let Some(run) = &back {
+            run.lend();
+        }
+        let task = tokio::spawn(serve(conn, requests, back));
         Ok(PgActor {
             lane,
             level,
@@ -154,8 +161,9 @@ impl PgActor {
         })
     }
 
-    /// Closes the actor's connection and waits until it is closed, so a run that opens new
-    /// actors next (the load test's next strategy) never holds more connections than admitted.
+    /// Ends the actor and waits until its session is back with the run (reset, spare for the
+    /// next actor) or closed, so a run that opens new actors next (the load test's next
+    /// strategy) never holds more connections than admitted.
     pub async fn close(self) {
         let PgActor { mailbox, task, .. } = self;
         drop(mailbox);
@@ -337,14 +345,19 @@ impl PgActor {
 }
 
 /// The actor's task: runs its mailbox's statements one at a time on its own connection, and
-/// closes the connection when the handle is dropped.
-async fn serve(mut conn: PgConnection, mut requests: mpsc::Receiver<Request>) {
+/// when the handle is dropped gives the connection back to the run (`back`) or closes it.
+async fn serve(mut conn: PgConnection, mut requests: mpsc::Receiver<Request>, back: Option<Arc<RunCore>>) {
     while let Some(request) = requests.recv().await {
         let answer = execute(&mut conn, &request.sql, &request.params).await;
         // The handle may be gone (a cancelled run); the answer then has nobody to go to.
         let _ = request.reply.send(answer);
     }
-    let _ = sqlx::Connection::close(conn).await;
+    match back {
+        Some(run) => run.take_back(conn).await,
+        None => {
+            let _ = sqlx::Connection::close(conn).await;
+        }
+    }
 }
 
 #[cfg(test)]

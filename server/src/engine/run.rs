@@ -9,6 +9,7 @@
 use super::BoxFuture;
 use super::error::RunError;
 use super::events::EventSink;
+use super::kept::{KEPT_NAME, RESET_WITHIN, reset, take_on};
 use super::lane::{Lane, Stage};
 use super::sql::{Output, application_name, execute};
 use crate::sandbox::postgres::quote_ident;
@@ -72,8 +73,12 @@ impl Gate {
 /// How the run reaches its services and starts its child processes.
 #[derive(Clone)]
 pub struct Reach {
-    /// Actor sessions: the run's database with the limits set (no schema, no name yet).
+    /// Actor sessions: the run's database with the limits set (no schema, no name yet). The
+    /// same for every run, so a session connected with them can be kept for any other.
     pub options: PgConnectOptions,
+    /// What this run's sessions set beyond `options` (step mode's longer waits): with `SET` as
+    /// they take the run ([`take_on`]), at startup for its servers' pools.
+    pub settings: Vec<(&'static str, String)>,
     /// racelab's pool, Redis and the brokers.
     pub services: Services,
     /// The `racelab` binary child-process actors are started from.
@@ -89,8 +94,9 @@ pub struct RunCore {
     pub(super) reach: Reach,
     sink: Arc<EventSink>,
     gate: Option<Gate>,
-    /// The run's own autocommit session: it polls for blocked actors and takes snapshots.
-    monitor: tokio::sync::Mutex<PgConnection>,
+    /// The run's own autocommit session: it polls for blocked actors and takes snapshots. `None`
+    /// once handed back ([`Run::hand_back`]).
+    monitor: tokio::sync::Mutex<Option<PgConnection>>,
     /// Backend pid → actor name, so `pg_blocking_pids` answers in the reader's words (child
     /// processes report theirs too).
     actors_by_pid: Mutex<HashMap<i32, String>>,
@@ -100,14 +106,20 @@ pub struct RunCore {
     /// Sessions connected ahead, while the sandbox was made (see `Scenario::sessions_ahead`),
     /// by the name of the actor that will take each.
     ahead: Mutex<HashMap<String, PgConnection>>,
+    /// Reset sessions nobody holds: kept from an earlier run, or closed by an actor of this one.
+    /// The next actor to connect takes one before it forks a new backend.
+    spare: Mutex<Vec<PgConnection>>,
+    /// Sessions lent to actors and not back yet.
+    lent: tokio::sync::watch::Sender<usize>,
     pub(super) limits: Limits,
 }
 
-/// A run's sessions connected before it plays: its monitor, and those of actors that will ask
-/// for one by name.
+/// A run's sessions connected before it plays: its monitor, those of actors that will ask for
+/// one by name, and kept ones to spare.
 pub(super) struct Sessions {
     monitor: PgConnection,
     ahead: HashMap<String, PgConnection>,
+    spare: Vec<PgConnection>,
 }
 
 /// A scenario's handle on its run. Cheap to clone; every clone is the same run.
@@ -143,7 +155,7 @@ impl RunCore {
     /// The actors (by name) that `pid` is waiting for right now; empty if it is not waiting.
     pub(super) async fn blockers(&self, pid: i32) -> Result<Vec<String>, RunError> {
         let output = {
-            let mut monitor = self.monitor.lock().await;
+            let mut monitor = self.monitor().await?;
             execute(
                 &mut monitor,
                 "SELECT array_to_string(pg_blocking_pids($1::int), ',')",
@@ -202,19 +214,40 @@ impl RunCore {
         session_options(&self.sandbox, &self.reach, who, schema)
     }
 
-    /// Opens a connection for `who` (see [`RunCore::session_options`]), or hands over the one
-    /// connected ahead for it. One connected ahead in the default schema is closed first if `who`
-    /// wants another, so a run never holds more sessions than its budget says.
+    /// A session for `who` in logical database `schema` (the run's default when `None`): the
+    /// one connected ahead for it, else a spare one, else a new one, named and placed by
+    /// [`take_on`]. The caller lends it ([`RunCore::lend`]) or drops it.
     pub(super) async fn connect(&self, who: &str, schema: Option<&str>) -> Result<PgConnection, RunError> {
-        let ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner()).remove(who);
-        match (ahead, schema) {
+        let ahead = match (self.ahead.lock().unwrap_or_else(|p| p.into_inner()).remove(who), schema) {
             (Some(conn), None) => return Ok(conn),
-            (Some(conn), Some(_)) => {
-                let _ = sqlx::Connection::close(conn).await;
-            }
-            (None, _) => {}
+            (held, _) => held,
+        };
+        let schema = match schema {
+            Some(logical) => self.schema(logical)?,
+            None => self.sandbox.default_schema().unwrap_or("public"),
+        };
+        let held = ahead.or_else(|| self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop());
+        session_for(&self.reach, held, &application_name(&self.id, who), schema).await
+    }
+
+    /// Counts a session as lent to an actor, until [`RunCore::take_back`].
+    pub(super) fn lend(&self) {
+        self.lent.send_modify(|n| *n += 1);
+    }
+
+    /// An actor is done with its session: reset, it is spare for the run's next actor and kept
+    /// for the next run after that; one that cannot be reset is dropped.
+    pub(super) async fn take_back(&self, conn: PgConnection) {
+        if let Some(conn) = reset(conn).await {
+            self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
         }
-        Ok(self.session_options(who, schema)?.connect().await?)
+        self.lent.send_modify(|n| *n = n.saturating_sub(1));
+    }
+
+    /// The monitor session, while the run has it.
+    async fn monitor(&self) -> Result<tokio::sync::MappedMutexGuard<'_, PgConnection>, RunError> {
+        tokio::sync::MutexGuard::try_map(self.monitor.lock().await, Option::as_mut)
+            .map_err(|_| RunError::Other("the run is over: its monitor session was handed back".into()))
     }
 
     /// The schema of logical database `logical`.
@@ -247,38 +280,90 @@ fn session_options(
         .options
         .clone()
         .application_name(&application_name(&sandbox.run_id, who))
-        .options([("search_path", quote_ident(schema).as_str())]))
+        .options([("search_path", quote_ident(schema).as_str())])
+        .options(reach.settings.iter().map(|(setting, value)| (*setting, value.as_str()))))
+}
+
+/// `held` (kept, spare or connected ahead) or else a new session, named `name` and placed in
+/// `schema` with the run's settings. A held session that fails to take them (its backend went
+/// with a PostgreSQL restart) is dropped for a new one.
+async fn session_for(
+    reach: &Reach,
+    held: Option<PgConnection>,
+    name: &str,
+    schema: &str,
+) -> Result<PgConnection, RunError> {
+    if let Some(mut conn) = held
+        && take_on(&mut conn, name, schema, &reach.settings).await.is_ok()
+    {
+        return Ok(conn);
+    }
+    // Connected under no run's name, so that once reset it can be kept for any run.
+    let mut conn = reach.options.clone().application_name(KEPT_NAME).connect().await?;
+    take_on(&mut conn, name, schema, &reach.settings).await?;
+    Ok(conn)
 }
 
 impl Run {
-    /// Connects the monitor session of the run whose sandbox is (or will be) `sandbox`, and the
-    /// sessions of actors `ahead`, all at once: a session's name and search path need only the
-    /// sandbox's names, so they may connect while the schema is still being made. An actor's
-    /// session that fails to connect here is simply not ahead (its actor connects itself, and
-    /// says why if that fails too). `reach.options` must already carry the limits.
+    /// Readies the monitor session of the run whose sandbox is (or will be) `sandbox`, and the
+    /// sessions of actors `ahead`, all at once, from `kept` sessions first: a session's name and
+    /// search path need only the sandbox's names, so they may connect while the schema is still
+    /// being made. An actor's session that fails here is simply not ahead (its actor connects
+    /// itself, and says why if that fails too). Kept sessions left over are the run's spares.
     pub(super) async fn connect_sessions(
         sandbox: &Sandbox,
         reach: &Reach,
         ahead: &[String],
+        kept: Vec<PgConnection>,
     ) -> Result<Sessions, RunError> {
-        let connect = |who: &str| {
-            let options = session_options(sandbox, reach, who, None);
-            async move { Ok::<_, RunError>(options?.connect().await?) }
+        let schema = sandbox.default_schema().unwrap_or("public");
+        let mut kept = kept.into_iter();
+        let mut session = |who: &str| {
+            let held = kept.next();
+            let name = application_name(&sandbox.run_id, who);
+            async move { session_for(reach, held, &name, schema).await }
         };
-        let (monitor, actors) = tokio::join!(
-            connect("monitor"),
-            futures_util::future::join_all(ahead.iter().map(|who| {
-                let connecting = connect(who);
-                async move { (who.clone(), connecting.await) }
-            }))
-        );
+        let monitor = session("monitor");
+        let actors: Vec<_> = ahead
+            .iter()
+            .map(|who| {
+                let readying = session(who);
+                async move { (who.clone(), readying.await) }
+            })
+            .collect();
+        let spare = kept.collect();
+        let (monitor, actors) = tokio::join!(monitor, futures_util::future::join_all(actors));
         Ok(Sessions {
             monitor: monitor?,
             ahead: actors
                 .into_iter()
                 .filter_map(|(who, conn)| conn.ok().map(|conn| (who, conn)))
                 .collect(),
+            spare,
         })
+    }
+
+    /// The run's sessions, reset, for the next run ([`super::kept`]): its monitor, those
+    /// connected ahead and never taken, and those its actors gave back (waited for a moment:
+    /// an actor's handle dropped as the scenario ended gives its session back on its own task).
+    /// Only for a run that completed: a cancelled one may have statements in flight.
+    pub(super) async fn hand_back(&self) -> Vec<PgConnection> {
+        let core = &self.core;
+        let mut lent = core.lent.subscribe();
+        let back_within = RESET_WITHIN + Duration::from_millis(100);
+        let _ = tokio::time::timeout(back_within, lent.wait_for(|n| *n == 0)).await;
+        let monitor = core.monitor.lock().await.take();
+        let ahead: Vec<_> = core
+            .ahead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, conn)| conn)
+            .collect();
+        let named = futures_util::future::join_all(monitor.into_iter().chain(ahead).map(reset)).await;
+        let mut sessions = std::mem::take(&mut *core.spare.lock().unwrap_or_else(|p| p.into_inner()));
+        sessions.extend(named.into_iter().flatten());
+        sessions
     }
 
     /// Makes the run, with its sessions (see [`Run::connect_sessions`]).
@@ -288,7 +373,7 @@ impl Run {
         sink: Arc<EventSink>,
         gate: Option<Gate>,
         limits: Limits,
-        Sessions { monitor, ahead }: Sessions,
+        Sessions { monitor, ahead, spare }: Sessions,
     ) -> Run {
         let core = RunCore {
             id: sandbox.run_id.clone(),
@@ -296,10 +381,12 @@ impl Run {
             reach,
             sink,
             gate,
-            monitor: tokio::sync::Mutex::new(monitor),
+            monitor: tokio::sync::Mutex::new(Some(monitor)),
             actors_by_pid: Mutex::new(HashMap::new()),
             servers_by_addr: Mutex::new(HashMap::new()),
             ahead: Mutex::new(ahead),
+            spare: Mutex::new(spare),
+            lent: tokio::sync::watch::Sender::new(0),
             limits,
         };
         Run { core: Arc::new(core) }
@@ -380,14 +467,14 @@ impl Run {
     /// Runs housekeeping SQL outside any actor (resetting between load-test strategies, adding
     /// a second team): on the monitor session, in autocommit, not shown on the timeline.
     pub async fn setup(&self, sql: &str) -> Result<(), RunError> {
-        let mut monitor = self.core.monitor.lock().await;
+        let mut monitor = self.core.monitor().await?;
         execute(&mut monitor, sql, &[]).await?;
         Ok(())
     }
 
     /// One query on the monitor session (a final check, like the tutorials' `check` connection).
     pub async fn check(&self, sql: &str, params: &[Value]) -> Result<Output, RunError> {
-        let mut monitor = self.core.monitor.lock().await;
+        let mut monitor = self.core.monitor().await?;
         Ok(execute(&mut monitor, sql, params).await?)
     }
 
@@ -395,7 +482,9 @@ impl Run {
     /// identifying a row; a query with a `schema` reads that logical database.
     pub async fn snapshot(&self, tables: &[TableQuery]) -> Result<Ledger, RunError> {
         let mut ledger = Ledger::default();
-        let mut monitor = self.core.monitor.lock().await;
+        let mut monitor = self.core.monitor().await?;
+        // Set back explicitly: RESET would give a kept session's search path, not the run's.
+        let default = quote_ident(self.core.sandbox.default_schema().unwrap_or("public"));
         for query in tables {
             if !query.schema.is_empty() {
                 let schema = quote_ident(self.core.schema(query.schema)?);
@@ -403,7 +492,7 @@ impl Run {
             }
             let output = execute(&mut monitor, query.sql, &[]).await;
             if !query.schema.is_empty() {
-                execute(&mut monitor, "RESET search_path", &[]).await?;
+                execute(&mut monitor, &format!("SET search_path TO {default}"), &[]).await?;
             }
             let output = output?;
             ledger.tables.push(Table {

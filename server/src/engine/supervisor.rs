@@ -250,9 +250,14 @@ impl Engine {
         self.live.cancelling.send_replace(true);
         let _ = tokio::time::timeout(cleanup, count.wait_for(|n| *n == 0)).await;
         let left = *count.borrow();
-        // No run takes a ready sandbox any more: they go too.
-        self.warm.empty().await;
+        // No run takes a ready sandbox or a kept session any more: they go too.
+        tokio::join!(self.warm.empty(), self.admission.close_kept());
         left
+    }
+
+    /// How many PostgreSQL sessions finished runs left for the next runs (`engine::kept`).
+    pub fn kept_sessions(&self) -> usize {
+        self.admission.kept_sessions()
     }
 
     /// The run ids of the sandboxes made ahead of demand and not taken yet.
@@ -346,7 +351,7 @@ impl Engine {
         let budget = scenario.budget(&variant);
         // The engine outlives every run, so its flags' senders do too.
         let mut closing = self.live.closing.subscribe();
-        let admitted = tokio::select! {
+        let mut admitted = tokio::select! {
             admitted = self.admission.enter(budget, |position| updates.send(ServerMsg::Queued { position })) => admitted,
             () = raised(&mut closing) => {
                 updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
@@ -372,22 +377,31 @@ impl Engine {
             server: self.server_version.clone(),
         });
 
-        let (outcome, sandbox) = match &admitted {
+        let (outcome, sandbox, kept) = match &mut admitted {
             Err(refused) => (
                 Outcome::Failed {
                     message: refused.to_string(),
                 },
                 None,
+                Vec::new(),
             ),
-            Ok(_) => {
+            Ok(admitted) => {
                 let began = std::time::Instant::now();
-                let (outcome, sandbox) = self
-                    .play(scenario, &variant, mode, (&run_id, ready), &mut pipe, &mut control)
+                let kept = admitted.take_kept();
+                let (outcome, sandbox, kept) = self
+                    .play(
+                        scenario,
+                        &variant,
+                        mode,
+                        (&run_id, ready, kept),
+                        &mut pipe,
+                        &mut control,
+                    )
                     .await;
                 if mode == Mode::Auto && outcome == Outcome::Completed {
                     self.pace.record(began.elapsed());
                 }
-                (outcome, sandbox)
+                (outcome, sandbox, kept)
             }
         };
         if outcome == Outcome::Completed
@@ -420,7 +434,8 @@ impl Engine {
         // Its place goes back before the reader hears `done`: a process that exits on it (the
         // command line, a test) leaves no lease for others to wait out.
         if let Ok(admitted) = admitted {
-            admitted.release().await;
+            // Its sessions, reset, stay under its lease for the next run (`engine::kept`).
+            admitted.release(kept).await;
         }
         updates.send(ServerMsg::Done { run_id, outcome });
         // Not while the engine closes: `close` empties the shelves once the last run is done.
@@ -429,27 +444,27 @@ impl Engine {
         }
     }
 
-    /// Creates the sandbox (unless one `ready` was made ahead for run `run_id`) and plays the
-    /// scenario on its own task; returns how it ended and the sandbox, for its caller to destroy
-    /// (none if it could not be made).
+    /// Creates the sandbox (unless one `ready` was made ahead for run `run_id`), readies its
+    /// sessions (from those `kept` for it first) and plays the scenario on its own task; returns
+    /// how it ended, the sandbox for its caller to destroy (none if it could not be made), and
+    /// the run's sessions, reset, if they are to be kept for the next run.
     async fn play(
         &self,
         scenario: &'static dyn Scenario,
         variant: &str,
         mode: Mode,
-        (run_id, ready): (&str, Option<Sandbox>),
+        (run_id, ready, kept): (&str, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>),
         pipe: &mut EventPipe<'_>,
         control: &mut mpsc::UnboundedReceiver<Control>,
-    ) -> (Outcome, Option<Sandbox>) {
+    ) -> (Outcome, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>) {
         let services = &self.reach.services;
         let mut reach = self.reach.clone();
         if mode == Mode::Step {
             // A reader may think for minutes while an actor waits for a lock: the wait must not
             // time out before the run's idle limit does. (Later `-c` options win.)
+            // Set on each session as it takes the run, so a kept session keeps none of it.
             let idle = format!("{}ms", self.limits.idle_in_transaction_timeout.as_millis());
-            reach.options = reach
-                .options
-                .options([("lock_timeout", idle.as_str()), ("statement_timeout", idle.as_str())]);
+            reach.settings = vec![("lock_timeout", idle.clone()), ("statement_timeout", idle)];
         }
         // The monitor and the actors' sessions connect while the sandbox is made: none waits
         // for another.
@@ -464,13 +479,13 @@ impl Engine {
                     None => Sandbox::create(services, run_id, scenario.sandbox()).await,
                 }
             },
-            Run::connect_sessions(&names, &reach, &ahead)
+            Run::connect_sessions(&names, &reach, &ahead, kept)
         );
         let sandbox = match made {
             Ok(sandbox) => sandbox,
             Err(error) => {
                 let message = format!("could not create the sandbox: {error}");
-                return (Outcome::Failed { message }, None);
+                return (Outcome::Failed { message }, None, Vec::new());
             }
         };
         let (permits, gate_rx) = mpsc::unbounded_channel();
@@ -485,14 +500,18 @@ impl Engine {
                 sessions,
             )
         });
-        let outcome = match opened {
-            Err(error) => Outcome::Failed {
-                message: error.to_string(),
-            },
+        let (outcome, kept) = match opened {
+            Err(error) => (
+                Outcome::Failed {
+                    message: error.to_string(),
+                },
+                Vec::new(),
+            ),
             Ok(run) => {
                 let needs = scenario.budget(variant).services();
                 let variant = variant.to_owned();
-                let mut task = tokio::spawn(async move { scenario.play(&run, &variant).await });
+                let playing = run.clone();
+                let mut task = tokio::spawn(async move { scenario.play(&playing, &variant).await });
                 let limit = tokio::time::sleep(self.limits.max_duration);
                 tokio::pin!(limit);
                 let mut cancelling = self.live.cancelling.subscribe();
@@ -546,10 +565,15 @@ impl Engine {
                     task.abort();
                     let _ = task.await;
                 }
-                outcome
+                // A completed run's sessions are reset and kept for the next run (`kept`).
+                let kept = match outcome {
+                    Outcome::Completed if self.admission.keeps_sessions() => run.hand_back().await,
+                    _ => Vec::new(),
+                };
+                (outcome, kept)
             }
         };
-        (outcome, Some(sandbox))
+        (outcome, Some(sandbox), kept)
     }
 
     /// Ends, with the service and why, when a service among `services` that the run cannot

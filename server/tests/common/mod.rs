@@ -42,6 +42,9 @@ pub fn config() -> Config {
     // No sandbox made ahead: an engine a test drops without closing it would leave them behind
     // (`tests/engine.rs` tests the shelf with an engine it closes).
     config.warm_sandboxes = 0;
+    // Nor sessions kept between runs, for the same reason: a dropped engine's would outlive its
+    // test (`tests/engine.rs` and `tests/replicas.rs` keep them, with engines they close).
+    config.keep_sessions = false;
     config
 }
 

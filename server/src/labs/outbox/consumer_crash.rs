@@ -81,8 +81,10 @@ async fn play(run: &Run, static_member: bool) -> Result<(), RunError> {
          INSERT INTO receipts_sent (payment_id, event_id)
              SELECT aggregate_id, event_id FROM {payments_schema}.outbox WHERE event_type = 'payment.captured';
          INSERT INTO payment_status VALUES ('pay_001', 'captured'), ('pay_002', 'authorized');
-         RESET search_path",
+         SET search_path TO {default}",
         notifier = crate::sandbox::postgres::quote_ident(run.schema("notifier")?),
+        // Back to the run's own (RESET would give a kept session's, see `engine::kept`).
+        default = crate::sandbox::postgres::quote_ident(run.sandbox().default_schema().unwrap_or("public")),
     ))
     .await?;
     run.set_group_offsets(GROUP, TOPIC, &[(0, 2), (1, 4), (2, 0)]).await?;
