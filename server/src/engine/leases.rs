@@ -137,10 +137,13 @@ impl Lease {
     /// Keeps `sessions` (reset, see [`super::kept::reset`]) under this lease for the next run
     /// that fits in it, for at most [`KEEP_FOR`]; with none, or once the engine closes, gives
     /// the lease back.
-    pub async fn keep(self, sessions: Vec<PgConnection>) {
+    pub async fn keep(self, mut sessions: Vec<PgConnection>) {
         if sessions.is_empty() {
             return self.give_back().await;
         }
+        // Never more than the lease covers.
+        let extra = sessions.split_off(sessions.len().min(self.connections as usize));
+        futures_util::future::join_all(extra.into_iter().map(sqlx::Connection::close)).await;
         let leases = self.leases.clone();
         match leases.kept.put(self, sessions) {
             Ok(id) => {

@@ -115,6 +115,7 @@ impl Run {
     /// run's default when `None`). Count `size` in the scenario's budget.
     pub async fn pool(&self, name: &str, schema: Option<&str>, size: u32) -> Result<sqlx::PgPool, RunError> {
         let options = self.core().session_options(name, schema)?;
+        self.core().close_spares();
         Ok(sqlx::postgres::PgPoolOptions::new()
             .max_connections(size)
             .acquire_timeout(std::time::Duration::from_secs(10))

@@ -116,6 +116,7 @@ const SESSIONS_GONE: Duration = Duration::from_secs(5);
 impl Run {
     /// Starts `racelab actor <kind>` as lane `name`, with the kind's `args`.
     pub async fn process(&self, name: &str, kind: &str, args: serde_json::Value) -> Result<ChildActor, RunError> {
+        self.core().close_spares();
         self.start_process(name, kind, args, false)
     }
 
@@ -123,6 +124,7 @@ impl Run {
     /// child says reaches the scenario ([`ChildActor::next`]), which counts it, but not the
     /// timeline, except its start, its crash and its exit, which are never hidden.
     pub async fn muted_process(&self, name: &str, kind: &str, args: serde_json::Value) -> Result<ChildActor, RunError> {
+        self.core().close_spares();
         self.start_process(name, kind, args, true)
     }
 

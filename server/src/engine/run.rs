@@ -106,11 +106,17 @@ pub struct RunCore {
     /// Sessions connected ahead, while the sandbox was made (see `Scenario::sessions_ahead`),
     /// by the name of the actor that will take each.
     ahead: Mutex<HashMap<String, PgConnection>>,
-    /// Reset sessions nobody holds: kept from an earlier run, or closed by an actor of this one.
-    /// The next actor to connect takes one before it forks a new backend.
+    /// Reset sessions nobody holds: closed by an actor of this one. The next actor to connect
+    /// takes one before it forks a new backend; a pool or child process closes them first.
     spare: Mutex<Vec<PgConnection>>,
     /// Sessions lent to actors and not back yet.
     lent: tokio::sync::watch::Sender<usize>,
+    /// Whether sessions are kept between runs: if not, an actor's session is closed when it is
+    /// done, as before there were kept sessions.
+    keeps: bool,
+    /// The most sessions the run may hold (its budget and monitor): a session given back past
+    /// it is closed, not spared.
+    most: usize,
     pub(super) limits: Limits,
 }
 
@@ -119,7 +125,9 @@ pub struct RunCore {
 pub(super) struct Sessions {
     monitor: PgConnection,
     ahead: HashMap<String, PgConnection>,
-    spare: Vec<PgConnection>,
+    /// See [`RunCore::keeps`] and [`RunCore::most`].
+    keeps: bool,
+    most: usize,
 }
 
 /// A scenario's handle on its run. Cheap to clone; every clone is the same run.
@@ -236,12 +244,27 @@ impl RunCore {
     }
 
     /// An actor is done with its session: reset, it is spare for the run's next actor and kept
-    /// for the next run after that; one that cannot be reset is dropped.
+    /// for the next run after that; one that cannot be reset, or one more than the run may hold
+    /// (another actor connected while this one was being reset), is closed.
     pub(super) async fn take_back(&self, conn: PgConnection) {
-        if let Some(conn) = reset(conn).await {
-            self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+        let held = 1
+            + self.ahead.lock().unwrap_or_else(|p| p.into_inner()).len()
+            + self.spare.lock().unwrap_or_else(|p| p.into_inner()).len()
+            + *self.lent.borrow();
+        if self.keeps && held <= self.most {
+            if let Some(conn) = reset(conn).await {
+                self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+            }
+        } else {
+            let _ = sqlx::Connection::close(conn).await;
         }
         self.lent.send_modify(|n| *n = n.saturating_sub(1));
+    }
+
+    /// Closes the spare sessions: the run is about to open sessions of another kind (a server's
+    /// pool, a child process), which its budget counts as new.
+    pub(super) fn close_spares(&self) {
+        self.spare.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     /// The monitor session, while the run has it.
@@ -309,12 +332,15 @@ impl Run {
     /// sessions of actors `ahead`, all at once, from `kept` sessions first: a session's name and
     /// search path need only the sandbox's names, so they may connect while the schema is still
     /// being made. An actor's session that fails here is simply not ahead (its actor connects
-    /// itself, and says why if that fails too). Kept sessions left over are the run's spares.
+    /// itself, and says why if that fails too). Kept sessions left over are closed (the run's
+    /// pools and child processes connect their own). `keeps` and `most`: see
+    /// [`RunCore::keeps`] and [`RunCore::most`].
     pub(super) async fn connect_sessions(
         sandbox: &Sandbox,
         reach: &Reach,
         ahead: &[String],
         kept: Vec<PgConnection>,
+        (keeps, most): (bool, usize),
     ) -> Result<Sessions, RunError> {
         let schema = sandbox.default_schema().unwrap_or("public");
         let mut kept = kept.into_iter();
@@ -331,15 +357,20 @@ impl Run {
                 async move { (who.clone(), readying.await) }
             })
             .collect();
-        let spare = kept.collect();
-        let (monitor, actors) = tokio::join!(monitor, futures_util::future::join_all(actors));
+        let left_over: Vec<_> = kept.collect();
+        let (monitor, actors, _) = tokio::join!(
+            monitor,
+            futures_util::future::join_all(actors),
+            futures_util::future::join_all(left_over.into_iter().map(sqlx::Connection::close))
+        );
         Ok(Sessions {
             monitor: monitor?,
             ahead: actors
                 .into_iter()
                 .filter_map(|(who, conn)| conn.ok().map(|conn| (who, conn)))
                 .collect(),
-            spare,
+            keeps,
+            most,
         })
     }
 
@@ -373,7 +404,12 @@ impl Run {
         sink: Arc<EventSink>,
         gate: Option<Gate>,
         limits: Limits,
-        Sessions { monitor, ahead, spare }: Sessions,
+        Sessions {
+            monitor,
+            ahead,
+            keeps,
+            most,
+        }: Sessions,
     ) -> Run {
         let core = RunCore {
             id: sandbox.run_id.clone(),
@@ -385,8 +421,10 @@ impl Run {
             actors_by_pid: Mutex::new(HashMap::new()),
             servers_by_addr: Mutex::new(HashMap::new()),
             ahead: Mutex::new(ahead),
-            spare: Mutex::new(spare),
+            spare: Mutex::new(Vec::new()),
             lent: tokio::sync::watch::Sender::new(0),
+            keeps,
+            most,
             limits,
         };
         Run { core: Arc::new(core) }

@@ -472,6 +472,10 @@ impl Engine {
             .clone()
             .unwrap_or_else(|| Sandbox::plan(run_id, scenario.sandbox()));
         let ahead = scenario.sessions_ahead(variant);
+        // Its budget and its monitor: the most sessions of its own the run may hold.
+        let most = usize::try_from(scenario.budget(variant).postgres)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1);
         let (made, sessions) = tokio::join!(
             async {
                 match ready {
@@ -479,7 +483,7 @@ impl Engine {
                     None => Sandbox::create(services, run_id, scenario.sandbox()).await,
                 }
             },
-            Run::connect_sessions(&names, &reach, &ahead, kept)
+            Run::connect_sessions(&names, &reach, &ahead, kept, (self.admission.keeps_sessions(), most))
         );
         let sandbox = match made {
             Ok(sandbox) => sandbox,
