@@ -77,6 +77,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         redis_url: config.redis_url.clone(),
         brokers: config.kafka_brokers.clone(),
         unavailable: config.unavailable.clone(),
+        probe: Default::default(),
     };
     let swept = sandbox::sweep(&services, sweep_age(&limits)).await?;
     if swept > 0 {

@@ -70,11 +70,8 @@ pub fn rooms_reach(redis: &Dependency) -> RoomsReach {
 /// Probes all three services at once; a service known to be down (its binary is missing) says
 /// why instead of "connection refused".
 pub async fn check(services: &Services) -> Health {
-    let (postgres, redis, kafka) = tokio::join!(
-        postgres(&services.pool),
-        redis(&services.redis_url),
-        kafka(&services.brokers)
-    );
+    let (postgres, redis, kafka) =
+        tokio::join!(postgres(services), redis(&services.redis_url), kafka(&services.brokers));
     Health {
         postgres,
         redis: explained(services, Service::Redis, redis),
@@ -96,14 +93,35 @@ pub fn explained(services: &Services, service: Service, probed: Dependency) -> D
 
 /// `PostgreSQL 15.20 (Debian …)`: shown in every run header and in `/healthz`.
 pub async fn server_version(pool: &PgPool) -> Result<String, sqlx::Error> {
-    sqlx::query_scalar("SELECT 'PostgreSQL ' || current_setting('server_version')")
-        .fetch_one(pool)
-        .await
+    sqlx::query_scalar(SERVER_VERSION).fetch_one(pool).await
 }
 
-/// Probes PostgreSQL through racelab's own pool (its version).
-pub async fn postgres(pool: &PgPool) -> Dependency {
-    match timeout(PROBE_TIMEOUT, server_version(pool)).await {
+const SERVER_VERSION: &str = "SELECT 'PostgreSQL ' || current_setting('server_version')";
+
+async fn server_version_on(conn: &mut sqlx::PgConnection) -> Result<String, sqlx::Error> {
+    sqlx::query_scalar(SERVER_VERSION).fetch_one(conn).await
+}
+
+/// Probes PostgreSQL (its version) on racelab's probe session. A session lost since the last
+/// probe (PostgreSQL restarted) is replaced and asked again, so a server that is back is seen up.
+pub async fn postgres(services: &Services) -> Dependency {
+    let asked = async {
+        let mut probe = services.probe.lock().await;
+        if let Some(conn) = probe.as_mut()
+            && let Ok(version) = server_version_on(conn).await
+        {
+            return Ok(version);
+        }
+        *probe = None;
+        let options = services.pool.connect_options().as_ref().clone();
+        let conn = probe.insert(sqlx::ConnectOptions::connect(&options.application_name("racelab/probe")).await?);
+        let version = server_version_on(conn).await;
+        if version.is_err() {
+            *probe = None;
+        }
+        version
+    };
+    match timeout(PROBE_TIMEOUT, asked).await {
         Ok(Ok(version)) => Dependency {
             up: true,
             detail: version,

@@ -266,7 +266,11 @@ async fn until_started(handle: &mut RunHandle) -> Result<String, Option<String>>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_runs_cut_at_random_points_leave_nothing_behind() {
-    let engine = common::engine().await;
+    // Keeping sessions between runs, as served: the whole runs' kept sessions are taken by the
+    // cut ones, and a cut run's sessions must still end with its sandbox (none is kept).
+    let mut config = common::config();
+    config.keep_sessions = true;
+    let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("PostgreSQL"));
     let count: usize = std::env::var("RACELAB_CUTS")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -412,5 +416,24 @@ async fn a_thousand_runs_cut_at_random_points_leave_nothing_behind() {
     let again = common::play(&engine, "isolation/write-skew", "serializable").await;
     assert_eq!(again.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
     assert_eq!(common::wait_until_clean(&again.run_id).await, common::Leftovers::NONE);
-    engine.close(Duration::from_secs(5), Duration::from_secs(5)).await;
+    assert_eq!(engine.close(Duration::from_secs(5), Duration::from_secs(5)).await, 0);
+    // Sessions kept for next runs end with the engine (a backend goes a moment after its
+    // client's goodbye).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        let kept: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'racelab/kept' AND datname = current_database()",
+        )
+        .fetch_one(&mut inspector)
+        .await
+        .expect("kept sessions");
+        if kept == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{kept} kept sessions outlived the engine"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

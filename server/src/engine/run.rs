@@ -112,8 +112,8 @@ pub struct RunCore {
     /// Sessions lent to actors and not back yet.
     lent: tokio::sync::watch::Sender<usize>,
     /// Whether sessions are kept between runs: if not, an actor's session is closed when it is
-    /// done, as before there were kept sessions.
-    keeps: bool,
+    /// done, as before there were kept sessions. Cleared when the run is abandoned.
+    keeps: std::sync::atomic::AtomicBool,
     /// The most sessions the run may hold (its budget and monitor): a session given back past
     /// it is closed, not spared.
     most: usize,
@@ -251,7 +251,7 @@ impl RunCore {
             + self.ahead.lock().unwrap_or_else(|p| p.into_inner()).len()
             + self.spare.lock().unwrap_or_else(|p| p.into_inner()).len()
             + *self.lent.borrow();
-        if self.keeps && held <= self.most {
+        if self.keeps.load(std::sync::atomic::Ordering::SeqCst) && held <= self.most {
             if let Some(conn) = reset(conn).await {
                 self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
             }
@@ -374,6 +374,14 @@ impl Run {
         })
     }
 
+    /// The run will not complete (cancelled, failed, too long): from now on its actors'
+    /// sessions are closed when they are done, and its spares go now. Whatever is named for
+    /// the run is then the sandbox cleanup's to end.
+    pub(super) fn abandon(&self) {
+        self.core.keeps.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.core.close_spares();
+    }
+
     /// The run's sessions, reset, for the next run ([`super::kept`]): its monitor, those
     /// connected ahead and never taken, and those its actors gave back (waited for a moment:
     /// an actor's handle dropped as the scenario ended gives its session back on its own task).
@@ -423,7 +431,7 @@ impl Run {
             ahead: Mutex::new(ahead),
             spare: Mutex::new(Vec::new()),
             lent: tokio::sync::watch::Sender::new(0),
-            keeps,
+            keeps: std::sync::atomic::AtomicBool::new(keeps),
             most,
             limits,
         };

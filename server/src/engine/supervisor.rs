@@ -213,7 +213,7 @@ impl Engine {
         }
         let probed = match service {
             // Up when racelab started, but it may have gone since (restarted, failed over).
-            Service::Postgres => crate::health::postgres(&services.pool).await,
+            Service::Postgres => crate::health::postgres(services).await,
             Service::Redis => crate::health::redis(&services.redis_url).await,
             Service::Kafka => crate::health::kafka(&services.brokers).await,
             Service::Http | Service::Process => return Ok(()),
@@ -564,6 +564,11 @@ impl Engine {
                         },
                     }
                 };
+                if outcome != Outcome::Completed {
+                    // Its actors' sessions are closed, not reset: a reset one would take a name
+                    // the sandbox's cleanup does not look for.
+                    run.abandon();
+                }
                 if !finished {
                     // Dropping the scenario drops its actors; their sessions end with the sandbox.
                     task.abort();

@@ -53,6 +53,10 @@ pub struct Services {
     pub brokers: String,
     /// Services known to be down, and why (see [`crate::config::Config::down`]).
     pub unavailable: Vec<(shared::Service, String)>,
+    /// racelab's own session for asking whether PostgreSQL answers (`health::postgres`): under
+    /// load every connection of `pool` may be busy for seconds (a DROP waiting for its locks),
+    /// which says nothing about PostgreSQL itself.
+    pub probe: std::sync::Arc<tokio::sync::Mutex<Option<sqlx::postgres::PgConnection>>>,
 }
 
 impl Services {
