@@ -106,7 +106,7 @@ pub struct RunCore {
     /// Sessions connected ahead, while the sandbox was made (see `Scenario::sessions_ahead`),
     /// by the name of the actor that will take each.
     ahead: Mutex<HashMap<String, PgConnection>>,
-    /// Reset sessions nobody holds: closed by an actor of this one. The next actor to connect
+    /// Reset sessions nobody holds: given back by actors of this run. The next actor to connect
     /// takes one before it forks a new backend; a pool or child process closes them first.
     spare: Mutex<Vec<PgConnection>>,
     /// Sessions lent to actors and not back yet.
@@ -120,8 +120,8 @@ pub struct RunCore {
     pub(super) limits: Limits,
 }
 
-/// A run's sessions connected before it plays: its monitor, those of actors that will ask for
-/// one by name, and kept ones to spare.
+/// A run's sessions readied before it plays (kept ones first): its monitor, and those of actors
+/// that will ask for one by name.
 pub(super) struct Sessions {
     monitor: PgConnection,
     ahead: HashMap<String, PgConnection>,
