@@ -13,11 +13,7 @@ use super::{Judging, judge, ledger, said};
 use crate::engine::{Budget, Level, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at, tutorial_figures};
 use shared::Check;
-use std::time::{Duration, Instant};
-
-/// How much later than one standby retry the takeover may come (the retry's own query, a busy
-/// machine).
-pub const TAKEOVER_SLACK: Duration = Duration::from_millis(1500);
+use std::time::Instant;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "outbox/failover",
@@ -60,18 +56,35 @@ async fn play(run: &Run) -> Result<(), RunError> {
     relay_a.kill("docker kill").await?;
     let killed = Instant::now();
     authorize(&payments, "pay_007", 2000).await?;
-    said(&mut relay_b, |line| line == "active").await?;
+    // Counted in tries, not seconds: on a loaded machine a 2 s sleep may wake late, and that
+    // is not the lock's doing. A lock that outlived its connection shows as another standby.
+    let tries_refused = std::sync::atomic::AtomicU32::new(0);
+    said(&mut relay_b, |line| {
+        if line.starts_with("standby") {
+            tries_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        line == "active"
+    })
+    .await?;
     let takeover = killed.elapsed();
     said(&mut relay_b, |line| line.starts_with("published")).await?;
     said(&mut notifier, |line| line.starts_with("p1@")).await?;
     relay_b.stop().await?;
     notifier.stop().await?;
     payments.close().await;
-    let bound = STANDBY_RETRY + TAKEOVER_SLACK;
     let in_time = Check::new(
-        format!("the standby is active within one retry ({} s)", STANDBY_RETRY.as_secs()),
-        format!("after {} ms", takeover.as_millis()),
-        takeover <= bound,
+        format!(
+            "the standby is active at its first try after the kill (it tries every {} s)",
+            STANDBY_RETRY.as_secs()
+        ),
+        match tries_refused.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => format!("first try, {} ms after the kill", takeover.as_millis()),
+            n => format!(
+                "{n} more tries refused, active {} ms after the kill",
+                takeover.as_millis()
+            ),
+        },
+        tries_refused.load(std::sync::atomic::Ordering::Relaxed) == 0,
     );
     let expected = Figures {
         events: 1,
@@ -86,7 +99,7 @@ async fn play(run: &Run) -> Result<(), RunError> {
             expected,
             scope: Scope::WITH_NOTIFIER,
             extra: vec![in_time],
-            headlines: ("The standby took over and published", "The standby did not take over in time"),
+            headlines: ("The standby took over and published", "The standby did not take over at its first try"),
             how: "PostgreSQL released the killed relay's session advisory lock when its connection dropped; the standby's next pg_try_advisory_lock got it.",
             tutorial: Some(tutorial_figures(&[
                 ("relay B", "`active` within one 2-second retry, then published pay_007"),
