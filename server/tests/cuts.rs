@@ -417,23 +417,5 @@ async fn a_thousand_runs_cut_at_random_points_leave_nothing_behind() {
     assert_eq!(again.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
     assert_eq!(common::wait_until_clean(&again.run_id).await, common::Leftovers::NONE);
     assert_eq!(engine.close(Duration::from_secs(5), Duration::from_secs(5)).await, 0);
-    // Sessions kept for next runs end with the engine (a backend goes a moment after its
-    // client's goodbye).
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-    loop {
-        let kept: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'racelab/kept' AND datname = current_database()",
-        )
-        .fetch_one(&mut inspector)
-        .await
-        .expect("kept sessions");
-        if kept == 0 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{kept} kept sessions outlived the engine"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::until_no_kept_sessions(&mut inspector).await;
 }

@@ -488,9 +488,5 @@ async fn a_run_s_sessions_are_kept_clean_for_the_next_run() {
     assert_eq!(engine.kept_sessions(), 3);
     assert_eq!(engine.close(Duration::from_secs(5), Duration::from_secs(5)).await, 0);
     assert_eq!(engine.kept_sessions(), 0);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-    while !kept_backends(&mut inspector).await.is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "kept backends outlived close");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::until_no_kept_sessions(&mut inspector).await;
 }

@@ -105,24 +105,7 @@ async fn two_replicas_never_hold_more_run_sessions_than_their_shared_budget() {
     .expect("leftovers");
     assert_eq!(left, (0, 0, 0), "schemas, sandboxes and leases left");
     // A closed session's backend ends a moment after its client said goodbye.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-    loop {
-        let kept: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'racelab/kept'",
-        )
-        .bind(DATABASE)
-        .fetch_one(&mut conn)
-        .await
-        .expect("kept sessions");
-        if kept == 0 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{kept} kept sessions outlived their engines"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::until_no_kept_sessions(&mut conn).await;
     conn.close().await.expect("closed");
     let mut admin = sqlx::PgConnection::connect(&format!("{server}/postgres"))
         .await

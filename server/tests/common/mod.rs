@@ -638,3 +638,27 @@ pub async fn get_json(address: SocketAddr, path: &str) -> serde_json::Value {
     }
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
 }
+
+/// Waits until no session kept between runs (`racelab/kept`) is left on `conn`'s database, once
+/// the engines that kept them are closed: a backend ends a moment after its client's goodbye, so
+/// at most 2 s.
+pub async fn until_no_kept_sessions(conn: &mut PgConnection) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        let kept: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE application_name = 'racelab/kept' AND datname = current_database()",
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .expect("kept sessions");
+        if kept == 0 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{kept} kept sessions outlived their engines"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
