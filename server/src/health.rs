@@ -9,7 +9,6 @@ use crate::sandbox::Services;
 use serde::Serialize;
 use shared::Service;
 use shared::catalog::RoomsReach;
-use sqlx::PgPool;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -92,14 +91,10 @@ pub fn explained(services: &Services, service: Service, probed: Dependency) -> D
 }
 
 /// `PostgreSQL 15.20 (Debian …)`: shown in every run header and in `/healthz`.
-pub async fn server_version(pool: &PgPool) -> Result<String, sqlx::Error> {
-    sqlx::query_scalar(SERVER_VERSION).fetch_one(pool).await
-}
-
-const SERVER_VERSION: &str = "SELECT 'PostgreSQL ' || current_setting('server_version')";
-
-async fn server_version_on(conn: &mut sqlx::PgConnection) -> Result<String, sqlx::Error> {
-    sqlx::query_scalar(SERVER_VERSION).fetch_one(conn).await
+pub async fn server_version<'c>(on: impl sqlx::PgExecutor<'c>) -> Result<String, sqlx::Error> {
+    sqlx::query_scalar("SELECT 'PostgreSQL ' || current_setting('server_version')")
+        .fetch_one(on)
+        .await
 }
 
 /// Probes PostgreSQL (its version) on racelab's probe session. A session lost since the last
@@ -108,14 +103,14 @@ pub async fn postgres(services: &Services) -> Dependency {
     let asked = async {
         let mut probe = services.probe.lock().await;
         if let Some(conn) = probe.as_mut()
-            && let Ok(version) = server_version_on(conn).await
+            && let Ok(version) = server_version(&mut *conn).await
         {
             return Ok(version);
         }
         *probe = None;
         let options = services.pool.connect_options().as_ref().clone();
         let conn = probe.insert(sqlx::ConnectOptions::connect(&options.application_name("racelab/probe")).await?);
-        let version = server_version_on(conn).await;
+        let version = server_version(&mut *conn).await;
         if version.is_err() {
             *probe = None;
         }

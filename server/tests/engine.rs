@@ -3,34 +3,52 @@
 
 mod common;
 
-use racelab::engine::{Level, RunError};
+use racelab::engine::{BoxFuture, Level, Run, RunError};
 use racelab::labs::{ScenarioDef, actors_at};
 use shared::{Mode, Outcome, ServerMsg};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// An engine test's own scenario: one variant (`only`), in the isolation lab's sandbox, a
+/// PostgreSQL session per actor.
+const fn test_scenario(
+    id: &'static str,
+    title: &'static str,
+    steppable: bool,
+    actors: fn(&str) -> Vec<shared::event::ActorInfo>,
+    play: for<'a> fn(&'a Run, &'a str) -> BoxFuture<'a, Result<(), RunError>>,
+) -> ScenarioDef {
+    ScenarioDef {
+        id,
+        title,
+        hook: "",
+        about: "",
+        variants: &[("only", "only", "")],
+        steppable,
+        workload: false,
+        sandbox: racelab::labs::isolation::SANDBOX,
+        actors,
+        budget: None,
+        summarize: None,
+        predict: None,
+        play,
+    }
+}
+
 /// A broken choreography: bob's SELECT 1 is "expected" to wait for a lock nobody holds.
-static NEVER_WAITS: ScenarioDef = ScenarioDef {
-    id: "test/never-waits",
-    title: "A step that should wait but does not",
-    hook: "",
-    about: "",
-    variants: &[("only", "only", "")],
-    steppable: true,
-    workload: false,
-    sandbox: racelab::labs::isolation::SANDBOX,
-    actors: |_| actors_at(&["bob"], "READ COMMITTED"),
-    budget: None,
-    summarize: None,
-    predict: None,
-    play: |run, _| {
+static NEVER_WAITS: ScenarioDef = test_scenario(
+    "test/never-waits",
+    "A step that should wait but does not",
+    true,
+    |_| actors_at(&["bob"], "READ COMMITTED"),
+    |run, _| {
         Box::pin(async move {
             let bob = run.actor("bob", Level::ReadCommitted).await?;
             bob.start("SELECT 1", &[]).await?.expect_blocked().await?;
             Ok::<(), RunError>(())
         })
     },
-};
+);
 
 #[tokio::test]
 async fn a_step_that_never_blocks_fails_the_run_with_a_clear_message() {
@@ -315,20 +333,12 @@ async fn ready_sandboxes_are_taken_once_and_taken_down_with_the_engine() {
 
 /// Leaves every kind of session state behind it: changed settings, a session advisory lock, a
 /// temporary table, a LISTEN, a prepared statement, and a transaction left open on a row lock.
-static LEAVES_A_MESS: ScenarioDef = ScenarioDef {
-    id: "test/leaves-a-mess",
-    title: "A run that leaves its sessions in a mess",
-    hook: "",
-    about: "",
-    variants: &[("only", "only", "")],
-    steppable: false,
-    workload: false,
-    sandbox: racelab::labs::isolation::SANDBOX,
-    actors: |_| actors_at(&["mess"], "autocommit"),
-    budget: None,
-    summarize: None,
-    predict: None,
-    play: |run, _| {
+static LEAVES_A_MESS: ScenarioDef = test_scenario(
+    "test/leaves-a-mess",
+    "A run that leaves its sessions in a mess",
+    false,
+    |_| actors_at(&["mess"], "autocommit"),
+    |run, _| {
         Box::pin(async move {
             run.setup("SET lock_timeout = '2ms'; SET search_path TO public").await?;
             let mess = run.actor("mess", Level::Autocommit).await?;
@@ -350,7 +360,7 @@ static LEAVES_A_MESS: ScenarioDef = ScenarioDef {
             Ok::<(), RunError>(())
         })
     },
-};
+);
 
 /// What a session looks like from inside, one line per session: its name, lock timeout (ms),
 /// schema, and what a run could have left in it.
@@ -365,20 +375,12 @@ const LOOK_AROUND: &str = "SELECT current_setting('application_name') || ' | loc
         pg_backend_pid()";
 
 /// Looks around its actor's session and its monitor's, and says what it sees.
-static LOOKS_AROUND: ScenarioDef = ScenarioDef {
-    id: "test/looks-around",
-    title: "A run that looks at its sessions",
-    hook: "",
-    about: "",
-    variants: &[("only", "only", "")],
-    steppable: false,
-    workload: false,
-    sandbox: racelab::labs::isolation::SANDBOX,
-    actors: |_| actors_at(&["looker"], "autocommit"),
-    budget: None,
-    summarize: None,
-    predict: None,
-    play: |run, _| {
+static LOOKS_AROUND: ScenarioDef = test_scenario(
+    "test/looks-around",
+    "A run that looks at its sessions",
+    false,
+    |_| actors_at(&["looker"], "autocommit"),
+    |run, _| {
         Box::pin(async move {
             let looker = run.actor("looker", Level::Autocommit).await?;
             let mut pids = Vec::new();
@@ -394,7 +396,7 @@ static LOOKS_AROUND: ScenarioDef = ScenarioDef {
             Ok::<(), RunError>(())
         })
     },
-};
+);
 
 /// The backends of sessions kept for the next runs (named for no run) on racelab's database.
 async fn kept_backends(inspector: &mut sqlx::PgConnection) -> Vec<String> {

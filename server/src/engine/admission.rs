@@ -115,10 +115,10 @@ impl Admission {
         self.pools
             .iter()
             .map(|(service, pool, size)| {
-                let mut needed = budget.of(*service);
-                if *service == Service::Postgres {
-                    needed += 1;
-                }
+                let mut needed = match service {
+                    Service::Postgres => budget.sessions(),
+                    other => budget.of(*other),
+                };
                 if budget.exclusive == Some(*service) {
                     needed = *size;
                 }

@@ -8,7 +8,7 @@
 use shared::Service;
 
 /// What one run of a variant holds at most, per service. The run's monitor session is not
-/// counted here: every run has exactly one, and admission adds it.
+/// counted in `postgres`: every run has exactly one, and [`Budget::sessions`] adds it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Budget {
     /// PostgreSQL connections: actors, the pools of servers the run starts, child processes'
@@ -67,6 +67,11 @@ impl Budget {
             exclusive: Some(service),
             ..self
         }
+    }
+
+    /// PostgreSQL sessions a run of this budget holds at most: its own, and its monitor.
+    pub const fn sessions(&self) -> u32 {
+        self.postgres + 1
     }
 
     /// How many of `service` this budget holds.

@@ -473,9 +473,7 @@ impl Engine {
             .unwrap_or_else(|| Sandbox::plan(run_id, scenario.sandbox()));
         let ahead = scenario.sessions_ahead(variant);
         // Its budget and its monitor: the most sessions of its own the run may hold.
-        let most = usize::try_from(scenario.budget(variant).postgres)
-            .unwrap_or(usize::MAX)
-            .saturating_add(1);
+        let most = usize::try_from(scenario.budget(variant).sessions()).unwrap_or(usize::MAX);
         let (made, sessions) = tokio::join!(
             async {
                 match ready {

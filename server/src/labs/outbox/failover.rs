@@ -67,6 +67,7 @@ async fn play(run: &Run) -> Result<(), RunError> {
     })
     .await?;
     let takeover = killed.elapsed();
+    let tries_refused = tries_refused.into_inner();
     said(&mut relay_b, |line| line.starts_with("published")).await?;
     said(&mut notifier, |line| line.starts_with("p1@")).await?;
     relay_b.stop().await?;
@@ -77,14 +78,14 @@ async fn play(run: &Run) -> Result<(), RunError> {
             "the standby is active at its first try after the kill (it tries every {} s)",
             STANDBY_RETRY.as_secs()
         ),
-        match tries_refused.load(std::sync::atomic::Ordering::Relaxed) {
+        match tries_refused {
             0 => format!("first try, {} ms after the kill", takeover.as_millis()),
             n => format!(
                 "{n} more tries refused, active {} ms after the kill",
                 takeover.as_millis()
             ),
         },
-        tries_refused.load(std::sync::atomic::Ordering::Relaxed) == 0,
+        tries_refused == 0,
     );
     let expected = Figures {
         events: 1,
