@@ -107,8 +107,11 @@ impl Crowd {
             .map(|_| {
                 let (crowd, mut go, ready) = (self.clone(), go.subscribe(), ready_tx.clone());
                 tokio::spawn(async move {
-                    // Frames sent at once, as the server sends its own (no Nagle delay).
-                    let connecting = tokio_tungstenite::connect_async_with_config(&crowd.url, None, true);
+                    // Frames sent at once, as the server sends its own (no Nagle delay); read
+                    // in small pieces, as the server reads (`web::ws::READ_BUFFER`).
+                    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+                        .read_buffer_size(crate::web::ws::READ_BUFFER);
+                    let connecting = tokio_tungstenite::connect_async_with_config(&crowd.url, Some(config), true);
                     let socket = tokio::time::timeout(crowd.within, connecting).await;
                     let _ = ready.send(()).await;
                     let socket = match socket {

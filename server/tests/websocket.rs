@@ -276,6 +276,23 @@ async fn a_frame_over_the_limit_gets_close_code_1009_with_a_reason() {
 }
 
 #[tokio::test]
+async fn a_frame_bigger_than_one_read_but_within_the_limit_is_read_whole() {
+    let address = server().await;
+    let mut socket = connect(address).await;
+    // 60 KiB: fifteen of the server's 4 KiB reads (`web::ws::READ_BUFFER`), under the 64 KiB limit.
+    let start = r#"{"v":1,"type":"start","scenario":"isolation/write-skew","variant":"nope"}"#;
+    let padded = format!("{start}{}", " ".repeat(60 * 1024 - start.len()));
+    assert!(padded.len() > 14 * racelab::web::ws::READ_BUFFER);
+    send_raw(&mut socket, &padded).await;
+    let reply = receive(&mut socket).await;
+    assert_eq!(
+        (reply["type"].as_str(), reply["code"].as_str()),
+        (Some("error"), Some("unknown_variant")),
+        "the whole frame was read and parsed: {reply}"
+    );
+}
+
+#[tokio::test]
 async fn only_racelabs_own_pages_and_allowed_sites_open_the_socket() {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let address = server().await;
