@@ -99,3 +99,48 @@ async fn every_namespace_is_made_and_the_sweep_removes_old_ones_of_each_kind() {
     assert_eq!(broker_names_of(&young).await, (vec![], vec![]));
     drop(old_box);
 }
+
+/// A sandbox only in PostgreSQL: one schema, nothing in Redis or the broker.
+const SCHEMA_ONLY: Spec = Spec {
+    schemas: &[("", "CREATE TABLE teams (id text PRIMARY KEY)")],
+    redis: false,
+    topics: &[],
+};
+
+/// A lab whose SQL fails halfway: the table is made, then made again.
+const FAILS_HALFWAY: Spec = Spec {
+    schemas: &[(
+        "",
+        "CREATE TABLE teams (id text PRIMARY KEY); CREATE TABLE teams (id text)",
+    )],
+    redis: false,
+    topics: &[],
+};
+
+#[tokio::test]
+async fn a_schema_and_its_registry_row_come_and_go_together() {
+    let _slot = common::db_slot().await;
+    let engine = common::engine().await;
+    let services = engine.services().clone();
+    let mut conn = inspector().await;
+
+    let run = new_run_id();
+    let sandbox = Sandbox::create(&services, &run, &SCHEMA_ONLY).await.expect("sandbox");
+    let made = leftovers(&mut conn, &run, false).await;
+    assert_eq!((made.schemas, made.registry), (1, 1), "a schema and its row: {made:?}");
+    sandbox.destroy(&services).await.expect("destroy");
+    assert_eq!(leftovers(&mut conn, &run, false).await, Leftovers::NONE, "both gone");
+    sandbox.destroy(&services).await.expect("destroying twice is harmless");
+
+    let failed = new_run_id();
+    let error = Sandbox::create(&services, &failed, &FAILS_HALFWAY)
+        .await
+        .err()
+        .expect("the lab's SQL fails");
+    assert!(error.to_string().contains("already exists"), "{error}");
+    assert_eq!(
+        leftovers(&mut conn, &failed, false).await,
+        Leftovers::NONE,
+        "neither the half-made schema nor its row"
+    );
+}

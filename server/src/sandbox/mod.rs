@@ -152,14 +152,17 @@ impl Sandbox {
         }
     }
 
-    /// Registers, then creates, every namespace of `spec` for run `run_id`. If any part fails,
-    /// what was made is removed again before the error returns.
+    /// Registers, then creates, every namespace of `spec` for run `run_id` (the registry row
+    /// is written with the first schema, in its transaction). If any part fails, what was made
+    /// is removed again before the error returns.
     pub async fn create(services: &Services, run_id: &str, spec: &Spec) -> Result<Sandbox, SandboxError> {
         let sandbox = Sandbox::plan(run_id, spec);
-        sweep::register(&services.pool, &sandbox).await?;
         let made = async {
-            for ((_, schema), (_, sql)) in sandbox.schemas.iter().zip(spec.schemas) {
-                postgres::create_schema(&services.pool, &sandbox, schema, sql).await?;
+            if sandbox.schemas.is_empty() {
+                sweep::register(&services.pool, &sandbox).await?;
+            }
+            for (i, ((_, schema), (_, sql))) in sandbox.schemas.iter().zip(spec.schemas).enumerate() {
+                postgres::create_schema(&services.pool, &sandbox, (schema, sql), i == 0).await?;
             }
             if !sandbox.topics.is_empty() {
                 broker::create_topics(&services.brokers, &sandbox.topics).await?;
@@ -229,7 +232,9 @@ impl Sandbox {
     pub async fn destroy(&self, services: &Services) -> Result<(), SandboxError> {
         let mut first_error = None;
         let schemas: Vec<&str> = self.schemas.iter().map(|(_, s)| s.as_str()).collect();
-        if let Err(e) = postgres::drop_schemas(&services.pool, &self.run_id, &schemas).await {
+        // A sandbox only in PostgreSQL loses its row with its schemas, in one transaction.
+        let only_schemas = self.redis_prefix.is_none() && self.topics.is_empty();
+        if let Err(e) = postgres::drop_schemas(&services.pool, &self.run_id, &schemas, only_schemas).await {
             first_error.get_or_insert(SandboxError::Postgres(e));
         }
         if let Some(prefix) = &self.redis_prefix
@@ -254,6 +259,7 @@ impl Sandbox {
         }
         match first_error {
             Some(error) => Err(error),
+            None if only_schemas => Ok(()),
             None => Ok(sweep::unregister(&services.pool, &self.run_id).await?),
         }
     }

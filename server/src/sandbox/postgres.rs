@@ -27,13 +27,15 @@ pub fn quote_ident(name: &str) -> String {
 }
 
 /// Creates `schema` and runs the lab's `sql` (tables and seed rows) inside it, in one
-/// transaction: a schema either exists whole or not at all. Boxed for the same reason as
+/// transaction: a schema either exists whole or not at all. With `registers`, the sandbox's
+/// registry row is written in that transaction too: the row and the first schema exist
+/// together or not at all, for one commit instead of two. Boxed for the same reason as
 /// [`execute`].
 pub(super) fn create_schema<'a>(
     pool: &'a PgPool,
     sandbox: &'a Sandbox,
-    schema: &'a str,
-    sql: &'a str,
+    (schema, sql): (&'a str, &'a str),
+    registers: bool,
 ) -> BoxFuture<'a, Result<(), sqlx::Error>> {
     Box::pin(async move {
         let label = serde_json::to_string(&Label {
@@ -47,6 +49,9 @@ pub(super) fn create_schema<'a>(
             label.replace('\'', "''")
         );
         let mut tx = pool.begin().await?;
+        if registers {
+            super::sweep::register(&mut *tx, sandbox).await?;
+        }
         execute(&mut tx, &prepare, &[]).await?;
         if !sql.trim().is_empty() {
             execute(&mut tx, sql, &[]).await?;
@@ -55,7 +60,9 @@ pub(super) fn create_schema<'a>(
     })
 }
 
-/// Ends every session of the run and drops `schemas`. Safe to call twice.
+/// Ends every session of the run and drops `schemas`; with `unregisters`, deletes the run's
+/// registry row in the same transaction (nothing of the sandbox is left outside PostgreSQL).
+/// Safe to call twice.
 ///
 /// The DROP waits at most [`DROP_LOCK_TIMEOUT`] for its locks (someone outside the run may be
 /// reading the sandbox from psql in an open transaction) and is tried a few times, ending the
@@ -65,6 +72,7 @@ pub(super) fn drop_schemas<'a>(
     pool: &'a PgPool,
     run_id: &'a str,
     schemas: &'a [&'a str],
+    unregisters: bool,
 ) -> BoxFuture<'a, Result<(), sqlx::Error>> {
     Box::pin(async move {
         let names: Vec<String> = schemas.iter().map(|s| quote_ident(s)).collect();
@@ -72,6 +80,9 @@ pub(super) fn drop_schemas<'a>(
         for _ in 0..DROP_TRIES {
             end_sessions(pool, run_id).await?;
             if names.is_empty() {
+                if unregisters {
+                    super::sweep::unregister(pool, run_id).await?;
+                }
                 return Ok(());
             }
             let drop = format!(
@@ -81,7 +92,12 @@ pub(super) fn drop_schemas<'a>(
             );
             let mut tx = pool.begin().await?;
             match execute(&mut tx, &drop, &[]).await {
-                Ok(_) => return tx.commit().await,
+                Ok(_) => {
+                    if unregisters {
+                        super::sweep::unregister(&mut *tx, run_id).await?;
+                    }
+                    return tx.commit().await;
+                }
                 Err(error) => last = Some(error),
             }
         }

@@ -5,8 +5,9 @@ use super::{Sandbox, SandboxError, Services, is_run_id, schema_name};
 use sqlx::{PgPool, Row};
 use std::time::Duration;
 
-/// Records `sandbox` before any of its namespaces exist.
-pub(super) async fn register(pool: &PgPool, sandbox: &Sandbox) -> Result<(), sqlx::Error> {
+/// Records `sandbox`, before or together with its first namespace (in that schema's own
+/// transaction, see `postgres::create_schema`).
+pub(super) async fn register<'e>(db: impl sqlx::PgExecutor<'e>, sandbox: &Sandbox) -> Result<(), sqlx::Error> {
     let schemas: Vec<&str> = sandbox.schemas.iter().map(|(_, s)| s.as_str()).collect();
     let topics: Vec<&str> = sandbox.topics.iter().map(|(_, t, _)| t.as_str()).collect();
     sqlx::query(
@@ -18,16 +19,17 @@ pub(super) async fn register(pool: &PgPool, sandbox: &Sandbox) -> Result<(), sql
     .bind(&schemas)
     .bind(&sandbox.redis_prefix)
     .bind(&topics)
-    .execute(pool)
+    .execute(db)
     .await?;
     Ok(())
 }
 
-/// Forgets a sandbox once everything in it is gone.
-pub(super) async fn unregister(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> {
+/// Forgets a sandbox once everything in it is gone (or as its last schemas go, in the same
+/// transaction, see `postgres::drop_schemas`).
+pub(super) async fn unregister<'e>(db: impl sqlx::PgExecutor<'e>, run_id: &str) -> Result<(), sqlx::Error> {
     sqlx::query("DELETE FROM sandboxes WHERE run_id = $1")
         .bind(run_id)
-        .execute(pool)
+        .execute(db)
         .await?;
     Ok(())
 }
@@ -101,7 +103,7 @@ async fn sweep_unregistered_schemas(pool: &PgPool, max_age: Duration) -> Result<
         {
             continue;
         }
-        match drop_schemas(pool, &label.racelab_run, &[schema.as_str()]).await {
+        match drop_schemas(pool, &label.racelab_run, &[schema.as_str()], false).await {
             Ok(()) => dropped += 1,
             Err(error) => tracing::warn!(%schema, %error, "could not sweep a schema; will try again"),
         }
