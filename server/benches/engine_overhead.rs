@@ -54,6 +54,10 @@ const LOAD_RUNS: usize = 5;
 const WARMUP: usize = 1;
 /// The load-test strategies measured.
 const LOAD_STRATEGIES: [Strategy; 2] = [Strategy::ForUpdate, Strategy::Conditional];
+/// Sessions an engine holds outside its runs' budget: its pool (5) and its probe.
+const OWN_SESSIONS: u32 = 6;
+/// `RACELAB_RUNS_AT_ONCE` for the engine whose runs at once only its connections limit.
+const UNLIMITED_RUNS: u64 = 10_000;
 /// How long one engine run may take before the benchmark gives up on it.
 const RUN_DEADLINE: Duration = Duration::from_secs(120);
 
@@ -71,12 +75,23 @@ fn main() -> Result<()> {
 }
 
 async fn bench(write_skew_runs: usize) -> Result<()> {
-    let config = Config::from_env()?;
+    let mut config = Config::from_env()?;
+    if config.run_connections.is_none() {
+        // Four engines in one process, each with its own pool and probe session: the default
+        // budget leaves room for one such set, so the other three come off it.
+        let first = racelab::db::connect_engine(&config)
+            .await
+            .map_err(|e| format!("racelab's engine needs PostgreSQL at DATABASE_URL: {e}"))?;
+        let budget = first.connection_budget();
+        first.close(Duration::from_secs(5), Duration::from_secs(5)).await;
+        config.run_connections = Some(budget.saturating_sub(3 * OWN_SESSIONS).max(3));
+    }
     let database_url = config.database_url.clone();
-    let connect = |warm_sandboxes: usize, keep_sessions: bool| {
+    let connect = |warm_sandboxes: usize, keep_sessions: bool, runs_at_once: Option<u64>| {
         let mut config = config.clone();
         config.warm_sandboxes = warm_sandboxes;
         config.keep_sessions = keep_sessions;
+        config.runs_at_once = runs_at_once.or(config.runs_at_once);
         async move {
             racelab::db::connect_engine(&config)
                 .await
@@ -84,12 +99,14 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
                 .map_err(|e| format!("racelab's engine needs PostgreSQL at DATABASE_URL: {e}"))
         }
     };
-    // The engine as served (sandboxes made ahead of demand, sessions kept between runs), one
-    // that makes each run's sandbox when the run starts, and one that connects each run's
-    // sessions when it starts.
-    let engine = connect(WARM_SANDBOXES, true).await?;
-    let cold = connect(0, true).await?;
-    let unkept = connect(WARM_SANDBOXES, false).await?;
+    // The engine as served (sandboxes made ahead of demand, sessions kept between runs, a few
+    // runs at once per core), one that makes each run's sandbox when the run starts, one that
+    // connects each run's sessions when it starts, and one that plays as many runs at once as
+    // its connections allow.
+    let engine = connect(WARM_SANDBOXES, true, None).await?;
+    let cold = connect(0, true, None).await?;
+    let unkept = connect(WARM_SANDBOXES, false, None).await?;
+    let crowded = connect(WARM_SANDBOXES, true, Some(UNLIMITED_RUNS)).await?;
     let base = PgConnectOptions::from_str(&database_url)?;
     let mut admin = base.clone().application_name("racelab-bench/admin").connect().await?;
 
@@ -98,6 +115,7 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
         engine: engine.clone(),
         cold: cold.clone(),
         unkept: unkept.clone(),
+        crowded: crowded.clone(),
         base,
         next_schema: 0,
         total_schemas,
@@ -107,7 +125,7 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
     let swept = bench.sweep(&mut admin).await;
     let _ = admin.close().await;
     // The ready sandboxes go with the engine.
-    for engine in [engine, cold, unkept] {
+    for engine in [engine, cold, unkept, crowded] {
         engine.close(Duration::from_secs(5), Duration::from_secs(5)).await;
     }
     result.and(swept)
@@ -119,6 +137,9 @@ struct Bench {
     cold: Arc<Engine>,
     /// The same engine without sessions kept between runs (`RACELAB_KEEP_SESSIONS=false`).
     unkept: Arc<Engine>,
+    /// The same engine playing as many runs at once as its connections allow
+    /// (`RACELAB_RUNS_AT_ONCE` past the budget).
+    crowded: Arc<Engine>,
     base: PgConnectOptions,
     next_schema: usize,
     total_schemas: usize,
@@ -211,35 +232,44 @@ impl Bench {
 
     /// A crowd: `CROWD` readers press Run on serializable write skew at the same moment, over
     /// racelab's websocket on loopback (`racelab::crowd`, the load client of `racelab crowd`),
-    /// beside the bare program playing as many write skews at once as the same connection
-    /// budget allows (three sessions a run on both sides: the engine's monitor and actors, the
-    /// bare program's setup session and actors). The crowd comes twice: to the engine as served,
-    /// and to one that keeps no sessions between runs (it connects three per run, as the bare
-    /// program does).
+    /// beside the bare program playing as many write skews at once as the engine does (three
+    /// sessions a run on both sides: the engine's monitor and actors, the bare program's setup
+    /// session and actors). The engine comes as served (a few runs at once per core), without
+    /// kept sessions (it connects three per run, as the bare program does), and with as many
+    /// runs at once as its connection budget allows, beside the bare program at that
+    /// concurrency too.
     async fn crowd(&mut self) -> Result<()> {
-        let (alone, summary) = crowd_through(&self.engine, WARMUP + 10).await?;
-        // The first crowd's kept sessions hold the shared budget until they go.
+        let budget = self.engine.connection_budget();
+        let most = usize::try_from(budget / 3).unwrap_or(1).max(1);
+        let at_once = self.engine.runs_at_once().unwrap_or(most).min(most);
+        let (alone, served) = crowd_through(&self.engine, WARMUP + 10).await?;
+        // A crowd's kept sessions hold the shared budget until they go.
         until_nothing_kept(&self.engine).await;
         let (_, unkept) = crowd_through(&self.unkept, 0).await?;
+        let (_, crowded) = crowd_through(&self.crowded, 0).await?;
         // The bare program's sessions are not leased: the engines' kept ones go first, or
         // together they would pass max_connections.
-        until_nothing_kept(&self.engine).await;
-        let budget = self.engine.connection_budget();
-        let at_once = usize::try_from(budget / 3).unwrap_or(1).max(1);
-        let (bare_times, bare_wall) = bare_crowd(&self.base, CROWD, at_once).await?;
-        let bare = racelab::crowd::Summary::of(&bare_times, bare_wall);
+        until_nothing_kept(&self.crowded).await;
+        let bare = bare_crowd(&self.base, CROWD, at_once).await?;
+        let bare_crowded = bare_crowd(&self.base, CROWD, most).await?;
 
         let ms = |d: Duration| d.as_secs_f64() * 1_000.0;
         println!(
-            "a crowd: {CROWD} readers press Run on write skew, serializable, at once (connection budget {budget}: at most {at_once} runs at once on either side)"
+            "a crowd: {CROWD} readers press Run on write skew, serializable, at once (connection budget {budget}: room for {most} runs at once; the engine as served plays {at_once})"
         );
         println!(
             "  one reader alone, Run → done over the websocket: median {:.1} ms",
             median(&alone)
         );
-        for (label, s) in [("engine", &summary), ("engine, no sessions kept", &unkept)] {
+        let engines = [
+            (format!("engine, {at_once} at once"), &served),
+            ("  no sessions kept".to_owned(), &unkept),
+            (format!("engine, {most} at once"), &crowded),
+        ];
+        for (label, s) in &engines {
             println!(
-                "  {label}: {} (verdicts: {:?}; refused {:?}; lost {})",
+                "  {}: {} (verdicts: {:?}; refused {:?}; lost {})",
+                label.trim(),
                 s.outcomes
                     .iter()
                     .map(|(k, v)| format!("{v} {k}"))
@@ -251,32 +281,42 @@ impl Bench {
             );
         }
         println!(
-            "  {:<26} {:>10} {:>10} {:>10} {:>10}",
+            "  {:<28} {:>10} {:>10} {:>10} {:>10}",
             "Run → done", "p50 ms", "p95 ms", "max ms", "runs/s"
         );
-        for (label, s) in [
-            ("engine", &summary),
-            ("engine, no sessions kept", &unkept),
-            ("bare sqlx", &bare),
-        ] {
+        let bare_label = |n: usize| format!("bare sqlx, {n} at once");
+        let rows = [
+            (engines[0].0.clone(), &served),
+            (engines[1].0.clone(), &unkept),
+            (bare_label(at_once), &bare),
+            (engines[2].0.clone(), &crowded),
+            (bare_label(most), &bare_crowded),
+        ];
+        for (label, s) in rows {
             println!(
-                "  {label:<26} {:>10.0} {:>10.0} {:>10.0} {:>10.1}",
+                "  {label:<28} {:>10.0} {:>10.0} {:>10.0} {:>10.1}",
                 ms(s.p50),
                 ms(s.p95),
                 ms(s.max),
                 s.runs_per_s()
             );
         }
-        for (label, s) in [("engine / bare", &summary), ("no sessions kept / bare", &unkept)] {
+        let ratios = [
+            (format!("engine / bare, {at_once} at once"), &served, &bare),
+            ("no sessions kept / bare".to_owned(), &unkept, &bare),
+            (format!("engine / bare, {most} at once"), &crowded, &bare_crowded),
+            (format!("engine {at_once} / {most} at once"), &served, &crowded),
+        ];
+        for (label, s, base) in ratios {
             println!(
-                "  {label:<26} {:>9.2}x {:>9.2}x {:>9.2}x {:>9.2}x",
-                ms(s.p50) / ms(bare.p50),
-                ms(s.p95) / ms(bare.p95),
-                ms(s.max) / ms(bare.max),
-                s.runs_per_s() / bare.runs_per_s()
+                "  {label:<28} {:>9.2}x {:>9.2}x {:>9.2}x {:>9.2}x",
+                ms(s.p50) / ms(base.p50),
+                ms(s.p95) / ms(base.p95),
+                ms(s.max) / ms(base.max),
+                s.runs_per_s() / base.runs_per_s()
             );
         }
-        for s in [&summary, &unkept] {
+        for (_, s) in engines {
             if s.lost > 0 || !s.refused.is_empty() || s.outcomes.get("completed") != Some(&CROWD) {
                 return Err("not every reader of the crowd had a completed run".into());
             }
@@ -572,13 +612,9 @@ async fn until_nothing_kept(engine: &Engine) {
 }
 
 /// `runs` bare write skews started at the same moment, at most `at_once` playing together,
-/// each in its own schema made and dropped on a setup session of its own. Returns each as a
-/// crowd's reader would have seen it, and the wall time.
-async fn bare_crowd(
-    base: &PgConnectOptions,
-    runs: usize,
-    at_once: usize,
-) -> Result<(Vec<racelab::crowd::Seen>, Duration)> {
+/// each in its own schema made and dropped on a setup session of its own, summed up as a
+/// crowd's readers would have seen them.
+async fn bare_crowd(base: &PgConnectOptions, runs: usize, at_once: usize) -> Result<racelab::crowd::Summary> {
     let turns = Arc::new(tokio::sync::Semaphore::new(at_once));
     let pressed = Instant::now();
     // Polled together on this task (sqlx's statements cannot be proven `Send` across a spawn
@@ -601,7 +637,7 @@ async fn bare_crowd(
     }))
     .await;
     let seen = played.into_iter().collect::<Result<Vec<_>>>()?;
-    Ok((seen, pressed.elapsed()))
+    Ok(racelab::crowd::Summary::of(&seen, pressed.elapsed()))
 }
 
 /// What the bare load test did.

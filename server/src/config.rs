@@ -24,6 +24,11 @@ pub struct Config {
     /// server's max_connections.
     #[arg(long, env = "RACELAB_RUN_CONNECTIONS")]
     pub run_connections: Option<u32>,
+    /// How many runs may play by themselves at once (runs played step by step wait for their
+    /// readers and are not counted); the others wait in line. Past a few per core, runs only
+    /// slow each other down (README, "Measured speed"). By default 3 per core of this machine.
+    #[arg(long, env = "RACELAB_RUNS_AT_ONCE", value_parser = clap::value_parser!(u64).range(1..))]
+    pub runs_at_once: Option<u64>,
     /// The `racelab` binary that child-process actors are started from; by default this very
     /// program.
     #[arg(long, env = "RACELAB_ACTOR_BINARY")]

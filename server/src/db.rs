@@ -115,7 +115,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
             actor_binary,
             database_url: config.database_url.clone(),
         },
-        admission: Admission::new(capacity, Some(leases)),
+        admission: Admission::new(capacity, Some(leases)).playing_at_most(runs_at_once(config)),
         limits,
         server_version,
         live: Default::default(),
@@ -123,6 +123,15 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         warm,
         probes: Default::default(),
     })
+}
+
+/// Runs that play by themselves at once: as configured, or 3 per core of this machine (where
+/// PostgreSQL usually runs too; measured in README, "Measured speed").
+fn runs_at_once(config: &Config) -> usize {
+    match config.runs_at_once {
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        None => 3 * std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+    }
 }
 
 /// Sandboxes older than this are left from a crash: no run lives that long.

@@ -5,7 +5,7 @@ mod common;
 
 use racelab::engine::{BoxFuture, Level, Run, RunError};
 use racelab::labs::{ScenarioDef, actors_at};
-use shared::{Mode, Outcome, ServerMsg};
+use shared::{EventKind, Mode, Outcome, ServerMsg};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,6 +111,67 @@ async fn a_full_server_queues_the_next_run_and_tells_it_its_place() {
         }
     }
     assert!(second_ran, "the queued run played once the first was cancelled");
+}
+
+/// A run that plays for a second without a session of its own.
+static TAKES_A_SECOND: ScenarioDef = test_scenario(
+    "test/takes-a-second",
+    "A run that takes a second",
+    true,
+    |_| actors_at(&["sleeper"], "autocommit"),
+    |run, _| {
+        Box::pin(async move {
+            run.say_plain("sleeping");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok::<(), RunError>(())
+        })
+    },
+);
+
+/// The next update of `handle`, within 10 s.
+async fn next_update(handle: &mut racelab::engine::RunHandle) -> Option<ServerMsg> {
+    tokio::time::timeout(Duration::from_secs(10), handle.updates.recv())
+        .await
+        .expect("an update in time")
+}
+
+#[tokio::test]
+async fn runs_past_the_number_at_once_wait_in_line_and_step_runs_are_not_counted() {
+    let _slot = common::db_slot().await;
+    let mut config = common::config();
+    config.runs_at_once = Some(1);
+    let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("engine"));
+    assert_eq!(engine.runs_at_once(), Some(1));
+    let mut first = engine.start(&TAKES_A_SECOND, "only", Mode::Auto).await.expect("first");
+    assert!(matches!(next_update(&mut first).await, Some(ServerMsg::Started { .. })));
+
+    // Beside it, a run played step by step gets in at once (it waits for its reader)...
+    let mut stepped = engine
+        .start(&TAKES_A_SECOND, "only", Mode::Step)
+        .await
+        .expect("stepped");
+    let told = next_update(&mut stepped).await;
+    assert!(matches!(told, Some(ServerMsg::Started { .. })), "{told:?}");
+    // ...but a second run playing by itself waits for the first, told its place.
+    let mut second = engine.start(&TAKES_A_SECOND, "only", Mode::Auto).await.expect("second");
+    assert_eq!(next_update(&mut second).await, Some(ServerMsg::Queued { position: 1 }));
+    stepped.cancel();
+
+    let started = tokio::time::timeout(Duration::from_secs(10), second.updates.recv()).await;
+    assert!(matches!(started, Ok(Some(ServerMsg::Started { .. }))), "{started:?}");
+    // By then the first had played to its end: its `done` event was already sent.
+    let mut first_ended = false;
+    while let Ok(update) = first.updates.try_recv() {
+        first_ended |= matches!(update, ServerMsg::Event { event } if matches!(event.kind, EventKind::Done { .. }));
+    }
+    assert!(first_ended, "the second run started only once the first had ended");
+    loop {
+        if let Some(ServerMsg::Done { outcome, .. }) = next_update(&mut second).await {
+            assert_eq!(outcome, Outcome::Completed);
+            break;
+        }
+    }
+    engine.close(Duration::from_secs(5), Duration::from_secs(5)).await;
 }
 
 /// A reader that stops reading cannot make the server hold its run: past its backlog the run is

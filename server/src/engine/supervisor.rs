@@ -270,6 +270,11 @@ impl Engine {
         self.admission.capacity(Service::Postgres)
     }
 
+    /// How many runs may play by themselves at once, if that is limited.
+    pub fn runs_at_once(&self) -> Option<usize> {
+        self.admission.runs_at_once()
+    }
+
     /// The limits every run is held to (the sweep's age threshold comes from them).
     pub fn limits(&self) -> &Limits {
         &self.limits
@@ -352,7 +357,7 @@ impl Engine {
         // The engine outlives every run, so its flags' senders do too.
         let mut closing = self.live.closing.subscribe();
         let mut admitted = tokio::select! {
-            admitted = self.admission.enter(budget, |position| updates.send(ServerMsg::Queued { position })) => admitted,
+            admitted = self.admission.enter(budget, mode, |position| updates.send(ServerMsg::Queued { position })) => admitted,
             () = raised(&mut closing) => {
                 updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
                 return;
