@@ -135,8 +135,7 @@ async fn a_schema_and_its_registry_row_come_and_go_together() {
     let failed = new_run_id();
     let error = Sandbox::create(&services, &failed, &FAILS_HALFWAY)
         .await
-        .err()
-        .expect("the lab's SQL fails");
+        .expect_err("the lab's SQL fails");
     assert!(error.to_string().contains("already exists"), "{error}");
     assert_eq!(
         leftovers(&mut conn, &failed, false).await,
