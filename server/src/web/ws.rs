@@ -28,6 +28,8 @@ use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 use tokio::sync::watch;
 
+/// At most this many of a run's updates are written at once (see `serve`).
+const BATCH: usize = 64;
 /// Client frames are small; anything bigger is not ours.
 const MAX_FRAME: usize = 64 * 1024;
 /// How much tungstenite reads from a socket at a time. Its default (128 KiB) is zeroed before
@@ -188,12 +190,23 @@ async fn serve(mut socket: WebSocket, state: AppState, reader: Reader) {
                     this.slot = None;
                     continue;
                 };
-                let finished = matches!(update, ServerMsg::Done { .. });
+                // Updates already waiting go out with it in one write: a run's events come in
+                // bursts, and each write is a system call here and a wake-up at the reader.
+                let mut batch = vec![update];
+                if let Some(run) = this.run.as_mut() {
+                    while batch.len() < BATCH && !matches!(batch.last(), Some(ServerMsg::Done { .. })) {
+                        match run.updates.try_recv() {
+                            Ok(update) => batch.push(update),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                let finished = matches!(batch.last(), Some(ServerMsg::Done { .. }));
                 if finished {
                     // The reader's place frees before it hears `done`, so its next start fits.
                     this.slot = None;
                 }
-                if !send(&mut socket, update).await {
+                if !send_all(&mut socket, batch).await {
                     break;
                 }
                 if finished {
@@ -456,13 +469,23 @@ pub fn error(code: ErrorCode, message: &str) -> ServerMsg {
 
 /// Sends one frame; false when the socket is gone.
 async fn send(socket: &mut WebSocket, msg: ServerMsg) -> bool {
-    match serde_json::to_string(&ServerFrame::from(msg)) {
-        Ok(json) => socket.send(Message::Text(json.into())).await.is_ok(),
-        Err(e) => {
-            tracing::error!(error = %e, "could not serialise a server frame");
-            true
+    send_all(socket, vec![msg]).await
+}
+
+/// Sends `msgs` in order, written together: false once the socket is gone.
+async fn send_all(socket: &mut WebSocket, msgs: Vec<ServerMsg>) -> bool {
+    use futures_util::SinkExt;
+    for msg in msgs {
+        match serde_json::to_string(&ServerFrame::from(msg)) {
+            Ok(json) => {
+                if socket.feed(Message::Text(json.into())).await.is_err() {
+                    return false;
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "could not serialise a server frame"),
         }
     }
+    socket.flush().await.is_ok()
 }
 
 /// The next thing to send from the room this socket follows; never resolves when it follows none.
