@@ -44,6 +44,8 @@ type Result<T> = std::result::Result<T, BoxError>;
 
 /// Write-skew runs per side unless the first CLI argument says otherwise.
 const WRITE_SKEW_RUNS: usize = 20;
+/// Rounds of the crowd section (one crowd of each kind a round).
+const CROWD_ROUNDS: usize = 3;
 /// Readers in the crowd section.
 const CROWD: usize = 200;
 /// Sandboxes the engine keeps ready, as `racelab serve` does by default.
@@ -237,89 +239,92 @@ impl Bench {
     /// session and actors). The engine comes as served (a few runs at once per core), without
     /// kept sessions (it connects three per run, as the bare program does), and with as many
     /// runs at once as its connection budget allows, beside the bare program at that
-    /// concurrency too.
+    /// concurrency too. One crowd of each is a round; `CROWD_ROUNDS` rounds, each config's
+    /// median shown (one crowd lasts a few seconds, and this machine's speed drifts over that).
     async fn crowd(&mut self) -> Result<()> {
         let budget = self.engine.connection_budget();
         let most = usize::try_from(budget / 3).unwrap_or(1).max(1);
         let at_once = self.engine.runs_at_once().unwrap_or(most).min(most);
-        let (alone, served) = crowd_through(&self.engine, WARMUP + 10).await?;
-        // A crowd's kept sessions hold the shared budget until they go.
-        until_nothing_kept(&self.engine).await;
-        let (_, unkept) = crowd_through(&self.unkept, 0).await?;
-        let (_, crowded) = crowd_through(&self.crowded, 0).await?;
-        // The bare program's sessions are not leased: the engines' kept ones go first, or
-        // together they would pass max_connections.
-        until_nothing_kept(&self.crowded).await;
-        let bare = bare_crowd(&self.base, CROWD, at_once).await?;
-        let bare_crowded = bare_crowd(&self.base, CROWD, most).await?;
+        let (alone, _) = crowd_through(&self.engine, WARMUP + 10, 0).await?;
+        let mut rounds: [Vec<racelab::crowd::Summary>; 5] = Default::default();
+        for _ in 0..CROWD_ROUNDS {
+            // A crowd's kept sessions hold the shared budget until they go, and the bare
+            // program's sessions are not leased: each crowd starts with none kept.
+            let (_, served) = crowd_through(&self.engine, 0, CROWD).await?;
+            until_nothing_kept(&self.engine).await;
+            let (_, unkept) = crowd_through(&self.unkept, 0, CROWD).await?;
+            let (_, crowded) = crowd_through(&self.crowded, 0, CROWD).await?;
+            until_nothing_kept(&self.crowded).await;
+            let bare = bare_crowd(&self.base, CROWD, at_once).await?;
+            let bare_crowded = bare_crowd(&self.base, CROWD, most).await?;
+            for (kept, summary) in rounds.iter_mut().zip([served, unkept, bare, crowded, bare_crowded]) {
+                kept.push(summary);
+            }
+        }
+        let engines = [0, 1, 3];
+        for i in engines {
+            for s in &rounds[i] {
+                if s.lost > 0 || !s.refused.is_empty() || s.outcomes.get("completed") != Some(&CROWD) {
+                    return Err(format!("not every reader of a crowd had a completed run: {s}").into());
+                }
+            }
+        }
 
         let ms = |d: Duration| d.as_secs_f64() * 1_000.0;
         println!(
-            "a crowd: {CROWD} readers press Run on write skew, serializable, at once (connection budget {budget}: room for {most} runs at once; the engine as served plays {at_once})"
+            "a crowd: {CROWD} readers press Run on write skew, serializable, at once (connection budget {budget}: room for {most} runs at once; the engine as served plays {at_once}); {CROWD_ROUNDS} rounds, medians"
         );
         println!(
             "  one reader alone, Run → done over the websocket: median {:.1} ms",
             median(&alone)
         );
-        let engines = [
-            (format!("engine, {at_once} at once"), &served),
-            ("  no sessions kept".to_owned(), &unkept),
-            (format!("engine, {most} at once"), &crowded),
+        let labels = [
+            format!("engine, {at_once} at once"),
+            "  no sessions kept".to_owned(),
+            format!("bare sqlx, {at_once} at once"),
+            format!("engine, {most} at once"),
+            format!("bare sqlx, {most} at once"),
         ];
-        for (label, s) in &engines {
-            println!(
-                "  {}: {} (verdicts: {:?}; refused {:?}; lost {})",
-                label.trim(),
-                s.outcomes
-                    .iter()
-                    .map(|(k, v)| format!("{v} {k}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                s.verdicts,
-                s.refused,
-                s.lost
-            );
+        for i in engines {
+            let verdicts: Vec<String> = rounds[i].iter().map(|s| format!("{:?}", s.verdicts)).collect();
+            println!("  {}: verdicts {}", labels[i].trim(), verdicts.join(", "));
         }
+        // Each figure's median over the rounds.
+        let med = |i: usize, figure: &dyn Fn(&racelab::crowd::Summary) -> f64| {
+            let mut values: Vec<f64> = rounds[i].iter().map(figure).collect();
+            values.sort_by(f64::total_cmp);
+            values[values.len() / 2]
+        };
+        let figures: [&dyn Fn(&racelab::crowd::Summary) -> f64; 4] = [
+            &|s| ms(s.p50),
+            &|s| ms(s.p95),
+            &|s| ms(s.max),
+            &racelab::crowd::Summary::runs_per_s,
+        ];
         println!(
-            "  {:<28} {:>10} {:>10} {:>10} {:>10}",
+            "  {:<28} {:>10} {:>10} {:>10} {:>10}   p95 of each round",
             "Run → done", "p50 ms", "p95 ms", "max ms", "runs/s"
         );
-        let bare_label = |n: usize| format!("bare sqlx, {n} at once");
-        let rows = [
-            (engines[0].0.clone(), &served),
-            (engines[1].0.clone(), &unkept),
-            (bare_label(at_once), &bare),
-            (engines[2].0.clone(), &crowded),
-            (bare_label(most), &bare_crowded),
-        ];
-        for (label, s) in rows {
+        for (i, label) in labels.iter().enumerate() {
+            let each: Vec<String> = rounds[i].iter().map(|s| format!("{:.0}", ms(s.p95))).collect();
             println!(
-                "  {label:<28} {:>10.0} {:>10.0} {:>10.0} {:>10.1}",
-                ms(s.p50),
-                ms(s.p95),
-                ms(s.max),
-                s.runs_per_s()
+                "  {label:<28} {:>10.0} {:>10.0} {:>10.0} {:>10.1}   {}",
+                med(i, figures[0]),
+                med(i, figures[1]),
+                med(i, figures[2]),
+                med(i, figures[3]),
+                each.join(", ")
             );
         }
         let ratios = [
-            (format!("engine / bare, {at_once} at once"), &served, &bare),
-            ("no sessions kept / bare".to_owned(), &unkept, &bare),
-            (format!("engine / bare, {most} at once"), &crowded, &bare_crowded),
-            (format!("engine {at_once} / {most} at once"), &served, &crowded),
+            (format!("engine / bare, {at_once} at once"), 0, 2),
+            ("no sessions kept / bare".to_owned(), 1, 2),
+            (format!("engine / bare, {most} at once"), 3, 4),
+            (format!("engine {at_once} / {most} at once"), 0, 3),
         ];
-        for (label, s, base) in ratios {
-            println!(
-                "  {label:<28} {:>9.2}x {:>9.2}x {:>9.2}x {:>9.2}x",
-                ms(s.p50) / ms(base.p50),
-                ms(s.p95) / ms(base.p95),
-                ms(s.max) / ms(base.max),
-                s.runs_per_s() / base.runs_per_s()
-            );
-        }
-        for (_, s) in engines {
-            if s.lost > 0 || !s.refused.is_empty() || s.outcomes.get("completed") != Some(&CROWD) {
-                return Err("not every reader of the crowd had a completed run".into());
-            }
+        for (label, a, b) in ratios {
+            let [p50, p95, max, rate] = figures.map(|f| med(a, f) / med(b, f));
+            println!("  {label:<28} {p50:>9.2}x {p95:>9.2}x {max:>9.2}x {rate:>9.2}x");
         }
         Ok(())
     }
@@ -570,9 +575,13 @@ async fn until_shelf_full(engine: &Engine, first: bool) {
     }
 }
 
-/// `readers` readers alone one after another (Run → done each), then `CROWD` at once, over
-/// `engine`'s websocket on loopback; the engine's kept sessions are gone before it starts.
-async fn crowd_through(engine: &Arc<Engine>, alone_runs: usize) -> Result<(Vec<Duration>, racelab::crowd::Summary)> {
+/// `alone_runs` readers alone one after another (Run → done each), then `readers` at once,
+/// over `engine`'s websocket on loopback; the engine's kept sessions are gone before it starts.
+async fn crowd_through(
+    engine: &Arc<Engine>,
+    alone_runs: usize,
+    readers: usize,
+) -> Result<(Vec<Duration>, racelab::crowd::Summary)> {
     until_nothing_kept(engine).await;
     let config = racelab::config::Config::from_env()?;
     let state = racelab::web::AppState {
@@ -598,7 +607,11 @@ async fn crowd_through(engine: &Arc<Engine>, alone_runs: usize) -> Result<(Vec<D
         }
     }
     alone.drain(..alone.len().min(WARMUP));
-    let (seen, wall) = crowd(CROWD).gather().await?;
+    let (seen, wall) = if readers > 0 {
+        crowd(readers).gather().await?
+    } else {
+        (Vec::new(), Duration::ZERO)
+    };
     server.abort();
     Ok((alone, racelab::crowd::Summary::of(&seen, wall)))
 }
