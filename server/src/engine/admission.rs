@@ -327,6 +327,28 @@ mod tests {
         }
     }
 
+    /// A run of `budget` entering on a task of its own; its places in line arrive on the
+    /// receiver, and the task ends once it is admitted.
+    fn enter_on_its_own(
+        admission: &Arc<Admission>,
+        budget: Budget,
+    ) -> (
+        tokio::task::JoinHandle<Result<(), NotAdmitted>>,
+        tokio::sync::mpsc::UnboundedReceiver<usize>,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let admission = admission.clone();
+        let entering = tokio::spawn(async move {
+            admission
+                .enter(budget, Mode::Auto, move |p| {
+                    let _ = tx.send(p);
+                })
+                .await
+                .map(|_| ())
+        });
+        (entering, rx)
+    }
+
     #[tokio::test]
     async fn second_run_waits_in_line_until_the_first_leaves() {
         let admission = Arc::new(Admission::new_alone(capacity(3, 10)));
@@ -334,18 +356,7 @@ mod tests {
             .enter(Budget::postgres(2), Mode::Auto, |_| {})
             .await
             .expect("fits");
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let waiting = {
-            let admission = admission.clone();
-            tokio::spawn(async move {
-                admission
-                    .enter(Budget::postgres(1), Mode::Auto, move |p| {
-                        let _ = tx.send(p);
-                    })
-                    .await
-                    .map(|_| ())
-            })
-        };
+        let (waiting, mut rx) = enter_on_its_own(&admission, Budget::postgres(1));
         assert_eq!(rx.recv().await, Some(1));
         drop(first);
         waiting.await.expect("join").expect("admitted");
@@ -393,18 +404,7 @@ mod tests {
             .enter(Budget::postgres(0).and_redis(1), Mode::Auto, |_| {})
             .await
             .expect("fits");
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let alone = {
-            let admission = admission.clone();
-            tokio::spawn(async move {
-                admission
-                    .enter(Budget::postgres(0).exclusive(Service::Redis), Mode::Auto, move |p| {
-                        let _ = tx.send(p);
-                    })
-                    .await
-                    .map(|_| ())
-            })
-        };
+        let (alone, mut rx) = enter_on_its_own(&admission, Budget::postgres(0).exclusive(Service::Redis));
         assert_eq!(
             rx.recv().await,
             Some(1),
@@ -429,18 +429,7 @@ mod tests {
         .await
         .expect("a step-by-step run takes no place to play")
         .expect("fits");
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let second = {
-            let admission = admission.clone();
-            tokio::spawn(async move {
-                admission
-                    .enter(Budget::postgres(1), Mode::Auto, move |p| {
-                        let _ = tx.send(p);
-                    })
-                    .await
-                    .map(|_| ())
-            })
-        };
+        let (second, mut rx) = enter_on_its_own(&admission, Budget::postgres(1));
         assert_eq!(rx.recv().await, Some(1), "the second run waits, told it is next");
         drop(stepped);
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;

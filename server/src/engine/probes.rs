@@ -5,9 +5,15 @@
 //! again: under a crowd, hundreds of starts a second would otherwise each wait on a probe, and
 //! on a busy machine a slow answer is not a dead service. A probe that finds a service down
 //! (from a start, `/healthz` or the catalog) is remembered at once, so the next start asks again.
+//!
+//! Starts probe a service one at a time ([`Probes::turn`]), and a start that waited for its turn
+//! takes the answer of the probe it waited for if that found the service up
+//! ([`Probes::answered_up_since`]): a hundred starts at once make one probe, not a hundred in a
+//! row, whose last would wait past its own timeout on a loaded machine (seen in CI's thousand
+//! cuts: "PostgreSQL is down (no answer in time)" while it answered everyone else).
 
 use shared::Service;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long a service seen up is taken as up.
@@ -19,12 +25,16 @@ pub const FRESH: Duration = Duration::from_millis(500);
 #[derive(Default)]
 pub struct Probes {
     seen: Mutex<Vec<Seen>>,
+    /// Whose turn it is to probe, per service (see [`Probes::turn`]).
+    turns: Mutex<Vec<(Service, Arc<tokio::sync::Mutex<()>>)>>,
 }
 
 struct Seen {
     service: Service,
     up_at: Option<Instant>,
     down_at: Option<Instant>,
+    /// When the last probe *ended*, and whether it found the service up.
+    answered: Option<(Instant, bool)>,
 }
 
 impl Probes {
@@ -43,7 +53,33 @@ impl Probes {
             })
     }
 
-    /// What a probe of `service` started at `at` found.
+    /// Waits until no other start probes `service`; the turn lasts while the guard lives.
+    pub async fn turn(&self, service: Service) -> tokio::sync::OwnedMutexGuard<()> {
+        let turn = {
+            let mut turns = self.turns.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            match turns.iter().find(|(s, _)| *s == service) {
+                Some((_, turn)) => turn.clone(),
+                None => {
+                    let turn = Arc::new(tokio::sync::Mutex::new(()));
+                    turns.push((service, turn.clone()));
+                    turn
+                }
+            }
+        };
+        turn.lock_owned().await
+    }
+
+    /// Whether the last probe of `service` ended at or after `since` and found it up: an answer
+    /// as fresh as the one a start that began waiting at `since` would get by asking itself.
+    pub fn answered_up_since(&self, service: Service, since: Instant) -> bool {
+        self.seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .any(|seen| seen.service == service && seen.answered.is_some_and(|(at, up)| up && at >= since))
+    }
+
+    /// What a probe of `service` started at `at` found (it ends now).
     pub fn record(&self, service: Service, up: bool, at: Instant) {
         let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let index = match seen.iter().position(|s| s.service == service) {
@@ -53,10 +89,12 @@ impl Probes {
                     service,
                     up_at: None,
                     down_at: None,
+                    answered: None,
                 });
                 seen.len() - 1
             }
         };
+        seen[index].answered = Some((Instant::now(), up));
         let stamp = if up {
             &mut seen[index].up_at
         } else {
@@ -94,5 +132,29 @@ mod tests {
         // One started after it does.
         probes.record(Service::Redis, true, t0 + ms(4));
         assert!(probes.recently_up(Service::Redis, t0 + ms(5)));
+    }
+
+    #[tokio::test]
+    async fn a_start_that_waited_for_its_turn_takes_an_up_answer_given_meanwhile() {
+        let probes = Probes::default();
+        let turn = probes.turn(Service::Postgres).await;
+        let waiting_since = Instant::now();
+        assert!(
+            !probes.answered_up_since(Service::Postgres, waiting_since),
+            "nothing answered yet"
+        );
+        // Another service's turn is its own.
+        drop(probes.turn(Service::Redis).await);
+        // The probe whose turn it is ends, finding PostgreSQL up (it started long ago).
+        probes.record(Service::Postgres, true, waiting_since - 10 * FRESH);
+        drop(turn);
+        let _mine = probes.turn(Service::Postgres).await;
+        assert!(probes.answered_up_since(Service::Postgres, waiting_since));
+        assert!(!probes.answered_up_since(Service::Redis, waiting_since));
+        // An answer that ended before this start began waiting is not its.
+        assert!(!probes.answered_up_since(Service::Postgres, Instant::now() + Duration::from_millis(1)));
+        // A down answer is not taken: the start asks again (the service may be back).
+        probes.record(Service::Postgres, false, Instant::now());
+        assert!(!probes.answered_up_since(Service::Postgres, waiting_since));
     }
 }

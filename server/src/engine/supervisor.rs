@@ -207,10 +207,16 @@ impl Engine {
     /// Whether `service` answers right now, and if not, why.
     async fn probe(&self, service: Service) -> Result<(), String> {
         let services = &self.reach.services;
-        let started = std::time::Instant::now();
-        if self.probes.recently_up(service, started) {
+        let asked = std::time::Instant::now();
+        if self.probes.recently_up(service, asked) {
             return Ok(());
         }
+        let _turn = self.probes.turn(service).await;
+        // The probe this start waited for found the service up: that is its answer too.
+        if self.probes.answered_up_since(service, asked) {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
         let probed = match service {
             // Up when racelab started, but it may have gone since (restarted, failed over).
             Service::Postgres => crate::health::postgres(services).await,
