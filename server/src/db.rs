@@ -129,7 +129,10 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
 /// PostgreSQL usually runs too; measured in README, "Measured speed").
 fn runs_at_once(config: &Config) -> usize {
     match config.runs_at_once {
-        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        // Past what a semaphore can count, it means "no limit" anyway.
+        Some(n) => usize::try_from(n)
+            .map_or(usize::MAX, |n| n)
+            .min(tokio::sync::Semaphore::MAX_PERMITS),
         None => 3 * std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
     }
 }

@@ -7,10 +7,10 @@
 //! (from a start, `/healthz` or the catalog) is remembered at once, so the next start asks again.
 //!
 //! Starts probe a service one at a time ([`Probes::turn`]), and a start that waited for its turn
-//! takes the answer of the probe it waited for if that found the service up
-//! ([`Probes::answered_up_since`]): a hundred starts at once make one probe, not a hundred in a
-//! row, whose last would wait past its own timeout on a loaded machine (seen in CI's thousand
-//! cuts: "PostgreSQL is down (no answer in time)" while it answered everyone else).
+//! takes the answer of the probe it waited for, up or down ([`Probes::answered_since`]): a
+//! hundred starts at once make one probe, not a hundred in a row, whose last would wait past its
+//! own timeout on a loaded machine (seen in CI's thousand cuts: "PostgreSQL is down (no answer in
+//! time)" while it answered everyone else), or, for a service that hangs, a hundred timeouts.
 
 use shared::Service;
 use std::sync::{Arc, Mutex};
@@ -33,8 +33,17 @@ struct Seen {
     service: Service,
     up_at: Option<Instant>,
     down_at: Option<Instant>,
-    /// When the last probe *ended*, and whether it found the service up.
-    answered: Option<(Instant, bool)>,
+    /// The answer of the latest-started probe: when it ended, and what it found.
+    answered: Option<Answer>,
+}
+
+/// What one probe found, and when it started and ended.
+#[derive(Clone)]
+struct Answer {
+    started: Instant,
+    ended: Instant,
+    /// `Err(why)` when the service was down.
+    found: Result<(), String>,
 }
 
 impl Probes {
@@ -69,17 +78,37 @@ impl Probes {
         turn.lock_owned().await
     }
 
-    /// Whether the last probe of `service` ended at or after `since` and found it up: an answer
-    /// as fresh as the one a start that began waiting at `since` would get by asking itself.
-    pub fn answered_up_since(&self, service: Service, since: Instant) -> bool {
+    /// What the latest-started probe of `service` found, if it ended at or after `since`: an
+    /// answer as fresh as the one a start that began waiting at `since` would get by asking.
+    pub fn answered_since(&self, service: Service, since: Instant) -> Option<Result<(), String>> {
         self.seen
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .iter()
-            .any(|seen| seen.service == service && seen.answered.is_some_and(|(at, up)| up && at >= since))
+            .find(|seen| seen.service == service)
+            .and_then(|seen| seen.answered.as_ref())
+            .filter(|answer| answer.ended >= since)
+            .map(|answer| answer.found.clone())
     }
 
-    /// What a probe of `service` started at `at` found (it ends now).
+    /// What a probe of `service` started at `at` found (it ends now): up, or down and why.
+    pub fn answer(&self, service: Service, at: Instant, found: Result<(), String>) {
+        let up = found.is_ok();
+        self.record(service, up, at);
+        let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(seen) = seen.iter_mut().find(|s| s.service == service)
+            // A probe that started before the one that answered last says less than it did.
+            && seen.answered.as_ref().is_none_or(|last| last.started <= at)
+        {
+            seen.answered = Some(Answer {
+                started: at,
+                ended: Instant::now(),
+                found,
+            });
+        }
+    }
+
+    /// What a probe of `service` started at `at` found, without why.
     pub fn record(&self, service: Service, up: bool, at: Instant) {
         let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let index = match seen.iter().position(|s| s.service == service) {
@@ -94,7 +123,6 @@ impl Probes {
                 seen.len() - 1
             }
         };
-        seen[index].answered = Some((Instant::now(), up));
         let stamp = if up {
             &mut seen[index].up_at
         } else {
@@ -135,26 +163,40 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_start_that_waited_for_its_turn_takes_an_up_answer_given_meanwhile() {
+    async fn a_start_that_waited_for_its_turn_takes_the_answer_given_meanwhile() {
         let probes = Probes::default();
         let turn = probes.turn(Service::Postgres).await;
         let waiting_since = Instant::now();
-        assert!(
-            !probes.answered_up_since(Service::Postgres, waiting_since),
-            "nothing answered yet"
+        assert_eq!(
+            probes.answered_since(Service::Postgres, waiting_since),
+            None,
+            "nothing yet"
         );
         // Another service's turn is its own.
         drop(probes.turn(Service::Redis).await);
         // The probe whose turn it is ends, finding PostgreSQL up (it started long ago).
-        probes.record(Service::Postgres, true, waiting_since - 10 * FRESH);
+        let first = waiting_since - 10 * FRESH;
+        probes.answer(Service::Postgres, first, Ok(()));
         drop(turn);
         let _mine = probes.turn(Service::Postgres).await;
-        assert!(probes.answered_up_since(Service::Postgres, waiting_since));
-        assert!(!probes.answered_up_since(Service::Redis, waiting_since));
-        // An answer that ended before this start began waiting is not its.
-        assert!(!probes.answered_up_since(Service::Postgres, Instant::now() + Duration::from_millis(1)));
-        // A down answer is not taken: the start asks again (the service may be back).
-        probes.record(Service::Postgres, false, Instant::now());
-        assert!(!probes.answered_up_since(Service::Postgres, waiting_since));
+        assert_eq!(probes.answered_since(Service::Postgres, waiting_since), Some(Ok(())));
+        assert_eq!(probes.answered_since(Service::Redis, waiting_since), None);
+        // An answer that ended before a start began waiting is not its.
+        let later = Instant::now() + Duration::from_millis(1);
+        assert_eq!(probes.answered_since(Service::Postgres, later), None);
+        // A down answer is shared too, with why: a hung service costs one timeout, not one each.
+        let second = Instant::now();
+        probes.answer(Service::Postgres, second, Err("no answer in time".into()));
+        assert_eq!(
+            probes.answered_since(Service::Postgres, waiting_since),
+            Some(Err("no answer in time".into()))
+        );
+        // A slow probe that started before that one, ending now saying up, does not replace it.
+        probes.answer(Service::Postgres, first, Ok(()));
+        assert_eq!(
+            probes.answered_since(Service::Postgres, waiting_since),
+            Some(Err("no answer in time".into()))
+        );
+        assert!(!probes.recently_up(Service::Postgres, Instant::now()));
     }
 }

@@ -212,9 +212,9 @@ impl Engine {
             return Ok(());
         }
         let _turn = self.probes.turn(service).await;
-        // The probe this start waited for found the service up: that is its answer too.
-        if self.probes.answered_up_since(service, asked) {
-            return Ok(());
+        // The probe this start waited for answered: that is its answer too.
+        if let Some(found) = self.probes.answered_since(service, asked) {
+            return found;
         }
         let started = std::time::Instant::now();
         let probed = match service {
@@ -225,8 +225,9 @@ impl Engine {
             Service::Http | Service::Process => return Ok(()),
         };
         let dependency = crate::health::explained(services, service, probed);
-        self.probes.record(service, dependency.up, started);
-        if dependency.up { Ok(()) } else { Err(dependency.detail) }
+        let found = if dependency.up { Ok(()) } else { Err(dependency.detail) };
+        self.probes.answer(service, started, found.clone());
+        found
     }
 
     /// Every service's state right now (for `/healthz` and the catalog), remembered so that a
