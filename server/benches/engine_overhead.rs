@@ -81,9 +81,7 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
     if config.run_connections.is_none() {
         // Four engines in one process, each with its own pool and probe session: the default
         // budget leaves room for one such set, so the other three come off it.
-        let first = racelab::db::connect_engine(&config)
-            .await
-            .map_err(|e| format!("racelab's engine needs PostgreSQL at DATABASE_URL: {e}"))?;
+        let first = connect_engine(&config).await?;
         let budget = first.connection_budget();
         first.close(Duration::from_secs(5), Duration::from_secs(5)).await;
         config.run_connections = Some(budget.saturating_sub(3 * OWN_SESSIONS).max(3));
@@ -94,12 +92,7 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
         config.warm_sandboxes = warm_sandboxes;
         config.keep_sessions = keep_sessions;
         config.runs_at_once = runs_at_once.or(config.runs_at_once);
-        async move {
-            racelab::db::connect_engine(&config)
-                .await
-                .map(Arc::new)
-                .map_err(|e| format!("racelab's engine needs PostgreSQL at DATABASE_URL: {e}"))
-        }
+        async move { connect_engine(&config).await.map(Arc::new) }
     };
     // The engine as served (sandboxes made ahead of demand, sessions kept between runs, a few
     // runs at once per core), one that makes each run's sandbox when the run starts, one that
@@ -131,6 +124,13 @@ async fn bench(write_skew_runs: usize) -> Result<()> {
         engine.close(Duration::from_secs(5), Duration::from_secs(5)).await;
     }
     result.and(swept)
+}
+
+/// racelab's engine with `config`, or why not.
+async fn connect_engine(config: &Config) -> Result<Engine> {
+    racelab::db::connect_engine(config)
+        .await
+        .map_err(|e| format!("racelab's engine needs PostgreSQL at DATABASE_URL: {e}").into())
 }
 
 struct Bench {

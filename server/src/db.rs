@@ -131,7 +131,7 @@ fn runs_at_once(config: &Config) -> usize {
     match config.runs_at_once {
         // Past what a semaphore can count, it means "no limit" anyway.
         Some(n) => usize::try_from(n)
-            .map_or(usize::MAX, |n| n)
+            .unwrap_or(usize::MAX)
             .min(tokio::sync::Semaphore::MAX_PERMITS),
         None => 3 * std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
     }

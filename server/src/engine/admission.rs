@@ -14,9 +14,10 @@
 //! Connections are not the only limit. Runs that play by themselves (not step by step) also
 //! take one of a few places ([`Admission::playing_at_most`]): past a few per core they only
 //! slow each other down. Every run's sandbox is new tables, and PostgreSQL tells every session
-//! of every catalog change; measured on 2 cores, a crowd of 200 write skews was served 1.2–1.4×
-//! faster 6 at a time than 29 at a time. A run played step by step mostly waits for its reader
-//! and takes no such place.
+//! of every catalog change. Measured on 2 cores, a crowd of 200 write skews was served
+//! 1.11–1.32× faster 6 at a time than 23–29 at a time in three benches of four (README,
+//! "Measured speed"). A run played step by step mostly waits for its reader and takes no such
+//! place.
 
 use super::BoxFuture;
 use super::budget::{Budget, Capacity, POOLED};

@@ -93,13 +93,10 @@ impl Probes {
 
     /// What a probe of `service` started at `at` found (it ends now): up, or down and why.
     pub fn answer(&self, service: Service, at: Instant, found: Result<(), String>) {
-        let up = found.is_ok();
-        self.record(service, up, at);
         let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(seen) = seen.iter_mut().find(|s| s.service == service)
-            // A probe that started before the one that answered last says less than it did.
-            && seen.answered.as_ref().is_none_or(|last| last.started <= at)
-        {
+        let seen = stamp(&mut seen, service, found.is_ok(), at);
+        // A probe that started before the one that answered last says less than it did.
+        if seen.answered.as_ref().is_none_or(|last| last.started <= at) {
             seen.answered = Some(Answer {
                 started: at,
                 ended: Instant::now(),
@@ -111,25 +108,28 @@ impl Probes {
     /// What a probe of `service` started at `at` found, without why.
     pub fn record(&self, service: Service, up: bool, at: Instant) {
         let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let index = match seen.iter().position(|s| s.service == service) {
-            Some(index) => index,
-            None => {
-                seen.push(Seen {
-                    service,
-                    up_at: None,
-                    down_at: None,
-                    answered: None,
-                });
-                seen.len() - 1
-            }
-        };
-        let stamp = if up {
-            &mut seen[index].up_at
-        } else {
-            &mut seen[index].down_at
-        };
-        *stamp = Some(stamp.map_or(at, |earlier| earlier.max(at)));
+        stamp(&mut seen, service, up, at);
     }
+}
+
+/// Stamps `service` up or down as of a probe started at `at`; returns its entry.
+fn stamp(seen: &mut Vec<Seen>, service: Service, up: bool, at: Instant) -> &mut Seen {
+    let index = match seen.iter().position(|s| s.service == service) {
+        Some(index) => index,
+        None => {
+            seen.push(Seen {
+                service,
+                up_at: None,
+                down_at: None,
+                answered: None,
+            });
+            seen.len() - 1
+        }
+    };
+    let entry = &mut seen[index];
+    let stamp = if up { &mut entry.up_at } else { &mut entry.down_at };
+    *stamp = Some(stamp.map_or(at, |earlier| earlier.max(at)));
+    entry
 }
 
 #[cfg(test)]
