@@ -35,24 +35,42 @@ pub async fn fetch_json<T: FromJson>(path: &str) -> Result<T, String> {
 
 /// The JSON body of a request's answer, decoded; an error status becomes its `error` message.
 async fn answer<T: FromJson>(path: &str, request: js_sys::Promise) -> Result<T, String> {
+    let (status, text) = respond(path, request).await?;
+    decoded(path, status, &text)
+}
+
+/// GETs `path` and decodes its JSON body; `None` when the server has no such thing (404).
+pub async fn fetch_found<T: FromJson>(path: &str) -> Result<Option<T>, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    match respond(path, window.fetch_with_str(path)).await? {
+        (404, _) => Ok(None),
+        (status, text) => decoded(path, status, &text).map(Some),
+    }
+}
+
+/// The status and body text of a request's answer.
+async fn respond(path: &str, request: js_sys::Promise) -> Result<(u16, String), String> {
     let response = JsFuture::from(request)
         .await
         .map_err(|_| format!("{path}: the server did not answer"))?;
     let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_owned())?;
-    let status = response.status();
     let text = JsFuture::from(response.text().map_err(|_| "no body".to_owned())?)
         .await
         .ok()
         .and_then(|t| t.as_string())
         .unwrap_or_default();
-    if !response.ok() {
-        let message = json::parse(&text)
+    Ok((response.status(), text))
+}
+
+/// A body decoded, or for an error status the server's own sentence (its JSON `error`).
+fn decoded<T: FromJson>(path: &str, status: u16, text: &str) -> Result<T, String> {
+    if !(200..300).contains(&status) {
+        return Err(json::parse(text)
             .ok()
             .and_then(|answer| answer.get::<String>("error").ok())
-            .unwrap_or(text);
-        return Err(format!("{path}: {status} {message}"));
+            .unwrap_or_else(|| format!("{path}: {status} {text}")));
     }
-    json::from_str(&text).map_err(|e| format!("{path}: unexpected answer: {e}"))
+    json::from_str(text).map_err(|e| format!("{path}: unexpected answer: {e}"))
 }
 
 /// What a page fetched: `None` until `load` answers.
@@ -309,15 +327,66 @@ pub fn fragment() -> String {
         .unwrap_or_default()
 }
 
-/// Sets the document's `color-scheme`, so the browser paints the page behind us to match.
-pub fn set_color_scheme(theme: &str) {
-    if let Some(root) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.document_element())
-        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+/// Loads racelab's own embed loader (`/embed.js`) into this page, once: the embed preview is
+/// then sized and coloured exactly as on the page it will be pasted into.
+#[cfg(not(feature = "embed"))]
+pub fn load_embed_loader() {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    if document
+        .query_selector("script[data-racelab-loader]")
+        .ok()
+        .flatten()
+        .is_some()
     {
-        let _ = root.style().set_property("color-scheme", theme);
+        return;
     }
+    if let Ok(script) = document.create_element("script") {
+        let _ = script.set_attribute("src", "/embed.js");
+        let _ = script.set_attribute("data-racelab-loader", "");
+        if let Some(head) = document.head() {
+            let _ = head.append_child(&script);
+        }
+    }
+}
+
+/// Puts `params` into the page's address without a reload or a new history entry (the other
+/// parameters and the `#fragment` kept), so a reload or a shared link lands on the same state.
+#[cfg(not(feature = "embed"))]
+pub fn replace_query(params: &[(&str, &str)]) {
+    let Some(window) = web_sys::window() else { return };
+    let location = window.location();
+    let Ok(query) = web_sys::UrlSearchParams::new_with_str(&location.search().unwrap_or_default()) else {
+        return;
+    };
+    for (name, value) in params {
+        if value.is_empty() {
+            query.delete(name);
+        } else {
+            query.set(name, value);
+        }
+    }
+    let query = String::from(query.to_string());
+    let path = location.pathname().unwrap_or_default();
+    let hash = location.hash().unwrap_or_default();
+    let url = if query.is_empty() {
+        format!("{path}{hash}")
+    } else {
+        format!("{path}?{query}{hash}")
+    };
+    if let Ok(history) = window.history() {
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
+    }
+}
+
+/// Whether the window is a phone's width (at most 640 CSS px).
+#[cfg(not(feature = "embed"))]
+pub fn narrow_screen() -> bool {
+    web_sys::window()
+        .and_then(|w| w.inner_width().ok())
+        .and_then(|w| w.as_f64())
+        .is_some_and(|width| width <= 640.0)
 }
 
 /// Copies text to the clipboard (best effort: some hosts forbid it; the text stays selectable).
@@ -325,6 +394,58 @@ pub fn set_color_scheme(theme: &str) {
 pub fn copy_to_clipboard(text: &str) {
     if let Some(window) = web_sys::window() {
         let _ = window.navigator().clipboard().write_text(text);
+    }
+}
+
+/// Calls `then` once, when the page is in the reader's view. In an iframe that is when the host
+/// page has been scrolled to it: the observer's implicit root is the top-level viewport. Where
+/// the browser has no observer, at once.
+pub fn when_seen(then: impl FnOnce() + 'static) {
+    let then = std::rc::Rc::new(std::cell::Cell::new(Some(then)));
+    let body = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body());
+    let call = {
+        let then = then.clone();
+        move || {
+            if let Some(then) = then.take() {
+                then();
+            }
+        }
+    };
+    let seen = Closure::<dyn FnMut(js_sys::Array, web_sys::IntersectionObserver)>::new({
+        let call = call.clone();
+        move |entries: js_sys::Array, observer: web_sys::IntersectionObserver| {
+            let visible = entries.iter().any(|e| {
+                e.unchecked_into::<web_sys::IntersectionObserverEntry>()
+                    .is_intersecting()
+            });
+            if visible {
+                observer.disconnect();
+                call();
+            }
+        }
+    });
+    match body.map(|body| (web_sys::IntersectionObserver::new(seen.as_ref().unchecked_ref()), body)) {
+        Some((Ok(observer), body)) => observer.observe(&body),
+        _ => call(),
+    }
+    seen.forget();
+}
+
+#[cfg(not(feature = "embed"))]
+/// Scrolls the newest thing in the run that `deck` heads into view, as little as needed: the
+/// verdict once there is one, else the newest row of its timeline.
+pub fn scroll_to_newest(deck: &web_sys::Element) {
+    let Some(run) = deck.parent_element() else { return };
+    let newest = run.query_selector(".rl-verdict").ok().flatten().or_else(|| {
+        let rows = run.query_selector_all(".rl-row, .rl-compact-row").ok()?;
+        rows.item(rows.length().checked_sub(1)?)?
+            .dyn_into::<web_sys::Element>()
+            .ok()
+    });
+    if let Some(newest) = newest {
+        let options = web_sys::ScrollIntoViewOptions::new();
+        options.set_block(web_sys::ScrollLogicalPosition::Nearest);
+        newest.scroll_into_view_with_scroll_into_view_options(&options);
     }
 }
 

@@ -26,13 +26,9 @@ fn main() {
 
 #[component]
 fn App() -> impl IntoView {
+    // The theme (`?theme=…`) is set on <html> by the page's first script, before the app loads
+    // (app/index.html), so nothing is ever drawn in the wrong colours.
     let route = Route::current();
-    let theme = route.theme();
-    if let Some(theme) = &theme {
-        // A forced theme colours the whole document (the canvas behind an embed too), not only
-        // our root.
-        api::set_color_scheme(theme);
-    }
     let embed = matches!(route, Route::Embed { .. } | Route::EmbedRun { .. });
     let page = match route {
         Route::EmbedRun { id, options } => {
@@ -59,7 +55,7 @@ fn App() -> impl IntoView {
         _ => view! { <pages::not_found::NotFound path=api::location().0 /> }.into_any(),
     };
     view! {
-        <div class="racelab" class:rl-embed=embed data-theme=theme>
+        <div class="racelab" class:rl-embed=embed>
             {header(embed)}
             <main class="rl-main">{page}</main>
         </div>

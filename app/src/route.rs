@@ -3,13 +3,14 @@
 
 use crate::api::location;
 
+pub use shared::embed::Autoplay;
+
 /// How an embed starts.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EmbedOptions {
     pub variant: Option<String>,
     pub step: bool,
-    pub autoplay: bool,
-    pub theme: Option<String>,
+    pub autoplay: Autoplay,
     /// The compact timeline (the default) or, with `view=detailed`, the detailed one.
     pub compact: bool,
     /// Predict, then run (`predict=1`).
@@ -83,23 +84,13 @@ impl Route {
             _ => Route::NotFound { path: path.to_owned() },
         }
     }
-
-    /// A theme forced by the URL (`?theme=dark`), else the reader's system preference.
-    pub fn theme(&self) -> Option<String> {
-        match self {
-            Route::Embed { options, .. } | Route::EmbedRun { options, .. } => options.theme.clone(),
-            _ => query_param(&location().1, "theme"),
-        }
-        .filter(|t| t == "light" || t == "dark")
-    }
 }
 
 fn embed_options(query: &str) -> EmbedOptions {
     EmbedOptions {
         variant: query_param(query, "variant"),
         step: query_param(query, "mode").as_deref() == Some("step"),
-        autoplay: query_param(query, "autoplay").is_some_and(|v| v == "1" || v == "true"),
-        theme: query_param(query, "theme"),
+        autoplay: Autoplay::parse(query_param(query, "autoplay").as_deref()),
         compact: query_param(query, "view").as_deref() != Some("detailed"),
         predict: query_param(query, "predict").is_some_and(|v| v == "1" || v == "true"),
     }

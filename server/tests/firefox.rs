@@ -64,7 +64,7 @@ async fn write_skew_runs_in_firefox() {
         "build the app first: scripts/test builds it"
     );
     let _slot = common::db_slot().await;
-    let address = harness::serve().await;
+    let address = harness::serve(harness::Readers::Anonymous).await;
     let port = harness::free_port();
     let _firefox = start_firefox(port);
     let mut ff = Marionette::connect(port).await;

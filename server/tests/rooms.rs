@@ -577,6 +577,121 @@ async fn predictions_are_tallied_for_the_trainer_and_shown_to_all_after_the_reve
     close_room(address, &room, &token).await;
 }
 
+/// The first error frame `socket` gets: its code.
+async fn refused(socket: &mut Socket) -> Value {
+    receive_until(socket, |f| is_type(f, "error"))
+        .await
+        .last()
+        .expect("an error")["code"]
+        .clone()
+}
+
+/// Rounds: asking again what is still open keeps its picks (a trainer's page reloaded); picks
+/// close when the question's run starts; no new question while it plays; the next question is a
+/// new round, whose page joining now sees none of the last round's run.
+#[tokio::test]
+async fn each_question_is_a_round_of_its_own() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let (room, token) = open_room(address).await;
+    let mut trainer = connect(address).await;
+    join(&mut trainer, &room, Some(&token)).await;
+    let mut page = connect(address).await;
+    join(&mut page, &room, None).await;
+    let ask = |scenario: &str, variant: &str| {
+        trainer_frame(
+            &room,
+            &token,
+            json!({"type": "ask", "scenario": scenario, "variant": variant}),
+        )
+    };
+    send(&mut trainer, ask("isolation/write-skew", "serializable")).await;
+    receive_until(&mut page, |f| is_type(f, "room") && !f["asked"].is_null()).await;
+    send(
+        &mut page,
+        json!({"v": 1, "type": "predict", "room": room, "choice": "bob-40001"}),
+    )
+    .await;
+    let one = json!([
+        ["both-commit", 0],
+        ["bob-waits", 0],
+        ["bob-40001", 1],
+        ["alice-fails", 0]
+    ]);
+    receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == one).await;
+    // Asked again while open: the pick stays (no tally of zeros follows).
+    send(&mut trainer, ask("isolation/write-skew", "serializable")).await;
+    send(
+        &mut page,
+        json!({"v": 1, "type": "predict", "room": room, "choice": "both-commit"}),
+    )
+    .await;
+    let moved = json!([
+        ["both-commit", 1],
+        ["bob-waits", 0],
+        ["bob-40001", 0],
+        ["alice-fails", 0]
+    ]);
+    let tallies = receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == moved).await;
+    assert!(
+        tallies
+            .iter()
+            .filter(|f| is_type(f, "tally"))
+            .all(|f| f["counts"] == moved),
+        "the same question asked again did not start over: {tallies:?}"
+    );
+
+    // The run starts: picks close, and so do new questions.
+    step_write_skew(&mut trainer, &room, &token, "serializable").await;
+    until_first_pause(&mut page).await;
+    send(
+        &mut page,
+        json!({"v": 1, "type": "predict", "room": room, "choice": "bob-40001"}),
+    )
+    .await;
+    assert_eq!(refused(&mut page).await, "bad_frame", "a pick after the run started");
+    send(&mut trainer, ask("isolation/lost-update", "read-committed")).await;
+    assert_eq!(
+        refused(&mut trainer).await,
+        "busy",
+        "a new question while the run plays"
+    );
+    send(&mut trainer, trainer_frame(&room, &token, json!({"type": "cancel"}))).await;
+    receive_until(&mut trainer, |f| is_type(f, "done")).await;
+
+    // The next round: a page joining now sees the question, and nothing of the last run.
+    send(&mut trainer, ask("isolation/lost-update", "read-committed")).await;
+    receive_until(&mut page, |f| {
+        is_type(f, "room") && f["asked"] == json!(["isolation/lost-update", "read-committed"])
+    })
+    .await;
+    let mut late = connect(address).await;
+    send(&mut late, json!({"v": 1, "type": "join", "room": room})).await;
+    let status = receive(&mut late).await;
+    assert_eq!(
+        status["asked"],
+        json!(["isolation/lost-update", "read-committed"]),
+        "{status}"
+    );
+    send(
+        &mut late,
+        json!({"v": 1, "type": "predict", "room": room, "choice": "bob-erases"}),
+    )
+    .await;
+    let fresh = json!([["both-add", 0], ["bob-erases", 1], ["bob-waits", 0], ["bob-40001", 0]]);
+    let frames = receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == fresh).await;
+    assert!(!frames.iter().any(|f| is_type(f, "error")), "{frames:?}");
+    // Only the tally answers the late page's pick: no frame of the last round's run came first.
+    close_room(address, &room, &token).await;
+    let after_join = receive_until(&mut late, |f| is_type(f, "error")).await;
+    assert!(
+        after_join
+            .iter()
+            .all(|f| !is_type(f, "started") && f.get("event").is_none()),
+        "the last round's run is not replayed to a page that joins the next: {after_join:?}"
+    );
+}
+
 /// Two racelab replicas sharing PostgreSQL and Redis: a room opened on one is followed from the
 /// other, frame for frame, a late joiner there catches up, its predictions reach the trainer's
 /// tally, its trainer page steps the run, and its pages are counted; the room closes from either

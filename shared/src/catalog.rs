@@ -4,9 +4,10 @@ use serde::{Deserialize, Serialize};
 
 /// A service an actor talks to. Labs list the ones they need so the catalog can say, before a
 /// reader presses Run, that a lab cannot run because its broker is down.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Service {
+    #[default]
     Postgres,
     Redis,
     Kafka,

@@ -111,6 +111,13 @@ fn note(text: &str) -> String {
     }
 }
 
+/// Whether lines an actor said are a psql table (a rule of `-` and `+` under its header), whose
+/// columns must stay aligned, rather than sentences, which wrap.
+pub fn is_table(text: &str) -> bool {
+    text.lines()
+        .any(|line| line.len() > 2 && line.starts_with('-') && line.chars().all(|c| c == '-' || c == '+'))
+}
+
 /// `850 ms`, `1.2 s`, `20 s`.
 pub fn duration(ms: u64) -> String {
     match ms {
@@ -132,6 +139,16 @@ pub fn fit(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_psql_table_is_told_from_sentences() {
+        assert!(is_table(" id | amount\n----+--------\n  1 |   3000\n(1 row)"));
+        assert!(is_table(" count\n-------\n     2"));
+        assert!(!is_table(
+            "COMMIT failed: SQLSTATE 40001: could not serialize access\nretry the whole transaction"
+        ));
+        assert!(!is_table("- not a rule -"));
+    }
+
     use super::*;
     use crate::ErrorKind;
     use crate::timeline::Failure;

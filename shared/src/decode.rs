@@ -252,6 +252,7 @@ impl FromJson for EventKind {
             },
             "paused" => EventKind::Paused {
                 actor: actor()?,
+                service: json.opt("service")?.unwrap_or_default(),
                 step: json.get("step")?,
             },
             "done" => EventKind::Done {
@@ -629,6 +630,7 @@ mod tests {
             },
             EventKind::Paused {
                 actor: text("bob"),
+                service: Service::Redis,
                 step: text("COMMIT"),
             },
             EventKind::Done {

@@ -250,8 +250,14 @@ pub enum EventKind {
     /// completed runs of scenarios that ask.
     Reveal { choice: String, why: String },
     /// In step mode: the run is paused until the reader asks for the next step, which is
-    /// `actor`'s `step` (an SQL statement, a command).
-    Paused { actor: String, step: String },
+    /// `actor`'s `step` (an SQL statement, a command) on `service` (runs stored before it was
+    /// said: PostgreSQL).
+    Paused {
+        actor: String,
+        #[serde(default)]
+        service: Service,
+        step: String,
+    },
     /// The last event of every run.
     Done { outcome: Outcome },
 }

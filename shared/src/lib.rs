@@ -6,11 +6,16 @@
 //! - [`protocol`]: the versioned websocket messages between browser and server.
 //! - [`catalog`]: labs, scenarios and variants, as listed by `racelab list` and `/api/labs`.
 //! - [`ledger`]: snapshots of what a run changed and the pure diff between two of them.
+//! - [`ledger_view`]: a diff's table laid out for a reader: changed columns first, big tables
+//!   folded to the rows that differ from a correct system.
 //! - [`verdict`]: the plain answer at the end of a run: was the bug reproduced or prevented?
 //! - [`money`]: `$1,234` formatting, exactly as the tutorials print it.
 //! - [`psql`]: query results in psql's aligned format, as the tutorials print their checks.
 //! - [`compact`]: a timeline card in one line (the compact timeline, the picture of a run).
+//! - [`embed`]: an embed's options, its address and the snippets a blog author pastes.
+//! - [`markup`]: escaping text racelab writes into HTML and SVG itself.
 //! - [`series`]: progress over time and crash moments, for the picture of a draining pipeline.
+//! - [`time_axis`]: the gaps a timeline leaves where time passed, to one scale.
 //! - [`float`]: floating-point numbers as text, by the browser's own engine when in one.
 //! - [`json`], [`decode`]: the browser's JSON reader and how it reads each of the types above
 //!   (serde writes them on the server; see [`json`] for why the app does not read with serde).
@@ -20,15 +25,19 @@
 pub mod catalog;
 pub mod compact;
 pub mod decode;
+pub mod embed;
 pub mod event;
 pub mod float;
 pub mod json;
 pub mod ledger;
+pub mod ledger_view;
+pub mod markup;
 pub mod money;
 pub mod protocol;
 pub mod psql;
 pub mod run_state;
 pub mod series;
+pub mod time_axis;
 pub mod timeline;
 pub mod value;
 pub mod verdict;

@@ -4,7 +4,7 @@
 use crate::event::Rows;
 use crate::ledger::Table;
 use crate::timeline::Timeline;
-use crate::{Event, EventKind, Ledger, Moment, Outcome, ServerMsg, Verdict};
+use crate::{Event, EventKind, Ledger, Moment, Outcome, ServerMsg, Service, Verdict};
 
 /// Where a run is.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -18,14 +18,23 @@ pub enum Phase {
     Finished(Outcome),
 }
 
+/// In step mode, whose step comes next, on which service, and what it is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NextStep {
+    pub actor: String,
+    pub service: Service,
+    /// `SELECT …`, `SET lock:wallet:42 … NX PX 100`, `POST /payments`.
+    pub step: String,
+}
+
 /// Everything the page draws for one run.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunState {
     pub phase: Phase,
     pub run_id: Option<String>,
     pub events: Vec<Event>,
-    /// In step mode, whose step comes next, and what it is: `("bob", "SELECT …")`.
-    pub next_step: Option<(String, String)>,
+    /// In step mode, the step the run waits to play.
+    pub next_step: Option<NextStep>,
     /// The last error frame the server sent (a refused start, a bad frame).
     pub refused: Option<String>,
     /// The room this socket follows and how many participants it has, if it follows one; kept
@@ -35,6 +44,8 @@ pub struct RunState {
     pub asked: Option<(String, String)>,
     /// How many predicted each choice, and whether the run revealed the answer.
     pub tally: Option<(Vec<(String, usize)>, bool)>,
+    /// The room this socket followed has closed (or never was): nothing can be picked or run.
+    pub room_closed: bool,
 }
 
 impl RunState {
@@ -50,19 +61,16 @@ impl RunState {
         state
     }
 
-    /// Folds one server frame in.
+    /// Folds one server frame in. (Never inlined: the live socket and a replay both call it,
+    /// and one copy of it is what the embed's budget can carry.)
+    #[inline(never)]
     pub fn apply(&mut self, msg: ServerMsg) {
         match msg {
             ServerMsg::Queued { position } => self.phase = Phase::Queued(position),
             ServerMsg::Started { run_id } => {
-                *self = RunState {
-                    phase: Phase::Running,
-                    run_id: Some(run_id),
-                    room: self.room.take(),
-                    asked: self.asked.take(),
-                    tally: self.tally.take(),
-                    ..RunState::default()
-                };
+                self.forget_run();
+                self.phase = Phase::Running;
+                self.run_id = Some(run_id);
             }
             ServerMsg::Room {
                 room,
@@ -70,8 +78,12 @@ impl RunState {
                 asked,
             } => {
                 if asked != self.asked {
-                    // A new question: the last one's tally is gone.
+                    // A new question, a new round: the last one's tally is gone, and so is its
+                    // finished run, whose answer must not sit under the new question.
                     self.tally = None;
+                    if !self.is_active() {
+                        self.forget_run();
+                    }
                 }
                 self.room = Some((room, participants));
                 self.asked = asked;
@@ -79,7 +91,13 @@ impl RunState {
             ServerMsg::Tally { counts, revealed } => self.tally = Some((counts, revealed)),
             ServerMsg::Event { event } => {
                 match &event.kind {
-                    EventKind::Paused { actor, step } => self.next_step = Some((actor.clone(), step.clone())),
+                    EventKind::Paused { actor, service, step } => {
+                        self.next_step = Some(NextStep {
+                            actor: actor.clone(),
+                            service: *service,
+                            step: step.clone(),
+                        });
+                    }
                     EventKind::Step { .. } => self.next_step = None,
                     EventKind::Done { outcome } => {
                         self.phase = Phase::Finished(outcome.clone());
@@ -89,7 +107,10 @@ impl RunState {
                 }
                 self.events.push(event);
             }
-            ServerMsg::Error { message, .. } => self.refused = Some(message),
+            ServerMsg::Error { code, message } => {
+                self.room_closed |= code == crate::ErrorCode::UnknownRoom;
+                self.refused = Some(message);
+            }
             ServerMsg::Done { run_id, outcome } => {
                 if !run_id.is_empty() {
                     self.run_id = Some(run_id);
@@ -98,6 +119,17 @@ impl RunState {
                 self.next_step = None;
             }
         }
+    }
+
+    /// Back to no run, keeping what belongs to the room (which run, question and tally).
+    fn forget_run(&mut self) {
+        *self = RunState {
+            room: self.room.take(),
+            asked: self.asked.take(),
+            tally: self.tally.take(),
+            room_closed: self.room_closed,
+            ..RunState::default()
+        };
     }
 
     pub fn is_active(&self) -> bool {
@@ -126,6 +158,21 @@ impl RunState {
     /// The transcript, exactly as the CLI prints it.
     pub fn transcript(&self) -> String {
         crate::event::transcript(&self.events).join("\n")
+    }
+
+    /// The services the run's steps went to so far, in the order first used (a child process
+    /// is not one: it is how an actor runs, not what it talks to).
+    pub fn services(&self) -> Vec<Service> {
+        let mut seen = Vec::new();
+        for event in &self.events {
+            if let EventKind::Step { service, .. } = event.kind
+                && service != Service::Process
+                && !seen.contains(&service)
+            {
+                seen.push(service);
+            }
+        }
+        seen
     }
 
     /// The latest progress of a free-running workload: `(label, done, total)`.
@@ -188,10 +235,18 @@ mod tests {
             1,
             EventKind::Paused {
                 actor: "alice".into(),
+                service: crate::Service::Postgres,
                 step: "SELECT 1".into(),
             },
         ));
-        assert_eq!(state.next_step, Some(("alice".to_owned(), "SELECT 1".to_owned())));
+        assert_eq!(
+            state.next_step,
+            Some(NextStep {
+                actor: "alice".to_owned(),
+                service: crate::Service::Postgres,
+                step: "SELECT 1".to_owned()
+            })
+        );
         state.apply(event(
             2,
             EventKind::Step {
@@ -219,6 +274,99 @@ mod tests {
         assert!(!state.is_active());
     }
 
+    fn step(seq: u64, service: Service) -> ServerMsg {
+        event(
+            seq,
+            EventKind::Step {
+                actor: "api".into(),
+                service,
+                text: "x".into(),
+                params: vec![],
+                detail: None,
+            },
+        )
+    }
+
+    #[test]
+    fn the_services_a_run_talks_to_are_read_from_its_steps() {
+        let mut state = RunState::default();
+        assert_eq!(state.services(), []);
+        for (seq, service) in [Service::Http, Service::Process, Service::Postgres, Service::Http]
+            .into_iter()
+            .enumerate()
+        {
+            state.apply(step(seq as u64, service));
+        }
+        assert_eq!(state.services(), [Service::Http, Service::Postgres]);
+    }
+
+    fn room(asked: Option<(&str, &str)>) -> ServerMsg {
+        ServerMsg::Room {
+            room: "K7QX2M".into(),
+            participants: 3,
+            asked: asked.map(|(s, v)| (s.to_owned(), v.to_owned())),
+        }
+    }
+
+    #[test]
+    fn a_new_question_clears_the_last_rounds_run_and_tally() {
+        let mut state = RunState::default();
+        state.apply(room(Some(("isolation/write-skew", "serializable"))));
+        state.apply(ServerMsg::Started { run_id: "r1".into() });
+        state.apply(event(
+            1,
+            EventKind::Reveal {
+                choice: "bob-40001".into(),
+                why: "…".into(),
+            },
+        ));
+        state.apply(ServerMsg::Tally {
+            counts: vec![("bob-40001".into(), 2)],
+            revealed: true,
+        });
+        state.apply(ServerMsg::Done {
+            run_id: "r1".into(),
+            outcome: Outcome::Completed,
+        });
+        assert!(state.revealed().is_some());
+        // The same question again (a participant joining) changes nothing.
+        state.apply(room(Some(("isolation/write-skew", "serializable"))));
+        assert_eq!(state.run_id.as_deref(), Some("r1"));
+        state.apply(room(Some(("isolation/lost-update", "read-committed"))));
+        assert_eq!(state.phase, Phase::Idle);
+        assert_eq!(
+            (state.run_id.as_deref(), state.events.len(), state.tally.as_ref()),
+            (None, 0, None)
+        );
+        assert_eq!(state.revealed(), None);
+        assert_eq!(state.room.as_ref().map(|(r, n)| (r.as_str(), *n)), Some(("K7QX2M", 3)));
+    }
+
+    #[test]
+    fn a_new_question_leaves_a_run_still_playing_alone() {
+        let mut state = RunState::default();
+        state.apply(room(Some(("isolation/write-skew", "serializable"))));
+        state.apply(ServerMsg::Started { run_id: "r1".into() });
+        state.apply(room(Some(("isolation/lost-update", "read-committed"))));
+        assert_eq!(
+            (state.phase.clone(), state.run_id.as_deref()),
+            (Phase::Running, Some("r1"))
+        );
+    }
+
+    #[test]
+    fn a_closed_room_is_remembered_across_runs() {
+        let mut state = RunState::default();
+        state.apply(room(None));
+        state.apply(ServerMsg::Error {
+            code: crate::ErrorCode::UnknownRoom,
+            message: "room K7QX2M has closed".into(),
+        });
+        assert!(state.room_closed);
+        state.apply(ServerMsg::Started { run_id: "r2".into() });
+        assert!(state.room_closed);
+    }
+
     #[test]
     fn a_refusal_is_kept_without_ending_anything() {
         let mut state = RunState::default();
@@ -228,5 +376,6 @@ mod tests {
         });
         assert_eq!(state.refused.as_deref(), Some("busy"));
         assert_eq!(state.phase, Phase::Idle);
+        assert!(!state.room_closed, "only a room's end closes the room");
     }
 }

@@ -101,6 +101,10 @@ pub struct Row {
     /// or refresh that found the lease gone (`Lost`), marked in their lanes.
     #[serde(default)]
     pub lease_changes: Vec<(usize, LeaseChange, String)>,
+    /// A stepped run paused (for the reader's Next) since the row before: the time between the
+    /// two is partly the reader's, not the run's.
+    #[serde(default)]
+    pub after_pause: bool,
 }
 
 /// A lease as a row shows it.
@@ -220,8 +224,11 @@ impl Timeline {
         let mut open: Vec<Option<usize>> = Vec::new();
         // The lane whose transcript line was the stream's last event, if it was one.
         let mut said: Option<usize> = None;
+        // A stepped run paused since the last row.
+        let mut paused = false;
         for event in events {
             let previous_say = said.take();
+            paused |= matches!(event.kind, EventKind::Paused { .. });
             if let EventKind::RunStarted { actors, .. } = &event.kind {
                 announced = true;
                 for actor in actors {
@@ -454,6 +461,7 @@ impl Timeline {
                 leases,
                 expired: std::mem::take(&mut expired),
                 lease_changes: std::mem::take(&mut changes),
+                after_pause: std::mem::take(&mut paused),
             });
             if is_statement {
                 open[lane] = Some(timeline.rows.len() - 1);
@@ -557,6 +565,25 @@ mod tests {
             params: vec![],
             detail: None,
         }
+    }
+
+    #[test]
+    fn a_row_after_a_readers_pause_says_so() {
+        let paused = EventKind::Paused {
+            actor: "bob".into(),
+            service: crate::Service::Postgres,
+            step: "SELECT 2".into(),
+        };
+        let events = vec![
+            ev(1, step("alice", "SELECT 1")),
+            ev(2, paused),
+            ev(900, step("bob", "SELECT 2")),
+        ];
+        let rows = Timeline::from_events(&events).rows;
+        assert_eq!(
+            rows.iter().map(|r| (r.at_ms, r.after_pause)).collect::<Vec<_>>(),
+            [(1, false), (900, true)]
+        );
     }
 
     #[test]

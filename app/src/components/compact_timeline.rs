@@ -6,26 +6,26 @@
 
 use super::step_card::StepCard;
 use super::swimlane::SwimlaneHeads;
-use super::timeline::UnseenCrowd;
+use super::timeline::{TimeLegend, UnseenCrowd, gap_before, gap_fill, gap_label, gap_style};
 use leptos::prelude::*;
 use shared::compact::{self, Tone};
 use shared::timeline::{Card, Row, Timeline};
 
-/// One row's line in its lane: a caption across the lanes for a note, a mark for a commit or
-/// rollback, else a line that opens to its card.
-fn line_view(lane: &str, row: &Row) -> AnyView {
+/// One row's line in its lane (number `column`): a caption from that lane across the others for
+/// a note, a mark for a commit or rollback, else a line that opens to its card.
+fn line_view(lane: &str, row: &Row, column: usize) -> AnyView {
     let line = compact::line(&row.card);
     let tone = line.tone.class();
     match (&row.card, line.tone) {
         (Card::Note { line: text }, _) => {
             // A psql table keeps its columns; a sentence wraps.
             let body = if text.contains('\n') {
-                view! { <pre class="rl-caption-lines">{text.clone()}</pre> }.into_any()
+                view! { <pre class="rl-caption-lines" class:rl-caption-lines--table=compact::is_table(text)>{text.clone()}</pre> }.into_any()
             } else {
                 view! { <span class="rl-caption-text">{text.clone()}</span> }.into_any()
             };
             view! {
-                <p class="rl-caption" data-lane=lane.to_owned()>
+                <p class="rl-caption" data-lane=lane.to_owned() style=format!("grid-column: {} / -1", column + 1)>
                     <span class="rl-caption-who">{lane.to_owned()}</span>
                     {body}
                 </p>
@@ -65,7 +65,10 @@ pub fn CompactTimeline(timeline: Signal<Timeline>) -> impl IntoView {
                     let names: Vec<String> = t.lanes.iter().map(|l| l.name.clone()).collect();
                     t.rows
                         .iter()
-                        .map(|row| {
+                        .enumerate()
+                        .map(|(i, row)| {
+                            let before = i.checked_sub(1).and_then(|i| t.rows.get(i));
+                            let gap = gap_before(before, row);
                             let name = names.get(row.lane).cloned().unwrap_or_default();
                             let caption = matches!(row.card, Card::Note { .. });
                             let cells = names
@@ -75,7 +78,8 @@ pub fn CompactTimeline(timeline: Signal<Timeline>) -> impl IntoView {
                                     let waiting = row.waiting.contains(&lane);
                                     let leased = row.leases.iter().any(|l| l.lane == lane);
                                     let expired = row.expired.iter().any(|l| l.lane == lane);
-                                    let line = (lane == row.lane && !caption).then(|| line_view(lane_name, row));
+                                    let line = (lane == row.lane && !caption).then(|| line_view(lane_name, row, lane));
+                                    let fill = gap.map(|_| gap_fill(before, lane));
                                     view! {
                                         <div
                                             class="rl-compact-cell"
@@ -84,14 +88,17 @@ pub fn CompactTimeline(timeline: Signal<Timeline>) -> impl IntoView {
                                             class:rl-compact-cell--expired=expired
                                             data-lane=lane_name.clone()
                                         >
+                                            {fill}
                                             {line}
                                         </div>
                                     }
                                 })
                                 .collect_view();
-                            let caption = caption.then(|| line_view(&name, row));
+                            let caption = caption.then(|| line_view(&name, row, row.lane));
                             view! {
-                                <div class="rl-compact-row" data-seq=row.seq.to_string() title=format!("{} ms", row.at_ms)>
+                                <div class="rl-compact-row" data-seq=row.seq.to_string() data-at-ms=row.at_ms.to_string()
+                                    title=format!("{} ms", row.at_ms) style=gap.map(gap_style)>
+                                    {gap.map(gap_label)}
                                     {cells}
                                     {caption}
                                 </div>
@@ -101,5 +108,6 @@ pub fn CompactTimeline(timeline: Signal<Timeline>) -> impl IntoView {
                 })
             }}
         </section>
+        <TimeLegend timeline=timeline />
     }
 }

@@ -1,9 +1,11 @@
 //! The ledger diff: each table before → after, changed cells highlighted, added and removed rows
 //! marked, what a correct system would hold beside it, and the money totals compared. The diff
-//! itself is `shared::ledger::diff`, the same function the CLI prints with.
+//! itself is `shared::ledger::diff`, the same function the CLI prints with; its layout (changed
+//! columns first, big tables folded to what differs) is `shared::ledger_view`'s.
 
 use leptos::prelude::*;
 use shared::ledger::{RowChange, diff};
+use shared::ledger_view::{Fold, column_order, fold, fold_expected};
 use shared::{Ledger, Table, usd};
 
 #[component]
@@ -33,21 +35,36 @@ pub fn LedgerDiff(
                     </p>
                 }
             });
-            let header = table.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view();
+            // The columns the run changed first (a phone scrolls the rest), and a big table
+            // folded to the rows that differ from a correct system until "show all".
+            let order = column_order(&table);
+            let changed_column = |i: usize| table.rows.iter().any(|r| r.changed_cells.contains(&i));
+            let header = order
+                .iter()
+                .map(|&i| {
+                    let name = table.columns.get(i).cloned().unwrap_or_default();
+                    view! { <th scope="col" class:rl-col--changed=changed_column(i)>{name}</th> }
+                })
+                .collect_view();
+            let folded = fold(&table, wanted);
+            let everything = RwSignal::new(false);
+            let summary = folded.as_ref().map(|f| fold_summary(f, everything));
+            let shown: Option<Vec<usize>> = folded.map(|f| f.shown);
             let rows = table
                 .rows
                 .iter()
-                .map(|row| {
+                .enumerate()
+                .map(|(n, row)| {
                     let change = match row.change {
                         RowChange::Same => "same",
                         RowChange::Changed => "changed",
                         RowChange::Added => "added",
                         RowChange::Removed => "removed",
                     };
-                    let shown = row.after.clone().or_else(|| row.before.clone()).unwrap_or_default();
-                    let cells = shown
+                    let values = row.after.clone().or_else(|| row.before.clone()).unwrap_or_default();
+                    let cells = order
                         .iter()
-                        .enumerate()
+                        .filter_map(|&i| values.get(i).map(|value| (i, value)))
                         .map(|(i, value)| {
                             let changed = row.changed_cells.contains(&i);
                             let old = row.before.as_ref().and_then(|b| b.get(i)).filter(|_| changed).map(ToString::to_string);
@@ -63,21 +80,25 @@ pub fn LedgerDiff(
                             }
                         })
                         .collect_view();
-                    view! { <tr data-change=change>{cells}</tr> }
+                    // Folded away: hidden (by the table's class) until "show all".
+                    let away = shown.as_ref().is_some_and(|shown| !shown.contains(&n)).then_some("");
+                    view! { <tr data-change=change data-folded=away>{cells}</tr> }
                 })
                 .collect_view();
             let empty = table.rows.is_empty().then(|| view! { <p class="rl-empty">"(no rows)"</p> });
             let unchanged = table.rows.iter().all(|r| r.change == RowChange::Same)
                 && wanted.is_none_or(|w| actual.is_some_and(|a| a.rows == w.rows));
-            let expected_table = wanted.map(|w| view! { <ExpectedTable table=w.clone() /> });
+            let names: Vec<String> = order.iter().filter_map(|&i| table.columns.get(i).cloned()).collect();
+            let expected_table = wanted.map(|w| view! { <ExpectedTable table=w.clone() after=actual.cloned() order=names /> });
             let inner = view! {
                 <h3>{table.name.clone()}</h3>
                 <div class="rl-ledger-pair">
                     <div class="rl-ledger-side">
                         <p class="rl-side-label">"before → after"</p>
+                        {summary}
                         <table class="rl-ledger-table" data-table=table.name.clone()>
                             <thead><tr>{header}</tr></thead>
-                            <tbody>{rows}</tbody>
+                            <tbody class:rl-folded=move || !everything.get()>{rows}</tbody>
                         </table>
                         {empty}
                     </div>
@@ -107,28 +128,60 @@ pub fn LedgerDiff(
     }
 }
 
-/// What a correct system would hold, as a plain table.
+/// What a correct system would hold, as a plain table: its columns in the diff's `order` (by
+/// name), a big one folded to the rows the run's `after` lacks until "show all".
 #[component]
-fn ExpectedTable(table: Table) -> impl IntoView {
-    let header = table
-        .columns
+fn ExpectedTable(table: Table, after: Option<Table>, order: Vec<String>) -> impl IntoView {
+    let mut columns: Vec<usize> = order
         .iter()
-        .map(|c| view! { <th scope="col">{c.clone()}</th> })
+        .filter_map(|name| table.columns.iter().position(|c| c == name))
+        .collect();
+    let rest: Vec<usize> = (0..table.columns.len()).filter(|i| !columns.contains(i)).collect();
+    columns.extend(rest);
+    let header = columns
+        .iter()
+        .map(|&i| view! { <th scope="col">{table.columns[i].clone()}</th> })
         .collect_view();
+    let folded = fold_expected(&table, after.as_ref());
+    let everything = RwSignal::new(false);
+    let summary = folded.as_ref().map(|f| fold_summary(f, everything));
     let rows = table
         .rows
         .iter()
-        .map(|row| view! { <tr>{row.iter().map(|v| view! { <td>{v.to_string()}</td> }).collect_view()}</tr> })
+        .enumerate()
+        .map(|(n, row)| {
+            let away = folded.as_ref().is_some_and(|f| !f.shown.contains(&n)).then_some("");
+            let cells = columns
+                .iter()
+                .filter_map(|&i| row.get(i))
+                .map(|v| view! { <td>{v.to_string()}</td> })
+                .collect_view();
+            view! { <tr data-folded=away>{cells}</tr> }
+        })
         .collect_view();
     view! {
         <div class="rl-ledger-side rl-ledger-side--expected">
             <p class="rl-side-label">"a correct system"</p>
+            {summary}
             <table class="rl-ledger-table rl-ledger-table--expected" data-table=format!("{}-expected", table.name)>
                 <thead><tr>{header}</tr></thead>
-                <tbody>{rows}</tbody>
+                <tbody class:rl-folded=move || !everything.get()>{rows}</tbody>
             </table>
         </div>
     }
+}
+
+/// What a folded table holds, and the button that shows `everything`.
+fn fold_summary(fold: &Fold, everything: RwSignal<bool>) -> AnyView {
+    view! {
+        <p class="rl-fold">
+            {fold.summary.clone()} " "
+            <button class="rl-show-all" on:click=move |_| everything.update(|e| *e = !*e)>
+                {move || if everything.get() { "Show fewer" } else { "Show all" }}
+            </button>
+        </p>
+    }
+    .into_any()
 }
 
 /// The money a table adds up to (`amount`), after and in a correct system.

@@ -8,6 +8,8 @@ pub mod embed_code;
 pub mod error_view;
 #[cfg(not(feature = "embed"))]
 pub mod header;
+#[cfg(not(feature = "embed"))]
+pub mod keys;
 pub mod ledger_diff;
 #[cfg(not(feature = "embed"))]
 pub mod predict;
@@ -23,3 +25,4 @@ pub mod timeline;
 pub mod transcript;
 pub mod variant_picker;
 pub mod verdict;
+pub mod view_toggle;

@@ -11,14 +11,19 @@ use shared::run_state::RunState;
 pub fn asked(
     prediction: Option<Prediction>,
     variant: RwSignal<String>,
+    variant_label: Signal<String>,
     state: RwSignal<RunState>,
     active: Signal<bool>,
 ) -> (Option<impl IntoView>, Signal<bool>) {
     let picked = pick_for(move || variant.get());
     let asks = prediction.is_some();
     let revealed = revealed(state);
-    let view = prediction
-        .map(|prediction| view! { <Predict prediction=prediction picked=picked revealed=revealed locked=active /> });
+    let view = prediction.map(|prediction| {
+        view! {
+            <Predict prediction=prediction subject=variant_label picked=picked revealed=revealed locked=active
+                hint="Pick what you expect, then run it." />
+        }
+    });
     (view, Signal::derive(move || asks && picked.with(Option::is_none)))
 }
 
@@ -43,6 +48,12 @@ pub fn revealed(state: RwSignal<RunState>) -> Signal<Option<(String, String)>> {
 #[component]
 pub fn Predict(
     prediction: Prediction,
+    /// What the question is about, named in it: the variant (`SERIALIZABLE`), or in a room the
+    /// scenario and the variant, so a reader never answers for the wrong one.
+    subject: Signal<String>,
+    /// What to do before the answer comes (on a scenario page: pick, then run; in a room: pick,
+    /// the trainer runs it).
+    hint: &'static str,
     /// The reader's choice, by id.
     picked: RwSignal<Option<String>>,
     /// The run's answer: the right choice's id and why.
@@ -96,11 +107,15 @@ pub fn Predict(
         .collect_view();
     view! {
         <fieldset class="rl-predict">
-            <legend>"Predict, then run: " {prediction.question}</legend>
+            <legend>
+                "Predict, then run: "
+                <span class="rl-predict-subject">{move || subject.get()}</span>
+                " — " {prediction.question}
+            </legend>
             {choices}
             {move || revealed.get().map(|(_, why)| view! { <p class="rl-reveal-why">{why}</p> })}
-            {move || (picked.with(Option::is_none) && revealed.with(Option::is_none)).then(|| view! {
-                <p class="rl-predict-hint">"Pick what you expect, then run it."</p>
+            {move || (picked.with(Option::is_none) && revealed.with(Option::is_none) && !locked.get()).then(|| view! {
+                <p class="rl-predict-hint">{hint}</p>
             })}
         </fieldset>
     }

@@ -8,7 +8,9 @@ use super::run_view::RunView;
 #[cfg(not(feature = "embed"))]
 use super::teach::TeachThis;
 use super::variant_picker::VariantPicker;
+use super::view_toggle::ViewToggle;
 use crate::api::{Link, RunSocket};
+use crate::route::Autoplay;
 use leptos::prelude::*;
 use shared::{Mode, ScenarioInfo, Service};
 
@@ -16,6 +18,7 @@ use shared::{Mode, ScenarioInfo, Service};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Chrome {
     /// The scenario page: everything, plus embed code.
+    #[cfg_attr(feature = "embed", allow(dead_code))]
     Full,
     /// A compare column: one fixed variant, no tabs, no embed code.
     Column,
@@ -30,7 +33,7 @@ pub fn RunPanel(
     down: Vec<Service>,
     variant: String,
     chrome: Chrome,
-    #[prop(default = false)] autoplay: bool,
+    #[prop(optional)] autoplay: Autoplay,
     #[prop(default = false)] step: bool,
     /// Start with the compact timeline (the embed's default) instead of the detailed one.
     #[prop(default = false)]
@@ -50,15 +53,27 @@ pub fn RunPanel(
     let is_load_test = scenario.workload;
     let steppable = scenario.steppable;
     let blocked = !down.is_empty();
-    let stepping = RwSignal::new(false);
+    // Whether runs here are stepped: the last one started was (and, on the full page, the
+    // address said so on arrival).
+    let stepping = RwSignal::new(step && steppable);
     let compact = RwSignal::new(compact);
     let active = Signal::derive(move || state.with(|s| s.is_active()));
     // Predict, then run; runs wait for the reader's pick. (The embed app leaves predictions out:
     // an embed with `predict=1` is served the full app.)
     #[cfg(not(feature = "embed"))]
     let (predicting, unpicked) = {
-        let (view, waiting) =
-            super::predict::asked(scenario.predict.clone().filter(|_| predict), chosen, state, active);
+        let variants = scenario.variants.clone();
+        let label = Signal::derive(move || {
+            let id = chosen.get();
+            variants.iter().find(|v| v.id == id).map_or(id, |v| v.label.clone())
+        });
+        let (view, waiting) = super::predict::asked(
+            scenario.predict.clone().filter(|_| predict),
+            chosen,
+            label,
+            state,
+            active,
+        );
         (view, move || waiting.get())
     };
     #[cfg(feature = "embed")]
@@ -74,9 +89,21 @@ pub fn RunPanel(
             socket.start(&id, &chosen.get_untracked(), mode);
         }
     };
-    if autoplay && !blocked && !untrack(unpicked) {
-        start(if step && steppable { Mode::Step } else { Mode::Auto });
+    if !blocked && !untrack(unpicked) {
+        let mode = if step && steppable { Mode::Step } else { Mode::Auto };
+        match autoplay {
+            Autoplay::Off => {}
+            Autoplay::OnLoad => start(mode),
+            Autoplay::WhenSeen => {
+                let start = start.clone();
+                crate::api::when_seen(move || start(mode));
+            }
+        }
     }
+    // Compare's columns only: the embed app has no compare page.
+    #[cfg(feature = "embed")]
+    let _ = run_all;
+    #[cfg(not(feature = "embed"))]
     if let Some(token) = run_all {
         let start = start.clone();
         let seen = StoredValue::new(token.get_untracked());
@@ -111,29 +138,46 @@ pub fn RunPanel(
         view! { <VariantPicker variants=scenario.variants.clone() chosen=chosen disabled=active /> }
     });
     #[cfg(not(feature = "embed"))]
-    let (embed_code, teach) = {
+    let (embed_code, teach, compare_link) = {
         let variant = Signal::derive(move || chosen.get());
+        let full = chrome == Chrome::Full;
+        let comparable = full && scenario.variants.len() > 1 && !is_load_test;
         (
-            (chrome == Chrome::Full).then(|| view! { <EmbedCode scenario=id.clone() variant=variant /> }),
-            (chrome == Chrome::Full).then(|| view! { <TeachThis scenario=id.clone() variant=variant /> }),
+            full.then(|| view! { <EmbedCode scenario=scenario.clone() variant=variant /> }),
+            full.then(|| view! { <TeachThis scenario=id.clone() variant=variant /> }),
+            comparable.then(|| {
+                view! { <a class="rl-compare-link" href=format!("/lab/{id}/compare")>"Compare all variants side by side"</a> }
+            }),
         )
     };
-    // The embed app has no full page, so no embed code or room to offer.
+    // The embed app has no full page, so no embed code, room or compare page to offer.
     #[cfg(feature = "embed")]
-    let (embed_code, teach) = ((), ());
-    let compare_link = (chrome == Chrome::Full && scenario.variants.len() > 1 && !is_load_test).then(|| {
-        view! { <a class="rl-compare-link" href=format!("/lab/{id}/compare")>"Compare all variants side by side"</a> }
-    });
+    let (embed_code, teach, compare_link) = ((), (), ());
+
+    // The full page keeps its state in its address (a reload or a shared link lands on the same
+    // variant, view and pace) and takes the stepping keys.
+    #[cfg(not(feature = "embed"))]
+    if chrome == Chrome::Full {
+        super::keys::on_step_keys(socket);
+        Effect::new(move |_| {
+            let view = if compact.get() { "compact" } else { "detailed" };
+            let mode = if stepping.get() { "step" } else { "" };
+            crate::api::replace_query(&[("variant", &chosen.get()), ("view", view), ("mode", mode)]);
+        });
+    }
 
     view! {
         <div class="rl-run-panel" data-variant=move || chosen.get()>
             {down_notice}
             {tabs}
             {predicting}
+            <RunView socket=socket is_load_test=Signal::stored(is_load_test) compact=compact>
             <div class="rl-controls">
-                <button class="rl-run" on:click=run disabled=move || blocked || active.get() || !connected() || unpicked()>"Run"</button>
+                <button class="rl-run" class:rl-secondary=move || stepping.get() && steppable
+                    on:click=run disabled=move || blocked || active.get() || !connected() || unpicked()>"Run"</button>
                 {(chrome != Chrome::Column && steppable).then(|| view! {
-                    <button class="rl-step" on:click=step_run disabled=move || blocked || active.get() || !connected() || unpicked()>
+                    <button class="rl-step" class:rl-primary=move || stepping.get()
+                        on:click=step_run disabled=move || blocked || active.get() || !connected() || unpicked()>
                         "Step"
                     </button>
                 })}
@@ -146,31 +190,8 @@ pub fn RunPanel(
                 {teach}
                 {(!is_load_test && chrome != Chrome::Column).then(|| view! { <ViewToggle compact=compact /> })}
             </div>
-            <RunView socket=socket is_load_test=Signal::stored(is_load_test) compact=compact />
+            </RunView>
             {embed_code}
-        </div>
-    }
-}
-
-/// Compact or detailed: two buttons, the current one pressed.
-#[component]
-fn ViewToggle(compact: RwSignal<bool>) -> impl IntoView {
-    view! {
-        <div class="rl-view-toggle" role="group" aria-label="Timeline view">
-            <button
-                class="rl-view-compact"
-                aria-pressed=move || compact.get().to_string()
-                on:click=move |_| compact.set(true)
-            >
-                "Compact"
-            </button>
-            <button
-                class="rl-view-detailed"
-                aria-pressed=move || (!compact.get()).to_string()
-                on:click=move |_| compact.set(false)
-            >
-                "Detailed"
-            </button>
         </div>
     }
 }

@@ -1,7 +1,8 @@
-//! A run as it plays: status, whose step is next, the timeline (or, for a load test, progress and
-//! chart), the verdict, the ledger diff, the reference figures, the transcript and the
-//! permalink. Drawn from one socket's [`RunState`](shared::run_state::RunState), so a scenario's
-//! own panel and a room that follows its trainer's run show a run the same way.
+//! A run as it plays: the deck (controls, status, whose step is next), then the run itself
+//! ([`RunBody`]: the timeline, or for a load test progress and chart; the verdict, the ledger
+//! diff, the reference figures, the transcript) and the permalink. Drawn from one
+//! [`RunState`], so a scenario's own panel, a room that follows its trainer's run and a replay
+//! of a stored run show a run the same way.
 
 use super::chart::{Progress, StrategyChart};
 use super::compact_timeline::CompactTimeline;
@@ -14,8 +15,9 @@ use super::transcript::Transcript;
 use super::verdict::VerdictBanner;
 use crate::api::RunSocket;
 use leptos::prelude::*;
-use shared::Moment;
+use shared::run_state::RunState;
 use shared::series::Drain;
+use shared::{EventKind, Moment};
 
 #[component]
 pub fn RunView(
@@ -24,15 +26,54 @@ pub fn RunView(
     is_load_test: Signal<bool>,
     /// The compact timeline instead of the detailed one.
     compact: RwSignal<bool>,
+    /// The panel's controls (Run, Step, Next…), kept with the status in the deck.
+    #[prop(optional)]
+    children: Option<Children>,
 ) -> impl IntoView {
     let state = socket.state;
+    let deck = NodeRef::<leptos::html::Div>::new();
+    // In an embed, the host page scrolls, not the iframe: the embed leaves the host where it is.
+    #[cfg(not(feature = "embed"))]
+    follow_steps(state, deck);
+    let stepping =
+        move || state.with(|s| s.is_active() && s.events.iter().any(|e| matches!(e.kind, EventKind::Paused { .. })));
+    view! {
+        // The deck: the controls, where the run is, and whose step is next. While a run is
+        // stepped it stays in view (sticky), and each step brings its new card into view.
+        <div class="rl-deck" node_ref=deck data-stepping=move || stepping().to_string()>
+            {children.map(|controls| controls())}
+            <Status socket=socket />
+            {move || state.with(|s| s.next_step.clone()).map(|next| {
+                view! {
+                    <p class="rl-next-step">
+                        "Next: " <strong>{next.actor}</strong> " — " <code>{next.step}</code>
+                    </p>
+                }
+            })}
+        </div>
+        <RunBody state=state is_load_test=is_load_test compact=compact />
+        {move || state.with(|s| (!s.is_active()).then(|| s.run_id.clone()).flatten()).map(|run_id| view! {
+            <p class="rl-permalink-line">
+                <a class="rl-permalink" href=format!("/runs/{run_id}")>"Permalink to this run"</a>
+            </p>
+        })}
+    }
+}
+
+/// The run itself, live or replayed: progress and a chart for a workload, progress bars and the
+/// drain for a pipeline, else the timeline; then the verdict, the ledger diff, the tutorial's
+/// figures and the transcript. A replay draws a stored run with the same body as a live one.
+#[component]
+pub fn RunBody(
+    state: RwSignal<RunState>,
+    /// A free-running workload: progress and a chart instead of a timeline and a ledger.
+    is_load_test: Signal<bool>,
+    /// The compact timeline instead of the detailed one.
+    compact: RwSignal<bool>,
+) -> impl IntoView {
     let timeline = Signal::derive(move || state.with(|s| s.timeline()));
     let transcript = Signal::derive(move || state.with(|s| s.transcript()));
     view! {
-        <Status socket=socket />
-        {move || state.with(|s| s.next_step.clone()).map(|(actor, step)| {
-            view! { <p class="rl-next-step">"Next: " <strong>{actor}</strong> " — " <code>{step}</code></p> }
-        })}
         {move || is_load_test.get().then(|| state.with(|s| s.progress().map(|(label, done, total)| {
             view! { <Progress label=label.to_owned() done=done total=total /> }
         })))}
@@ -72,10 +113,28 @@ pub fn RunView(
                 .map(|table| view! { <ReferenceFigures table=table /> })
         }))}
         <Transcript text=transcript />
-        {move || state.with(|s| (!s.is_active()).then(|| s.run_id.clone()).flatten()).map(|run_id| view! {
-            <p class="rl-permalink-line">
-                <a class="rl-permalink" href=format!("/runs/{run_id}")>"Permalink to this run"</a>
-            </p>
-        })}
     }
+}
+
+/// In a stepped run, brings the newest card into view after each step the reader asks for, and
+/// the verdict once the run ends: the reader never has to hunt below the fold for what the step
+/// did. (Not at the first pause, which no reader asked for: an embed that starts stepping by
+/// itself leaves its host page where it is.)
+#[cfg(not(feature = "embed"))]
+fn follow_steps(state: RwSignal<RunState>, deck: NodeRef<leptos::html::Div>) {
+    Effect::new(move |seen: Option<usize>| {
+        let (stepped, shown, settled) = state.with(|s| {
+            let stepped = s.events.iter().any(|e| matches!(e.kind, EventKind::Paused { .. }))
+                && s.events.iter().any(|e| matches!(e.kind, EventKind::Step { .. }));
+            (stepped, s.events.len(), s.next_step.is_some() || !s.is_active())
+        });
+        if stepped && settled && seen.is_some_and(|seen| seen != shown) {
+            request_animation_frame(move || {
+                if let Some(deck) = deck.get_untracked() {
+                    crate::api::scroll_to_newest(&deck);
+                }
+            });
+        }
+        shown
+    });
 }

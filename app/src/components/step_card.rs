@@ -200,12 +200,15 @@ pub fn StepCard(lane: String, card: Card) -> impl IntoView {
             view! { <div class="rl-card" data-lane=lane data-kind="exited">{text}</div> }.into_any()
         }
         // Several lines spoken in a row (a psql result) keep their columns.
-        Card::Note { line } if line.contains('\n') => view! {
-            <div class="rl-card" data-lane=lane data-kind="note">
-                <pre class="rl-note-lines">{line}</pre>
-            </div>
+        Card::Note { line } if line.contains('\n') => {
+            let table = shared::compact::is_table(&line);
+            view! {
+                <div class="rl-card" data-lane=lane data-kind="note">
+                    <pre class="rl-note-lines" class:rl-note-lines--table=table>{line}</pre>
+                </div>
+            }
+            .into_any()
         }
-        .into_any(),
         Card::Note { line } => view! { <div class="rl-card" data-lane=lane data-kind="note">{line}</div> }.into_any(),
     }
 }

@@ -1,10 +1,18 @@
 //! "Teach this": opens a training room for the scenario and takes the trainer there, the token
 //! in the page's fragment: kept across reloads, and out of every URL the browser sends (it
 //! travels only inside the trainer's websocket frames).
+//!
+//! The rooms a trainer opened are remembered in this browser (`localStorage`, never sent
+//! anywhere), so the trainer who closed the tab can find them again: the panel lists those still
+//! open, each a link back to its trainer page. A refusal (too many rooms open) says so in a
+//! message beside them, not in raw text.
 
-use crate::api::{go_to, post_json};
+use crate::api::{fetch_json, go_to, post_json};
 use leptos::prelude::*;
 use shared::json::{FromJson, Json, JsonError};
+
+/// Where the trainer's rooms are remembered.
+const STORED: &str = "racelab.rooms";
 
 /// `POST /api/rooms`'s answer.
 struct Opened {
@@ -21,20 +29,102 @@ impl FromJson for Opened {
     }
 }
 
+/// `GET /api/rooms/{id}`'s answer: only that the room is still open matters here.
+struct StillOpen;
+
+impl FromJson for StillOpen {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        json.get::<String>("id").map(|_| StillOpen)
+    }
+}
+
+/// A room this browser opened: its code, its token, and what it was opened for.
+#[derive(Clone, Debug, PartialEq)]
+struct Remembered {
+    id: String,
+    token: String,
+    scenario: String,
+}
+
+impl Remembered {
+    fn link(&self) -> String {
+        format!("/room/{}?scenario={}#trainer={}", self.id, self.scenario, self.token)
+    }
+}
+
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
+/// The rooms remembered, newest first: one `id token scenario` per line.
+fn remembered() -> Vec<Remembered> {
+    let text = storage()
+        .and_then(|s| s.get_item(STORED).ok().flatten())
+        .unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split(' ');
+            Some(Remembered {
+                id: words.next()?.to_owned(),
+                token: words.next()?.to_owned(),
+                scenario: words.next()?.to_owned(),
+            })
+        })
+        .collect()
+}
+
+fn remember(rooms: &[Remembered]) {
+    let text: Vec<String> = rooms
+        .iter()
+        .map(|r| format!("{} {} {}", r.id, r.token, r.scenario))
+        .collect();
+    if let Some(storage) = storage() {
+        let _ = storage.set_item(STORED, &text.join("\n"));
+    }
+}
+
 #[component]
 pub fn TeachThis(scenario: String, variant: Signal<String>) -> impl IntoView {
     let failed = RwSignal::new(None::<String>);
     let opening = RwSignal::new(false);
+    // The rooms this browser opened that the server says are still open.
+    let open_rooms = RwSignal::new(Vec::<Remembered>::new());
+    leptos::task::spawn_local(async move {
+        let mut still = Vec::new();
+        for room in remembered() {
+            if fetch_json::<StillOpen>(&format!("/api/rooms/{}", room.id))
+                .await
+                .is_ok()
+            {
+                still.push(room);
+            }
+        }
+        remember(&still);
+        open_rooms.set(still);
+    });
     let open = move |_| {
         let scenario = scenario.clone();
         let variant = variant.get_untracked();
         opening.set(true);
+        failed.set(None);
         leptos::task::spawn_local(async move {
             match post_json::<Opened>("/api/rooms").await {
-                Ok(room) => go_to(&format!(
-                    "/room/{}?scenario={scenario}&variant={variant}#trainer={}",
-                    room.id, room.trainer_token
-                )),
+                Ok(room) => {
+                    let mut rooms = remembered();
+                    rooms.insert(
+                        0,
+                        Remembered {
+                            id: room.id.clone(),
+                            token: room.trainer_token.clone(),
+                            scenario: scenario.clone(),
+                        },
+                    );
+                    remember(&rooms);
+                    go_to(&format!(
+                        "/room/{}?scenario={scenario}&variant={variant}#trainer={}",
+                        room.id, room.trainer_token
+                    ));
+                }
                 Err(message) => {
                     opening.set(false);
                     failed.set(Some(message));
@@ -43,10 +133,29 @@ pub fn TeachThis(scenario: String, variant: Signal<String>) -> impl IntoView {
         });
     };
     view! {
-        <button class="rl-teach" on:click=open disabled=move || opening.get()
-            title="Open a room: participants follow your run on their own screens">
-            "Teach this"
-        </button>
-        {move || failed.get().map(|message| view! { <span class="rl-refused" role="alert">{message}</span> })}
+        <span class="rl-teach-group">
+            <button class="rl-teach" on:click=open disabled=move || opening.get()
+                title="Open a room: participants follow your run on their own screens">
+                "Teach this"
+            </button>
+            {move || (!open_rooms.with(Vec::is_empty)).then(|| view! {
+                <details class="rl-my-rooms">
+                    <summary>{move || format!("Your open rooms ({})", open_rooms.with(Vec::len))}</summary>
+                    <ul>
+                        {move || open_rooms.get().into_iter().map(|room| view! {
+                            <li><a class="rl-my-room" data-room=room.id.clone() href=room.link()>
+                                {format!("Room {} · {}", room.id, room.scenario)}
+                            </a></li>
+                        }).collect_view()}
+                    </ul>
+                </details>
+            })}
+        </span>
+        {move || failed.get().map(|message| view! {
+            <p class="rl-notice rl-notice--refused" role="alert">
+                <strong>"No room opened. "</strong>{message}
+                {(!open_rooms.with(Vec::is_empty)).then_some(" Your open rooms are listed beside the button.")}
+            </p>
+        })}
     }
 }

@@ -7,7 +7,8 @@
 use super::step_card::StepCard;
 use super::swimlane::SwimlaneHeads;
 use leptos::prelude::*;
-use shared::timeline::{CrowdMember, Timeline};
+use shared::time_axis::{self, Gap};
+use shared::timeline::{CrowdMember, Row, Timeline};
 
 /// Every caller that took a lease, one small cell each, the current holder lit: the lanes show a
 /// few of fifty racing requests, the strip shows them all.
@@ -86,11 +87,15 @@ pub fn TimelineView(timeline: Signal<Timeline>) -> impl IntoView {
                     let names: Vec<String> = t.lanes.iter().map(|l| l.name.clone()).collect();
                     t.rows
                         .iter()
-                        .map(|row| {
+                        .enumerate()
+                        .map(|(i, row)| {
+                            let before = i.checked_sub(1).and_then(|i| t.rows.get(i));
+                            let gap = gap_before(before, row);
                             let cells = names
                                 .iter()
                                 .enumerate()
                                 .map(|(lane, name)| {
+                                    let fill = gap.map(|_| gap_fill(before, lane));
                                     let card = (lane == row.lane)
                                         .then(|| view! { <StepCard lane=name.clone() card=row.card.clone() /> });
                                     let bar = row.waiting.contains(&lane).then(|| {
@@ -132,13 +137,15 @@ pub fn TimelineView(timeline: Signal<Timeline>) -> impl IntoView {
                                         .collect_view();
                                     view! {
                                         <div class="rl-cell" class:rl-cell--lease=holds data-lane=name.clone()>
-                                            {expired}{changes}{label}{card}{bar}
+                                            {fill}{expired}{changes}{label}{card}{bar}
                                         </div>
                                     }
                                 })
                                 .collect_view();
                             view! {
-                                <div class="rl-row" data-seq=row.seq.to_string() title=format!("{} ms", row.at_ms)>
+                                <div class="rl-row" data-seq=row.seq.to_string() data-at-ms=row.at_ms.to_string()
+                                    title=format!("{} ms", row.at_ms) style=gap.map(gap_style)>
+                                    {gap.map(gap_label)}
                                     {cells}
                                 </div>
                             }
@@ -147,5 +154,42 @@ pub fn TimelineView(timeline: Signal<Timeline>) -> impl IntoView {
                 })
             }}
         </section>
+        <TimeLegend timeline=timeline />
+    }
+}
+
+/// The gap drawn above `row` for the time since the row `before` it (see `shared::time_axis`).
+pub fn gap_before(before: Option<&Row>, row: &Row) -> Option<Gap> {
+    time_axis::gap(before?.at_ms, row.at_ms, row.after_pause)
+}
+
+/// A gap's height, for the row's style.
+pub fn gap_style(gap: Gap) -> String {
+    format!("--rl-gap: {}px", gap.px)
+}
+
+/// The time a gap stands for, at its start.
+pub fn gap_label(gap: Gap) -> impl IntoView {
+    let cut = !gap.to_scale || gap.paused;
+    view! { <span class="rl-gap-label" data-ms=gap.ms.to_string() class:rl-gap-label--cut=cut>{gap.label()}</span> }
+}
+
+/// The gap's part of one lane: empty, or a wait bar when the lane was waiting all along.
+pub fn gap_fill(before: Option<&Row>, lane: usize) -> impl IntoView {
+    let waiting = before.is_some_and(|b| b.waiting.contains(&lane));
+    view! { <div class="rl-gap-fill" class:rl-gap-fill--waiting=waiting></div> }
+}
+
+/// The scale of the gaps, under a timeline that has any.
+#[component]
+pub fn TimeLegend(timeline: Signal<Timeline>) -> impl IntoView {
+    move || {
+        timeline.with(|t| {
+            let gaps = t
+                .rows
+                .windows(2)
+                .any(|pair| gap_before(pair.first(), &pair[1]).is_some());
+            gaps.then(|| view! { <p class="rl-time-legend">{time_axis::legend()}</p> })
+        })
     }
 }

@@ -28,7 +28,7 @@ pub fn ComparePage(id: String) -> impl IntoView {
                                     down=found.down.clone()
                                     variant=variant.id.clone()
                                     chrome=Chrome::Column
-                                    autoplay=true
+                                    autoplay=crate::route::Autoplay::OnLoad
                                     run_all=run_all
                                 />
                             </div>

@@ -1,20 +1,38 @@
-//! `/runs/{id}`: a stored run, replayed from its events. No database is touched: the timeline,
-//! ledger and verdict are drawn from the stream exactly as when it ran live. `/embed/runs/{id}`
-//! is the same run for an iframe (compact by default, its height told to the host page).
+//! `/runs/{id}`: a stored run, replayed from its events. No database is touched: the timeline
+//! (or a workload's progress and chart), ledger and verdict are drawn from the stream exactly as
+//! when it ran live, with the same body as the live page. The page names the scenario and the
+//! variant, says what the scenario shows, toggles the view, and links to the run's picture (SVG
+//! for slides, PNG for chats). `/embed/runs/{id}` is the same run for an iframe (compact by
+//! default, its height told to the host page). A run that does not exist says so.
 
-use crate::api::{fetch_json, fetched, report_height_to_parent};
-use crate::components::compact_timeline::CompactTimeline;
+use crate::api::{fetch_found, report_height_to_parent};
 use crate::components::error_view::{ErrorView, loading};
-use crate::components::ledger_diff::LedgerDiff;
-use crate::components::reference::ReferenceFigures;
-use crate::components::timeline::TimelineView;
-use crate::components::transcript::Transcript;
-use crate::components::verdict::VerdictBanner;
+use crate::components::run_view::RunBody;
+use crate::components::view_toggle::ViewToggle;
 use leptos::prelude::*;
+use shared::Outcome;
 use shared::protocol::StoredRun;
-use shared::run_state::Phase;
-use shared::run_state::RunState;
-use shared::{Moment, Outcome};
+use shared::run_state::{Phase, RunState};
+
+/// What the page has of the run: still loading, none by that id, an error, or the run's
+/// header (its state goes to its own signal, moved there once, never copied).
+#[derive(Clone)]
+enum Loaded {
+    Loading,
+    Missing,
+    Failed(String),
+    Run(Header),
+}
+
+/// What the heading says of a stored run.
+#[derive(Clone)]
+struct Header {
+    id: String,
+    #[cfg_attr(feature = "embed", allow(dead_code))]
+    scenario: String,
+    variant: String,
+    title: String,
+}
 
 #[component]
 pub fn ReplayPage(
@@ -29,80 +47,128 @@ pub fn ReplayPage(
     if embed {
         request_animation_frame(report_height_to_parent);
     }
-    let stored = fetched(async move { fetch_json::<StoredRun>(&format!("/api/runs/{id}")).await });
-    view! {
-        {move || stored.get().map(|result| match result {
-            Err(message) => view! { <ErrorView message=message /> }.into_any(),
-            Ok(run) => {
-                let state = RunState::replay(run.id.clone(), run.events.clone());
-                let timeline = Signal::derive({
-                    let state = state.clone();
-                    move || state.timeline()
-                });
-                let transcript = Signal::derive({
-                    let state = state.clone();
-                    move || state.transcript()
-                });
-                let ledger = match (state.ledger(Moment::Before), state.ledger(Moment::After)) {
-                    (Some(before), Some(after)) => Some(view! {
-                        <LedgerDiff
-                            before=before.clone()
-                            after=after.clone()
-                            expected=state.ledger(Moment::Expected).cloned()
-                            fold_unchanged=compact
-                        />
-                    }),
-                    _ => None,
-                };
-                let reference = state
-                    .ledger(Moment::Reference)
-                    .and_then(|l| l.tables.first().cloned())
-                    .map(|table| view! { <ReferenceFigures table=table /> });
-                let live = format!("/lab/{}?variant={}", run.scenario, run.variant);
-                let heading = if embed {
-                    let title = state.header().map_or(run.scenario.clone(), |(title, _)| title.to_owned());
-                    view! {
-                        <p class="rl-embed-title">
-                            <a href=format!("/runs/{}", run.id) target="_blank" rel="noopener">{title}</a>
-                            <span class="rl-embed-by">{format!(" · {} · a run on racelab", run.variant)}</span>
-                        </p>
-                    }
-                    .into_any()
-                } else {
-                    view! {
-                        <h1>{format!("Run {} — {} ({})", run.id, run.scenario, run.variant)}</h1>
-                        <p class="rl-explain">
-                            "A replay of a finished run, from its stored events. "
-                            <a href=live>"Run it again live"</a>
-                        </p>
-                    }
-                    .into_any()
-                };
-                // A run that did not complete says so first: the timeline shows where, this says why.
-                let ended = match &state.phase {
-                    Phase::Finished(Outcome::Failed { message }) => Some(("failed", format!("This run failed: {message}"))),
-                    Phase::Finished(Outcome::Cancelled) => Some(("cancelled", "This run was cancelled before its end.".to_owned())),
-                    _ => None,
-                }
-                .map(|(state, text)| view! { <p class="rl-status" data-state=state role="status"><span>{text}</span></p> });
-                let drawn = if compact {
-                    view! { <CompactTimeline timeline=timeline /> }.into_any()
-                } else {
-                    view! { <TimelineView timeline=timeline /> }.into_any()
-                };
-                view! {
-                    <article class="rl-replay" data-run-id=run.id.clone()>
-                        {heading}
-                        {ended}
-                        {drawn}
-                        {state.verdict().cloned().map(|v| view! { <VerdictBanner verdict=v /> })}
-                        {ledger}
-                        {reference}
-                        <Transcript text=transcript />
-                    </article>
-                }
-                .into_any()
+    let compact = RwSignal::new(compact);
+    let loaded = RwSignal::new(Loaded::Loading);
+    let state = RwSignal::new(RunState::default());
+    let missing = id.clone();
+    leptos::task::spawn_local(async move {
+        loaded.set(match fetch_found::<StoredRun>(&format!("/api/runs/{id}")).await {
+            Err(message) => Loaded::Failed(message),
+            Ok(None) => Loaded::Missing,
+            Ok(Some(run)) => {
+                let replayed = RunState::replay(run.id.clone(), run.events);
+                let title = replayed
+                    .header()
+                    .map_or(run.scenario.clone(), |(title, _)| title.to_owned());
+                state.set(replayed);
+                Loaded::Run(Header {
+                    id: run.id,
+                    scenario: run.scenario,
+                    variant: run.variant,
+                    title,
+                })
             }
-        }).unwrap_or_else(|| loading("Loading the run…"))}
+        });
+    });
+    let is_load_test = Signal::derive(move || state.with(|s| s.table_after("strategies").is_some()));
+    move || match loaded.get() {
+        Loaded::Loading => loading("Loading the run…"),
+        Loaded::Failed(message) => view! { <ErrorView message=message /> }.into_any(),
+        Loaded::Missing => view! { <Missing id=missing.clone() /> }.into_any(),
+        Loaded::Run(run) => {
+            // A run that did not complete says so first: the timeline shows where, this says why.
+            let ended = state.with_untracked(|s| match &s.phase {
+                Phase::Finished(Outcome::Failed { message }) => Some(("failed", format!("This run failed: {message}"))),
+                Phase::Finished(Outcome::Cancelled) => Some(("cancelled", "This run was cancelled before its end.".to_owned())),
+                _ => None,
+            })
+            .map(|(state, text)| view! { <p class="rl-status" data-state=state role="status"><span>{text}</span></p> });
+            let toggle = (!embed && !is_load_test.get_untracked()).then(|| {
+                view! {
+                    <div class="rl-controls"><ViewToggle compact=compact /></div>
+                }
+            });
+            view! {
+                <article class="rl-replay" data-run-id=run.id.clone()>
+                    {heading(&run, embed)}
+                    {ended}
+                    {toggle}
+                    <RunBody state=state is_load_test=is_load_test compact=compact />
+                </article>
+            }
+            .into_any()
+        }
+    }
+}
+
+/// The embed's one-line title, or the page's heading: the scenario and variant, what the
+/// scenario shows, and the links that go with a run (live again, the pictures).
+fn heading(run: &Header, embed: bool) -> AnyView {
+    if embed {
+        return view! {
+            <p class="rl-embed-title">
+                <a href=format!("/runs/{}", run.id) target="_blank" rel="noopener">{run.title.clone()}</a>
+                <span class="rl-embed-by">{format!(" · {} · a run on racelab", run.variant)}</span>
+            </p>
+        }
+        .into_any();
+    }
+    full_heading(run)
+}
+
+/// The full page's heading, with the scenario's own words from the catalog (the variant's label
+/// and what the scenario is about) once they arrive.
+#[cfg(not(feature = "embed"))]
+fn full_heading(run: &Header) -> AnyView {
+    let scenario = run.scenario.clone();
+    let about = crate::api::fetched(async move {
+        crate::api::fetch_json::<shared::catalog::ScenarioStatus>(&format!("/api/scenarios/{scenario}"))
+            .await
+            .ok()
+    });
+    let variant = run.variant.clone();
+    let label = move || {
+        about.with(|a| {
+            a.as_ref()
+                .and_then(|a| a.as_ref())
+                .and_then(|a| a.scenario.variant(&variant).map(|v| v.label.clone()))
+                .unwrap_or_else(|| variant.clone())
+        })
+    };
+    let hook = move || about.with(|a| a.as_ref().and_then(|a| a.as_ref()).map(|a| a.scenario.hook.clone()));
+    let live = format!("/lab/{}?variant={}", run.scenario, run.variant);
+    view! {
+        <h1>{run.title.clone()} <span class="rl-replay-variant">{move || format!(" ({})", label())}</span></h1>
+        {move || hook().map(|hook| view! { <p class="rl-hook">{hook}</p> })}
+        <p class="rl-explain rl-replay-about">
+            {format!("A replay of run {}, from its stored events: nothing is run again. ", run.id)}
+            <a href=live>"Run it again live"</a>
+            " · the picture of this run: "
+            <a class="rl-picture-link" data-kind="svg" href=format!("/runs/{}.svg", run.id)>"SVG"</a>
+            " · "
+            <a class="rl-picture-link" data-kind="png" href=format!("/runs/{}.png", run.id)>"PNG"</a>
+        </p>
+    }
+    .into_any()
+}
+
+/// The embed app shows runs in iframes only, with their one-line title.
+#[cfg(feature = "embed")]
+fn full_heading(run: &Header) -> AnyView {
+    view! { <h1>{run.title.clone()}</h1> }.into_any()
+}
+
+/// A run id nobody stored (or a typo): said plainly, with the way on.
+#[component]
+fn Missing(id: String) -> impl IntoView {
+    view! {
+        <div class="rl-not-found" data-run-id=id.clone()>
+            <h1>"No such run"</h1>
+            <p>
+                {format!("racelab has no stored run with the id {id}. A permalink names a run that finished; check the link, or ")}
+                <a href="/">"run a scenario yourself"</a>
+                "."
+            </p>
+        </div>
     }
 }

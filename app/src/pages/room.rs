@@ -1,14 +1,20 @@
 //! `/room/{id}`: a training room. Participants follow the trainer's run live, step by step, with
 //! no controls of their own; the trainer's page (`#trainer=<token>`, where "Teach this" leads)
 //! has the join link, its QR code, how many follow, and the controls that drive the room.
+//!
+//! A session is rounds: the trainer settles on a scenario and variant, which is the room's
+//! question; participants pick what they expect; the run locks the picks, plays, and reveals the
+//! answer; the next scenario or variant is the next round, and every page starts it afresh.
 
-use crate::api::{RunSocket, delete_with_token, fetch_json, fetched, origin};
+use crate::api::{RunSocket, delete_with_token, fetch_json, fetched, origin, replace_query};
 use crate::components::error_view::{ErrorView, loading};
+use crate::components::keys::on_step_keys;
 use crate::components::predict::{Predict, pick_for, revealed};
 use crate::components::run_view::RunView;
 use crate::components::variant_picker::VariantPicker;
 use leptos::prelude::*;
 use shared::catalog::{LabStatus, RoomsReach};
+use shared::run_state::RunState;
 use shared::{EventKind, Mode, ScenarioInfo};
 
 #[component]
@@ -16,7 +22,7 @@ pub fn RoomPage(
     id: String,
     /// The trainer token, on the trainer's page only.
     token: Option<String>,
-    /// The scenario and variant "Teach this" came from, to start with.
+    /// The scenario and variant to start with ("Teach this", or the trainer's last choice).
     scenario: Option<String>,
     variant: Option<String>,
 ) -> impl IntoView {
@@ -29,7 +35,7 @@ pub fn RoomPage(
             _ => Vec::<ScenarioInfo>::new(),
         })
     });
-    // The scenario on screen: the run's, once one started; before that, the trainer's choice.
+    // The trainer's choice (a participant's page has none of its own).
     let chosen = RwSignal::new(scenario.unwrap_or_else(|| "isolation/write-skew".to_owned()));
     let state = socket.state;
     let playing = Signal::derive(move || {
@@ -40,13 +46,26 @@ pub fn RoomPage(
             })
         })
     });
-    let shown = Signal::derive(move || playing.get().unwrap_or_else(|| chosen.get()));
+    let asked = Memo::new(move |_| state.with(|s| s.asked.clone()));
+    let trainer = token.is_some();
+    // The scenario on screen: the run's, once one started; before that, the question's; on the
+    // trainer's page before any question, the trainer's choice.
+    let shown = Signal::derive(move || {
+        playing
+            .get()
+            .or_else(|| asked.get().map(|(scenario, _)| scenario))
+            .unwrap_or_else(|| chosen.get())
+    });
     let info = Signal::derive(move || scenarios.with(|all| all.iter().find(|s| s.id == shown.get()).cloned()));
     let is_load_test = Signal::derive(move || info.with(|i| i.as_ref().is_some_and(|i| i.workload)));
     let compact = RwSignal::new(false);
+    let presenting = RwSignal::new(false);
+    let closed = Signal::derive(move || state.with(|s| s.room_closed));
     let participants = move || state.with(|s| s.room.as_ref().map_or(0, |(_, n)| *n));
-    let trainer = token.is_some();
     let link = format!("{}/room/{id}", origin());
+    if trainer {
+        on_step_keys(socket);
+    }
 
     let heading = view! {
         <header class="rl-room-head">
@@ -66,25 +85,42 @@ pub fn RoomPage(
                     <div class="rl-room-join-text">
                         <p>"Participants join at " <a class="rl-room-link" href=link.clone()>{link.clone()}</a></p>
                         <Reach />
-                        <CloseRoom id=id.clone() token=token />
+                        <button class="rl-presenter-toggle" aria-pressed=move || presenting.get().to_string()
+                            on:click=move |_| presenting.update(|p| *p = !*p)>
+                            "Presenter mode"
+                        </button>
+                        <CloseRoom id=id.clone() token=token closed=closed />
                     </div>
                 </div>
             })}
         </header>
     };
-    let controls = match token {
-        Some(_) => {
-            view! { <TrainerControls socket=socket scenarios=scenarios chosen=chosen variant=variant /> }.into_any()
-        }
-        None => view! {
+    let closed_notice = move || {
+        closed.get().then(|| {
+            let why = state.with(|s| s.refused.clone()).unwrap_or_default();
+            view! {
+                <p class="rl-room-ended" role="status">
+                    <strong>"This room is closed."</strong>
+                    " " {why} " Nothing here can be picked or run any more."
+                </p>
+            }
+        })
+    };
+    let controls = if trainer {
+        view! { <TrainerControls socket=socket scenarios=scenarios chosen=chosen variant=variant closed=closed /> }
+            .into_any()
+    } else {
+        view! {
             <p class="rl-room-follow">"Your trainer runs the scenario; this page follows every step."</p>
-            <RoomQuestion socket=socket scenarios=scenarios />
+            <RoomQuestion socket=socket scenarios=scenarios closed=closed />
         }
-        .into_any(),
+        .into_any()
     };
     view! {
-        <article class="rl-room" data-room=id.clone() data-trainer=trainer.to_string()>
+        <article class="rl-room" class:rl-presenter=move || presenting.get() data-room=id.clone()
+            data-trainer=trainer.to_string() data-closed=move || closed.get().to_string()>
             {heading}
+            {closed_notice}
             {move || catalog.get().and_then(|c| c.err()).map(|message| view! { <ErrorView message=message /> })}
             {move || catalog.with(Option::is_none).then(|| loading("Loading the scenarios…"))}
             {controls}
@@ -107,11 +143,22 @@ fn Reach() -> impl IntoView {
     }
 }
 
+/// "Write skew at SERIALIZABLE": the scenario and variant a question is about.
+fn subject(scenarios: &[ScenarioInfo], scenario: &str, variant: &str) -> String {
+    match scenarios.iter().find(|s| s.id == scenario) {
+        Some(info) => {
+            let variant = info.variant(variant).map_or(variant, |v| v.label.as_str());
+            format!("{} at {variant}", info.title)
+        }
+        None => format!("{scenario} at {variant}"),
+    }
+}
+
 /// A participant's prediction for the trainer's question: the choices of the scenario the room
 /// is asked about, the pick sent to the room; after the run, the right answer and everyone's
-/// counts.
+/// counts. Picks close when the run starts, and a new question starts with none.
 #[component]
-fn RoomQuestion(socket: RunSocket, scenarios: Signal<Vec<ScenarioInfo>>) -> impl IntoView {
+fn RoomQuestion(socket: RunSocket, scenarios: Signal<Vec<ScenarioInfo>>, closed: Signal<bool>) -> impl IntoView {
     let state = socket.state;
     let asked = Memo::new(move |_| state.with(|s| s.asked.clone()));
     let picked = pick_for(move || asked.get());
@@ -121,22 +168,30 @@ fn RoomQuestion(socket: RunSocket, scenarios: Signal<Vec<ScenarioInfo>>) -> impl
         }
     });
     let revealed = revealed(state);
-    let locked = Signal::derive(move || revealed.with(Option::is_some));
+    let locked =
+        Signal::derive(move || closed.get() || state.with(RunState::is_active) || revealed.with(Option::is_some));
     move || {
-        let (scenario, _) = asked.get()?;
-        let prediction = scenarios.with(|all| all.iter().find(|s| s.id == scenario).and_then(|s| s.predict.clone()))?;
+        let (scenario, variant) = asked.get()?;
+        let (prediction, about) = scenarios.with(|all| {
+            let prediction = all.iter().find(|s| s.id == scenario).and_then(|s| s.predict.clone());
+            (prediction, subject(all, &scenario, &variant))
+        });
+        let prediction = prediction?;
         let labels = prediction.choices.clone();
         Some(view! {
-            <Predict prediction=prediction picked=picked revealed=revealed locked=locked />
+            <Predict prediction=prediction subject=Signal::stored(about) picked=picked revealed=revealed locked=locked
+                hint="Pick what you expect; your trainer runs it, and the picks close when it starts." />
             <Tally state=state labels=labels />
         })
     }
 }
 
-/// How many picked each choice: live on the trainer's page, on everyone's after the reveal.
+/// How many picked each choice: live on the trainer's page, on everyone's after the reveal,
+/// with the choice that happened marked.
 #[component]
-fn Tally(state: RwSignal<shared::run_state::RunState>, labels: Vec<shared::Choice>) -> impl IntoView {
+fn Tally(state: RwSignal<RunState>, labels: Vec<shared::Choice>) -> impl IntoView {
     move || {
+        let right = state.with(|s| s.revealed().map(|(choice, _)| choice.to_owned()));
         state.with(|s| s.tally.clone()).map(|(counts, revealed)| {
             let total: usize = counts.iter().map(|(_, n)| n).sum();
             let rows = counts
@@ -146,7 +201,14 @@ fn Tally(state: RwSignal<shared::run_state::RunState>, labels: Vec<shared::Choic
                         .iter()
                         .find(|c| c.id == choice)
                         .map_or(choice.clone(), |c| c.label.clone());
-                    view! { <li data-choice=choice data-count=n.to_string()><strong>{n}</strong> " " {label}</li> }
+                    let is_right = revealed && right.as_deref() == Some(choice.as_str());
+                    view! {
+                        <li data-choice=choice data-count=n.to_string() data-right=is_right.to_string()
+                            class:rl-tally-right=is_right>
+                            <strong>{n}</strong> " " {label}
+                            {is_right.then(|| view! { <span class="rl-tally-mark">" ✓ this happened"</span> })}
+                        </li>
+                    }
                 })
                 .collect_view();
             view! {
@@ -159,24 +221,36 @@ fn Tally(state: RwSignal<shared::run_state::RunState>, labels: Vec<shared::Choic
     }
 }
 
-/// Closes the room for good (its run ends first; every page following it is told).
+/// Closes the room for good, after the trainer confirms (its run ends first; every page
+/// following it is told, and its choices and controls go dead).
 #[component]
-fn CloseRoom(id: String, token: String) -> impl IntoView {
-    let closed = RwSignal::new(None::<Result<(), String>>);
+fn CloseRoom(id: String, token: String, closed: Signal<bool>) -> impl IntoView {
+    let asking = RwSignal::new(false);
+    let failed = RwSignal::new(None::<String>);
     let close = move |_| {
         let (id, token) = (id.clone(), token.clone());
+        asking.set(false);
         leptos::task::spawn_local(async move {
-            closed.set(Some(delete_with_token(&format!("/api/rooms/{id}"), &token).await));
+            if let Err(message) = delete_with_token(&format!("/api/rooms/{id}"), &token).await {
+                failed.set(Some(message));
+            }
         });
     };
     view! {
-        <button class="rl-room-close" on:click=close disabled=move || matches!(closed.get(), Some(Ok(())))>
-            "Close the room"
-        </button>
-        {move || closed.get().map(|result| match result {
-            Ok(()) => view! { <p class="rl-room-closed" role="status">"The room is closed."</p> }.into_any(),
-            Err(message) => view! { <p class="rl-refused" role="alert">{message}</p> }.into_any(),
+        {move || (!asking.get()).then(|| view! {
+            <button class="rl-room-close" on:click=move |_| asking.set(true) disabled=move || closed.get()>
+                "Close the room"
+            </button>
         })}
+        {move || asking.get().then(|| view! {
+            <div class="rl-room-close-confirm" role="alertdialog" aria-label="Close the room?">
+                <p>"Close the room for everyone? Participants' pages stop following it, and the code cannot be used again."</p>
+                <button class="rl-room-close-yes" on:click=close.clone()>"Close it"</button>
+                " "
+                <button class="rl-room-close-no" on:click=move |_| asking.set(false)>"Keep it open"</button>
+            </div>
+        })}
+        {move || failed.get().map(|message| view! { <p class="rl-notice rl-notice--refused" role="alert">{message}</p> })}
     }
 }
 
@@ -188,9 +262,11 @@ fn TrainerControls(
     scenarios: Signal<Vec<ScenarioInfo>>,
     chosen: RwSignal<String>,
     variant: Option<String>,
+    closed: Signal<bool>,
 ) -> impl IntoView {
     let state = socket.state;
     let active = Signal::derive(move || state.with(|s| s.is_active()));
+    let frozen = Signal::derive(move || active.get() || closed.get());
     // Whether the room's run is stepped: it paused at least once. Read from the run, not kept
     // here, so a trainer who reloads the page mid-run can still step it.
     let stepping = Signal::derive(move || {
@@ -207,16 +283,29 @@ fn TrainerControls(
             chosen_variant.set(first.id.clone());
         }
     });
-    let start = move |mode: Mode| socket.start(&chosen.get_untracked(), &chosen_variant.get_untracked(), mode);
-    let steppable = move || current.with(|c| c.as_ref().is_some_and(|c| c.steppable));
-    // Each scenario and variant the trainer settles on is the room's question, if it asks one.
+    // The choice stays in the address, so a reload (or a second screen) lands on it.
     Effect::new(move |_| {
         let (scenario, variant) = (chosen.get(), chosen_variant.get());
+        if !variant.is_empty() {
+            replace_query(&[("scenario", &scenario), ("variant", &variant)]);
+        }
+    });
+    let start = move |mode: Mode| socket.start(&chosen.get_untracked(), &chosen_variant.get_untracked(), mode);
+    let steppable = move || current.with(|c| c.as_ref().is_some_and(|c| c.steppable));
+    // Each scenario and variant the trainer settles on is the room's next question, if it asks
+    // one: asked once the room has said what it asks now (a reload asks nothing new).
+    let knows_room = Memo::new(move |_| state.with(|s| s.room.is_some()));
+    Effect::new(move |_| {
+        let (scenario, variant) = (chosen.get(), chosen_variant.get());
+        if !knows_room.get() || closed.get() {
+            return;
+        }
         let asks = current.with(|c| {
             c.as_ref()
                 .is_some_and(|c| c.predict.is_some() && c.variant(&variant).is_some())
         });
-        if asks && !active.get_untracked() {
+        let already = state.with_untracked(|s| s.asked.as_ref() == Some(&(scenario.clone(), variant.clone())));
+        if asks && !already && !active.get_untracked() {
             socket.ask(&scenario, &variant);
         }
     });
@@ -228,13 +317,19 @@ fn TrainerControls(
                 .unwrap_or_default()
         })
     };
+    let question = move || {
+        state.with(|s| s.asked.clone()).map(|(scenario, variant)| {
+            let about = scenarios.with(|all| subject(all, &scenario, &variant));
+            view! { <p class="rl-room-question">"The room predicts: " <strong>{about}</strong></p> }
+        })
+    };
     view! {
         <div class="rl-room-controls">
             <label class="rl-room-pick">
                 "Scenario "
                 <select
                     class="rl-room-scenario"
-                    disabled=move || active.get()
+                    disabled=move || frozen.get()
                     on:change=move |event| chosen.set(event_target_value(&event))
                     prop:value=move || chosen.get()
                 >
@@ -245,11 +340,12 @@ fn TrainerControls(
                 </select>
             </label>
             {move || current.get().map(|info| view! {
-                <VariantPicker variants=info.variants chosen=chosen_variant disabled=active />
+                <VariantPicker variants=info.variants chosen=chosen_variant disabled=frozen />
             })}
+            {question}
             <div class="rl-controls">
-                <button class="rl-run" on:click=move |_| start(Mode::Auto) disabled=move || active.get()>"Run"</button>
-                <button class="rl-step" on:click=move |_| start(Mode::Step) disabled=move || active.get() || !steppable()>
+                <button class="rl-run" on:click=move |_| start(Mode::Auto) disabled=move || frozen.get()>"Run"</button>
+                <button class="rl-step" on:click=move |_| start(Mode::Step) disabled=move || frozen.get() || !steppable()>
                     "Step"
                 </button>
                 {move || (stepping.get() && active.get()).then(|| {

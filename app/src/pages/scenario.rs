@@ -12,6 +12,14 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
     let query = crate::api::location().1;
     let wanted = query_param(&query, "variant");
     let predict = query_param(&query, "predict").is_some_and(|v| v == "1" || v == "true");
+    // The view the address names, else compact on a phone (the detailed cards of three lanes
+    // need a wide screen) and detailed elsewhere.
+    let compact = match query_param(&query, "view").as_deref() {
+        Some("compact") => true,
+        Some("detailed") => false,
+        _ => crate::api::narrow_screen(),
+    };
+    let step = query_param(&query, "mode").as_deref() == Some("step");
     view! {
         {move || found.get().map(|result| match result {
             Err(message) => view! { <ErrorView message=message /> }.into_any(),
@@ -23,7 +31,8 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
                         <h1>{found.scenario.title.clone()}</h1>
                         <p class="rl-hook">{found.scenario.hook.clone()}</p>
                         <p class="rl-explain">{found.scenario.about.clone()}</p>
-                        <RunPanel scenario=found.scenario down=found.down variant=variant chrome=Chrome::Full predict=predict />
+                        <RunPanel scenario=found.scenario down=found.down variant=variant chrome=Chrome::Full
+                            predict=predict compact=compact step=step />
                     </article>
                 }
                 .into_any()

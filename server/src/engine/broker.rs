@@ -170,7 +170,7 @@ impl Producer {
     /// and waits for its delivery report: `(partition, offset)` once the broker acknowledged it.
     pub async fn send(&self, topic: &str, key: &str, value: &str) -> Result<(i32, i64), StepError> {
         let text = format!("produce {topic} key={key}");
-        self.lane.gate(&text).await;
+        self.lane.gate(Service::Kafka, &text).await;
         let sent = Detail::Message {
             topic: topic.to_owned(),
             partition: None,
@@ -216,7 +216,10 @@ impl Producer {
     pub async fn send_all(&self, topic: &str, messages: &[(String, String)]) -> Result<Vec<(i32, i64)>, StepError> {
         let wire = wire_topic(&self.sandbox, topic)?;
         self.lane
-            .gate(&format!("produce {} messages to {topic}", messages.len()))
+            .gate(
+                Service::Kafka,
+                &format!("produce {} messages to {topic}", messages.len()),
+            )
             .await;
         let mut deliveries = Vec::with_capacity(messages.len());
         for (key, value) in messages {
@@ -385,7 +388,7 @@ impl Consumer {
             message.partition,
             message.offset + 1
         );
-        self.lane.gate(&text).await;
+        self.lane.gate(Service::Kafka, &text).await;
         self.lane.step(Service::Kafka, &text, &[], None);
         let wire = wire_topic(&self.sandbox, &message.topic)?;
         let mut offsets = TopicPartitionList::new();

@@ -21,7 +21,7 @@ use super::process::{ChildMsg, env};
 use super::sql::application_name;
 use crate::sandbox::Sandbox;
 use serde::Deserialize;
-use shared::EventKind;
+use shared::{EventKind, Service};
 use sqlx::ConnectOptions;
 use sqlx::postgres::PgConnectOptions;
 use std::io::Write;
@@ -58,10 +58,13 @@ impl Stage for Pipes {
         self.send(&ChildMsg::Event { event: kind });
     }
 
-    fn gate<'a>(&'a self, _actor: &'a str, step: &'a str) -> BoxFuture<'a, ()> {
+    fn gate<'a>(&'a self, _actor: &'a str, service: Service, step: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let mut go = self.go.lock().await;
-            self.send(&ChildMsg::Gate { step: step.to_owned() });
+            self.send(&ChildMsg::Gate {
+                service,
+                step: step.to_owned(),
+            });
             let _ = go.recv().await;
         })
     }

@@ -159,7 +159,7 @@ impl HttpClient {
     /// waits at most `call.timeout` for the response.
     pub async fn send(&self, call: &Call) -> Result<Reply, StepError> {
         let text = format!("{} {}", call.method, call.path);
-        self.lane.gate(&text).await;
+        self.lane.gate(Service::Http, &text).await;
         self.lane.step(
             Service::Http,
             &text,

@@ -19,9 +19,9 @@ use std::sync::Arc;
 pub trait Stage: Send + Sync {
     /// Emits one event (numbered and timed by whoever owns the stream).
     fn emit(&self, kind: EventKind);
-    /// In step mode, announces `actor`'s next `step` and waits for the reader's `next`; at once
-    /// otherwise.
-    fn gate<'a>(&'a self, actor: &'a str, step: &'a str) -> BoxFuture<'a, ()>;
+    /// In step mode, announces `actor`'s next `step` (on `service`) and waits for the reader's
+    /// `next`; at once otherwise.
+    fn gate<'a>(&'a self, actor: &'a str, service: Service, step: &'a str) -> BoxFuture<'a, ()>;
 }
 
 /// One swimlane. Cheap to clone: an HTTP server's handlers each hold a clone of the server's lane.
@@ -78,10 +78,11 @@ impl Lane {
         });
     }
 
-    /// In step mode, waits for the reader's `next` before `step` (quiet lanes never pause).
-    pub async fn gate(&self, step: &str) {
+    /// In step mode, waits for the reader's `next` before `step` on `service` (quiet lanes
+    /// never pause).
+    pub async fn gate(&self, service: Service, step: &str) {
         if !self.quiet {
-            self.stage.gate(&self.name, step).await;
+            self.stage.gate(&self.name, service, step).await;
         }
     }
 

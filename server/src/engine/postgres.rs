@@ -223,7 +223,7 @@ impl PgActor {
     /// Starts one statement without waiting for it: the caller decides whether it should block
     /// ([`Pending::expect_blocked`]) or just [`Pending::finish`].
     pub async fn start(&self, sql: &str, params: &[Value]) -> Result<Pending<'_>, StepError> {
-        self.lane.gate(sql).await;
+        self.lane.gate(Service::Postgres, sql).await;
         if self.level != Level::Autocommit && !self.in_transaction.swap(true, Ordering::SeqCst) {
             let begin = format!("BEGIN ISOLATION LEVEL {}", self.level.sql());
             self.emit_step(&begin, &[]);
@@ -240,7 +240,7 @@ impl PgActor {
         if self.level != Level::Autocommit || self.in_transaction.load(Ordering::SeqCst) {
             return Ok(());
         }
-        self.lane.gate("BEGIN").await;
+        self.lane.gate(Service::Postgres, "BEGIN").await;
         self.emit_step("BEGIN", &[]);
         self.send("BEGIN", &[]).await?.finish().await?;
         self.in_transaction.store(true, Ordering::SeqCst);
@@ -263,7 +263,7 @@ impl PgActor {
     }
 
     async fn end_transaction(&self, sql: &str) -> Result<(), StepError> {
-        self.lane.gate(sql).await;
+        self.lane.gate(Service::Postgres, sql).await;
         self.emit_step(sql, &[]);
         let answer = self.send(sql, &[]).await?.answer().await?;
         self.in_transaction.store(false, Ordering::SeqCst);

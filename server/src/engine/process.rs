@@ -20,7 +20,7 @@ use super::error::RunError;
 use super::lane::{Lane, Stage};
 use super::run::{Run, RunCore};
 use serde::{Deserialize, Serialize};
-use shared::EventKind;
+use shared::{EventKind, Service};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,8 +36,8 @@ pub enum ChildMsg {
     Event { event: EventKind },
     /// The child opened a PostgreSQL session with backend pid `pid`.
     Session { pid: i32 },
-    /// Step mode: the child waits for a line on its stdin before `step`.
-    Gate { step: String },
+    /// Step mode: the child waits for a line on its stdin before `step` on `service`.
+    Gate { service: Service, step: String },
     /// The child reached crash point `point` and waits there to be killed.
     CrashPoint { point: String },
     /// The child serves HTTP on loopback port `port` (a shop API that can crash).
@@ -484,8 +484,8 @@ async fn own(
                         core.name_session(pid, lane.name());
                         sessions.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
                     }
-                    Ok(ChildMsg::Gate { step }) => {
-                        core.gate(lane.name(), &step).await;
+                    Ok(ChildMsg::Gate { service, step }) => {
+                        core.gate(lane.name(), service, &step).await;
                         if stdin.write_all(b"go\n").await.is_err() || stdin.flush().await.is_err() {
                             break;
                         }

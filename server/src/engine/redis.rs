@@ -281,7 +281,7 @@ impl RedisActor {
     ) -> Result<redis::Value, StepError> {
         let text = command.text();
         if shown {
-            self.lane.gate(&text).await;
+            self.lane.gate(Service::Redis, &text).await;
             self.lane.step(Service::Redis, &text, &[], None);
         }
         let packed = command.packed(&self.prefix);

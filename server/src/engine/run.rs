@@ -14,7 +14,7 @@ use super::lane::{Lane, Stage};
 use super::sql::{Output, application_name, execute};
 use crate::sandbox::postgres::quote_ident;
 use crate::sandbox::{Sandbox, Services, broker_name};
-use shared::{EventKind, Ledger, Table, Value, Verdict};
+use shared::{EventKind, Ledger, Service, Table, Value, Verdict};
 use sqlx::ConnectOptions;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use std::collections::HashMap;
@@ -143,13 +143,14 @@ impl Stage for RunCore {
 
     /// Each `next` plays exactly one step: one sent before this pause was announced (a double
     /// click) is dropped, not saved for later.
-    fn gate<'a>(&'a self, actor: &'a str, step: &'a str) -> BoxFuture<'a, ()> {
+    fn gate<'a>(&'a self, actor: &'a str, service: Service, step: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             if let Some(gate) = &self.gate {
                 let mut permits = gate.permits.lock().await;
                 while permits.try_recv().is_ok() {}
                 self.sink.emit(EventKind::Paused {
                     actor: actor.to_owned(),
+                    service,
                     step: step.to_owned(),
                 });
                 // A closed channel means the reader is gone; the supervisor is cancelling the run.

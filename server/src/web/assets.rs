@@ -51,74 +51,21 @@ async fn embed_page(candidates: [PathBuf; 2], uri: Uri) -> Response {
     Html(NOT_BUILT).into_response()
 }
 
-/// `embed.js` defines `<racelab-scenario>`: an author writes
-/// `<racelab-scenario scenario="isolation/write-skew" variant="serializable"></racelab-scenario>`
-/// (plus `mode`, `theme`, `autoplay`, `view`) and one `<script src="https://racelab.example/embed.js">`
-/// anywhere on the page; each element inserts its own iframe and resizes it whenever its embed
-/// reports its height. The older one-tag form, `<script src=…/embed.js data-scenario=…>`, still
-/// works: it becomes an element right after the script.
+/// `/embed.js`, the loader a host page includes once (`embed.js` beside this file says what it
+/// does): `<racelab-scenario>` elements become iframes, every racelab iframe on the page takes
+/// the height its embed reports, and an embed with `theme=host` is told the host's colours.
 async fn embed_loader() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], EMBED_LOADER)
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            // Host pages load it on every view: a short cache, revalidated.
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        EMBED_LOADER,
+    )
 }
 
-const EMBED_LOADER: &str = r#"(function () {
-  var script = document.currentScript;
-  var origin = new URL(script ? script.src : location.href).origin;
-  var OPTIONS = ["variant", "mode", "theme", "autoplay", "view"];
-
-  if (!window.customElements.get("racelab-scenario")) {
-    class RacelabScenario extends HTMLElement {
-      static get observedAttributes() { return ["scenario"].concat(OPTIONS); }
-      connectedCallback() { this.render(); }
-      attributeChangedCallback() { if (this.isConnected) this.render(); }
-      render() {
-        var scenario = this.getAttribute("scenario");
-        if (!scenario) return;
-        var query = new URLSearchParams();
-        var element = this;
-        OPTIONS.forEach(function (name) {
-          if (!element.hasAttribute(name)) return;
-          var value = element.getAttribute(name);
-          // `autoplay` is a boolean attribute: present (even empty) means on.
-          query.set(name, name === "autoplay" && (value === "" || value === "autoplay") ? "1" : value);
-        });
-        var src = origin + "/embed/" + scenario + "?" + query.toString();
-        if (!this.frame) {
-          this.frame = document.createElement("iframe");
-          this.frame.loading = "lazy";
-          this.frame.style.cssText = "display:block;width:100%;min-height:240px;border:0";
-          this.style.display = "block";
-          this.appendChild(this.frame);
-        }
-        if (this.frame.getAttribute("src") !== src) {
-          this.frame.setAttribute("src", src);
-          this.frame.title = "racelab: " + scenario;
-        }
-      }
-    }
-    window.customElements.define("racelab-scenario", RacelabScenario);
-    // One listener for every element: each embed's height goes to its own iframe only.
-    window.addEventListener("message", function (event) {
-      var data = event.data;
-      if (!data || data.type !== "racelab:height" || !(data.height > 0)) return;
-      document.querySelectorAll("racelab-scenario").forEach(function (element) {
-        if (element.frame && event.source === element.frame.contentWindow) {
-          element.frame.style.height = Math.ceil(data.height) + "px";
-        }
-      });
-    });
-  }
-
-  if (script && script.dataset.scenario) {
-    var element = document.createElement("racelab-scenario");
-    element.setAttribute("scenario", script.dataset.scenario);
-    OPTIONS.forEach(function (name) {
-      if (script.dataset[name]) element.setAttribute(name, script.dataset[name]);
-    });
-    script.parentNode.insertBefore(element, script.nextSibling);
-  }
-})();
-"#;
+const EMBED_LOADER: &str = include_str!("embed.js");
 
 pub(super) const NOT_BUILT: &str = "<!doctype html><meta charset=utf-8><title>racelab</title>\
 <h1>racelab</h1><p>The server is running, but the browser app has not been built.</p>\

@@ -8,7 +8,6 @@
 //! - [`pages`]: scenario and run pages with their link previews; `/runs/{id}.svg`, the picture
 //!   of a run ([`picture`]), and `/runs/{id}.png`, the same as PNG ([`png`]).
 //! - [`oembed`]: `GET /oembed`, so a pasted link becomes the embed.
-//! - [`markup`]: escaping what the server writes into HTML and SVG itself.
 //! - [`assets`]: the built browser app from `dist/`, with its client-side routes.
 //! - [`error`]: the one error type at the HTTP edge.
 
@@ -17,7 +16,6 @@ pub mod assets;
 pub mod clients;
 pub mod error;
 pub mod health;
-pub mod markup;
 pub mod oembed;
 pub mod pages;
 pub mod picture;

@@ -7,13 +7,13 @@
 //! (another site's, a typo, a run that does not exist); `501` for a format other than JSON.
 
 use super::AppState;
-use super::markup::escape;
 use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
+use shared::markup::escape;
 
 /// The embed's width in a blog column, and its finished height there and at a phone's width
 /// (the compact timeline's limits for serializable write skew).

@@ -5,7 +5,6 @@
 //! same drawn as PNG (see [`super::png`]).
 
 use super::AppState;
-use super::markup::escape;
 use super::oembed::origin;
 use super::picture;
 use super::png;
@@ -15,6 +14,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use reqwest::Url;
+use shared::markup::escape;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -111,6 +111,13 @@ async fn run_page_or_picture(
             }
         },
         (None, Some(_)) => (StatusCode::NOT_FOUND, format!("no finished run has the id {id:?}")).into_response(),
+        // No such run: the app's page says so, under a 404 (a link checker, a crawler and a
+        // browser's history all learn that the link is dead).
+        (None, None) => {
+            let mut page = app_page(&dist, None);
+            *page.status_mut() = StatusCode::NOT_FOUND;
+            page
+        }
         (run, None) => {
             let preview = run.zip(origin(&headers)).map(|(run, (origin, _))| {
                 let state = shared::run_state::RunState::replay(run.id.clone(), run.events.clone());

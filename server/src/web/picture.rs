@@ -3,8 +3,8 @@
 //! so a slide or a link preview shows the race without a browser: a lane per actor, every step
 //! on its lane's line, waits as bars, errors and commits marked, and the verdict.
 
-use super::markup::escape;
 use shared::compact::{self, Tone};
+use shared::markup::escape;
 use shared::protocol::StoredRun;
 use shared::run_state::RunState;
 use shared::{Outcome, VerdictKind};

@@ -160,8 +160,65 @@ fn host_pages() -> Router {
         .route(HOST_ELEMENTS_ROUTE, page(HOST_ELEMENTS))
 }
 
+/// A blog of another origin (its own server, on its own port): the page an author pastes an
+/// embed into, as served elsewhere, so the embed is cross-origin as on a real blog. `paste` sets
+/// what `/post` shows: a background and the pasted HTML.
+pub struct Host {
+    /// `http://127.0.0.1:<port>` of the host's server.
+    pub base: String,
+    post: Arc<std::sync::Mutex<String>>,
+}
+
+impl Host {
+    pub async fn start() -> Host {
+        let post = Arc::new(std::sync::Mutex::new(String::new()));
+        let shown = post.clone();
+        let app = Router::new().route(
+            "/post",
+            get(move || {
+                let page = shown.lock().map(|p| p.clone()).unwrap_or_default();
+                async move { Html(page) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("a free port");
+        let address = listener.local_addr().expect("its address");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Host {
+            base: format!("http://{address}"),
+            post,
+        }
+    }
+
+    /// `/post` becomes a page on `background` (a CSS colour) with `html` in its body.
+    pub fn paste(&self, background: &str, html: &str) {
+        let page = format!(
+            "<!doctype html><html lang=en><head><meta charset=utf-8>\
+             <meta name=viewport content='width=device-width, initial-scale=1'><title>a blog</title>\
+             <style>body{{margin:0;padding:8px;font-family:Georgia,serif;background:{background}}}</style>\
+             </head><body>{html}</body></html>"
+        );
+        *self.post.lock().expect("the post") = page;
+    }
+
+    pub fn url(&self) -> String {
+        format!("{}/post", self.base)
+    }
+}
+
+/// How the test server knows its readers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Readers {
+    /// Not by address: the per-reader caps (runs at once, starts a minute, rooms) do not apply,
+    /// so a test may start runs as fast as it likes.
+    Anonymous,
+    /// By address, as `racelab serve` knows them: the caps apply.
+    ByAddress,
+}
+
 /// The real router serving the built app (plus the host pages) on a free loopback port.
-pub async fn serve() -> SocketAddr {
+pub async fn serve(readers: Readers) -> SocketAddr {
     let dist = dist();
     let state = AppState {
         engine: common::engine().await,
@@ -171,7 +228,14 @@ pub async fn serve() -> SocketAddr {
     let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into())
         .await
         .expect("a free port");
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    match readers {
+        Readers::Anonymous => tokio::spawn(async move { axum::serve(listener, app).await }),
+        Readers::ByAddress => {
+            tokio::spawn(
+                async move { axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await },
+            )
+        }
+    };
     address
 }
 
@@ -344,9 +408,14 @@ impl WebDriverCompatibleCommand for Cdp {
 
 /// Runs `body` with a fresh browser on a fresh server, then cleans up (see the module doc).
 pub async fn run(test: &'static str, body: impl AsyncFnOnce(&Browser)) {
+    run_with(test, Readers::Anonymous, body).await;
+}
+
+/// [`run`], on a server that knows its `readers` as told.
+pub async fn run_with(test: &'static str, readers: Readers, body: impl AsyncFnOnce(&Browser)) {
     let _slot = BROWSER_SLOT.acquire().await.expect("the browser slot is never closed");
     let before = live_runs().await;
-    let address = serve().await;
+    let address = serve(readers).await;
     let driver = Driver::start();
     let browser = Browser {
         client: open_session(&driver).await,
@@ -365,6 +434,54 @@ pub async fn run(test: &'static str, body: impl AsyncFnOnce(&Browser)) {
 }
 
 impl Browser {
+    /// Opens a full URL (another origin's page, say).
+    pub async fn goto_url(&self, url: &str) {
+        self.client
+            .goto(url)
+            .await
+            .unwrap_or_else(|e| panic!("open {url}: {e}"));
+    }
+
+    /// Presses `key` (a character, or a WebDriver key such as `'\u{e014}'` for →) on whatever
+    /// has the focus, as a reader's keyboard would (through WebDriver's actions, not a synthetic
+    /// event).
+    pub async fn press(&self, key: char) {
+        use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+        let keys = KeyActions::new("keyboard".into())
+            .then(KeyAction::Down { value: key })
+            .then(KeyAction::Up { value: key });
+        self.client
+            .perform_actions(keys)
+            .await
+            .unwrap_or_else(|e| panic!("press {key:?}: {e}"));
+    }
+
+    /// Sets a `<select>`'s value as a reader picking an option would (the change event fires).
+    pub async fn select(&self, selector: &str, value: &str) {
+        self.wait_for(selector).await;
+        self.js(
+            "const s = document.querySelector(arguments[0]); s.value = arguments[1]; \
+             s.dispatchEvent(new Event('change', { bubbles: true }));",
+            vec![json!(selector), json!(value)],
+        )
+        .await;
+    }
+
+    /// Picks the option labelled `label` in a `<select>`, as a reader would.
+    pub async fn select_label(&self, selector: &str, label: &str) {
+        self.wait_for(selector).await;
+        let found = self
+            .js(
+                "const s = document.querySelector(arguments[0]); \
+                 const o = [...s.options].find(o => o.textContent.trim() === arguments[1]); \
+                 if (!o) return false; s.value = o.value; \
+                 s.dispatchEvent(new Event('change', { bubbles: true })); return true;",
+                vec![json!(selector), json!(label)],
+            )
+            .await;
+        assert_eq!(found, json!(true), "{selector} has no option {label:?}");
+    }
+
     /// Opens a path of the test server.
     pub async fn goto(&self, path: &str) {
         let url = format!("{}{path}", self.base);

@@ -4,7 +4,8 @@
 //! With single-active on (the default), it first takes a session advisory lock (the tutorial's
 //! key 4200, in the run's lock space) on its own connection, and while another relay holds it,
 //! prints `standby: another relay is active` and tries again every 2 s; once it has the lock,
-//! `active`. Then, in a loop, one transaction per batch:
+//! `active` (without single-active it takes no lock and says neither). Then, in a loop, one
+//! transaction per batch:
 //! 1. `SELECT … FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT 100 FOR UPDATE SKIP
 //!    LOCKED` (nothing to do: commit the empty transaction, sleep 0.5 s);
 //! 2. with a hold (the tutorial's `HOLD_SECONDS`), sleep with the rows locked;
@@ -96,8 +97,10 @@ async fn relay(context: &ChildContext) -> Result<(), RunError> {
             lane.say_exactly("standby: another relay is active");
             tokio::time::sleep(STANDBY_RETRY).await;
         }
+        // Said only when the lock is taken, as the tutorial's relay does: without the lock
+        // there is nothing to become active of, and it says nothing before its first batch.
+        lane.say_exactly("active");
     }
-    lane.say_exactly("active");
     loop {
         if publish_batch(context, &session, &producer, &switches).await? == 0 {
             tokio::time::sleep(IDLE).await;

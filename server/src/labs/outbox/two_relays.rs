@@ -122,7 +122,9 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
         ..Switches::default()
     };
     let mut relay_a = relay::start(run, "relay A", &holding).await?;
-    said(&mut relay_a, |line| line == "active").await?;
+    if single_active {
+        said(&mut relay_a, |line| line == "active").await?;
+    }
     let second = Switches {
         single_active,
         ..Switches::default()
@@ -142,9 +144,7 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
     if relay_b.is_none() {
         // Started while A holds the authorization (the tutorial starts it just after the
         // capture; either way its SKIP LOCKED passes over A's row and finds the capture).
-        let mut b = relay::start(run, "relay B", &second).await?;
-        said(&mut b, |line| line == "active").await?;
-        relay_b = Some(b);
+        relay_b = Some(relay::start(run, "relay B", &second).await?);
     }
     capture(&payments, payment).await?;
     if let (false, Some(b)) = (single_active, relay_b.as_mut()) {

@@ -202,7 +202,7 @@ fn secret() -> String {
 }
 
 pub fn router(rooms: Arc<Rooms>) -> Router<AppState> {
-    let (for_qr, for_close) = (rooms.clone(), rooms.clone());
+    let (for_qr, for_close, for_status) = (rooms.clone(), rooms.clone(), rooms.clone());
     Router::new()
         .route(
             "/api/rooms",
@@ -210,7 +210,8 @@ pub fn router(rooms: Arc<Rooms>) -> Router<AppState> {
         )
         .route(
             "/api/rooms/{id}",
-            delete(move |headers, path| close_room(headers, path, for_close.clone())),
+            delete(move |headers, path| close_room(headers, path, for_close.clone()))
+                .get(move |path| room_status(path, for_status.clone())),
         )
         .route(
             "/api/rooms/{id}/qr.svg",
@@ -224,6 +225,25 @@ async fn reach(State(state): State<AppState>) -> Json<shared::catalog::RoomsReac
     let redis = crate::health::redis(&state.engine.services().redis_url).await;
     let redis = crate::health::explained(state.engine.services(), shared::Service::Redis, redis);
     Json(crate::health::rooms_reach(&redis))
+}
+
+/// `GET /api/rooms/{id}`: whether the room is open, how many follow it and what it is asked:
+/// `{"id", "participants", "asked": {"scenario", "variant"} | null}`, or 404 once it closed.
+/// A trainer's page lists the rooms it opened that are still open.
+async fn room_status(Path(id): Path<String>, rooms: Arc<Rooms>) -> Response {
+    let Some(room) = rooms.find(&id).await else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({ "error": format!("there is no room {id:?}") })),
+        )
+            .into_response();
+    };
+    let asked = room
+        .asked()
+        .borrow()
+        .clone()
+        .map(|(scenario, variant)| json!({ "scenario": scenario, "variant": variant }));
+    Json(json!({ "id": room.id, "participants": *room.participants().borrow(), "asked": asked })).into_response()
 }
 
 /// `DELETE /api/rooms/{id}` with `Authorization: Bearer <trainer token>`: the trainer closes the

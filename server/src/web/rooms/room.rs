@@ -354,15 +354,38 @@ impl Room {
         self.tally.send_replace(counts);
     }
 
-    /// The trainer asks the room to predict `scenario` at `variant`: a new question, no picks.
+    /// The trainer asks the room to predict `scenario` at `variant`: a new round. The last
+    /// round's run leaves the feed (a page that joins or reloads now sees the new question, not
+    /// the old answer under it), and everyone's picks start again. Asking again what is still
+    /// open (a trainer's page reloaded before the run) changes nothing.
     pub fn ask(&self, scenario: &str, variant: &str) -> Result<(), Refusal> {
         let question = Question::ask(scenario, variant)?;
         let counts = question.counts();
-        *lock(&self.question) = Some(question);
+        {
+            let mut current = lock(&self.question);
+            if current
+                .as_ref()
+                .is_some_and(|q| q.scenario == scenario && q.variant == variant && !q.started)
+            {
+                return Ok(());
+            }
+            *current = Some(question);
+        }
         self.touch();
+        self.feed.begin_run();
         self.tally.send_replace(counts);
         self.asked.send_replace(Some((scenario.to_owned(), variant.to_owned())));
         Ok(())
+    }
+
+    /// A run of `scenario` at `variant` starts: if it answers the room's question, picks close.
+    fn question_played(&self, scenario: &str, variant: &str) {
+        if let Some(question) = lock(&self.question)
+            .as_mut()
+            .filter(|q| q.scenario == scenario && q.variant == variant)
+        {
+            question.started = true;
+        }
     }
 
     /// The page numbered `who` in this process predicts `choice` for the room's question. From
@@ -567,6 +590,7 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
             };
             match engine.start(def, &variant, mode).await {
                 Ok(handle) => {
+                    room.question_played(&scenario, &variant);
                     room.feed.begin_run();
                     *run = Some(Playing {
                         handle,
@@ -581,6 +605,12 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
         }
         Order::Next => step_run(run.as_ref().map(|playing| &playing.handle)),
         Order::Cancel => cancel_run(run.as_ref().map(|playing| &playing.handle)),
+        // A new question while the last one's run still plays would put its answer under the
+        // new question; the trainer's page does not offer it, and the room refuses it.
+        Order::Ask { .. } if run.is_some() => Some(error(
+            ErrorCode::Busy,
+            "the room's run is still going; ask the next question when it is done",
+        )),
         Order::Ask { scenario, variant } => room.ask(&scenario, &variant).err().map(ServerMsg::from),
         Order::Close => None,
     }

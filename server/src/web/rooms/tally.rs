@@ -2,7 +2,7 @@
 //!
 //! The trainer asks before a run ("write skew at SERIALIZABLE: what happens?"); each page
 //! following the room picks one of the scenario's choices, and may change its mind until the run
-//! reveals the answer. The trainer sees the counts live; everyone sees them after the reveal.
+//! starts. The trainer sees the counts live; everyone sees them after the run reveals the answer.
 
 use crate::web::ws::Refusal;
 use shared::ErrorCode;
@@ -17,6 +17,9 @@ pub struct Question {
     choices: Vec<String>,
     /// Each page's pick, by its place in the room (`replica/place` for a page on another replica).
     picks: HashMap<String, String>,
+    /// A run of it has started: picks are closed, so nobody changes their mind while the steps
+    /// show what happens.
+    pub started: bool,
     pub revealed: bool,
 }
 
@@ -43,12 +46,19 @@ impl Question {
             variant: variant.to_owned(),
             choices: prediction.choices.into_iter().map(|c| c.id).collect(),
             picks: HashMap::new(),
+            started: false,
             revealed: false,
         })
     }
 
-    /// `who` picks `choice` (again, if they change their mind); refused once the answer is out.
+    /// `who` picks `choice` (again, if they change their mind); refused once its run started.
     pub fn pick(&mut self, who: String, choice: &str) -> Result<(), Refusal> {
+        if self.started && !self.revealed {
+            return Err(refusal(
+                ErrorCode::BadFrame,
+                "the run has started: predictions are closed until the next question".to_owned(),
+            ));
+        }
         if self.revealed {
             return Err(refusal(
                 ErrorCode::BadFrame,
@@ -99,11 +109,17 @@ mod tests {
             question.pick("4".into(), "nope").map_err(|r| r.code),
             Err(ErrorCode::BadFrame)
         );
+        question.started = true;
+        assert!(
+            question.pick("4".into(), "bob-40001").is_err(),
+            "closed once its run started"
+        );
         question.revealed = true;
         assert!(
             question.pick("4".into(), "bob-40001").is_err(),
             "closed after the reveal"
         );
+        assert_eq!(question.counts().iter().map(|(_, n)| n).sum::<usize>(), 3);
     }
 
     #[test]

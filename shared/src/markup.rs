@@ -1,5 +1,6 @@
-//! Text put into markup the server writes itself: the app page's head tags, oEmbed's iframe, the
-//! SVG picture of a run. One escaper serves HTML text, quoted attributes and XML alike.
+//! Text put into markup racelab writes itself: the app page's head tags, oEmbed's iframe, the
+//! SVG picture of a run, the embed code a blog author copies. One escaper serves HTML text,
+//! quoted attributes and XML alike.
 
 /// `text` safe inside HTML or XML content and in a quoted attribute.
 pub fn escape(text: &str) -> String {
