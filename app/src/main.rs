@@ -42,7 +42,15 @@ fn App() -> impl IntoView {
         #[cfg(not(feature = "embed"))]
         Route::Compare { id } => view! { <pages::compare::ComparePage id=id /> }.into_any(),
         #[cfg(not(feature = "embed"))]
-        Route::Replay { id } => view! { <pages::replay::ReplayPage id=id /> }.into_any(),
+        Route::Replay { id } => {
+            // The view the address names, else compact on a phone.
+            let compact = match route::query_param(&api::location().1, "view").as_deref() {
+                Some("compact") => true,
+                Some("detailed") => false,
+                _ => api::narrow_screen(),
+            };
+            view! { <pages::replay::ReplayPage id=id compact=compact /> }.into_any()
+        }
         #[cfg(not(feature = "embed"))]
         Route::Room { id, scenario, variant } => {
             let token = api::fragment().strip_prefix("trainer=").map(str::to_owned);

@@ -587,8 +587,9 @@ async fn refused(socket: &mut Socket) -> Value {
 }
 
 /// Rounds: asking again what is still open keeps its picks (a trainer's page reloaded); picks
-/// close when the question's run starts; no new question while it plays; the next question is a
-/// new round, whose page joining now sees none of the last round's run.
+/// close when the question's run starts and open again if it ends without an answer (cancelled);
+/// no new question while a run plays; the next question is a new round, whose page joining now
+/// sees none of the last round's run; a scenario that asks nothing clears the question.
 #[tokio::test]
 async fn each_question_is_a_round_of_its_own() {
     let _slot = db_slot().await;
@@ -596,8 +597,12 @@ async fn each_question_is_a_round_of_its_own() {
     let (room, token) = open_room(address).await;
     let mut trainer = connect(address).await;
     join(&mut trainer, &room, Some(&token)).await;
-    let mut page = connect(address).await;
-    join(&mut page, &room, None).await;
+    let mut pages = Vec::new();
+    for _ in 0..2 {
+        let mut page = connect(address).await;
+        join(&mut page, &room, None).await;
+        pages.push(page);
+    }
     let ask = |scenario: &str, variant: &str| {
         trainer_frame(
             &room,
@@ -605,30 +610,26 @@ async fn each_question_is_a_round_of_its_own() {
             json!({"type": "ask", "scenario": scenario, "variant": variant}),
         )
     };
+    let pick = |choice: &str| json!({"v": 1, "type": "predict", "room": room, "choice": choice});
     send(&mut trainer, ask("isolation/write-skew", "serializable")).await;
-    receive_until(&mut page, |f| is_type(f, "room") && !f["asked"].is_null()).await;
-    send(
-        &mut page,
-        json!({"v": 1, "type": "predict", "room": room, "choice": "bob-40001"}),
-    )
-    .await;
-    let one = json!([
-        ["both-commit", 0],
+    for page in &mut pages {
+        receive_until(page, |f| is_type(f, "room") && !f["asked"].is_null()).await;
+    }
+    send(&mut pages[0], pick("bob-40001")).await;
+    send(&mut pages[1], pick("both-commit")).await;
+    let two = json!([
+        ["both-commit", 1],
         ["bob-waits", 0],
         ["bob-40001", 1],
         ["alice-fails", 0]
     ]);
-    receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == one).await;
-    // Asked again while open: the pick stays (no tally of zeros follows).
+    receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == two).await;
+    // Asked again while open (a trainer's page reloaded): both picks stay, nobody picks again.
     send(&mut trainer, ask("isolation/write-skew", "serializable")).await;
-    send(
-        &mut page,
-        json!({"v": 1, "type": "predict", "room": room, "choice": "both-commit"}),
-    )
-    .await;
+    send(&mut pages[0], pick("bob-waits")).await;
     let moved = json!([
         ["both-commit", 1],
-        ["bob-waits", 0],
+        ["bob-waits", 1],
         ["bob-40001", 0],
         ["alice-fails", 0]
     ]);
@@ -643,45 +644,50 @@ async fn each_question_is_a_round_of_its_own() {
 
     // The run starts: picks close, and so do new questions.
     step_write_skew(&mut trainer, &room, &token, "serializable").await;
-    until_first_pause(&mut page).await;
-    send(
-        &mut page,
-        json!({"v": 1, "type": "predict", "room": room, "choice": "bob-40001"}),
-    )
-    .await;
-    assert_eq!(refused(&mut page).await, "bad_frame", "a pick after the run started");
+    until_first_pause(&mut pages[0]).await;
+    send(&mut pages[0], pick("bob-40001")).await;
+    assert_eq!(
+        refused(&mut pages[0]).await,
+        "bad_frame",
+        "a pick after the run started"
+    );
     send(&mut trainer, ask("isolation/lost-update", "read-committed")).await;
     assert_eq!(
         refused(&mut trainer).await,
         "busy",
         "a new question while the run plays"
     );
+    // Cancelled before it answered: the question is open again, picks with it.
     send(&mut trainer, trainer_frame(&room, &token, json!({"type": "cancel"}))).await;
     receive_until(&mut trainer, |f| is_type(f, "done")).await;
+    send(&mut pages[1], pick("alice-fails")).await;
+    let reopened = json!([
+        ["both-commit", 0],
+        ["bob-waits", 1],
+        ["bob-40001", 0],
+        ["alice-fails", 1]
+    ]);
+    receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == reopened).await;
 
     // The next round: a page joining now sees the question, and nothing of the last run.
     send(&mut trainer, ask("isolation/lost-update", "read-committed")).await;
-    receive_until(&mut page, |f| {
-        is_type(f, "room") && f["asked"] == json!(["isolation/lost-update", "read-committed"])
-    })
-    .await;
+    let lost_update = json!(["isolation/lost-update", "read-committed"]);
+    receive_until(&mut pages[0], |f| is_type(f, "room") && f["asked"] == lost_update).await;
     let mut late = connect(address).await;
     send(&mut late, json!({"v": 1, "type": "join", "room": room})).await;
     let status = receive(&mut late).await;
-    assert_eq!(
-        status["asked"],
-        json!(["isolation/lost-update", "read-committed"]),
-        "{status}"
-    );
-    send(
-        &mut late,
-        json!({"v": 1, "type": "predict", "room": room, "choice": "bob-erases"}),
-    )
-    .await;
+    assert_eq!(status["asked"], lost_update, "{status}");
+    send(&mut late, pick("bob-erases")).await;
     let fresh = json!([["both-add", 0], ["bob-erases", 1], ["bob-waits", 0], ["bob-40001", 0]]);
     let frames = receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == fresh).await;
     assert!(!frames.iter().any(|f| is_type(f, "error")), "{frames:?}");
-    // Only the tally answers the late page's pick: no frame of the last round's run came first.
+
+    // A scenario that asks nothing: no question, and no picks.
+    send(&mut trainer, ask("isolation/load-test", "serializable")).await;
+    receive_until(&mut pages[0], |f| is_type(f, "room") && f["asked"].is_null()).await;
+    send(&mut pages[0], pick("both-add")).await;
+    assert_eq!(refused(&mut pages[0]).await, "bad_frame", "nothing to pick");
+
     close_room(address, &room, &token).await;
     let after_join = receive_until(&mut late, |f| is_type(f, "error")).await;
     assert!(

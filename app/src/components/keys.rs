@@ -1,6 +1,7 @@
-//! Keyboard shortcuts for stepping through a run: → or Space (or N) for the next step, Escape
-//! to cancel. On the scenario page and the trainer's room page, where a presenter's clicker
-//! sends exactly these keys. Keys typed into a field are left alone, and so is Space on a
+//! Keyboard shortcuts for stepping through a run: → or Space (or N) for the next step. On the
+//! scenario page and the trainer's room page, where a presenter's clicker sends exactly these
+//! keys. (No key cancels: Escape is what people press to dismiss things, and cancelling a room's
+//! run by accident ends it for everyone.) Keys typed into a field are left alone, and so is Space on a
 //! focused control, which presses it already.
 
 use crate::api::RunSocket;
@@ -23,7 +24,6 @@ pub fn on_step_keys(socket: RunSocket) {
                 event.prevent_default();
                 socket.next();
             }
-            "Escape" if state.with_untracked(|s| s.is_active()) => socket.cancel(),
             _ => {}
         }
     });

@@ -7,7 +7,7 @@
 //! open, each a link back to its trainer page. A refusal (too many rooms open) says so in a
 //! message beside them, not in raw text.
 
-use crate::api::{fetch_json, go_to, post_json};
+use crate::api::{fetch_found, go_to, post_json};
 use leptos::prelude::*;
 use shared::json::{FromJson, Json, JsonError};
 
@@ -29,7 +29,7 @@ impl FromJson for Opened {
     }
 }
 
-/// `GET /api/rooms/{id}`'s answer: only that the room is still open matters here.
+/// `GET /api/rooms/{id}`'s answer (a 404 once the room has closed).
 struct StillOpen;
 
 impl FromJson for StillOpen {
@@ -90,17 +90,21 @@ pub fn TeachThis(scenario: String, variant: Signal<String>) -> impl IntoView {
     // The rooms this browser opened that the server says are still open.
     let open_rooms = RwSignal::new(Vec::<Remembered>::new());
     leptos::task::spawn_local(async move {
-        let mut still = Vec::new();
+        let mut closed = Vec::new();
+        let mut open = Vec::new();
         for room in remembered() {
-            if fetch_json::<StillOpen>(&format!("/api/rooms/{}", room.id))
-                .await
-                .is_ok()
-            {
-                still.push(room);
+            // Forgotten only when the server says it has no such room: a server that did not
+            // answer this time must not cost the trainer their token.
+            match fetch_found::<StillOpen>(&format!("/api/rooms/{}", room.id)).await {
+                Ok(None) => closed.push(room.id),
+                Ok(Some(StillOpen)) => open.push(room),
+                Err(_) => {}
             }
         }
-        remember(&still);
-        open_rooms.set(still);
+        // Read again: a room opened meanwhile (in another tab) is kept.
+        let kept: Vec<Remembered> = remembered().into_iter().filter(|r| !closed.contains(&r.id)).collect();
+        remember(&kept);
+        open_rooms.set(open);
     });
     let open = move |_| {
         let scenario = scenario.clone();

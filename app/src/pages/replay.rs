@@ -48,6 +48,14 @@ pub fn ReplayPage(
         request_animation_frame(report_height_to_parent);
     }
     let compact = RwSignal::new(compact);
+    // The full page keeps its view in its address, as the scenario page does.
+    #[cfg(not(feature = "embed"))]
+    if !embed {
+        Effect::new(move |_| {
+            let view = if compact.get() { "compact" } else { "detailed" };
+            crate::api::replace_query(&[("view", view)]);
+        });
+    }
     let loaded = RwSignal::new(Loaded::Loading);
     let state = RwSignal::new(RunState::default());
     let missing = id.clone();

@@ -12,6 +12,7 @@ use crate::components::keys::on_step_keys;
 use crate::components::predict::{Predict, pick_for, revealed};
 use crate::components::run_view::RunView;
 use crate::components::variant_picker::VariantPicker;
+use crate::components::view_toggle::ViewToggle;
 use leptos::prelude::*;
 use shared::catalog::{LabStatus, RoomsReach};
 use shared::run_state::RunState;
@@ -54,11 +55,15 @@ pub fn RoomPage(
         playing
             .get()
             .or_else(|| asked.get().map(|(scenario, _)| scenario))
-            .unwrap_or_else(|| chosen.get())
+            .or_else(|| trainer.then(|| chosen.get()))
     });
-    let info = Signal::derive(move || scenarios.with(|all| all.iter().find(|s| s.id == shown.get()).cloned()));
+    let info = Signal::derive(move || {
+        let shown = shown.get()?;
+        scenarios.with(|all| all.iter().find(|s| s.id == shown).cloned())
+    });
     let is_load_test = Signal::derive(move || info.with(|i| i.as_ref().is_some_and(|i| i.workload)));
-    let compact = RwSignal::new(false);
+    // Participants join on their phones, from the QR code: compact there.
+    let compact = RwSignal::new(crate::api::narrow_screen());
     let presenting = RwSignal::new(false);
     let closed = Signal::derive(move || state.with(|s| s.room_closed));
     let participants = move || state.with(|s| s.room.as_ref().map_or(0, |(_, n)| *n));
@@ -124,6 +129,7 @@ pub fn RoomPage(
             {move || catalog.get().and_then(|c| c.err()).map(|message| view! { <ErrorView message=message /> })}
             {move || catalog.with(Option::is_none).then(|| loading("Loading the scenarios…"))}
             {controls}
+            {move || (!is_load_test.get()).then(|| view! { <div class="rl-room-view"><ViewToggle compact=compact /></div> })}
             <RunView socket=socket is_load_test=is_load_test compact=compact />
         </article>
     }
@@ -292,20 +298,24 @@ fn TrainerControls(
     });
     let start = move |mode: Mode| socket.start(&chosen.get_untracked(), &chosen_variant.get_untracked(), mode);
     let steppable = move || current.with(|c| c.as_ref().is_some_and(|c| c.steppable));
-    // Each scenario and variant the trainer settles on is the room's next question, if it asks
-    // one: asked once the room has said what it asks now (a reload asks nothing new).
+    // Each scenario and variant the trainer settles on is the room's next round, with its
+    // question if the scenario asks one: sent once the room has said what it asks now, and only
+    // if that differs (a reload starts no new round).
     let knows_room = Memo::new(move |_| state.with(|s| s.room.is_some()));
     Effect::new(move |_| {
         let (scenario, variant) = (chosen.get(), chosen_variant.get());
         if !knows_room.get() || closed.get() {
             return;
         }
-        let asks = current.with(|c| {
+        let (valid, asks) = current.with(|c| {
             c.as_ref()
-                .is_some_and(|c| c.predict.is_some() && c.variant(&variant).is_some())
+                .map_or((false, false), |c| (c.variant(&variant).is_some(), c.predict.is_some()))
         });
-        let already = state.with_untracked(|s| s.asked.as_ref() == Some(&(scenario.clone(), variant.clone())));
-        if asks && !already && !active.get_untracked() {
+        let already = state.with_untracked(|s| match &s.asked {
+            Some(asked) => *asked == (scenario.clone(), variant.clone()),
+            None => !asks,
+        });
+        if valid && !already && !active.get_untracked() {
             socket.ask(&scenario, &variant);
         }
     });

@@ -19,14 +19,26 @@
     return (frame.getAttribute("src") || "").indexOf(origin + "/embed/") === 0;
   }
 
+  // `color` (any CSS colour the browser computes: rgb(), oklch(), color(srgb …)) as
+  // [r, g, b, a] in 0–255, drawn on a 1×1 canvas so the browser converts it.
+  var canvas;
+  function rgba(color) {
+    canvas = canvas || document.createElement("canvas");
+    canvas.width = canvas.height = 1;
+    var context = canvas.getContext("2d", { willReadFrequently: true });
+    if (!context) return [255, 255, 255, 0];
+    context.clearRect(0, 0, 1, 1);
+    context.fillStyle = color;
+    context.fillRect(0, 0, 1, 1);
+    return context.getImageData(0, 0, 1, 1).data;
+  }
+
   // Light or dark, as the host paints the place where `element` sits: the first ancestor with a
   // background colour of its own decides (a page with none is white).
   function hostLooksDark(element) {
     for (var node = element.parentElement; node; node = node.parentElement) {
-      var rgb = getComputedStyle(node).backgroundColor.match(/[\d.]+/g);
-      if (rgb && (rgb.length < 4 || +rgb[3] > 0.5)) {
-        return 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] < 128;
-      }
+      var c = rgba(getComputedStyle(node).backgroundColor);
+      if (c[3] > 127) return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2] < 128;
     }
     return false;
   }

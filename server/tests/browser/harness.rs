@@ -631,6 +631,13 @@ impl Browser {
             .unwrap_or_else(|e| panic!("DevTools {command}: {e}"))
     }
 
+    /// Makes the reader's system prefer dark colours (`prefers-color-scheme: dark`), or not.
+    pub async fn prefer_dark(&self, dark: bool) {
+        let scheme = if dark { "dark" } else { "light" };
+        let features = json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] });
+        self.cdp("Emulation.setEmulatedMedia", features).await;
+    }
+
     async fn force_viewport(&self, width: u32, height: u32) {
         let metrics = json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false });
         self.cdp("Emulation.setDeviceMetricsOverride", metrics).await;

@@ -99,6 +99,9 @@ impl Follower {
                 return std::future::pending().await;
             }
             tokio::select! {
+                // In this order: a new question's `room` frame before its (zero) tally, which a
+                // page would otherwise take for the last question's and drop with it.
+                biased;
                 received = self.live.recv() => match received {
                     Ok(frame) if frame.number > self.last => {
                         self.last = frame.number;

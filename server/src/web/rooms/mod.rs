@@ -134,6 +134,17 @@ impl Rooms {
         self.bus.mirror(&id, &self.mirrors, feed::LIVE_BUFFER).await
     }
 
+    /// Whether room `id` is open here or on another replica: asked of Redis, without making a
+    /// mirror (which only a page that follows the room needs).
+    pub async fn is_open(&self, id: &str) -> bool {
+        if self.open_rooms().contains_key(id) || lock(&self.mirrors).contains_key(id) {
+            return true;
+        }
+        id.len() == CODE_LENGTH
+            && id.bytes().all(|c| CODE_ALPHABET.contains(&c))
+            && matches!(self.bus.find(id).await, Ok(Some(_)))
+    }
+
     /// Refuses a trainer address that has as many rooms open as one may. (Two rooms opened by
     /// one address at the same instant may both pass: the cap is against forgetting rooms, not
     /// a fence.)
@@ -227,23 +238,17 @@ async fn reach(State(state): State<AppState>) -> Json<shared::catalog::RoomsReac
     Json(crate::health::rooms_reach(&redis))
 }
 
-/// `GET /api/rooms/{id}`: whether the room is open, how many follow it and what it is asked:
-/// `{"id", "participants", "asked": {"scenario", "variant"} | null}`, or 404 once it closed.
-/// A trainer's page lists the rooms it opened that are still open.
+/// `GET /api/rooms/{id}`: `{"id"}` while the room is open (here or on another replica), 404
+/// once it closed. A trainer's page lists the rooms it opened that are still open; asking makes
+/// no mirror of a room held elsewhere (see [`Rooms::is_open`]).
 async fn room_status(Path(id): Path<String>, rooms: Arc<Rooms>) -> Response {
-    let Some(room) = rooms.find(&id).await else {
-        return (
-            StatusCode::NOT_FOUND,
-            Json(json!({ "error": format!("there is no room {id:?}") })),
-        )
-            .into_response();
-    };
-    let asked = room
-        .asked()
-        .borrow()
-        .clone()
-        .map(|(scenario, variant)| json!({ "scenario": scenario, "variant": variant }));
-    Json(json!({ "id": room.id, "participants": *room.participants().borrow(), "asked": asked })).into_response()
+    let id = id.to_ascii_uppercase();
+    if rooms.is_open(&id).await {
+        Json(json!({ "id": id })).into_response()
+    } else {
+        let missing = json!({ "error": format!("there is no room {id:?}") });
+        (StatusCode::NOT_FOUND, Json(missing)).into_response()
+    }
 }
 
 /// `DELETE /api/rooms/{id}` with `Authorization: Bearer <trainer token>`: the trainer closes the

@@ -354,37 +354,44 @@ impl Room {
         self.tally.send_replace(counts);
     }
 
-    /// The trainer asks the room to predict `scenario` at `variant`: a new round. The last
-    /// round's run leaves the feed (a page that joins or reloads now sees the new question, not
-    /// the old answer under it), and everyone's picks start again. Asking again what is still
-    /// open (a trainer's page reloaded before the run) changes nothing.
+    /// The trainer settles on `scenario` at `variant`: a new round, with its question if the
+    /// scenario asks one (none for the load test, say). The last round's run leaves the feed (a
+    /// page that joins or reloads now sees the new question, not the old answer under it), and
+    /// everyone's picks start again. Asking again what is still open (a trainer's page reloaded
+    /// before the run) changes nothing.
     pub fn ask(&self, scenario: &str, variant: &str) -> Result<(), Refusal> {
         let question = Question::ask(scenario, variant)?;
-        let counts = question.counts();
+        let asked = question.as_ref().map(|_| (scenario.to_owned(), variant.to_owned()));
+        let counts = question.as_ref().map_or_else(Vec::new, Question::counts);
         {
             let mut current = lock(&self.question);
-            if current
-                .as_ref()
-                .is_some_and(|q| q.scenario == scenario && q.variant == variant && !q.started)
-            {
+            let still_open = match (current.as_ref(), &question) {
+                (Some(q), Some(_)) => q.scenario == scenario && q.variant == variant && !q.started,
+                (None, None) => self.asked.borrow().is_none(),
+                _ => false,
+            };
+            if still_open {
                 return Ok(());
             }
-            *current = Some(question);
+            *current = question;
         }
         self.touch();
         self.feed.begin_run();
+        // The question first, then its counts: followers send them in this order.
+        self.asked.send_replace(asked);
         self.tally.send_replace(counts);
-        self.asked.send_replace(Some((scenario.to_owned(), variant.to_owned())));
         Ok(())
     }
 
-    /// A run of `scenario` at `variant` starts: if it answers the room's question, picks close.
-    fn question_played(&self, scenario: &str, variant: &str) {
+    /// A run of `scenario` at `variant` starts (`playing`) or ends: while a run of the room's
+    /// question plays, picks are closed; one that ended without revealing the answer (cancelled,
+    /// failed) opens them again, for the run that will.
+    fn question_played(&self, scenario: &str, variant: &str, playing: bool) {
         if let Some(question) = lock(&self.question)
             .as_mut()
-            .filter(|q| q.scenario == scenario && q.variant == variant)
+            .filter(|q| q.scenario == scenario && q.variant == variant && !q.revealed)
         {
-            question.started = true;
+            question.started = playing;
         }
     }
 
@@ -397,7 +404,9 @@ impl Room {
                 let Some((scenario, variant)) = self.asked.borrow().clone() else {
                     return Err(nothing_asked());
                 };
-                Question::ask(&scenario, &variant)?.pick(String::new(), choice)?;
+                Question::ask(&scenario, &variant)?
+                    .ok_or_else(nothing_asked)?
+                    .pick(String::new(), choice)?;
                 let _ = to_holder.send(ToHolder::Predict {
                     who: format!("{replica}/{who}"),
                     choice: choice.to_owned(),
@@ -531,8 +540,8 @@ pub(super) async fn drive(room: Arc<Room>, Orders(mut orders): Orders, engine: A
                 {
                     room.feed.publish(tally);
                 }
-                if finished {
-                    run = None;
+                if finished && let Some(playing) = run.take() {
+                    room.question_played(&playing.scenario, &playing.variant, false);
                 }
             }
             command = orders.recv(), if !closing => {
@@ -590,7 +599,7 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
             };
             match engine.start(def, &variant, mode).await {
                 Ok(handle) => {
-                    room.question_played(&scenario, &variant);
+                    room.question_played(&scenario, &variant, true);
                     room.feed.begin_run();
                     *run = Some(Playing {
                         handle,
