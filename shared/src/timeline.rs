@@ -210,282 +210,366 @@ impl Timeline {
     /// Builds the timeline from events in order. Actors the header did not announce get a lane
     /// when they first appear.
     pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Timeline {
-        let mut timeline = Timeline::default();
-        let mut blocked: Vec<usize> = Vec::new();
-        let mut held: Vec<Held> = Vec::new();
-        let mut expired: Vec<LeaseMark> = Vec::new();
-        let mut crowd = Crowd::default();
-        let mut changes: Vec<(usize, LeaseChange, String)> = Vec::new();
-        let mut now_ms = 0;
-        // Whether a header announced the lanes: then an actor it did not announce that only takes
-        // leases is one of many unseen callers, not a lane of its own.
-        let mut announced = false;
-        // Per lane: the row of its statement still waiting for a result.
-        let mut open: Vec<Option<usize>> = Vec::new();
-        // The lane whose transcript line was the stream's last event, if it was one.
-        let mut said: Option<usize> = None;
-        // A stepped run paused since the last row.
-        let mut paused = false;
+        let mut fold = Fold::default();
         for event in events {
-            let previous_say = said.take();
-            paused |= matches!(event.kind, EventKind::Paused { .. });
-            if let EventKind::RunStarted { actors, .. } = &event.kind {
-                announced = true;
-                for actor in actors {
-                    timeline.lane_of(&actor.name, &actor.detail, &mut open);
-                }
-                continue;
-            }
-            // A lease whose TTL has run out by now expired, whatever its holder believes.
-            held.retain(|h| {
-                if h.expires_ms <= event.at_ms {
-                    expired.push(LeaseMark {
-                        lane: h.lane,
-                        key: h.key.clone(),
-                        left_ms: 0,
-                        fresh: false,
-                        fence: h.fence,
-                    });
-                    false
-                } else {
-                    true
-                }
-            });
-            now_ms = now_ms.max(event.at_ms);
-            let Some(actor) = event.kind.actor() else { continue };
-            if let EventKind::Lease { change, ttl_ms, .. } = &event.kind {
-                crowd.apply(actor, *change, *ttl_ms, event.at_ms);
-                // An actor without a lane (one of many unseen) is in the crowd strip only.
-                if announced && !timeline.lanes.iter().any(|l| l.name == actor) {
-                    continue;
-                }
-            }
-            let lane = timeline.lane_of(actor, "", &mut open);
-            if let EventKind::Say { line, .. } = &event.kind {
-                said = Some(lane);
-                if previous_say == Some(lane)
-                    && let Some(Row {
-                        card: Card::Note { line: note },
-                        ..
-                    }) = timeline.rows.last_mut()
-                {
-                    note.push('\n');
-                    note.push_str(strip_actor(line, actor));
-                    continue;
-                }
-            }
-            let card = match &event.kind {
-                EventKind::Step {
-                    service,
-                    text,
-                    params,
-                    detail,
-                    ..
-                } => Card::Statement {
-                    service: *service,
-                    text: text.clone(),
-                    params: params.clone(),
-                    sent: detail.clone().map(Box::new),
-                    result: None,
-                    rows: None,
-                    received: None,
-                    error: None,
-                },
-                EventKind::Result {
-                    summary, rows, detail, ..
-                } => {
-                    match timeline.open_card(lane, &open) {
-                        Some(Card::Statement {
-                            result,
-                            rows: card_rows,
-                            received,
-                            ..
-                        }) => {
-                            *result = Some(summary.clone());
-                            card_rows.clone_from(rows);
-                            *received = detail.clone().map(Box::new);
-                            open[lane] = None;
-                            continue;
-                        }
-                        Some(Card::Released {
-                            result,
-                            rows: card_rows,
-                            ..
-                        }) => {
-                            *result = Some(summary.clone());
-                            card_rows.clone_from(rows);
-                            open[lane] = None;
-                            continue;
-                        }
-                        _ => {}
-                    }
-                    Card::Note { line: summary.clone() }
-                }
-                EventKind::Error {
-                    kind, code, message, ..
-                } => {
-                    let failure = Failure {
-                        kind: *kind,
-                        code: code.clone(),
-                        message: message.clone(),
-                    };
-                    if let Some(Card::Statement { error, .. } | Card::Released { error, .. }) =
-                        timeline.open_card(lane, &open)
-                    {
-                        *error = Some(failure);
-                        open[lane] = None;
-                        continue;
-                    }
-                    let last = timeline.rows.iter().rev().find_map(|row| match &row.card {
-                        Card::Statement { service, .. } if row.lane == lane => Some(*service),
-                        _ => None,
-                    });
-                    Card::Statement {
-                        service: service_of_error(*kind, last),
-                        text: String::new(),
-                        params: Vec::new(),
-                        sent: None,
-                        result: None,
-                        rows: None,
-                        received: None,
-                        error: Some(failure),
-                    }
-                }
-                EventKind::Blocked { by, .. } => {
-                    blocked.push(lane);
-                    // The statement's outcome will land on the released card instead.
-                    open[lane] = None;
-                    Card::Waiting { by: by.clone() }
-                }
-                EventKind::Unblocked { waited_ms, .. } => {
-                    blocked.retain(|l| *l != lane);
-                    Card::Released {
-                        waited_ms: *waited_ms,
-                        result: None,
-                        rows: None,
-                        error: None,
-                    }
-                }
-                EventKind::Commit { .. } | EventKind::Rollback { .. } => {
-                    let ended = if matches!(event.kind, EventKind::Commit { .. }) {
-                        Card::Commit
-                    } else {
-                        Card::Rollback
-                    };
-                    // The COMMIT (or ROLLBACK) statement itself becomes the commit card.
-                    if let Some(card @ Card::Statement { .. }) = timeline.open_card(lane, &open) {
-                        *card = ended;
-                        open[lane] = None;
-                        continue;
-                    }
-                    open[lane] = None;
-                    ended
-                }
-                EventKind::ProcessStarted { pid, restart, .. } => {
-                    open[lane] = None;
-                    Card::Process {
-                        pid: *pid,
-                        restart: *restart,
-                    }
-                }
-                EventKind::Crash { point, .. } => {
-                    // A statement in flight when the process died never gets a result.
-                    open[lane] = None;
-                    blocked.retain(|l| *l != lane);
-                    Card::Crash { point: point.clone() }
-                }
-                EventKind::ProcessExited { code, .. } => {
-                    open[lane] = None;
-                    Card::Exited { code: *code }
-                }
-                EventKind::Say { line, .. } => Card::Note {
-                    line: strip_actor(line, actor).to_owned(),
-                },
-                EventKind::Note { text, .. } => Card::Note { line: text.clone() },
-                EventKind::Lease {
-                    key,
-                    change,
-                    ttl_ms,
-                    fence,
-                    ..
-                } => {
-                    if matches!(change, LeaseChange::Refreshed | LeaseChange::Lost) {
-                        changes.push((lane, *change, key.clone()));
-                    }
-                    match change {
-                        LeaseChange::Acquired => {
-                            held.retain(|h| &h.key != key);
-                            held.push(Held {
-                                lane,
-                                key: key.clone(),
-                                expires_ms: event.at_ms + ttl_ms.unwrap_or(u64::MAX / 2),
-                                fence: *fence,
-                                shown: false,
-                            });
-                        }
-                        LeaseChange::Refreshed => {
-                            if let Some(h) = held.iter_mut().find(|h| &h.key == key && h.lane == lane) {
-                                h.expires_ms = event.at_ms + ttl_ms.unwrap_or(0);
-                            }
-                        }
-                        LeaseChange::Released | LeaseChange::Lost => {
-                            held.retain(|h| !(&h.key == key && h.lane == lane))
-                        }
-                    }
-                    continue;
-                }
-                _ => continue,
-            };
-            let is_statement = matches!(card, Card::Statement { error: None, .. } | Card::Released { .. });
-            let waiting = blocked.clone();
-            let leases = held
-                .iter_mut()
-                .map(|h| {
-                    let fresh = !h.shown;
-                    h.shown = true;
-                    LeaseMark {
-                        lane: h.lane,
-                        key: h.key.clone(),
-                        left_ms: h.expires_ms.saturating_sub(event.at_ms),
-                        fresh,
-                        fence: h.fence,
-                    }
-                })
-                .collect();
-            timeline.rows.push(Row {
-                seq: event.seq,
-                at_ms: event.at_ms,
-                lane,
-                card,
-                waiting,
-                leases,
-                expired: std::mem::take(&mut expired),
-                lease_changes: std::mem::take(&mut changes),
-                after_pause: std::mem::take(&mut paused),
-            });
-            if is_statement {
-                open[lane] = Some(timeline.rows.len() - 1);
+            fold.apply(event);
+        }
+        fold.finish()
+    }
+}
+
+/// What the fold carries from one event to the next, besides the timeline it builds. Each event
+/// kind has one step below ([`Fold::apply`] dispatches), which either returns the card of a new
+/// row or folds the event into what is already there.
+#[derive(Default)]
+struct Fold {
+    timeline: Timeline,
+    /// Lanes whose actor waits for a lock now.
+    blocked: Vec<usize>,
+    /// Leases held now, in their holders' lanes.
+    held: Vec<Held>,
+    /// Leases that ran out since the last row.
+    expired: Vec<LeaseMark>,
+    /// Refreshes and losses of leases since the last row.
+    changes: Vec<(usize, LeaseChange, String)>,
+    /// Every caller that took a lease, lanes or not.
+    crowd: Crowd,
+    /// The latest event's time.
+    now_ms: u64,
+    /// Whether a header announced the lanes: then an actor it did not announce that only takes
+    /// leases is one of many unseen callers, not a lane of its own.
+    announced: bool,
+    /// Per lane: the row of its statement still waiting for a result.
+    open: Vec<Option<usize>>,
+    /// The lane whose transcript line was the stream's last event, if it was one.
+    said: Option<usize>,
+    /// A stepped run paused since the last row.
+    paused: bool,
+}
+
+impl Fold {
+    /// Folds one event in.
+    fn apply(&mut self, event: &Event) {
+        let previous_say = self.said.take();
+        self.paused |= matches!(event.kind, EventKind::Paused { .. });
+        if let EventKind::RunStarted { actors, .. } = &event.kind {
+            self.header(actors);
+            return;
+        }
+        self.expire_leases(event.at_ms);
+        self.now_ms = self.now_ms.max(event.at_ms);
+        let Some(actor) = event.kind.actor() else { return };
+        if let EventKind::Lease { change, ttl_ms, .. } = &event.kind {
+            self.crowd.apply(actor, *change, *ttl_ms, event.at_ms);
+            // An actor without a lane (one of many unseen) is in the crowd strip only.
+            if self.announced && !self.timeline.lanes.iter().any(|l| l.name == actor) {
+                return;
             }
         }
-        timeline.crowd = crowd.at(now_ms);
-        timeline
+        let lane = self.lane_of(actor, "");
+        let card = match &event.kind {
+            EventKind::Step {
+                service,
+                text,
+                params,
+                detail,
+                ..
+            } => Some(statement(*service, text, params, detail)),
+            EventKind::Result {
+                summary, rows, detail, ..
+            } => self.result(lane, summary, rows, detail),
+            EventKind::Error {
+                kind, code, message, ..
+            } => self.error(
+                lane,
+                Failure {
+                    kind: *kind,
+                    code: code.clone(),
+                    message: message.clone(),
+                },
+            ),
+            EventKind::Blocked { by, .. } => Some(self.blocked(lane, by)),
+            EventKind::Unblocked { waited_ms, .. } => Some(self.released(lane, *waited_ms)),
+            EventKind::Commit { .. } => self.ended(lane, Card::Commit),
+            EventKind::Rollback { .. } => self.ended(lane, Card::Rollback),
+            EventKind::ProcessStarted { pid, restart, .. } => Some(self.process(
+                lane,
+                Card::Process {
+                    pid: *pid,
+                    restart: *restart,
+                },
+            )),
+            EventKind::Crash { point, .. } => Some(self.crashed(lane, point)),
+            EventKind::ProcessExited { code, .. } => Some(self.process(lane, Card::Exited { code: *code })),
+            EventKind::Say { line, .. } => self.say(lane, strip_actor(line, actor), previous_say),
+            EventKind::Note { text, .. } => Some(Card::Note { line: text.clone() }),
+            EventKind::Lease {
+                key,
+                change,
+                ttl_ms,
+                fence,
+                ..
+            } => {
+                self.lease(lane, key, *change, *ttl_ms, *fence, event.at_ms);
+                None
+            }
+            _ => None,
+        };
+        if let Some(card) = card {
+            self.push(event, lane, card);
+        }
     }
 
-    fn lane_of(&mut self, name: &str, detail: &str, open: &mut Vec<Option<usize>>) -> usize {
-        if let Some(i) = self.lanes.iter().position(|l| l.name == name) {
+    /// The header announces the lanes, in its order.
+    fn header(&mut self, actors: &[ActorInfo]) {
+        self.announced = true;
+        for actor in actors {
+            self.lane_of(&actor.name, &actor.detail);
+        }
+    }
+
+    /// A lease whose TTL has run out by `at_ms` expired, whatever its holder believes.
+    fn expire_leases(&mut self, at_ms: u64) {
+        let expired = &mut self.expired;
+        self.held.retain(|h| {
+            if h.expires_ms > at_ms {
+                return true;
+            }
+            expired.push(LeaseMark {
+                lane: h.lane,
+                key: h.key.clone(),
+                left_ms: 0,
+                fresh: false,
+                fence: h.fence,
+            });
+            false
+        });
+    }
+
+    /// A statement's result lands on its open card (or the released card of a wait); a result
+    /// with no statement open is a note.
+    fn result(&mut self, lane: usize, summary: &str, rows: &Option<Rows>, detail: &Option<Detail>) -> Option<Card> {
+        match self.open_card(lane) {
+            Some(Card::Statement {
+                result,
+                rows: card_rows,
+                received,
+                ..
+            }) => {
+                *result = Some(summary.to_owned());
+                card_rows.clone_from(rows);
+                *received = detail.clone().map(Box::new);
+            }
+            Some(Card::Released {
+                result,
+                rows: card_rows,
+                ..
+            }) => {
+                *result = Some(summary.to_owned());
+                card_rows.clone_from(rows);
+            }
+            _ => {
+                return Some(Card::Note {
+                    line: summary.to_owned(),
+                });
+            }
+        }
+        self.open[lane] = None;
+        None
+    }
+
+    /// A failure lands on the statement it ended; one that came without a statement of its own
+    /// is a card of its own, against its service.
+    fn error(&mut self, lane: usize, failure: Failure) -> Option<Card> {
+        if let Some(Card::Statement { error, .. } | Card::Released { error, .. }) = self.open_card(lane) {
+            *error = Some(failure);
+            self.open[lane] = None;
+            return None;
+        }
+        let last = self.timeline.rows.iter().rev().find_map(|row| match &row.card {
+            Card::Statement { service, .. } if row.lane == lane => Some(*service),
+            _ => None,
+        });
+        Some(Card::Statement {
+            service: service_of_error(failure.kind, last),
+            text: String::new(),
+            params: Vec::new(),
+            sent: None,
+            result: None,
+            rows: None,
+            received: None,
+            error: Some(failure),
+        })
+    }
+
+    /// The lane waits from here; the statement's outcome will land on the released card.
+    fn blocked(&mut self, lane: usize, by: &[String]) -> Card {
+        self.blocked.push(lane);
+        self.open[lane] = None;
+        Card::Waiting { by: by.to_vec() }
+    }
+
+    /// The lane's wait ended; the statement that waited finishes on this card.
+    fn released(&mut self, lane: usize, waited_ms: u64) -> Card {
+        self.blocked.retain(|l| *l != lane);
+        Card::Released {
+            waited_ms,
+            result: None,
+            rows: None,
+            error: None,
+        }
+    }
+
+    /// A commit or rollback: the COMMIT (or ROLLBACK) statement itself becomes its card.
+    fn ended(&mut self, lane: usize, ended: Card) -> Option<Card> {
+        let ended = match self.open_card(lane) {
+            Some(card @ Card::Statement { .. }) => {
+                *card = ended;
+                None
+            }
+            _ => Some(ended),
+        };
+        self.open[lane] = None;
+        ended
+    }
+
+    /// A process started or exited: nothing of the lane is open any more.
+    fn process(&mut self, lane: usize, card: Card) -> Card {
+        self.open[lane] = None;
+        card
+    }
+
+    /// The lane's process died: a statement in flight never gets a result, a wait ends.
+    fn crashed(&mut self, lane: usize, point: &str) -> Card {
+        self.open[lane] = None;
+        self.blocked.retain(|l| *l != lane);
+        Card::Crash {
+            point: point.to_owned(),
+        }
+    }
+
+    /// A transcript line: joined to the lane's note when the lane spoke the line before (a psql
+    /// result, a header, its rule, its rows), so a table stays a table.
+    fn say(&mut self, lane: usize, line: &str, previous_say: Option<usize>) -> Option<Card> {
+        self.said = Some(lane);
+        if previous_say == Some(lane)
+            && let Some(Row {
+                card: Card::Note { line: note },
+                ..
+            }) = self.timeline.rows.last_mut()
+        {
+            note.push('\n');
+            note.push_str(line);
+            return None;
+        }
+        Some(Card::Note { line: line.to_owned() })
+    }
+
+    /// A lease taken, refreshed, released or lost: the band through its holder's lane changes;
+    /// a refresh and a loss are marked on the next row.
+    fn lease(
+        &mut self,
+        lane: usize,
+        key: &str,
+        change: LeaseChange,
+        ttl_ms: Option<u64>,
+        fence: Option<i64>,
+        at_ms: u64,
+    ) {
+        if matches!(change, LeaseChange::Refreshed | LeaseChange::Lost) {
+            self.changes.push((lane, change, key.to_owned()));
+        }
+        match change {
+            LeaseChange::Acquired => {
+                self.held.retain(|h| h.key != key);
+                self.held.push(Held {
+                    lane,
+                    key: key.to_owned(),
+                    expires_ms: at_ms + ttl_ms.unwrap_or(u64::MAX / 2),
+                    fence,
+                    shown: false,
+                });
+            }
+            LeaseChange::Refreshed => {
+                if let Some(h) = self.held.iter_mut().find(|h| h.key == key && h.lane == lane) {
+                    h.expires_ms = at_ms + ttl_ms.unwrap_or(0);
+                }
+            }
+            LeaseChange::Released | LeaseChange::Lost => self.held.retain(|h| !(h.key == key && h.lane == lane)),
+        }
+    }
+
+    /// A new row: `card` in `lane`, with the waits, leases and marks of this moment.
+    fn push(&mut self, event: &Event, lane: usize, card: Card) {
+        let is_statement = matches!(card, Card::Statement { error: None, .. } | Card::Released { .. });
+        let leases = self
+            .held
+            .iter_mut()
+            .map(|h| {
+                let fresh = !h.shown;
+                h.shown = true;
+                LeaseMark {
+                    lane: h.lane,
+                    key: h.key.clone(),
+                    left_ms: h.expires_ms.saturating_sub(event.at_ms),
+                    fresh,
+                    fence: h.fence,
+                }
+            })
+            .collect();
+        self.timeline.rows.push(Row {
+            seq: event.seq,
+            at_ms: event.at_ms,
+            lane,
+            card,
+            waiting: self.blocked.clone(),
+            leases,
+            expired: std::mem::take(&mut self.expired),
+            lease_changes: std::mem::take(&mut self.changes),
+            after_pause: std::mem::take(&mut self.paused),
+        });
+        if is_statement {
+            self.open[lane] = Some(self.timeline.rows.len() - 1);
+        }
+    }
+
+    /// The timeline, with the crowd as it stands at the last event.
+    fn finish(mut self) -> Timeline {
+        self.timeline.crowd = self.crowd.at(self.now_ms);
+        self.timeline
+    }
+
+    /// The lane of actor `name`, made (with `detail`) when it first appears.
+    fn lane_of(&mut self, name: &str, detail: &str) -> usize {
+        if let Some(i) = self.timeline.lanes.iter().position(|l| l.name == name) {
             return i;
         }
-        self.lanes.push(ActorInfo {
+        self.timeline.lanes.push(ActorInfo {
             name: name.to_owned(),
             detail: detail.to_owned(),
         });
-        open.push(None);
-        self.lanes.len() - 1
+        self.open.push(None);
+        self.timeline.lanes.len() - 1
     }
 
-    fn open_card(&mut self, lane: usize, open: &[Option<usize>]) -> Option<&mut Card> {
-        let row = open.get(lane).copied().flatten()?;
-        self.rows.get_mut(row).map(|r| &mut r.card)
+    /// The card of the lane's open statement, if it has one.
+    fn open_card(&mut self, lane: usize) -> Option<&mut Card> {
+        let row = self.open.get(lane).copied().flatten()?;
+        self.timeline.rows.get_mut(row).map(|r| &mut r.card)
+    }
+}
+
+/// A step's card, waiting for its result.
+fn statement(service: Service, text: &str, params: &[Value], detail: &Option<Detail>) -> Card {
+    Card::Statement {
+        service,
+        text: text.to_owned(),
+        params: params.to_vec(),
+        sent: detail.clone().map(Box::new),
+        result: None,
+        rows: None,
+        received: None,
+        error: None,
     }
 }
 
@@ -565,6 +649,146 @@ mod tests {
             params: vec![],
             detail: None,
         }
+    }
+
+    fn result(actor: &str, summary: &str) -> EventKind {
+        EventKind::Result {
+            actor: actor.into(),
+            summary: summary.into(),
+            rows: None,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn a_result_with_no_statement_open_is_a_note_of_its_own() {
+        let events = [
+            ev(1, step("alice", "SELECT 1")),
+            ev(2, result("alice", "SELECT 1")),
+            ev(3, result("alice", "late")),
+        ];
+        let rows = Timeline::from_events(&events).rows;
+        assert_eq!(rows.len(), 2);
+        assert!(matches!(&rows[0].card, Card::Statement { result: Some(r), .. } if r == "SELECT 1"));
+        assert_eq!(rows[1].card, Card::Note { line: "late".into() });
+    }
+
+    #[test]
+    fn a_wait_ends_with_its_release_which_takes_the_statements_outcome() {
+        let events = [
+            ev(1, step("bob", "UPDATE teams")),
+            ev(
+                2,
+                EventKind::Blocked {
+                    actor: "bob".into(),
+                    by: vec!["alice".into()],
+                },
+            ),
+            ev(3, step("alice", "COMMIT")),
+            ev(
+                4,
+                EventKind::Unblocked {
+                    actor: "bob".into(),
+                    waited_ms: 40,
+                },
+            ),
+            ev(5, result("bob", "UPDATE 1")),
+        ];
+        let timeline = Timeline::from_events(&events);
+        let bob = timeline.lanes.iter().position(|l| l.name == "bob").expect("bob's lane");
+        let waiting: Vec<bool> = timeline.rows.iter().map(|r| r.waiting.contains(&bob)).collect();
+        assert_eq!(
+            waiting,
+            [false, true, true, false],
+            "bob waits from his waiting card to his release"
+        );
+        assert_eq!(
+            timeline.rows[3].card,
+            Card::Released {
+                waited_ms: 40,
+                result: Some("UPDATE 1".into()),
+                rows: None,
+                error: None
+            }
+        );
+        assert!(
+            matches!(&timeline.rows[0].card, Card::Statement { result: None, .. }),
+            "not on the card that waited"
+        );
+    }
+
+    #[test]
+    fn a_crash_ends_the_wait_of_its_lane() {
+        let events = [
+            ev(1, step("relay", "SELECT … FOR UPDATE")),
+            ev(
+                2,
+                EventKind::Blocked {
+                    actor: "relay".into(),
+                    by: vec!["psql".into()],
+                },
+            ),
+            ev(
+                3,
+                EventKind::Crash {
+                    actor: "relay".into(),
+                    point: "after_produce".into(),
+                },
+            ),
+            ev(4, step("psql", "SELECT 1")),
+        ];
+        let rows = Timeline::from_events(&events).rows;
+        assert_eq!(
+            rows[2].card,
+            Card::Crash {
+                point: "after_produce".into()
+            }
+        );
+        assert!(
+            rows[2].waiting.is_empty() && rows[3].waiting.is_empty(),
+            "a dead process waits for nothing"
+        );
+    }
+
+    #[test]
+    fn a_lost_lease_is_marked_in_its_holders_lane_and_an_unseen_caller_gets_no_lane() {
+        let header = EventKind::RunStarted {
+            run_id: "r".into(),
+            scenario: "s".into(),
+            variant: "v".into(),
+            title: "t".into(),
+            actors: vec![ActorInfo {
+                name: "A".into(),
+                detail: String::new(),
+            }],
+            server: "Redis".into(),
+        };
+        let lease = |actor: &str, change| EventKind::Lease {
+            actor: actor.into(),
+            key: "lock:1".into(),
+            change,
+            ttl_ms: Some(100),
+            fence: None,
+        };
+        let events = [
+            ev(0, header),
+            ev(1, lease("A", LeaseChange::Acquired)),
+            ev(2, lease("w17", LeaseChange::Acquired)),
+            ev(3, lease("A", LeaseChange::Lost)),
+            ev(4, step("A", "DEL lock:1")),
+        ];
+        let timeline = Timeline::from_events(&events);
+        assert_eq!(
+            timeline.lanes.len(),
+            1,
+            "w17, one of many callers, is in the crowd only"
+        );
+        assert_eq!(timeline.crowd.len(), 2);
+        assert_eq!(timeline.rows.len(), 1);
+        assert_eq!(
+            timeline.rows[0].lease_changes,
+            [(0, LeaseChange::Lost, "lock:1".to_owned())]
+        );
     }
 
     #[test]
