@@ -62,15 +62,20 @@ async fn respond(path: &str, request: js_sys::Promise) -> Result<(u16, String), 
     Ok((response.status(), text))
 }
 
-/// A body decoded, or for an error status the server's own sentence (its JSON `error`).
+/// A body decoded, or for an error status the server's own sentence.
 fn decoded<T: FromJson>(path: &str, status: u16, text: &str) -> Result<T, String> {
     if !(200..300).contains(&status) {
-        return Err(json::parse(text)
-            .ok()
-            .and_then(|answer| answer.get::<String>("error").ok())
-            .unwrap_or_else(|| format!("{path}: {status} {text}")));
+        return Err(refusal(path, status, text));
     }
     json::from_str(text).map_err(|e| format!("{path}: unexpected answer: {e}"))
+}
+
+/// What an error answer says: its JSON `error` (every `/api` failure has one), else its status.
+fn refusal(path: &str, status: u16, text: &str) -> String {
+    json::parse(text)
+        .ok()
+        .and_then(|answer| answer.get::<String>("error").ok())
+        .unwrap_or_else(|| format!("{path}: {status} {text}"))
 }
 
 /// What a page fetched: `None` until `load` answers.
@@ -288,7 +293,7 @@ pub async fn post_json<T: FromJson>(path: &str) -> Result<T, String> {
 }
 
 /// DELETEs `path` with `token` as its bearer (`DELETE /api/rooms/<id>`); an error status
-/// becomes its message.
+/// becomes the server's sentence.
 #[cfg(not(feature = "embed"))]
 pub async fn delete_with_token(path: &str, token: &str) -> Result<(), String> {
     let window = web_sys::window().ok_or("no window")?;
@@ -299,14 +304,9 @@ pub async fn delete_with_token(path: &str, token: &str) -> Result<(), String> {
     let init = web_sys::RequestInit::new();
     init.set_method("DELETE");
     init.set_headers(&headers);
-    let response = JsFuture::from(window.fetch_with_str_and_init(path, &init))
-        .await
-        .map_err(|_| format!("{path}: the server did not answer"))?;
-    let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_owned())?;
-    if response.ok() {
-        Ok(())
-    } else {
-        Err(format!("{path}: {}", response.status()))
+    match respond(path, window.fetch_with_str_and_init(path, &init)).await? {
+        (200..300, _) => Ok(()),
+        (status, text) => Err(refusal(path, status, &text)),
     }
 }
 

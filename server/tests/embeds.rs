@@ -89,9 +89,35 @@ async fn oembed_answers_for_our_scenario_and_run_links_and_refuses_the_rest() {
         (format!("{site}/api/labs"), "", 404),
         (format!("{site}/lab/isolation/write-skew"), "&format=xml", 501),
     ] {
-        let (status, _, body) = get(address, &oembed_path(&url, extra)).await;
+        let (status, kind, body) = get(address, &oembed_path(&url, extra)).await;
         assert_eq!(status, expected, "{url}{extra}: {body}");
+        assert_json_error(&kind, &body);
     }
+    // Every other failure at the HTTP edge answers in the same shape.
+    for (path, expected) in [
+        ("/oembed".to_owned(), 400),
+        ("/api/nope".to_owned(), 404),
+        ("/api/runs/000000000000".to_owned(), 404),
+        ("/api/scenarios/isolation/nope".to_owned(), 404),
+        ("/api/rooms/ZZZZZZ".to_owned(), 404),
+        ("/api/rooms/ZZZZZZ/qr.svg".to_owned(), 404),
+        ("/runs/000000000000.svg".to_owned(), 404),
+    ] {
+        let (status, kind, body) = get(address, &path).await;
+        assert_eq!(status, expected, "{path}: {body}");
+        assert_json_error(&kind, &body);
+    }
+}
+
+/// A failure's body: `{"error": "<a sentence>"}`, as JSON.
+fn assert_json_error(kind: &str, body: &str) {
+    assert_eq!(kind, "application/json", "{body}");
+    let error: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let said = error["error"].as_str().unwrap_or_default();
+    assert!(
+        said.len() > 10 && error.as_object().is_some_and(|o| o.len() == 1),
+        "{body}"
+    );
 }
 
 #[tokio::test]

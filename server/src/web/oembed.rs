@@ -7,10 +7,10 @@
 //! (another site's, a typo, a run that does not exist); `501` for a format other than JSON.
 
 use super::AppState;
+use super::error::ApiError;
 use axum::Json;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 use shared::markup::escape;
@@ -118,17 +118,21 @@ pub fn origin(headers: &HeaderMap) -> Option<(String, String)> {
     Some((format!("{scheme}://{host}"), host))
 }
 
-pub async fn handler(State(state): State<AppState>, headers: HeaderMap, Query(request): Query<Request>) -> Response {
+pub async fn handler(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(request): Query<Request>,
+) -> Result<Json<Answer>, ApiError> {
     if request.format.as_deref().is_some_and(|f| f != "json") {
-        return (StatusCode::NOT_IMPLEMENTED, "racelab answers oEmbed in JSON only").into_response();
+        return Err(ApiError::NotImplemented("racelab answers oEmbed in JSON only".into()));
     }
     let Some(url) = request.url.as_deref() else {
-        return (StatusCode::BAD_REQUEST, "oEmbed needs a url parameter").into_response();
+        return Err(ApiError::BadRequest("oEmbed needs a url parameter".into()));
     };
     let Some((origin, authority)) = origin(&headers) else {
-        return (StatusCode::BAD_REQUEST, "no Host header").into_response();
+        return Err(ApiError::BadRequest("no Host header".into()));
     };
-    let not_found = || (StatusCode::NOT_FOUND, "not a racelab scenario or run page").into_response();
+    let not_found = || Err(ApiError::NotFound("not a racelab scenario or run page".into()));
     let (width, height) = size(request.maxwidth, request.maxheight);
     let (title, src) = match page(url, &authority) {
         None => return not_found(),
@@ -159,11 +163,11 @@ pub async fn handler(State(state): State<AppState>, headers: HeaderMap, Query(re
             Ok(None) => return not_found(),
             Err(error) => {
                 tracing::warn!(%error, "oEmbed could not read the run store");
-                return (StatusCode::SERVICE_UNAVAILABLE, "the run store is not answering").into_response();
+                return Err(ApiError::Unavailable("the run store is not answering".into()));
             }
         },
     };
-    Json(Answer {
+    Ok(Json(Answer {
         version: "1.0",
         kind: "rich",
         html: iframe(&src, &format!("racelab: {title}"), width, height),
@@ -173,8 +177,7 @@ pub async fn handler(State(state): State<AppState>, headers: HeaderMap, Query(re
         width,
         height,
         cache_age: 3_600,
-    })
-    .into_response()
+    }))
 }
 
 #[cfg(test)]

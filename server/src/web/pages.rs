@@ -5,6 +5,7 @@
 //! same drawn as PNG (see [`super::png`]).
 
 use super::AppState;
+use super::error::ApiError;
 use super::oembed::origin;
 use super::picture;
 use super::png;
@@ -91,7 +92,7 @@ async fn run_page_or_picture(
         Ok(run) => run,
         Err(error) => {
             tracing::warn!(%error, "could not read the run store");
-            return (StatusCode::SERVICE_UNAVAILABLE, "the run store is not answering").into_response();
+            return ApiError::Unavailable("the run store is not answering".into()).into_response();
         }
     };
     // A finished run never changes.
@@ -104,13 +105,13 @@ async fn run_page_or_picture(
             .into_response(),
         (Some(run), Some(Picture::Png)) => match png::render(picture::draw(&run)).await {
             Ok(png) => ([(header::CONTENT_TYPE, "image/png"), forever], png).into_response(),
-            Err(error @ png::PngError::NoFonts) => (StatusCode::SERVICE_UNAVAILABLE, error.to_string()).into_response(),
+            Err(error @ png::PngError::NoFonts) => ApiError::Unavailable(error.to_string()).into_response(),
             Err(error) => {
                 tracing::error!(%error, run = %id, "could not draw a run as PNG");
-                (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response()
+                ApiError::Internal(error.to_string()).into_response()
             }
         },
-        (None, Some(_)) => (StatusCode::NOT_FOUND, format!("no finished run has the id {id:?}")).into_response(),
+        (None, Some(_)) => ApiError::NotFound(format!("no finished run has the id {id:?}")).into_response(),
         // No such run: the app's page says so, under a 404 (a link checker, a crawler and a
         // browser's history all learn that the link is dead).
         (None, None) => {

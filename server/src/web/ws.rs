@@ -19,7 +19,7 @@ use crate::labs;
 use axum::Router;
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::http::{Extensions, HeaderMap, StatusCode};
+use axum::http::{Extensions, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use shared::{ClientFrame, ClientMsg, ErrorCode, Mode, PROTOCOL_VERSION, ServerFrame, ServerMsg};
@@ -130,11 +130,10 @@ async fn upgrade(
     let origin = headers.get("origin").and_then(|v| v.to_str().ok());
     let host = headers.get("host").and_then(|v| v.to_str().ok());
     if !origin_allowed(origin, host, &state.config.allowed_origins) {
-        return (
-            StatusCode::FORBIDDEN,
-            "this page's origin may not open racelab's websocket (RACELAB_ALLOWED_ORIGINS)",
+        return super::error::ApiError::Forbidden(
+            "this page's origin may not open racelab's websocket (RACELAB_ALLOWED_ORIGINS)".into(),
         )
-            .into_response();
+        .into_response();
     }
     // Both limits: tungstenite reads a whole frame before it checks the message size.
     ws.max_message_size(MAX_FRAME)

@@ -23,6 +23,7 @@ pub mod tally;
 
 use super::AppState;
 use super::clients;
+use super::error::ApiError;
 use crate::config::Config;
 use crate::engine::Engine;
 use axum::extract::{Path, State};
@@ -241,49 +242,48 @@ async fn reach(State(state): State<AppState>) -> Json<shared::catalog::RoomsReac
 /// `GET /api/rooms/{id}`: `{"id"}` while the room is open (here or on another replica), 404
 /// once it closed. A trainer's page lists the rooms it opened that are still open; asking makes
 /// no mirror of a room held elsewhere (see [`Rooms::is_open`]).
-async fn room_status(Path(id): Path<String>, rooms: Arc<Rooms>) -> Response {
+async fn room_status(Path(id): Path<String>, rooms: Arc<Rooms>) -> Result<Json<serde_json::Value>, ApiError> {
     let id = id.to_ascii_uppercase();
     if rooms.is_open(&id).await {
-        Json(json!({ "id": id })).into_response()
+        Ok(Json(json!({ "id": id })))
     } else {
-        let missing = json!({ "error": format!("there is no room {id:?}") });
-        (StatusCode::NOT_FOUND, Json(missing)).into_response()
+        Err(no_room(&id))
     }
+}
+
+/// The answer about a room that is not open (any more).
+fn no_room(id: &str) -> ApiError {
+    ApiError::NotFound(format!("there is no room {id:?}"))
 }
 
 /// `DELETE /api/rooms/{id}` with `Authorization: Bearer <trainer token>`: the trainer closes the
 /// room (its run, if one goes, ends first). 204, or 404 for a room that is not open, 403 without
 /// its token.
-async fn close_room(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Response {
-    let Some(room) = rooms.find(&id).await else {
-        return (StatusCode::NOT_FOUND, format!("there is no room {id:?}")).into_response();
-    };
+async fn close_room(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Result<StatusCode, ApiError> {
+    let room = rooms.find(&id).await.ok_or_else(|| no_room(&id))?;
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     if !room.is_trainer(token) {
-        return (
-            StatusCode::FORBIDDEN,
-            "only the room's trainer closes it (Authorization: Bearer <token>)",
-        )
-            .into_response();
+        return Err(ApiError::Forbidden(
+            "only the room's trainer closes it (Authorization: Bearer <token>)".into(),
+        ));
     }
     // A run still going ends first (its `done` reaches the followers), then the room closes.
     let _ = room.order(room::Order::Cancel).await;
     room.close();
-    StatusCode::NO_CONTENT.into_response()
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// `GET /api/rooms/{id}/qr.svg`: the room's join link as a QR code, for the trainer's screen.
-async fn join_code(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Response {
+async fn join_code(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Result<Response, ApiError> {
     let (Some(room), Some((origin, _))) = (rooms.find(&id).await, super::oembed::origin(&headers)) else {
-        return (StatusCode::NOT_FOUND, format!("there is no room {id:?}")).into_response();
+        return Err(no_room(&id));
     };
-    match qr_svg(&format!("{origin}/room/{}", room.id)) {
-        Some(svg) => ([(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")], svg).into_response(),
-        None => (StatusCode::INTERNAL_SERVER_ERROR, "the link is too long for a QR code").into_response(),
-    }
+    let svg = qr_svg(&format!("{origin}/room/{}", room.id))
+        .ok_or_else(|| ApiError::Internal("the link is too long for a QR code".into()))?;
+    Ok(([(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")], svg).into_response())
 }
 
 /// `link` as a QR code (SVG, dark on light, with its quiet zone).
@@ -305,28 +305,24 @@ async fn open_room(
     extensions: Extensions,
     State(state): State<AppState>,
     rooms: Arc<Rooms>,
-) -> Response {
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     // A page on another site may not open rooms in its visitors' names (and spend their quota).
     if !super::ws::origin_allowed(
         headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
         headers.get(header::HOST).and_then(|v| v.to_str().ok()),
         &state.config.allowed_origins,
     ) {
-        return (StatusCode::FORBIDDEN, "this page's origin may not open racelab rooms").into_response();
+        return Err(ApiError::Forbidden(
+            "this page's origin may not open racelab rooms".into(),
+        ));
     }
     let trainer = clients::reader_address(&extensions, &headers, &state.config.trusted_proxies);
-    match rooms.open(trainer).await {
-        Ok((room, token)) => (
-            StatusCode::CREATED,
-            Json(json!({ "id": room.id, "trainer_token": token, "url": format!("/room/{}", room.id) })),
-        )
-            .into_response(),
-        Err(refused) => (
-            StatusCode::TOO_MANY_REQUESTS,
-            Json(json!({ "error": refused.to_string() })),
-        )
-            .into_response(),
-    }
+    let (room, token) = rooms
+        .open(trainer)
+        .await
+        .map_err(|refused| ApiError::TooMany(refused.to_string()))?;
+    let opened = json!({ "id": room.id, "trainer_token": token, "url": format!("/room/{}", room.id) });
+    Ok((StatusCode::CREATED, Json(opened)))
 }
 
 #[cfg(test)]
