@@ -7,7 +7,7 @@
 mod common;
 
 use common::{Finished, Leftovers, db_slots, engine, play, wait_until_clean_of};
-use shared::{EventKind, Outcome, Value, VerdictKind};
+use shared::{EventKind, Milestone, Outcome, Value, VerdictKind};
 
 /// Plays an outbox scenario and checks what every run must: it completes, and leaves nothing.
 async fn outbox(scenario: &str, variant: &str) -> Finished {
@@ -58,6 +58,17 @@ fn figure(run: &Finished, name: &str) -> i64 {
         .find(|r| r[0] == Value::from(name))
         .and_then(|r| r[1].as_int())
         .unwrap_or_else(|| panic!("no figure {name}"))
+}
+
+/// The milestones `actor`'s process reached, in order.
+fn milestones_of(run: &common::Finished, actor: &str) -> Vec<Milestone> {
+    run.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Milestone { actor: a, milestone } if a == actor => Some(milestone.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -387,6 +398,29 @@ async fn the_advisory_lock_keeps_one_relay_active_and_the_order_intact() {
     assert!(
         standby.iter().all(|l| l == "standby: another relay is active"),
         "relay B never became active: {standby:?}"
+    );
+    // What the choreography waited for, as data on the run's stream: one milestone per line.
+    assert_eq!(
+        milestones_of(&run, "relay A"),
+        [
+            Milestone::Active,
+            Milestone::Published { count: 1 },
+            Milestone::Published { count: 1 }
+        ]
+    );
+    assert_eq!(milestones_of(&run, "relay B"), vec![Milestone::Standby; standby.len()]);
+    assert_eq!(
+        milestones_of(&run, "notifier"),
+        [
+            Milestone::Committed {
+                partition: 2,
+                offset: 0
+            },
+            Milestone::Committed {
+                partition: 2,
+                offset: 1
+            }
+        ]
     );
     assert_eq!(run.rows_after("payment_status"), vec![row!["pay_006", "captured"]]);
     assert_eq!(run.verdict().kind, VerdictKind::Prevented);

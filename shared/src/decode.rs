@@ -10,8 +10,9 @@ use crate::event::{ActorInfo, Rows};
 use crate::json::{FromJson, Json, JsonError, unknown_variant};
 use crate::protocol::StoredRun;
 use crate::{
-    Check, Choice, Detail, ErrorCode, ErrorKind, Event, EventKind, Lab, LeaseChange, Ledger, Moment, Outcome,
-    Prediction, ScenarioInfo, ServerFrame, ServerMsg, Service, Table, Value, VariantInfo, Verdict, VerdictKind,
+    Check, Choice, Detail, ErrorCode, ErrorKind, Event, EventKind, Lab, LeaseChange, Ledger, Milestone, Moment,
+    Outcome, Prediction, ScenarioInfo, ServerFrame, ServerMsg, Service, Table, Value, VariantInfo, Verdict,
+    VerdictKind,
 };
 
 /// Unit variants written as their snake_case names.
@@ -257,6 +258,27 @@ impl FromJson for EventKind {
             },
             "done" => EventKind::Done {
                 outcome: json.get("outcome")?,
+            },
+            "milestone" => EventKind::Milestone {
+                actor: actor()?,
+                milestone: json.get("milestone")?,
+            },
+            other => return Err(unknown_variant(other)),
+        })
+    }
+}
+
+impl FromJson for Milestone {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(match json.tag("kind")? {
+            "active" => Milestone::Active,
+            "standby" => Milestone::Standby,
+            "published" => Milestone::Published {
+                count: json.get("count")?,
+            },
+            "committed" => Milestone::Committed {
+                partition: json.get("partition")?,
+                offset: json.get("offset")?,
             },
             other => return Err(unknown_variant(other)),
         })
@@ -638,6 +660,25 @@ mod tests {
                     message: text("Redis is down"),
                 },
             },
+            EventKind::Milestone {
+                actor: text("relay"),
+                milestone: Milestone::Published { count: 3 },
+            },
+            EventKind::Milestone {
+                actor: text("notifier"),
+                milestone: Milestone::Committed {
+                    partition: 2,
+                    offset: 7,
+                },
+            },
+            EventKind::Milestone {
+                actor: text("relay B"),
+                milestone: Milestone::Standby,
+            },
+            EventKind::Milestone {
+                actor: text("relay A"),
+                milestone: Milestone::Active,
+            },
         ]
     }
 
@@ -665,6 +706,7 @@ mod tests {
             EventKind::Reveal { .. } => 17,
             EventKind::Paused { .. } => 18,
             EventKind::Done { .. } => 19,
+            EventKind::Milestone { .. } => 20,
         }
     }
 
@@ -673,7 +715,7 @@ mod tests {
         let kinds = every_kind();
         let mut seen: Vec<usize> = kinds.iter().map(variant_index).collect();
         seen.dedup();
-        assert_eq!(seen, (0..=19).collect::<Vec<_>>(), "one sample of every kind, in order");
+        assert_eq!(seen, (0..=20).collect::<Vec<_>>(), "one sample of every kind, in order");
         for (i, kind) in kinds.into_iter().enumerate() {
             reads_like_serde(&Event {
                 seq: i as u64 + 1,

@@ -260,6 +260,26 @@ pub enum EventKind {
     },
     /// The last event of every run.
     Done { outcome: Outcome },
+    /// A child process reached a point its run's choreography waits for (see [`Milestone`]).
+    /// Not drawn: the transcript says the same in the tutorial's words.
+    Milestone { actor: String, milestone: Milestone },
+}
+
+/// A point a child process (a relay, a consumer) reached, said as data so that the run's
+/// choreography waits for it and never reads the transcript's wording, which must stay the
+/// tutorial's. Tagged by `kind` in JSON (`{"kind":"published","count":3}`). (That a process died
+/// at a crash point is its own event, [`EventKind::Crash`].)
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Milestone {
+    /// A relay took the single-active lock.
+    Active,
+    /// A relay tried the lock, and another relay holds it.
+    Standby,
+    /// A relay published a batch of `count` events and committed marking them.
+    Published { count: u64 },
+    /// A consumer handled the message at `partition`/`offset` and committed its offset.
+    Committed { partition: i32, offset: i64 },
 }
 
 /// Rows a query returned, small enough to show on a card.

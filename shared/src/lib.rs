@@ -43,7 +43,7 @@ pub mod value;
 pub mod verdict;
 
 pub use catalog::{Choice, Lab, Prediction, ScenarioInfo, Service, VariantInfo};
-pub use event::{Detail, ErrorKind, Event, EventKind, LeaseChange, Moment, Outcome};
+pub use event::{Detail, ErrorKind, Event, EventKind, LeaseChange, Milestone, Moment, Outcome};
 pub use ledger::{Ledger, LedgerDiff, RowChange, RowDiff, Table, TableDiff};
 pub use money::usd;
 pub use protocol::{ClientFrame, ClientMsg, ErrorCode, Mode, PROTOCOL_VERSION, ServerFrame, ServerMsg};

@@ -124,6 +124,15 @@ impl Lane {
         }
     }
 
+    /// This lane's process reached `milestone`, for its run's choreography to wait on (even on a
+    /// quiet lane: the choreography needs it whatever is drawn).
+    pub fn reached(&self, milestone: shared::Milestone) {
+        self.emit_always(EventKind::Milestone {
+            actor: self.name.to_string(),
+            milestone,
+        });
+    }
+
     /// Emits an event even on a quiet lane: a crash or a restart is never hidden.
     pub fn emit_always(&self, kind: EventKind) {
         self.stage.emit(kind);

@@ -19,9 +19,10 @@
 use super::figures::Figures;
 use super::invariants::Scope;
 use super::notifier::{self, Switches};
-use super::{Judging, judge, ledger, said, stage_published_twice};
+use super::{Judging, judge, ledger, reached, stage_published_twice};
 use crate::engine::{Budget, Level, Run, RunError};
 use crate::labs::{PredictDef, ScenarioDef, actors_at, tutorial_figures};
+use shared::Milestone;
 
 /// The messages on the stage's topic.
 pub const MESSAGES: usize = 6;
@@ -154,7 +155,7 @@ async fn play(run: &Run, dedupe: bool) -> Result<(), RunError> {
 /// committed).
 pub async fn wait_for_lines(notifier: &mut crate::engine::ChildActor, count: usize) -> Result<(), RunError> {
     for _ in 0..count {
-        said(notifier, |line| line.starts_with('p') && line.contains('@')).await?;
+        reached(notifier, |m| matches!(m, Milestone::Committed { .. })).await?;
     }
     Ok(())
 }

@@ -9,10 +9,10 @@ use super::invariants::Scope;
 use super::notifier::{self, Switches as NotifierSwitches};
 use super::relay::{self, STANDBY_RETRY, Switches};
 use super::writer::authorize;
-use super::{Judging, judge, ledger, said};
+use super::{Judging, judge, ledger, reached};
 use crate::engine::{Budget, Level, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at, tutorial_figures};
-use shared::Check;
+use shared::{Check, Milestone};
 use std::time::Instant;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -50,26 +50,29 @@ async fn play(run: &Run) -> Result<(), RunError> {
     };
     let mut notifier = notifier::start(run, "notifier", &quiet_notifier).await?;
     let mut relay_a = relay::start(run, "relay A", &Switches::default()).await?;
-    said(&mut relay_a, |line| line == "active").await?;
+    reached(&mut relay_a, |m| *m == Milestone::Active).await?;
     let mut relay_b = relay::start(run, "relay B", &Switches::default()).await?;
-    said(&mut relay_b, |line| line.starts_with("standby")).await?;
+    reached(&mut relay_b, |m| *m == Milestone::Standby).await?;
     relay_a.kill("docker kill").await?;
     let killed = Instant::now();
     authorize(&payments, "pay_007", 2000).await?;
     // Counted in tries, not seconds: on a loaded machine a 2 s sleep may wake late, and that
     // is not the lock's doing. A lock that outlived its connection shows as another standby.
     let tries_refused = std::sync::atomic::AtomicU32::new(0);
-    said(&mut relay_b, |line| {
-        if line.starts_with("standby") {
+    reached(&mut relay_b, |m| {
+        if *m == Milestone::Standby {
             tries_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        line == "active"
+        *m == Milestone::Active
     })
     .await?;
     let takeover = killed.elapsed();
     let tries_refused = tries_refused.into_inner();
-    said(&mut relay_b, |line| line.starts_with("published")).await?;
-    said(&mut notifier, |line| line.starts_with("p1@")).await?;
+    reached(&mut relay_b, |m| matches!(m, Milestone::Published { .. })).await?;
+    reached(&mut notifier, |m| {
+        matches!(m, Milestone::Committed { partition: 1, .. })
+    })
+    .await?;
     relay_b.stop().await?;
     notifier.stop().await?;
     payments.close().await;

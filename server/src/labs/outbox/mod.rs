@@ -43,7 +43,7 @@ use super::LabDef;
 use crate::engine::{Run, RunError, TableQuery};
 use crate::sandbox::Spec;
 use figures::Figures;
-use shared::{Check, EventKind, Ledger, Moment, Service, Table, Value, Verdict};
+use shared::{Check, EventKind, Ledger, Milestone, Moment, Service, Table, Value, Verdict};
 
 /// The lab as the catalog lists it.
 pub static LAB: LabDef = LabDef {
@@ -279,12 +279,16 @@ pub async fn stage_published_twice(run: &Run) -> Result<(), RunError> {
     run.setup("UPDATE outbox SET published_at = now()").await
 }
 
-/// Waits (at most 30 s) until child `actor` prints a line that `wanted` accepts.
-pub async fn said(actor: &mut crate::engine::ChildActor, wanted: impl Fn(&str) -> bool) -> Result<(), RunError> {
+/// Waits (at most 30 s) until child `actor` reaches a milestone that `wanted` accepts. The
+/// choreography waits for what a process did, never for its wording (which is the tutorial's).
+pub async fn reached(
+    actor: &mut crate::engine::ChildActor,
+    mut wanted: impl FnMut(&Milestone) -> bool,
+) -> Result<(), RunError> {
     actor
         .wait_for(
             std::time::Duration::from_secs(30),
-            |e| matches!(e, EventKind::Say { line, .. } if wanted(line)),
+            |e| matches!(e, EventKind::Milestone { milestone, .. } if wanted(milestone)),
         )
         .await
         .map(|_| ())

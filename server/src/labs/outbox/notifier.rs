@@ -19,6 +19,7 @@
 use super::{GROUP, TOPIC, message};
 use crate::engine::{ChildActor, ChildContext, ChildKind, Consumer, Level, PgActor, Run, RunError};
 use serde::{Deserialize, Serialize};
+use shared::Milestone;
 use std::time::Duration;
 
 /// The notifier's settings: the tutorial's environment switches, and how it joins its group.
@@ -134,6 +135,12 @@ async fn notifier(context: &ChildContext) -> Result<(), RunError> {
             &event.payment_id,
             outcome,
         ));
+        // After the line: a choreography that stops the notifier once it hears this has the
+        // line in its transcript already.
+        lane.reached(Milestone::Committed {
+            partition: received.partition,
+            offset: received.offset,
+        });
     }
 }
 

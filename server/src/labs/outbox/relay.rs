@@ -25,7 +25,7 @@ use super::{LOCK_KEY, TOPIC, message};
 use crate::engine::{ChildContext, ChildKind, Lane, Level, PgActor, Producer, Run, RunError};
 use serde::{Deserialize, Serialize};
 use shared::event::Rows;
-use shared::{Service, Value};
+use shared::{Milestone, Service, Value};
 use std::time::Duration;
 
 /// The relay's settings: the tutorial's environment switches.
@@ -95,11 +95,13 @@ async fn relay(context: &ChildContext) -> Result<(), RunError> {
                 break;
             }
             lane.say_exactly("standby: another relay is active");
+            lane.reached(Milestone::Standby);
             tokio::time::sleep(STANDBY_RETRY).await;
         }
         // Said only when the lock is taken, as the tutorial's relay does: without the lock
         // there is nothing to become active of, and it says nothing before its first batch.
         lane.say_exactly("active");
+        lane.reached(Milestone::Active);
     }
     loop {
         if publish_batch(context, &session, &producer, &switches).await? == 0 {
@@ -158,6 +160,9 @@ async fn publish_batch(
         .map(|r| format!("{} {}", r.event_type, r.aggregate_id))
         .collect();
     lane.say_exactly(format!("published {}: {}", rows.len(), first.join(", ")));
+    lane.reached(Milestone::Published {
+        count: rows.len() as u64,
+    });
     Ok(rows.len())
 }
 

@@ -19,7 +19,7 @@ use super::relay::{self, Switches};
 use super::{Judging, PARTITIONS, TOPIC, judge, ledger, stage_three_events};
 use crate::engine::{Budget, End, Level, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at, tutorial_figures};
-use shared::{EventKind, Value};
+use shared::{EventKind, Milestone, Value};
 use std::time::Duration;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -71,10 +71,15 @@ async fn play(run: &Run) -> Result<(), RunError> {
         .restart_with(serde_json::to_value(Switches::default()).map_err(|e| RunError::Other(e.to_string()))?)
         .await?;
     relay
-        .wait_for(
-            Duration::from_secs(30),
-            |e| matches!(e, EventKind::Say { line, .. } if line.starts_with("published ")),
-        )
+        .wait_for(Duration::from_secs(30), |e| {
+            matches!(
+                e,
+                EventKind::Milestone {
+                    milestone: Milestone::Published { .. },
+                    ..
+                }
+            )
+        })
         .await?;
     relay.stop().await?;
     psql.close().await;

@@ -21,10 +21,10 @@ use super::invariants::Scope;
 use super::notifier::{self, Switches as NotifierSwitches};
 use super::relay::{self, Switches};
 use super::writer::{authorize, capture};
-use super::{Judging, judge, ledger, said};
+use super::{Judging, judge, ledger, reached};
 use crate::engine::{Budget, Level, Run, RunError};
 use crate::labs::{PredictDef, ScenarioDef, actors_at, tutorial_figures};
-use shared::{Check, EventKind, Value};
+use shared::{Check, EventKind, Milestone, Value};
 use std::time::Duration;
 
 /// How long relay A holds a batch's rows before producing them.
@@ -123,7 +123,7 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
     };
     let mut relay_a = relay::start(run, "relay A", &holding).await?;
     if single_active {
-        said(&mut relay_a, |line| line == "active").await?;
+        reached(&mut relay_a, |m| *m == Milestone::Active).await?;
     }
     let second = Switches {
         single_active,
@@ -131,7 +131,7 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
     };
     let mut relay_b = if single_active {
         let mut b = relay::start(run, "relay B", &second).await?;
-        said(&mut b, |line| line.starts_with("standby")).await?;
+        reached(&mut b, |m| *m == Milestone::Standby).await?;
         Some(b)
     } else {
         None
@@ -148,14 +148,17 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
     }
     capture(&payments, payment).await?;
     if let (false, Some(b)) = (single_active, relay_b.as_mut()) {
-        said(b, |line| line.starts_with("published")).await?;
+        reached(b, |m| matches!(m, Milestone::Published { .. })).await?;
     }
     let published = if single_active { 2 } else { 1 };
     for _ in 0..published {
-        said(&mut relay_a, |line| line.starts_with("published")).await?;
+        reached(&mut relay_a, |m| matches!(m, Milestone::Published { .. })).await?;
     }
     for _ in 0..2 {
-        said(&mut notifier, |line| line.starts_with("p2@")).await?;
+        reached(&mut notifier, |m| {
+            matches!(m, Milestone::Committed { partition: 2, .. })
+        })
+        .await?;
     }
     for mut relay in [Some(relay_a), relay_b].into_iter().flatten() {
         relay.stop().await?;
