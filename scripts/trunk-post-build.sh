@@ -2,8 +2,8 @@
 # Trunk's post-build hook (Trunk.toml): runs in every `trunk build`, on the staging directory that
 # becomes dist/.
 #  1. A release build of the full app also builds the embed app (`--features embed`, only the
-#     /embed/… pages) into dist/embed-app/, the lean bundle an iframe loads (README, "The embed
-#     bundle"). It is built inside this hook, into the staging directory, because Trunk replaces
+#     /embed/… pages) into dist/embed-app/, the lean bundle an iframe loads (docs/embedding.md, "The
+#     embed bundle"). It is built inside this hook, into the staging directory, because Trunk replaces
 #     dist/ as a whole when a build finishes: a second build run after this one would be wiped by
 #     the next. RACELAB_EMBED_BUILD stops the embed build from starting another.
 #  2. Minifies wasm-bindgen's JS glue with terser, when install-ui-tools.sh put it in .tools/

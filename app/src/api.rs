@@ -82,7 +82,7 @@ fn refusal(path: &str, status: u16, text: &str) -> String {
 ///
 /// A signal set by a spawned task rather than a `LocalResource` under `<Suspense>`: a page loads
 /// once and never refetches, and the resource's async machinery (transitions, async derived
-/// values, their locks) cost the embed bundle 15 KB gzip (README, "The embed bundle").
+/// values, their locks) cost the embed bundle 15 KB gzip (docs/embedding.md, "The embed bundle").
 pub fn fetched<T: Send + Sync + 'static>(load: impl Future<Output = T> + 'static) -> ReadSignal<Option<T>> {
     let answer = RwSignal::new(None);
     leptos::task::spawn_local(async move { answer.set(Some(load.await)) });

@@ -584,10 +584,7 @@ async fn crowd_through(
 ) -> Result<(Vec<Duration>, racelab::crowd::Summary)> {
     until_nothing_kept(engine).await;
     let config = racelab::config::Config::from_env()?;
-    let state = racelab::web::AppState {
-        engine: engine.clone(),
-        config: Arc::new(config),
-    };
+    let state = racelab::web::AppState::new(engine.clone(), Arc::new(config));
     let app = racelab::web::router(state, std::path::Path::new("no-such-dist"));
     let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into()).await?;
     let server = tokio::spawn(async move { axum::serve(listener, app).await });

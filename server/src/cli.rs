@@ -165,7 +165,11 @@ where
     F: FnOnce(Config) -> Fut,
     Fut: std::future::Future<Output = ExitCode>,
 {
-    let embedded = match Embedded::provide(&mut config, needs).await {
+    let provided = Embedded::provide(&mut config, needs).await;
+    for (service, why) in &config.unavailable {
+        tracing::warn!("{}: down: {why}; {}", service.label(), crate::labs::needed_by(*service));
+    }
+    let embedded = match provided {
         Ok(embedded) => embedded,
         Err(error) => {
             eprintln!("racelab: {error}");
@@ -321,7 +325,7 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
     // Sandboxes a crash or a hard stop left behind are swept now and then, not only at startup.
     let sweeper = engine.clone();
     tokio::spawn(async move {
-        let max_age = crate::db::sweep_age(sweeper.limits());
+        let max_age = sweeper.limits().sweep_age();
         loop {
             tokio::time::sleep(std::time::Duration::from_secs(300)).await;
             if let Err(error) = crate::sandbox::sweep(sweeper.services(), max_age).await {
@@ -329,10 +333,8 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
             }
         }
     });
-    let state = AppState {
-        engine: engine.clone(),
-        config: Arc::new(config),
-    };
+    let state = AppState::new(engine.clone(), Arc::new(config));
+    let sockets = state.sockets.clone();
     let (app, rooms) = web::app(state, &serve.dist);
     let address = match serve.bind.parse::<std::net::IpAddr>() {
         Ok(ip) => std::net::SocketAddr::new(ip, serve.port),
@@ -393,7 +395,7 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
     // and closes with 1001 before the process ends, so no page loses the end of its run to a
     // reset connection.
     rooms.close_all(std::time::Duration::from_secs(2)).await;
-    let open = web::ws::close_all(std::time::Duration::from_secs(2)).await;
+    let open = sockets.close_all(std::time::Duration::from_secs(2)).await;
     if open > 0 {
         tracing::warn!(open, "websockets still open at exit");
     }

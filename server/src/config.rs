@@ -26,7 +26,7 @@ pub struct Config {
     pub run_connections: Option<u32>,
     /// How many runs may play by themselves at once (runs played step by step wait for their
     /// readers and are not counted); the others wait in line. Past a few per core, runs only
-    /// slow each other down (README, "Measured speed"). By default 3 per core of this machine.
+    /// slow each other down (docs/performance.md). By default 3 per core of this machine.
     #[arg(long, env = "RACELAB_RUNS_AT_ONCE", value_parser = clap::value_parser!(u64).range(1..))]
     pub runs_at_once: Option<u64>,
     /// The `racelab` binary that child-process actors are started from; by default this very
@@ -129,4 +129,30 @@ pub struct ServeConfig {
     /// The built browser app (`trunk build` writes it here).
     #[arg(long, env = "RACELAB_DIST", default_value = "dist")]
     pub dist: PathBuf,
+}
+
+/// The URL without its password, for error messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(redact("postgres://app:secret@db:5432/x"), "postgres://app@db:5432/x");
+        assert_eq!(
+            redact("postgres://postgres@127.0.0.1/racelab"),
+            "postgres://postgres@127.0.0.1/racelab"
+        );
+    }
 }

@@ -58,7 +58,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         )
         .await
         .map_err(|source| StartupError::Unreachable {
-            url: redact(&config.database_url),
+            url: crate::config::redact(&config.database_url),
             source,
         })?;
     sqlx::migrate!("../migrations").run(&pool).await?;
@@ -79,7 +79,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         unavailable: config.unavailable.clone(),
         probe: Default::default(),
     };
-    let swept = sandbox::sweep(&services, sweep_age(&limits)).await?;
+    let swept = sandbox::sweep(&services, limits.sweep_age()).await?;
     if swept > 0 {
         tracing::info!(swept, "removed sandboxes left behind by an earlier crash");
     }
@@ -126,7 +126,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
 }
 
 /// Runs that play by themselves at once: as configured, or 3 per core of this machine (where
-/// PostgreSQL usually runs too; measured in README, "Measured speed").
+/// PostgreSQL usually runs too; measured in docs/performance.md).
 fn runs_at_once(config: &Config) -> usize {
     match config.runs_at_once {
         // Past what a semaphore can count, it means "no limit" anyway.
@@ -135,11 +135,6 @@ fn runs_at_once(config: &Config) -> usize {
             .min(tokio::sync::Semaphore::MAX_PERMITS),
         None => 3 * std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
     }
-}
-
-/// Sandboxes older than this are left from a crash: no run lives that long.
-pub fn sweep_age(limits: &Limits) -> Duration {
-    limits.max_duration + Duration::from_secs(60)
 }
 
 /// Connections runs may share: max_connections less the superuser reserve, the server's own
@@ -165,7 +160,7 @@ async fn ensure_database(options: &PgConnectOptions, url: &str) -> Result<(), St
         Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("3D000") => {}
         Err(source) => {
             return Err(StartupError::Unreachable {
-                url: redact(url),
+                url: crate::config::redact(url),
                 source,
             });
         }
@@ -177,7 +172,7 @@ async fn ensure_database(options: &PgConnectOptions, url: &str) -> Result<(), St
             .connect()
             .await
             .map_err(|source| StartupError::Unreachable {
-                url: redact(url),
+                url: crate::config::redact(url),
                 source,
             })?;
     let create = format!("CREATE DATABASE \"{}\"", name.replace('"', "\"\""));
@@ -194,30 +189,4 @@ async fn ensure_database(options: &PgConnectOptions, url: &str) -> Result<(), St
 
 fn millis(d: Duration) -> String {
     format!("{}ms", d.as_millis())
-}
-
-/// The URL without its password, for error messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            let user = userinfo.split(':').next().unwrap_or_default();
-            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact;
-
-    #[test]
-    fn passwords_never_reach_messages() {
-        assert_eq!(redact("postgres://app:secret@db:5432/x"), "postgres://app@db:5432/x");
-        assert_eq!(
-            redact("postgres://postgres@127.0.0.1/racelab"),
-            "postgres://postgres@127.0.0.1/racelab"
-        );
-    }
 }

@@ -5,7 +5,7 @@
 //! so a lab that does not need them never waits on a client library, and a service that is down
 //! costs at most the probe's timeout.
 
-use crate::sandbox::Services;
+use crate::services::Services;
 use serde::Serialize;
 use shared::Service;
 use shared::catalog::RoomsReach;
@@ -169,7 +169,7 @@ pub async fn redis(url: &str) -> Dependency {
 pub async fn kafka(brokers: &str) -> Dependency {
     let mut reasons = Vec::new();
     for broker in brokers.split(',').map(str::trim).filter(|b| !b.is_empty()) {
-        match timeout(PROBE_TIMEOUT, crate::sandbox::kafka_wire::answers(broker)).await {
+        match timeout(PROBE_TIMEOUT, crate::services::kafka_wire::answers(broker)).await {
             Ok(Ok(())) => {
                 return Dependency {
                     up: true,

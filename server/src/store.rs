@@ -1,6 +1,6 @@
 //! The run store: finished runs and their events, for permalinks and replays.
 
-use crate::engine::BoxFuture;
+use futures_util::future::BoxFuture;
 pub use shared::protocol::StoredRun;
 use shared::{Event, Outcome};
 use sqlx::PgPool;

@@ -2,7 +2,7 @@
 //!
 //! Why: `f64`'s `Display`, `{:.1}` and `FromStr` bring core's Grisu/Dragon and Eisel-Lemire code
 //! and their power-of-ten tables into the wasm, 22 KB raw (9 KB gzip) of an embed bundle that must
-//! stay under 150 KB (README, "The embed bundle"). In the browser the engine already formats and
+//! stay under 150 KB (docs/embedding.md, "The embed bundle"). In the browser the engine already formats and
 //! parses numbers exactly (ECMAScript's shortest round-trip digits, correctly rounded parsing), so
 //! [`display`] and [`parse`] ask it there, and use Rust's own elsewhere. Both write and read the
 //! same numbers either way: [`rust_notation`] turns JavaScript's notation into Rust's.

@@ -3,7 +3,7 @@
 //! Why not serde here: the browser app decodes every frame the server sends, and serde's derived
 //! decoders for racelab's internally tagged, flattened frames cost the embed bundle 62 KB gzip
 //! (each frame is buffered into serde's `Content`, and every nested type is compiled once per
-//! deserializer) — more than a blog embed can carry (README, "The embed bundle"). The server
+//! deserializer) — more than a blog embed can carry (docs/embedding.md, "The embed bundle"). The server
 //! keeps serde for writing; the app reads the same JSON with this module and the impls in
 //! [`crate::decode`], which the tests hold equal to serde's on every kind of frame.
 

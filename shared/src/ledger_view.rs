@@ -6,7 +6,7 @@
 //!   "show all" ([`fold`], and [`fold_expected`] for the correct system's own table).
 //!
 //! Pure, so the live page, a replay and an embed lay out a ledger alike. Kept small: it is part
-//! of the embed's budget (README, "The embed bundle").
+//! of the embed's budget (docs/embedding.md, "The embed bundle").
 
 use crate::ledger::{RowChange, TableDiff};
 use crate::money::grouped;

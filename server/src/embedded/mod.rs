@@ -174,7 +174,7 @@ impl Embedded {
                 self.processes.push(pg.process);
             }
             Some(Err(error)) => failure = Some(error),
-            None => tracing::info!("PostgreSQL: {}", crate::db::redact(&config.database_url)),
+            None => tracing::info!("PostgreSQL: {}", crate::config::redact(&config.database_url)),
         }
         match (redis, rd) {
             (_, Some(Ok((process, port)))) => {
@@ -207,9 +207,6 @@ impl Embedded {
             (Plan::Shared, None) => tracing::info!("broker: {}", config.kafka_brokers),
             (Plan::Unneeded, None) => {}
         }
-        for (service, why) in &config.unavailable {
-            tracing::warn!("{}: down: {why}; {}", service.label(), needed_by(*service));
-        }
         failure.map_or(Ok(()), Err)
     }
 
@@ -241,20 +238,6 @@ async fn answers(address: &str) -> bool {
     )
 }
 
-/// "the locks and idempotency labs need it", from the catalog.
-fn needed_by(service: Service) -> String {
-    let labs: Vec<String> = crate::labs::catalog()
-        .into_iter()
-        .filter(|lab| lab.services.contains(&service))
-        .map(|lab| lab.id)
-        .collect();
-    match labs.as_slice() {
-        [] => "no lab needs it".into(),
-        [one] => format!("the {one} lab needs it"),
-        [first @ .., last] => format!("the {} and {last} labs need it", first.join(", ")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,15 +250,5 @@ mod tests {
         assert_eq!(plan(false, true, false), Plan::Shared);
         assert_eq!(plan(true, true, true), Plan::Private);
         assert_eq!(plan(true, false, true), Plan::Private);
-    }
-
-    #[test]
-    fn the_labs_needing_a_service_come_from_the_catalog() {
-        assert_eq!(needed_by(Service::Kafka), "the outbox lab needs it");
-        assert!(
-            needed_by(Service::Redis).starts_with("the "),
-            "{}",
-            needed_by(Service::Redis)
-        );
     }
 }

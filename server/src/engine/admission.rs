@@ -15,7 +15,7 @@
 //! take one of a few places ([`Admission::playing_at_most`]): past a few per core they only
 //! slow each other down. Every run's sandbox is new tables, and PostgreSQL tells every session
 //! of every catalog change. Measured on 2 cores, a crowd of 200 write skews was served
-//! 1.11–1.32× faster 6 at a time than 23–29 at a time in three benches of four (README,
+//! 1.11–1.32× faster 6 at a time than 23–29 at a time in three benches of four (docs/performance.md,
 //! "Measured speed"). A run played step by step mostly waits for its reader and takes no such
 //! place.
 

@@ -207,7 +207,7 @@ mod tests {
 
     #[test]
     fn the_kept_name_is_no_run_s() {
-        let pattern = super::super::sql::application_name("3fa9", "%");
+        let pattern = crate::sandbox::application_name("3fa9", "%");
         assert!(!KEPT_NAME.starts_with(pattern.trim_end_matches('%')));
         assert_eq!(KEPT_NAME.matches('/').count(), 1);
     }

@@ -117,11 +117,9 @@ pub use supervisor::{Engine, RunHandle, StartError};
 use crate::sandbox::Spec;
 use shared::event::ActorInfo;
 use shared::{Ledger, ScenarioInfo};
-use std::future::Future;
-use std::pin::Pin;
 
-/// A boxed future, as [`Scenario::play`] returns.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future, as [`Scenario::play`] returns (futures' own, which the layers below use too).
+pub use futures_util::future::BoxFuture;
 
 /// One scenario: what the catalog shows, what its sandbox holds, what a run holds, and how it
 /// plays.

@@ -11,9 +11,9 @@ use super::error::RunError;
 use super::events::EventSink;
 use super::kept::{KEPT_NAME, RESET_WITHIN, reset, take_on};
 use super::lane::{Lane, Stage};
-use super::sql::{Output, application_name, execute};
+use super::sql::{Output, execute};
 use crate::sandbox::postgres::quote_ident;
-use crate::sandbox::{Sandbox, Services, broker_name};
+use crate::sandbox::{Sandbox, Services, application_name, broker_name};
 use shared::{EventKind, Ledger, Service, Table, Value, Verdict};
 use sqlx::ConnectOptions;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -41,6 +41,13 @@ pub struct Limits {
     pub reader_backlog: usize,
     /// How many runs may wait in line; a start past it is refused with "busy, try again in N s".
     pub max_queue: usize,
+}
+
+impl Limits {
+    /// Sandboxes older than this are left from a crash: no run lives that long.
+    pub fn sweep_age(&self) -> Duration {
+        self.max_duration + Duration::from_secs(60)
+    }
 }
 
 impl Default for Limits {

@@ -10,12 +10,6 @@ use sqlx::postgres::{PgArguments, PgConnection, PgRow};
 use sqlx::query::Query;
 use sqlx::{Column, Either, Executor, Postgres, Row, TypeInfo};
 
-/// The `application_name` of `who`'s session in run `run_id` (`racelab/3fa9c0e1b2d4/bob`): how
-/// anyone watching `pg_stat_activity` tells whose it is, and how cleanup finds a run's sessions.
-pub fn application_name(run_id: &str, who: &str) -> String {
-    format!("racelab/{run_id}/{who}")
-}
-
 /// What a statement returned: its command tag (`UPDATE 1`) and its rows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Output {

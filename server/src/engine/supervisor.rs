@@ -441,7 +441,7 @@ impl Engine {
             // A service is down (PostgreSQL restarting, Redis gone): the sandbox goes as soon as
             // it is back, not at the next sweep.
             tracing::warn!(run = %run_id, %error, "could not destroy the sandbox yet; trying again until its services are back");
-            tokio::spawn(sandbox.destroy_when_back(self.reach.services.clone(), crate::db::sweep_age(&self.limits)));
+            tokio::spawn(sandbox.destroy_when_back(self.reach.services.clone(), self.limits.sweep_age()));
         }
         // Its place goes back before the reader hears `done`: a process that exits on it (the
         // command line, a test) leaves no lease for others to wait out.

@@ -208,9 +208,33 @@ pub fn actors_at(names: &[&str], detail: &str) -> Vec<ActorInfo> {
         .collect()
 }
 
+/// "the locks and idempotency labs need it", from the catalog.
+pub fn needed_by(service: shared::Service) -> String {
+    let labs: Vec<String> = catalog()
+        .into_iter()
+        .filter(|lab| lab.services.contains(&service))
+        .map(|lab| lab.id)
+        .collect();
+    match labs.as_slice() {
+        [] => "no lab needs it".into(),
+        [one] => format!("the {one} lab needs it"),
+        [first @ .., last] => format!("the {} and {last} labs need it", first.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_labs_needing_a_service_come_from_the_catalog() {
+        assert_eq!(needed_by(shared::Service::Kafka), "the outbox lab needs it");
+        assert!(
+            needed_by(shared::Service::Redis).starts_with("the "),
+            "{}",
+            needed_by(shared::Service::Redis)
+        );
+    }
 
     #[test]
     fn scenario_ids_are_unique_and_belong_to_their_lab() {

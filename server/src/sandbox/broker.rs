@@ -121,7 +121,7 @@ async fn delete_groups(
     Ok(busy)
 }
 
-/// Makes every member of `group` leave it (see [`super::kafka_wire`]).
+/// Makes every member of `group` leave it (see [`crate::services::kafka_wire`]).
 async fn evict_members(brokers: &str, group: &str) -> Result<(), SandboxError> {
     let wanted = group.to_owned();
     let members = listed(brokers, move |client| {
@@ -138,7 +138,7 @@ async fn evict_members(brokers: &str, group: &str) -> Result<(), SandboxError> {
         return Ok(());
     }
     tracing::info!(%group, members = members.len(), "removing members that never left, so the group can be deleted");
-    super::kafka_wire::leave_group(brokers, group, &members)
+    crate::services::kafka_wire::leave_group(brokers, group, &members)
         .await
         .map_err(SandboxError::Broker)
 }

@@ -18,14 +18,14 @@
 //! success, failure, cancel, disconnect and time limit alike.
 
 pub mod broker;
-pub(crate) mod kafka_wire;
 pub mod postgres;
 pub mod redis;
 mod sweep;
 
+pub use crate::services::Services;
+pub use postgres::application_name;
 pub use sweep::sweep;
 
-use sqlx::PgPool;
 use std::time::{SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 
@@ -39,34 +39,6 @@ pub struct Spec {
     pub redis: bool,
     /// Broker topics: `(logical name, partitions)`.
     pub topics: &'static [(&'static str, i32)],
-}
-
-/// Where the shared services are, for creating and removing namespaces.
-#[derive(Clone)]
-pub struct Services {
-    /// racelab's own pool (sandbox DDL, the registry).
-    pub pool: PgPool,
-    pub redis: ::redis::Client,
-    /// Where `redis` points, for health probes and messages.
-    pub redis_url: String,
-    /// `host:port[,host:port…]`.
-    pub brokers: String,
-    /// Services known to be down, and why (see [`crate::config::Config::down`]).
-    pub unavailable: Vec<(shared::Service, String)>,
-    /// racelab's own session for asking whether PostgreSQL answers (`health::postgres`): under
-    /// load every connection of `pool` may be busy for seconds (a DROP waiting for its locks),
-    /// which says nothing about PostgreSQL itself.
-    pub probe: std::sync::Arc<tokio::sync::Mutex<Option<sqlx::postgres::PgConnection>>>,
-}
-
-impl Services {
-    /// Why `service` is known to be down without probing it, if it is.
-    pub fn known_down(&self, service: shared::Service) -> Option<&str> {
-        self.unavailable
-            .iter()
-            .find(|(s, _)| *s == service)
-            .map(|(_, why)| why.as_str())
-    }
 }
 
 /// Why a sandbox could not be made or removed.

@@ -2,10 +2,9 @@
 //! creation time, and dropped after ending every session of the run.
 
 use super::Sandbox;
-use crate::engine::BoxFuture;
-use crate::engine::sql::{application_name, execute};
+use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -21,16 +20,36 @@ pub(super) struct Label {
 const DROP_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
 const DROP_TRIES: usize = 3;
 
+/// The `application_name` of `who`'s session in run `run_id` (`racelab/3fa9c0e1b2d4/bob`): how
+/// anyone watching `pg_stat_activity` tells whose it is, and how cleanup finds a run's sessions.
+pub fn application_name(run_id: &str, who: &str) -> String {
+    format!("racelab/{run_id}/{who}")
+}
+
 /// `"run_abc"`: an identifier quoted for SQL, whatever it holds.
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// Runs `sql`, one or several statements (the simple query protocol), on `conn`, reading every
+/// result. Boxed, on a plain connection, through `fetch_many`: sqlx's `execute` on a transaction
+/// inside a boxed `Send` future trips the compiler's lifetime checks ("implementation of
+/// `Executor` is not general enough").
+fn script<'a>(conn: &'a mut PgConnection, sql: &'a str) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+    Box::pin(async move {
+        use futures_util::TryStreamExt;
+        use sqlx::Executor;
+        let mut results = conn.fetch_many(sql);
+        while results.try_next().await?.is_some() {}
+        Ok(())
+    })
+}
+
 /// Creates `schema` and runs the lab's `sql` (tables and seed rows) inside it, in one
 /// transaction: a schema either exists whole or not at all. With `registers`, the sandbox's
 /// registry row is written in that transaction too: the row and the first schema exist
-/// together or not at all, for one commit instead of two. Boxed for the same reason as
-/// [`execute`].
+/// together or not at all, for one commit instead of two. Boxed: the sandbox's creation awaits
+/// it inside a future that must stay `Send` and small.
 pub(super) fn create_schema<'a>(
     pool: &'a PgPool,
     sandbox: &'a Sandbox,
@@ -52,9 +71,9 @@ pub(super) fn create_schema<'a>(
         if registers {
             super::sweep::register(&mut *tx, sandbox).await?;
         }
-        execute(&mut tx, &prepare, &[]).await?;
+        script(&mut tx, &prepare).await?;
         if !sql.trim().is_empty() {
-            execute(&mut tx, sql, &[]).await?;
+            script(&mut tx, sql).await?;
         }
         tx.commit().await
     })
@@ -91,7 +110,7 @@ pub(super) fn drop_schemas<'a>(
                 names.join(", ")
             );
             let mut tx = pool.begin().await?;
-            match execute(&mut tx, &drop, &[]).await {
+            match script(&mut tx, &drop).await {
                 Ok(_) => {
                     if unregisters {
                         super::sweep::unregister(&mut *tx, run_id).await?;

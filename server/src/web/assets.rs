@@ -29,7 +29,7 @@ pub fn service(dist: &Path) -> Router {
 }
 
 /// An iframe's page: the embed app (`dist/embed-app/`, built with only the embed pages, a third
-/// lighter than the full app: README, "The embed bundle"), or the full app, which draws embeds
+/// lighter than the full app: docs/embedding.md, "The embed bundle"), or the full app, which draws embeds
 /// the same: when a build made no embed app (a `trunk serve` dev build), and for the opt-in
 /// features the embed app leaves out to stay small (`predict=1`).
 async fn embed_page(candidates: [PathBuf; 2], uri: Uri) -> Response {

@@ -3,8 +3,7 @@
 //! - [`ws`]: `GET /ws`, the websocket that starts, steps and cancels runs.
 //! - [`api`]: `GET /api/labs` (the catalog with service status), `GET /api/runs/{id}`.
 //! - [`health`]: `GET /healthz`.
-//! - [`clients`]: how many runs one reader may have going and start a minute.
-//! - [`rooms`]: `POST /api/rooms`, and rooms a trainer drives while participants follow.
+//! - [`rooms`]: rooms over HTTP (`POST /api/rooms`, …); the rooms themselves are `crate::rooms`.
 //! - [`pages`]: scenario and run pages with their link previews; `/runs/{id}.svg`, the picture
 //!   of a run ([`picture`]), and `/runs/{id}.png`, the same as PNG ([`png`]).
 //! - [`oembed`]: `GET /oembed`, so a pasted link becomes the embed.
@@ -13,7 +12,6 @@
 
 pub mod api;
 pub mod assets;
-pub mod clients;
 pub mod error;
 pub mod health;
 pub mod oembed;
@@ -34,6 +32,18 @@ use std::sync::Arc;
 pub struct AppState {
     pub engine: Arc<Engine>,
     pub config: Arc<Config>,
+    /// The websockets open on this server, which a stopping server closes.
+    pub sockets: Arc<ws::Sockets>,
+}
+
+impl AppState {
+    pub fn new(engine: Arc<Engine>, config: Arc<Config>) -> AppState {
+        AppState {
+            engine,
+            config,
+            sockets: Arc::default(),
+        }
+    }
 }
 
 /// The whole server: API areas plus the app served from `dist`.
@@ -60,8 +70,8 @@ pub fn router(state: AppState, dist: &Path) -> Router {
 }
 
 /// [`router`], and its training rooms, which a stopping server closes (see `racelab serve`).
-pub fn app(state: AppState, dist: &Path) -> (Router, Arc<rooms::Rooms>) {
-    let rooms = rooms::Rooms::new(state.engine.clone(), rooms::Limits::from_config(&state.config));
+pub fn app(state: AppState, dist: &Path) -> (Router, Arc<crate::rooms::Rooms>) {
+    let rooms = crate::rooms::Rooms::new(state.engine.clone(), crate::rooms::Limits::from_config(&state.config));
     // Find the fonts for pictures now, not in the first request for one.
     tokio::task::spawn_blocking(png::available);
     let router = Router::new()

@@ -6,25 +6,25 @@
 //! the run's sessions and drops its sandbox.
 //!
 //! A socket may instead follow a room (`join`), and a trainer's frames may drive one (see
-//! [`super::rooms`]): then the run is the room's, and closing the socket only stops following.
+//! [`crate::rooms`]): then the run is the room's, and closing the socket only stops following.
 
 use super::AppState;
-use super::clients::{self, Caps, Clients, Slot};
-use super::rooms::Rooms;
-use super::rooms::follow::{Follower, Outgoing};
-use super::rooms::room::Order;
+use crate::clients::{self, Caps, Clients, Slot};
+use crate::control::{Refusal, cancel_run, error, next_update, scenario_named, start_refusal, step_run};
+use crate::engine::RunHandle;
 use crate::engine::signal::raised;
-use crate::engine::{RunHandle, StartError};
-use crate::labs;
+use crate::rooms::Rooms;
+use crate::rooms::follow::{Follower, Outgoing};
+use crate::rooms::room::Order;
 use axum::Router;
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::{Extensions, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use shared::{ClientFrame, ClientMsg, ErrorCode, Mode, PROTOCOL_VERSION, ServerFrame, ServerMsg};
+use shared::{ClientFrame, ClientMsg, ErrorCode, PROTOCOL_VERSION, ServerFrame, ServerMsg};
 use std::net::IpAddr;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::watch;
 
@@ -80,38 +80,53 @@ const TOO_BIG: u16 = 1009;
 /// The close code for a server that is stopping (RFC 6455: "going away").
 const GOING_AWAY: u16 = 1001;
 
-/// How many websockets are open in this process, so a stopping server lets each deliver its last
-/// frames and close before the process exits.
-static OPEN: LazyLock<watch::Sender<usize>> = LazyLock::new(|| watch::Sender::new(0));
-/// Raised by [`close_all`]: every socket whose run has ended closes.
-static GOODBYE: LazyLock<watch::Sender<bool>> = LazyLock::new(|| watch::Sender::new(false));
+/// The websockets a server has open, so that a stopping server lets each deliver its last frames
+/// and close before the process exits. Part of the application's state (one per router).
+#[derive(Debug)]
+pub struct Sockets {
+    /// How many are open.
+    open: watch::Sender<usize>,
+    /// Raised by [`Sockets::close_all`]: every socket whose run has ended closes.
+    goodbye: watch::Sender<bool>,
+}
 
-/// One open socket, counted in [`OPEN`] while it lives.
-struct Open;
+impl Default for Sockets {
+    fn default() -> Sockets {
+        Sockets {
+            open: watch::Sender::new(0),
+            goodbye: watch::Sender::new(false),
+        }
+    }
+}
+
+impl Sockets {
+    /// Closes every websocket (1001, "racelab is stopping"), each once its own run has sent its
+    /// last frame and the room it follows has closed, and waits for them at most `within`;
+    /// returns how many are still open. For a server that has drained its engine and closed its
+    /// rooms and is about to exit: until then, sockets stay open and a start is refused with
+    /// `shutting_down`.
+    pub async fn close_all(&self, within: std::time::Duration) -> usize {
+        self.goodbye.send_replace(true);
+        let mut open = self.open.subscribe();
+        let _ = tokio::time::timeout(within, open.wait_for(|n| *n == 0)).await;
+        *open.borrow()
+    }
+}
+
+/// One open socket, counted while it lives.
+struct Open(Arc<Sockets>);
 
 impl Open {
-    fn new() -> Open {
-        OPEN.send_modify(|n| *n += 1);
-        Open
+    fn new(sockets: Arc<Sockets>) -> Open {
+        sockets.open.send_modify(|n| *n += 1);
+        Open(sockets)
     }
 }
 
 impl Drop for Open {
     fn drop(&mut self) {
-        OPEN.send_modify(|n| *n -= 1);
+        self.0.open.send_modify(|n| *n -= 1);
     }
-}
-
-/// Closes every websocket of this process (1001, "racelab is stopping"), each once its own run
-/// has sent its last frame and the room it follows has closed, and waits for them at most
-/// `within`; returns how many are still open. For a server that has drained its engine and
-/// closed its rooms and is about to exit: until then, sockets stay open and a start is refused
-/// with `shutting_down`.
-pub async fn close_all(within: std::time::Duration) -> usize {
-    GOODBYE.send_replace(true);
-    let mut open = OPEN.subscribe();
-    let _ = tokio::time::timeout(within, open.wait_for(|n| *n == 0)).await;
-    *open.borrow()
 }
 
 async fn upgrade(
@@ -152,9 +167,9 @@ struct Socket {
 }
 
 async fn serve(mut socket: WebSocket, state: AppState, reader: Reader) {
-    let _open = Open::new();
+    let _open = Open::new(state.sockets.clone());
     let mut this = Socket::default();
-    let mut goodbye = GOODBYE.subscribe();
+    let mut goodbye = state.sockets.goodbye.subscribe();
     loop {
         tokio::select! {
             incoming = socket.recv() => {
@@ -370,75 +385,6 @@ async fn in_room(
     room.order(order).await
 }
 
-/// A frame refused, and why: what an `error` frame says.
-#[derive(Debug)]
-pub struct Refusal {
-    pub code: ErrorCode,
-    pub message: String,
-}
-
-impl From<Refusal> for ServerMsg {
-    fn from(Refusal { code, message }: Refusal) -> ServerMsg {
-        ServerMsg::Error { code, message }
-    }
-}
-
-/// The scenario called `name`, or the refusal that lists the known ones.
-pub fn scenario_named(name: &str) -> Result<&'static labs::ScenarioDef, Refusal> {
-    labs::find(name).ok_or_else(|| {
-        let known: Vec<&str> = labs::LABS
-            .iter()
-            .flat_map(|l| l.scenarios.iter().map(|s| s.id))
-            .collect();
-        Refusal {
-            code: ErrorCode::UnknownScenario,
-            message: format!("unknown scenario {name:?}; known: {}", known.join(", ")),
-        }
-    })
-}
-
-/// `next` for `run`: lets one more step play, or says why it cannot.
-pub fn step_run(run: Option<&RunHandle>) -> Option<ServerMsg> {
-    match run {
-        None => Some(error(ErrorCode::NoRun, "no run is going")),
-        Some(handle) if handle.mode != Mode::Step => Some(error(
-            ErrorCode::NotStepMode,
-            "this run plays by itself; start it with mode \"step\" to step it",
-        )),
-        Some(handle) => {
-            handle.next();
-            None
-        }
-    }
-}
-
-/// `cancel` for `run`.
-pub fn cancel_run(run: Option<&RunHandle>) -> Option<ServerMsg> {
-    match run {
-        None => Some(error(ErrorCode::NoRun, "no run is going")),
-        Some(handle) => {
-            handle.cancel();
-            None
-        }
-    }
-}
-
-/// The error frame for a start the engine refused.
-pub fn start_refusal(refused: &StartError) -> ServerMsg {
-    error(code_of_refusal(refused), &refused.to_string())
-}
-
-/// The error code a refused start is answered with.
-fn code_of_refusal(refused: &StartError) -> ErrorCode {
-    match refused {
-        StartError::UnknownVariant { .. } => ErrorCode::UnknownVariant,
-        StartError::NotSteppable(_) => ErrorCode::NotSteppable,
-        StartError::ServiceDown { .. } => ErrorCode::ServiceDown,
-        StartError::ShuttingDown => ErrorCode::ShuttingDown,
-        StartError::QueueFull { .. } => ErrorCode::QueueFull,
-    }
-}
-
 /// Parses a client frame, telling a wrong protocol version from a malformed frame.
 fn parse(text: &str) -> Result<ClientFrame, (ErrorCode, String)> {
     let value: serde_json::Value =
@@ -457,13 +403,6 @@ fn parse(text: &str) -> Result<ClientFrame, (ErrorCode, String)> {
         }
     }
     serde_json::from_value(value).map_err(|e| (ErrorCode::BadFrame, format!("not a frame this protocol knows: {e}")))
-}
-
-pub fn error(code: ErrorCode, message: &str) -> ServerMsg {
-    ServerMsg::Error {
-        code,
-        message: message.to_owned(),
-    }
 }
 
 /// Sends one frame; false when the socket is gone.
@@ -491,14 +430,6 @@ async fn send_all(socket: &mut WebSocket, msgs: Vec<ServerMsg>) -> bool {
 async fn next_in_room(following: &mut Option<Follower>) -> Outgoing {
     match following {
         Some(follower) => follower.next().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The next update of `run`; never resolves when there is none.
-pub async fn next_update(run: Option<&mut RunHandle>) -> Option<ServerMsg> {
-    match run {
-        Some(handle) => handle.updates.recv().await,
         None => std::future::pending().await,
     }
 }

@@ -220,10 +220,7 @@ pub enum Readers {
 /// The real router serving the built app (plus the host pages) on a free loopback port.
 pub async fn serve(readers: Readers) -> SocketAddr {
     let dist = dist();
-    let state = AppState {
-        engine: common::engine().await,
-        config: Arc::new(common::config()),
-    };
+    let state = AppState::new(common::engine().await, Arc::new(common::config()));
     let app = host_pages().merge(web::router(state, &dist));
     let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into())
         .await

@@ -528,10 +528,7 @@ pub async fn server_with_dist(dist: &std::path::Path) -> SocketAddr {
 /// The real router on `engine` (one a test already holds), serving the app from `dist`, on a
 /// free loopback port.
 pub async fn serve_engine(engine: Arc<Engine>, config: Config, dist: &std::path::Path) -> SocketAddr {
-    let state = AppState {
-        engine,
-        config: Arc::new(config),
-    };
+    let state = AppState::new(engine, Arc::new(config));
     let app = web::router(state, dist);
     let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into())
         .await
@@ -546,10 +543,7 @@ pub async fn server_with(config: Config) -> SocketAddr {
     let engine = racelab::db::connect_engine(&config)
         .await
         .expect("racelab needs PostgreSQL at DATABASE_URL");
-    let state = AppState {
-        engine: Arc::new(engine),
-        config: Arc::new(config),
-    };
+    let state = AppState::new(Arc::new(engine), Arc::new(config));
     let app =
         web::router(state, std::path::Path::new("no-such-dist")).into_make_service_with_connect_info::<SocketAddr>();
     let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into())

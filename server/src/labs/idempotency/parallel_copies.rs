@@ -14,9 +14,9 @@
 use super::phone::{Attempt, KeyMode, Settings, pay_printing};
 use super::shop::{CLAIM, Mistake, Mode, Options};
 use super::{POOL, Servers, finish_with, ledger};
-use crate::engine::sql::application_name;
 use crate::engine::{Run, RunError};
 use crate::labs::ScenarioDef;
+use crate::sandbox::application_name;
 use shared::Check;
 use std::time::Duration;
 

@@ -645,7 +645,7 @@ mod tests {
         let answer = FromHolder::Answer {
             replica: "r1".into(),
             number: 7,
-            refusal: Some(Box::new(crate::web::ws::error(shared::ErrorCode::Busy, "busy"))),
+            refusal: Some(Box::new(crate::control::error(shared::ErrorCode::Busy, "busy"))),
         };
         let text = serde_json::to_string(&answer).expect("JSON");
         let back: FromHolder = serde_json::from_str(&text).expect("reads back");

@@ -2,7 +2,7 @@
 
 use super::feed::Numbered;
 use super::room::{Presence, Room, closed, closed_message};
-use crate::web::ws::Refusal;
+use crate::control::Refusal;
 use shared::{ErrorCode, ServerMsg};
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -13,9 +13,9 @@ use super::bus::{Forwarded, ToHolder};
 use super::feed::Feed;
 use super::tally::Question;
 use super::{Limits, lock};
+use crate::clients::Slot;
+use crate::control::{Refusal, cancel_run, error, next_update, start_refusal, step_run};
 use crate::engine::{Engine, RunHandle};
-use crate::web::clients::Slot;
-use crate::web::ws::{Refusal, cancel_run, error, next_update, start_refusal, step_run};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use shared::{ErrorCode, EventKind, Mode, Outcome, ServerMsg};
@@ -593,7 +593,7 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
                     "the room's run is still going; cancel it or wait for done",
                 ));
             }
-            let def = match crate::web::ws::scenario_named(&scenario) {
+            let def = match crate::control::scenario_named(&scenario) {
                 Ok(def) => def,
                 Err(refusal) => return Some(refusal.into()),
             };

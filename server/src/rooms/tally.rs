@@ -4,7 +4,7 @@
 //! following the room picks one of the scenario's choices, and may change its mind until the run
 //! starts. The trainer sees the counts live; everyone sees them after the run reveals the answer.
 
-use crate::web::ws::Refusal;
+use crate::control::Refusal;
 use shared::ErrorCode;
 use std::collections::HashMap;
 
@@ -31,7 +31,7 @@ impl Question {
     /// The question for `scenario` at `variant`; `None` when the scenario asks nothing (a round
     /// without a question: the load test, a monitor).
     pub fn ask(scenario: &str, variant: &str) -> Result<Option<Question>, Refusal> {
-        let def = crate::web::ws::scenario_named(scenario)?;
+        let def = crate::control::scenario_named(scenario)?;
         let info = crate::engine::Scenario::info(def);
         if info.variant(variant).is_none() {
             return Err(refusal(

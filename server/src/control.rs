@@ -1,0 +1,93 @@
+//! Run control: what the websocket and a room both do with a run and with a reader's orders.
+//! An order (`next`, `cancel`, a start the engine refused) becomes the error frame a reader is
+//! answered with, or acts on the run's handle; a run's updates are read one at a time. Both
+//! edges use this one module, so a socket's own run and a room's run answer alike.
+
+use crate::engine::{RunHandle, StartError};
+use crate::labs;
+use shared::{ErrorCode, Mode, ServerMsg};
+
+/// A frame refused, and why: what an `error` frame says.
+#[derive(Debug)]
+pub struct Refusal {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl From<Refusal> for ServerMsg {
+    fn from(Refusal { code, message }: Refusal) -> ServerMsg {
+        ServerMsg::Error { code, message }
+    }
+}
+
+/// The scenario called `name`, or the refusal that lists the known ones.
+pub fn scenario_named(name: &str) -> Result<&'static labs::ScenarioDef, Refusal> {
+    labs::find(name).ok_or_else(|| {
+        let known: Vec<&str> = labs::LABS
+            .iter()
+            .flat_map(|l| l.scenarios.iter().map(|s| s.id))
+            .collect();
+        Refusal {
+            code: ErrorCode::UnknownScenario,
+            message: format!("unknown scenario {name:?}; known: {}", known.join(", ")),
+        }
+    })
+}
+
+/// `next` for `run`: lets one more step play, or says why it cannot.
+pub fn step_run(run: Option<&RunHandle>) -> Option<ServerMsg> {
+    match run {
+        None => Some(error(ErrorCode::NoRun, "no run is going")),
+        Some(handle) if handle.mode != Mode::Step => Some(error(
+            ErrorCode::NotStepMode,
+            "this run plays by itself; start it with mode \"step\" to step it",
+        )),
+        Some(handle) => {
+            handle.next();
+            None
+        }
+    }
+}
+
+/// `cancel` for `run`.
+pub fn cancel_run(run: Option<&RunHandle>) -> Option<ServerMsg> {
+    match run {
+        None => Some(error(ErrorCode::NoRun, "no run is going")),
+        Some(handle) => {
+            handle.cancel();
+            None
+        }
+    }
+}
+
+/// The error frame for a start the engine refused.
+pub fn start_refusal(refused: &StartError) -> ServerMsg {
+    error(code_of_refusal(refused), &refused.to_string())
+}
+
+/// The error code a refused start is answered with.
+fn code_of_refusal(refused: &StartError) -> ErrorCode {
+    match refused {
+        StartError::UnknownVariant { .. } => ErrorCode::UnknownVariant,
+        StartError::NotSteppable(_) => ErrorCode::NotSteppable,
+        StartError::ServiceDown { .. } => ErrorCode::ServiceDown,
+        StartError::ShuttingDown => ErrorCode::ShuttingDown,
+        StartError::QueueFull { .. } => ErrorCode::QueueFull,
+    }
+}
+
+/// An `error` frame.
+pub fn error(code: ErrorCode, message: &str) -> ServerMsg {
+    ServerMsg::Error {
+        code,
+        message: message.to_owned(),
+    }
+}
+
+/// The next update of `run`; never resolves when there is none.
+pub async fn next_update(run: Option<&mut RunHandle>) -> Option<ServerMsg> {
+    match run {
+        Some(handle) => handle.updates.recv().await,
+        None => std::future::pending().await,
+    }
+}

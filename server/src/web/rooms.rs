@@ -1,0 +1,140 @@
+//! Rooms over HTTP: `POST /api/rooms` opens one, `GET /api/rooms` says where rooms reach,
+//! `GET /api/rooms/{id}` whether one is open, `DELETE /api/rooms/{id}` closes one, and
+//! `GET /api/rooms/{id}/qr.svg` draws its join link. The rooms themselves (holder, mirrors, feed,
+//! question) are `crate::rooms`; this is only their HTTP edge.
+
+use super::AppState;
+use super::error::ApiError;
+use crate::clients;
+use crate::rooms::{Rooms, room};
+use axum::extract::{Path, State};
+use axum::http::{Extensions, HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde_json::json;
+use std::sync::Arc;
+
+pub fn router(rooms: Arc<Rooms>) -> Router<AppState> {
+    let (for_qr, for_close, for_status) = (rooms.clone(), rooms.clone(), rooms.clone());
+    Router::new()
+        .route(
+            "/api/rooms",
+            post(move |headers, extensions, state| open_room(headers, extensions, state, rooms.clone())).get(reach),
+        )
+        .route(
+            "/api/rooms/{id}",
+            delete(move |headers, path| close_room(headers, path, for_close.clone()))
+                .get(move |path| room_status(path, for_status.clone())),
+        )
+        .route(
+            "/api/rooms/{id}/qr.svg",
+            get(move |headers, path| join_code(headers, path, for_qr.clone())),
+        )
+}
+
+/// `GET /api/rooms`: whether a room opened now reaches every replica (through Redis) or lives in
+/// this process only, and why; the trainer's page says so.
+async fn reach(State(state): State<AppState>) -> Json<shared::catalog::RoomsReach> {
+    let redis = crate::health::redis(&state.engine.services().redis_url).await;
+    let redis = crate::health::explained(state.engine.services(), shared::Service::Redis, redis);
+    Json(crate::health::rooms_reach(&redis))
+}
+
+/// `GET /api/rooms/{id}`: `{"id"}` while the room is open (here or on another replica), 404
+/// once it closed. A trainer's page lists the rooms it opened that are still open; asking makes
+/// no mirror of a room held elsewhere (see [`Rooms::is_open`]).
+async fn room_status(Path(id): Path<String>, rooms: Arc<Rooms>) -> Result<Json<serde_json::Value>, ApiError> {
+    let id = id.to_ascii_uppercase();
+    if rooms.is_open(&id).await {
+        Ok(Json(json!({ "id": id })))
+    } else {
+        Err(no_room(&id))
+    }
+}
+
+/// The answer about a room that is not open (any more).
+fn no_room(id: &str) -> ApiError {
+    ApiError::NotFound(format!("there is no room {id:?}"))
+}
+
+/// `DELETE /api/rooms/{id}` with `Authorization: Bearer <trainer token>`: the trainer closes the
+/// room (its run, if one goes, ends first). 204, or 404 for a room that is not open, 403 without
+/// its token.
+async fn close_room(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Result<StatusCode, ApiError> {
+    let room = rooms.find(&id).await.ok_or_else(|| no_room(&id))?;
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if !room.is_trainer(token) {
+        return Err(ApiError::Forbidden(
+            "only the room's trainer closes it (Authorization: Bearer <token>)".into(),
+        ));
+    }
+    // A run still going ends first (its `done` reaches the followers), then the room closes.
+    let _ = room.order(room::Order::Cancel).await;
+    room.close();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /api/rooms/{id}/qr.svg`: the room's join link as a QR code, for the trainer's screen.
+async fn join_code(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Result<Response, ApiError> {
+    let (Some(room), Some((origin, _))) = (rooms.find(&id).await, super::oembed::origin(&headers)) else {
+        return Err(no_room(&id));
+    };
+    let svg = qr_svg(&format!("{origin}/room/{}", room.id))
+        .ok_or_else(|| ApiError::Internal("the link is too long for a QR code".into()))?;
+    Ok(([(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")], svg).into_response())
+}
+
+/// `link` as a QR code (SVG, dark on light, with its quiet zone).
+fn qr_svg(link: &str) -> Option<String> {
+    let code = qrcode::QrCode::new(link.as_bytes()).ok()?;
+    Some(
+        code.render::<qrcode::render::svg::Color>()
+            .min_dimensions(240, 240)
+            .dark_color(qrcode::render::svg::Color("#1f2328"))
+            .light_color(qrcode::render::svg::Color("#ffffff"))
+            .build(),
+    )
+}
+
+/// `POST /api/rooms`: `201 {"id": "K7QX2M", "trainer_token": "…"}`, or 429 past the cap on rooms
+/// per trainer address.
+async fn open_room(
+    headers: HeaderMap,
+    extensions: Extensions,
+    State(state): State<AppState>,
+    rooms: Arc<Rooms>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    // A page on another site may not open rooms in its visitors' names (and spend their quota).
+    if !super::ws::origin_allowed(
+        headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
+        headers.get(header::HOST).and_then(|v| v.to_str().ok()),
+        &state.config.allowed_origins,
+    ) {
+        return Err(ApiError::Forbidden(
+            "this page's origin may not open racelab rooms".into(),
+        ));
+    }
+    let trainer = clients::reader_address(&extensions, &headers, &state.config.trusted_proxies);
+    let (room, token) = rooms
+        .open(trainer)
+        .await
+        .map_err(|refused| ApiError::TooMany(refused.to_string()))?;
+    let opened = json!({ "id": room.id, "trainer_token": token, "url": format!("/room/{}", room.id) });
+    Ok((StatusCode::CREATED, Json(opened)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_join_link_is_a_qr_code() {
+        let svg = qr_svg("http://racelab.example/room/K7QX2M").expect("a QR code");
+        assert!(svg.contains("<svg") && svg.contains("#1f2328"), "{svg}");
+        assert!(qr_svg(&"x".repeat(10_000)).is_none(), "too long for any QR code");
+    }
+}
