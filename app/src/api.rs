@@ -1,5 +1,7 @@
 //! Talking to the server: `GET /api/*` as JSON, and the run websocket. Everything that touches
-//! the browser's APIs lives here, so the components stay plain.
+//! the browser's APIs lives here, so the components stay plain. Hand-written `web-sys`, not gloo:
+//! gloo-net's fetch alone would take the embed past its budget (measured: docs/embedding.md,
+//! "Why not gloo").
 
 use leptos::prelude::*;
 use shared::json::{self, FromJson};
