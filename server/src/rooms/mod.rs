@@ -78,7 +78,7 @@ pub struct Rooms {
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error(
-        "this address has {0} rooms open already; close one (rooms close after they idle) or ask for a higher RACELAB_ROOMS_PER_TRAINER"
+        "this address has {0} rooms open already; close one (rooms close after they idle) or ask for a higher RACELAB_ROOMS_PER_TRAINER."
     )]
     TooMany(usize),
 }

@@ -485,7 +485,7 @@ pub fn closed(id: &str) -> ServerMsg {
 }
 
 pub fn closed_message(id: &str) -> String {
-    format!("room {id} has closed; the trainer can open a new one")
+    format!("room {id} has closed; the trainer can open a new one.")
 }
 
 /// A page's place in a room, given back when dropped (the page closed or left).
