@@ -110,6 +110,13 @@ async fn a_pasted_component_and_a_pasted_iframe_grow_to_the_finished_run_on_anot
         let origin = b.js("return location.origin;", vec![]).await;
         assert_ne!(origin, json!(b.base), "the post is on another origin");
         for (index, what) in [(0, "the component's iframe"), (1, "the pasted iframe")] {
+            // As a reader scrolls to it: a browser does not lay out an iframe of another origin
+            // while it is out of view, so it reports its height once it is seen.
+            b.js(
+                "document.querySelectorAll('iframe')[arguments[0]].scrollIntoView();",
+                vec![json!(index)],
+            )
+            .await;
             let (height, colours) = finished_embed(b, index).await;
             let shown = b
                 .wait_js(
