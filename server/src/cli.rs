@@ -32,9 +32,11 @@ enum Command {
         #[command(flatten)]
         serve: ServeConfig,
     },
-    /// Run one scenario and print its transcript (ledger and verdict on stderr).
+    /// Run one scenario and print its transcript (ledger and verdict on stderr); or play a spec
+    /// in PostgreSQL's isolation-tester format and print what its tester prints.
     Run {
-        /// `lab/scenario`, e.g. `isolation/write-skew` (see `racelab list`).
+        /// `lab/scenario`, e.g. `isolation/write-skew` (see `racelab list`); or a spec file
+        /// (`FILE.spec`, or `-` for standard input).
         scenario: String,
         /// The variant; defaults to the scenario's first.
         #[arg(long)]
@@ -45,6 +47,14 @@ enum Command {
         /// Print every event as a JSON line instead of the transcript.
         #[arg(long)]
         json: bool,
+        /// A spec run's id (its role and schema are named after it); a fresh one by default.
+        /// For tests that look for what a run left behind.
+        #[arg(long, hide = true, value_parser = run_id)]
+        run_id: Option<String>,
+        /// A spec's step limit in seconds, as the isolation tester's `PGISOLATIONTIMEOUT`: a
+        /// step neither done nor waiting for a lock by then is cancelled.
+        #[arg(long, env = "PGISOLATIONTIMEOUT", default_value_t = 300)]
+        step_limit: u64,
         #[command(flatten)]
         config: Config,
     },
@@ -87,8 +97,15 @@ impl Cli {
                 variant,
                 runs,
                 json,
+                run_id,
+                step_limit,
                 config,
             } => {
+                if scenario == "-" || scenario.ends_with(".spec") {
+                    let run_id = run_id.unwrap_or_else(crate::sandbox::new_run_id);
+                    let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(step_limit));
+                    return spec_run(&scenario, &run_id, &limits, json, config).await;
+                }
                 let Some(scenario) = labs::find(&scenario) else {
                     eprintln!("racelab: unknown scenario {scenario:?}. Known scenarios:\n{}", list());
                     return ExitCode::from(2);
@@ -119,6 +136,100 @@ impl Cli {
                 })
                 .await
             }
+        }
+    }
+}
+
+/// Where a spec run's events go on the command line: its transcript lines to stdout as they
+/// come (the tester's output, byte for byte), or every event as a JSON line.
+struct Printing {
+    json: bool,
+}
+
+impl crate::engine::lane::Stage for Printing {
+    fn emit(&self, kind: EventKind) {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = match (&kind, self.json) {
+            (_, true) => serde_json::to_string(&kind).map_or(Ok(()), |line| writeln!(out, "{line}")),
+            (EventKind::Say { line, .. }, false) => writeln!(out, "{line}"),
+            _ => Ok(()),
+        };
+    }
+
+    fn gate<'a>(&'a self, _: &'a str, _: Service, _: &'a str) -> crate::engine::BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// A run id given on the command line: lowercase letters and digits, as racelab makes them.
+fn run_id(text: &str) -> Result<String, String> {
+    let fits =
+        !text.is_empty() && text.len() <= 32 && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    if fits {
+        Ok(text.to_owned())
+    } else {
+        Err("a run id is 1 to 32 lowercase letters and digits".to_owned())
+    }
+}
+
+/// `racelab run FILE.spec`: plays the spec as PostgreSQL's isolation tester would, on the
+/// configured PostgreSQL (in a sandbox database and role of its own), and prints what the
+/// tester prints on stdout; its warnings, its `# check:` verdicts and any refusal on stderr.
+/// Fails (1) where the tester would stop, and (2) on a spec that cannot be read.
+async fn spec_run(path: &str, run_id: &str, limits: &crate::specs::Limits, json: bool, config: Config) -> ExitCode {
+    let text = if path == "-" {
+        let mut text = String::new();
+        match std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+            Ok(_) => Ok(text),
+            Err(e) => Err(e),
+        }
+    } else {
+        std::fs::read_to_string(path)
+    };
+    let text = match text {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("racelab: cannot read {path}: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let spec = match crate::specs::read(&text, limits) {
+        Ok(spec) => spec,
+        Err(error) => {
+            eprintln!("racelab: {path}: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for name in spec.unused_steps() {
+        eprintln!("unused step name: {name}");
+    }
+    let stage = Arc::new(Printing { json });
+    match crate::specs::play(&config.database_url, run_id, &spec, limits, stage).await {
+        Ok(played) => {
+            for permutation in &played {
+                for check in &permutation.checks {
+                    let verdict = match check.held {
+                        Some(true) => "held",
+                        Some(false) => "broken",
+                        None => "not a yes or no",
+                    };
+                    eprintln!(
+                        "check {verdict} after {}: {} → {}",
+                        permutation.steps.join(" "),
+                        check.sql,
+                        check.answer
+                    );
+                }
+            }
+            if !played.is_empty() && spec.checks.is_empty() {
+                eprintln!("no check stated (add `# check: <SQL>` lines for a verdict)");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -32,5 +32,6 @@ pub mod labs;
 pub mod rooms;
 pub mod sandbox;
 pub mod services;
+pub mod specs;
 pub mod store;
 pub mod web;

@@ -21,7 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("services", &["config", "services", "health", "embedded"]),
     ("sandbox", &["sandbox"]),
     ("engine", &["engine", "store"]),
-    ("labs", &["labs"]),
+    ("labs", &["labs", "specs"]),
     ("edges", &["control", "clients", "rooms", "web", "cli", "crowd", "db"]),
 ];
 

@@ -14,6 +14,8 @@
 //! - [`compact`]: a timeline card in one line (the compact timeline, the picture of a run).
 //! - [`embed`]: an embed's options, its address and the snippets a blog author pastes.
 //! - [`markup`]: escaping text racelab writes into HTML and SVG itself.
+//! - [`spec`]: races readers write, in PostgreSQL's isolation-tester format: parsed, printed,
+//!   and their permutations.
 //! - [`series`]: progress over time and crash moments, for the picture of a draining pipeline.
 //! - [`time_axis`]: the gaps a timeline leaves where time passed, to one scale.
 //! - [`float`]: floating-point numbers as text, by the browser's own engine when in one.
@@ -37,6 +39,7 @@ pub mod protocol;
 pub mod psql;
 pub mod run_state;
 pub mod series;
+pub mod spec;
 pub mod time_axis;
 pub mod timeline;
 pub mod value;

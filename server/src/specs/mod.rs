@@ -1,0 +1,329 @@
+//! Readers' own races: specs in PostgreSQL's isolation-tester format, played on a real
+//! PostgreSQL in a sandbox of their own (see `shared::spec` for the format).
+//!
+//! - [`confine`]: the database, role and schema a spec runs in, and their removal.
+//! - [`session`]: one connection of a spec run (notices, result sets, cancel).
+//! - [`table`]: result sets printed as the tester prints them.
+//! - [`player`]: the tester's algorithm: permutations, steps, who waits, what is printed.
+//!
+//! [`read`] turns text into a spec within [`Limits`]; [`play`] plays it and reports each
+//! permutation's checks.
+
+pub mod confine;
+pub mod player;
+pub mod session;
+pub mod table;
+
+use crate::engine::Lane;
+use crate::engine::lane::Stage;
+use confine::{Bounds, Confined};
+use player::{Player, Stopped};
+use session::{Keep, SpecSession};
+use shared::spec::{Invalid, ParseError, PermutationStep, Spec};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What one spec run may hold and spend.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// The tester's `max_step_wait`: a step that neither finishes nor waits for a lock this
+    /// long is cancelled, and given up at twice it.
+    pub step_wait: Duration,
+    pub keep: Keep,
+    pub max_bytes: usize,
+    pub max_sessions: usize,
+    pub max_steps: usize,
+    /// Interleavings played when the spec has no permutation lines; `None`: all, as the
+    /// tester does.
+    pub max_permutations: Option<u64>,
+    pub temp_file_limit_kb: u64,
+}
+
+impl Limits {
+    /// The command line's: the tester's step limit (its default is 300 s, or
+    /// `PGISOLATIONTIMEOUT` seconds), every interleaving.
+    pub fn command_line(step_wait: Duration) -> Limits {
+        Limits {
+            step_wait,
+            max_permutations: None,
+            ..Limits::default()
+        }
+    }
+}
+
+impl Default for Limits {
+    /// A page's: 10 s a step, at most 120 interleavings.
+    fn default() -> Limits {
+        Limits {
+            step_wait: Duration::from_secs(10),
+            keep: Keep {
+                rows: 1_000,
+                bytes: 1 << 20,
+            },
+            max_bytes: 64 * 1024,
+            max_sessions: 8,
+            max_steps: 100,
+            max_permutations: Some(120),
+            temp_file_limit_kb: 64 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("{0}")]
+    Parse(#[from] ParseError),
+    #[error("{0}")]
+    Invalid(#[from] Invalid),
+    #[error("the spec is {bytes} bytes; at most {limit} are played")]
+    TooBig { bytes: usize, limit: usize },
+    #[error("the spec has {count} sessions; at most {limit} are played")]
+    TooManySessions { count: usize, limit: usize },
+    #[error("the spec has {count} steps; at most {limit} are played")]
+    TooManySteps { count: usize, limit: usize },
+    #[error(
+        "without permutation lines this spec has {count} interleavings, and at most {limit} are played \
+         at once: add permutation lines for the ones you want to see"
+    )]
+    TooManyPermutations { count: String, limit: u64 },
+    #[error(transparent)]
+    Confine(#[from] confine::ConfineError),
+    #[error("a session of the spec could not connect: {0}")]
+    Connect(String),
+    #[error("{0}")]
+    Stopped(#[from] Stopped),
+}
+
+/// Reads a spec: within the size limit, parsed, valid as the tester checks it, and within the
+/// session, step and interleaving limits.
+pub fn read(text: &str, limits: &Limits) -> Result<Spec, SpecError> {
+    if text.len() > limits.max_bytes {
+        return Err(SpecError::TooBig {
+            bytes: text.len(),
+            limit: limits.max_bytes,
+        });
+    }
+    let spec = shared::spec::parse(text)?;
+    spec.validate()?;
+    if spec.sessions.len() > limits.max_sessions {
+        return Err(SpecError::TooManySessions {
+            count: spec.sessions.len(),
+            limit: limits.max_sessions,
+        });
+    }
+    let steps: usize = spec.sessions.iter().map(|s| s.steps.len()).sum::<usize>()
+        + spec.permutations.iter().map(|p| p.steps.len()).sum::<usize>();
+    if steps > limits.max_steps * 20 || spec.sessions.iter().map(|s| s.steps.len()).sum::<usize>() > limits.max_steps {
+        return Err(SpecError::TooManySteps {
+            count: spec.sessions.iter().map(|s| s.steps.len()).sum(),
+            limit: limits.max_steps,
+        });
+    }
+    if let (true, Some(limit)) = (spec.permutations.is_empty(), limits.max_permutations) {
+        let count = shared::spec::count_permutations(&spec);
+        if count.is_none_or(|c| c > limit) {
+            return Err(SpecError::TooManyPermutations {
+                count: count.map_or_else(|| "more than 18 billion billion".to_owned(), |c| c.to_string()),
+                limit,
+            });
+        }
+    }
+    Ok(spec)
+}
+
+/// The permutations a spec plays: its lines, or every interleaving.
+pub fn permutations(spec: &Spec, limits: &Limits) -> Vec<Vec<PermutationStep>> {
+    if !spec.permutations.is_empty() {
+        return spec.permutations.iter().map(|p| p.steps.clone()).collect();
+    }
+    let limit = limits
+        .max_permutations
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    shared::spec::all_permutations(spec, limit)
+        .into_iter()
+        .map(|names| {
+            names
+                .into_iter()
+                .map(|name| PermutationStep {
+                    name,
+                    ..PermutationStep::default()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// One `# check:` after one permutation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckResult {
+    pub sql: String,
+    /// `Some(true)` when every value of its first row is `t`; `None` when it failed or
+    /// returned no boolean row.
+    pub held: Option<bool>,
+    /// What it returned, as text (`f`, `5400 | f`), or its error.
+    pub answer: String,
+}
+
+/// One permutation played: its steps and its checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Played {
+    pub steps: Vec<String>,
+    pub checks: Vec<CheckResult>,
+}
+
+/// Plays `spec` as run `run_id` on the PostgreSQL at `url`, in a sandbox of its own, through
+/// lanes on `stage`. The sandbox is removed whatever happens.
+pub async fn play(
+    url: &str,
+    run_id: &str,
+    spec: &Spec,
+    limits: &Limits,
+    stage: Arc<dyn Stage>,
+) -> Result<Vec<Played>, SpecError> {
+    let bounds = Bounds {
+        // Above the tester's own step limit, so a spec's output is the tester's; a spec that
+        // turns the timeout off is still cancelled by the step limit.
+        statement_timeout: limits.step_wait * 2 + Duration::from_secs(5),
+        lock_timeout: limits.step_wait * 2 + Duration::from_secs(5),
+        idle_timeout: limits.step_wait * 4 + Duration::from_secs(60),
+        temp_file_limit_kb: limits.temp_file_limit_kb,
+        connections: spec.sessions.len() + 1,
+    };
+    let confined = Confined::open(url, run_id, bounds).await?;
+    let played = play_confined(&confined, run_id, spec, limits, stage).await;
+    confined.close().await;
+    played
+}
+
+async fn play_confined(
+    confined: &Confined,
+    run_id: &str,
+    spec: &Spec,
+    limits: &Limits,
+    stage: Arc<dyn Stage>,
+) -> Result<Vec<Played>, SpecError> {
+    let connect = |who: &str| {
+        let config = confined.session_config(run_id, who);
+        let keep = limits.keep;
+        async move {
+            SpecSession::connect(&config, keep)
+                .await
+                .map_err(|e| SpecError::Connect(confine::describe(&e)))
+        }
+    };
+    let control = connect("control").await?;
+    let mut sessions = Vec::with_capacity(spec.sessions.len());
+    for (i, session) in spec.sessions.iter().enumerate() {
+        sessions.push(connect(&format!("session{}", i + 1)).await.map_err(|e| match e {
+            SpecError::Connect(why) => SpecError::Connect(format!("{}: {why}", session.name)),
+            other => other,
+        })?);
+    }
+    let lanes: Vec<Lane> = spec
+        .sessions
+        .iter()
+        .map(|s| Lane::new(&s.name, stage.clone(), false))
+        .collect();
+    let control_lane = Lane::new("tester", stage, false);
+    let mut player = Player::new(spec, control, sessions, control_lane, lanes, limits.step_wait).await?;
+    player.header();
+    let mut played = Vec::new();
+    for steps in permutations(spec, limits) {
+        player.play(&steps).await?;
+        let mut checks = Vec::with_capacity(spec.checks.len());
+        for check in &spec.checks {
+            checks.push(judge(&check.sql, &player.ask(&check.sql).await));
+        }
+        player.teardown().await;
+        played.push(Played {
+            steps: steps.iter().map(|s| s.name.clone()).collect(),
+            checks,
+        });
+    }
+    Ok(played)
+}
+
+/// A check's verdict from its answer: held when its first row is all `t`.
+fn judge(sql: &str, answer: &session::Answer) -> CheckResult {
+    if let Some(failure) = &answer.failure {
+        return CheckResult {
+            sql: sql.to_owned(),
+            held: None,
+            answer: failure.line(),
+        };
+    }
+    let row = answer.sets.last().and_then(|set| set.rows.first());
+    let Some(row) = row else {
+        return CheckResult {
+            sql: sql.to_owned(),
+            held: None,
+            answer: "no rows".to_owned(),
+        };
+    };
+    let values: Vec<&str> = row.iter().map(|v| v.as_deref().unwrap_or("NULL")).collect();
+    let held = if values.iter().all(|v| *v == "t" || *v == "f") {
+        Some(values.iter().all(|v| *v == "t"))
+    } else {
+        None
+    };
+    CheckResult {
+        sql: sql.to_owned(),
+        held,
+        answer: values.join(" | "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(values: &[Option<&str>]) -> session::Answer {
+        session::Answer {
+            sets: vec![table::ResultSet {
+                columns: values.iter().map(|_| "c".to_owned()).collect(),
+                rows: vec![values.iter().map(|v| v.map(str::to_owned)).collect()],
+                rows_dropped: 0,
+            }],
+            failure: None,
+            ends_with_rows: true,
+        }
+    }
+
+    #[test]
+    fn a_check_holds_when_its_row_is_all_true() {
+        assert_eq!(judge("q", &answer(&[Some("t")])).held, Some(true));
+        assert_eq!(judge("q", &answer(&[Some("t"), Some("f")])).held, Some(false));
+        let odd = judge("q", &answer(&[Some("5400")]));
+        assert_eq!((odd.held, odd.answer.as_str()), (None, "5400"));
+        assert_eq!(judge("q", &answer(&[None])).held, None);
+        assert_eq!(judge("q", &session::Answer::default()).answer, "no rows");
+    }
+
+    #[test]
+    fn specs_past_the_limits_are_refused_with_the_limit_named() {
+        let limits = Limits::default();
+        let big = format!("session s step a {{ SELECT '{}'; }}", "x".repeat(70_000));
+        assert!(matches!(
+            read(&big, &limits),
+            Err(SpecError::TooBig { limit: 65_536, .. })
+        ));
+        let nine: String = (1..=9)
+            .map(|i| format!("session s{i} step a{i} {{ SELECT 1; }}\n"))
+            .collect();
+        assert!(matches!(
+            read(&nine, &limits),
+            Err(SpecError::TooManySessions { count: 9, limit: 8 })
+        ));
+        let wide: String = (1..=4)
+            .map(|i| format!("session s{i} step a{i} {{ }} step b{i} {{ }} step c{i} {{ }}\n"))
+            .collect();
+        let error = read(&wide, &limits).unwrap_err();
+        assert!(error.to_string().contains("369600 interleavings"), "{error}");
+        assert!(read(&wide, &Limits::command_line(Duration::from_secs(300))).is_ok());
+        assert!(matches!(
+            read("session s step a { SELECT 1; } permutation b", &limits),
+            Err(SpecError::Invalid(_))
+        ));
+        assert!(matches!(read("session s step", &limits), Err(SpecError::Parse(_))));
+    }
+}

@@ -1,0 +1,612 @@
+//! Plays a spec's permutations exactly as PostgreSQL's isolation tester does, and prints what it
+//! prints (`src/test/isolation/isolationtester.c`, PostgreSQL 14 onwards).
+//!
+//! For each permutation: the setup blocks on the control connection, each session's setup, then
+//! the steps in order. A step is sent, then watched: every 10 ms without an answer, the control
+//! connection asks the server whether that session waits for a lock held by another of the
+//! spec's sessions (`pg_isolation_test_session_is_blocked`, the tester's own question). Waiting,
+//! it is reported `<waiting ...>` and the next step goes on; every later step then looks again
+//! at the waiting ones, and reports each `<... completed>` once it is done. A step that neither
+//! finishes nor waits within the step limit is cancelled, as the tester cancels it. Nothing is
+//! declared: who waits is what the server says.
+//!
+//! Output goes to a lane per session (and one for the control connection) as transcript lines,
+//! so the CLI prints the tester's output and a page draws the same run as swimlanes.
+
+use super::session::{Answer, Failure, SpecSession};
+use super::table;
+use crate::engine::Lane;
+use shared::event::{ErrorKind, Rows};
+use shared::spec::{Blocker, PermutationStep, Spec};
+use shared::{EventKind, Service, Value};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// How often a step without an answer is looked at, as the tester does.
+const POLL_EVERY: Duration = Duration::from_millis(10);
+
+/// Why a spec's play stopped before its end, in the tester's words (it exits then).
+#[derive(Debug, thiserror::Error)]
+pub enum Stopped {
+    #[error("setup failed: {0}")]
+    Setup(String),
+    #[error("setup of session {session} failed: {message}")]
+    SessionSetup { session: String, message: String },
+    #[error("step {step} timed out after {seconds} seconds")]
+    TimedOut { step: String, seconds: u64 },
+    #[error("failed to complete permutation due to mutually-blocking steps")]
+    MutuallyBlocking,
+    #[error("lock wait query failed: {0}")]
+    WaitQuery(String),
+}
+
+/// Writes the tester's output, a line at a time, each on the lane it belongs to.
+struct Printer {
+    pending: String,
+}
+
+impl Printer {
+    /// Prints `text` (any number of lines; a line is emitted once its newline is printed).
+    fn print(&mut self, lane: &Lane, text: &str) {
+        self.pending.push_str(text);
+        while let Some(end) = self.pending.find('\n') {
+            let line: String = self.pending.drain(..=end).collect();
+            lane.say_exactly(line.trim_end_matches('\n'));
+        }
+    }
+}
+
+/// A step in flight on a session.
+struct Active {
+    /// Its index in the permutation being played.
+    index: usize,
+    /// Its answer, until it arrives.
+    answer: Option<oneshot::Receiver<Answer>>,
+    /// Its answer once arrived, until the step is reported complete.
+    done: Option<Answer>,
+    /// For each `notices` blocker, the count of that session's notices that releases it.
+    targets: Vec<Option<u64>>,
+    /// When it was seen waiting.
+    waited_since: Option<Instant>,
+}
+
+/// The tester's flags to `try_complete_step`.
+#[derive(Clone, Copy)]
+struct Flags {
+    /// Return as soon as the step waits for a lock.
+    nonblock: bool,
+    /// The step was tried before (no second `<waiting ...>`).
+    retry: bool,
+}
+
+/// A spec being played on its connections.
+pub struct Player<'a> {
+    spec: &'a Spec,
+    control: SpecSession,
+    sessions: Vec<SpecSession>,
+    control_lane: Lane,
+    lanes: Vec<Lane>,
+    printer: Printer,
+    step_wait: Duration,
+    /// The control connection's question: is this session waiting for one of the spec's?
+    is_blocked: tokio_postgres::Statement,
+    active: Vec<Option<Active>>,
+    total_notices: Vec<u64>,
+    any_new_notice: bool,
+}
+
+impl<'a> Player<'a> {
+    /// Readies a play of `spec` on `control` and one connection per session, speaking through
+    /// `control_lane` and `lanes`. `step_wait` is the tester's `max_step_wait`.
+    pub async fn new(
+        spec: &'a Spec,
+        control: SpecSession,
+        sessions: Vec<SpecSession>,
+        control_lane: Lane,
+        lanes: Vec<Lane>,
+        step_wait: Duration,
+    ) -> Result<Player<'a>, Stopped> {
+        let pids: Vec<String> = sessions.iter().map(|s| s.pid().to_string()).collect();
+        let query = format!(
+            "SELECT pg_catalog.pg_isolation_test_session_is_blocked($1, '{{{}}}'), \
+             pg_catalog.array_to_string(pg_catalog.pg_blocking_pids($1), ',')",
+            pids.join(",")
+        );
+        let is_blocked = control
+            .client()
+            .prepare_typed(&query, &[tokio_postgres::types::Type::INT4])
+            .await
+            .map_err(|e| Stopped::WaitQuery(e.to_string()))?;
+        let n = sessions.len();
+        Ok(Player {
+            spec,
+            control,
+            sessions,
+            control_lane,
+            lanes,
+            printer: Printer { pending: String::new() },
+            step_wait,
+            is_blocked,
+            active: (0..n).map(|_| None).collect(),
+            total_notices: vec![0; n],
+            any_new_notice: false,
+        })
+    }
+
+    /// The tester's header line, printed once before any permutation.
+    pub fn header(&mut self) {
+        let text = format!("Parsed test spec with {} sessions\n", self.spec.sessions.len());
+        self.printer.print(&self.control_lane, &text);
+    }
+
+    /// Prints a line of the control lane (a permutation's start, a refusal).
+    pub fn say(&mut self, text: &str) {
+        self.printer.print(&self.control_lane, text);
+    }
+
+    /// Plays one permutation's setup and steps, until every step is complete; [`Player::teardown`]
+    /// ends it (what a correct system holds is checked in between).
+    pub async fn play(&mut self, steps: &[PermutationStep]) -> Result<(), Stopped> {
+        let names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
+        let line = format!("\nstarting permutation: {}\n", names.join(" "));
+        self.printer.print(&self.control_lane, &line);
+
+        for sql in &self.spec.setup {
+            let answer = self.control.exec(sql).await;
+            self.control.take_notices();
+            if let Some(failure) = &answer.failure {
+                return Err(Stopped::Setup(failure.line()));
+            }
+            self.print_last(None, &answer);
+        }
+        for i in 0..self.sessions.len() {
+            let Some(sql) = &self.spec.sessions[i].setup else {
+                continue;
+            };
+            let answer = self.sessions[i].exec(sql).await;
+            self.print_notices(i);
+            if let Some(failure) = &answer.failure {
+                return Err(Stopped::SessionSetup {
+                    session: self.spec.sessions[i].name.clone(),
+                    message: failure.line(),
+                });
+            }
+            self.print_last(Some(i), &answer);
+        }
+
+        let mut waiting: Vec<usize> = Vec::new();
+        for index in 0..steps.len() {
+            let session = self.session_of(&steps[index]);
+            if self.active[session].is_some() {
+                let start = Instant::now();
+                while self.active[session].is_some() {
+                    if !self
+                        .try_complete(
+                            steps,
+                            session,
+                            Flags {
+                                nonblock: false,
+                                retry: true,
+                            },
+                        )
+                        .await?
+                    {
+                        waiting.retain(|w| *w != session);
+                    }
+                    waiting = self
+                        .try_complete_all(
+                            steps,
+                            waiting,
+                            Flags {
+                                nonblock: true,
+                                retry: true,
+                            },
+                        )
+                        .await?;
+                    if self.active[session].is_some() && start.elapsed() > 2 * self.step_wait {
+                        let step = self.active_name(steps, session);
+                        return Err(Stopped::TimedOut {
+                            step,
+                            seconds: start.elapsed().as_secs(),
+                        });
+                    }
+                }
+            }
+            self.launch(steps, index, session);
+            let must_wait = self
+                .try_complete(
+                    steps,
+                    session,
+                    Flags {
+                        nonblock: true,
+                        retry: false,
+                    },
+                )
+                .await?;
+            waiting = self
+                .try_complete_all(
+                    steps,
+                    waiting,
+                    Flags {
+                        nonblock: true,
+                        retry: true,
+                    },
+                )
+                .await?;
+            if must_wait {
+                waiting.push(session);
+            }
+        }
+        let waiting = self
+            .try_complete_all(
+                steps,
+                waiting,
+                Flags {
+                    nonblock: false,
+                    retry: true,
+                },
+            )
+            .await?;
+        if !waiting.is_empty() {
+            return Err(Stopped::MutuallyBlocking);
+        }
+        Ok(())
+    }
+
+    /// Runs `sql` on the control connection, printing nothing: a `# check:` query.
+    pub async fn ask(&mut self, sql: &str) -> Answer {
+        let answer = self.control.exec(sql).await;
+        self.control.take_notices();
+        answer
+    }
+
+    /// The permutation's teardown: each session's, then the spec's.
+    pub async fn teardown(&mut self) {
+        for i in 0..self.sessions.len() {
+            let Some(sql) = &self.spec.sessions[i].teardown else {
+                continue;
+            };
+            let answer = self.sessions[i].exec(sql).await;
+            self.print_notices(i);
+            match &answer.failure {
+                // The tester says so on stderr and goes on.
+                Some(failure) => tracing::warn!(
+                    "teardown of session {} failed: {}",
+                    self.spec.sessions[i].name,
+                    failure.line()
+                ),
+                None => self.print_last(Some(i), &answer),
+            }
+        }
+        if let Some(sql) = &self.spec.teardown {
+            let answer = self.control.exec(sql).await;
+            self.control.take_notices();
+            match &answer.failure {
+                Some(failure) => tracing::warn!("teardown failed: {}", failure.line()),
+                None => self.print_last(None, &answer),
+            }
+        }
+    }
+
+    fn session_of(&self, step: &PermutationStep) -> usize {
+        self.spec.step(&step.name).map_or(0, |(session, _)| session)
+    }
+
+    fn sql_of(&self, step: &PermutationStep) -> &'a str {
+        self.spec.step(&step.name).map_or("", |(_, s)| s.sql.as_str())
+    }
+
+    fn active_name(&self, steps: &[PermutationStep], session: usize) -> String {
+        self.active[session]
+            .as_ref()
+            .map_or_else(String::new, |a| steps[a.index].name.clone())
+    }
+
+    /// Sends step `index` on its session.
+    fn launch(&mut self, steps: &[PermutationStep], index: usize, session: usize) {
+        let step = &steps[index];
+        let sql = self.sql_of(step);
+        self.lanes[session].step(Service::Postgres, sql, &[], None);
+        let answer = self.sessions[session].send(sql);
+        let targets = step
+            .blockers
+            .iter()
+            .map(|b| match b {
+                Blocker::Notices { step, count } => {
+                    let of = self.spec.step(step).map_or(0, |(s, _)| s);
+                    Some(u64::from(*count) + self.total_notices[of])
+                }
+                _ => None,
+            })
+            .collect();
+        self.active[session] = Some(Active {
+            index,
+            answer: Some(answer),
+            done: None,
+            targets,
+            waited_since: None,
+        });
+    }
+
+    /// The tester's `try_complete_steps`: tries each waiting session's step, drops those that
+    /// completed, and goes round again while a step with blockers may have been released.
+    async fn try_complete_all(
+        &mut self,
+        steps: &[PermutationStep],
+        mut waiting: Vec<usize>,
+        flags: Flags,
+    ) -> Result<Vec<usize>, Stopped> {
+        loop {
+            self.any_new_notice = false;
+            let before = waiting.len();
+            let mut have_blocker = false;
+            let mut w = 0;
+            while w < waiting.len() {
+                let session = waiting[w];
+                if self.try_complete(steps, session, flags).await? {
+                    let index = self.active[session].as_ref().map_or(0, |a| a.index);
+                    if !steps[index].blockers.is_empty() {
+                        have_blocker = true;
+                    }
+                    w += 1;
+                } else {
+                    waiting.remove(w);
+                }
+            }
+            if !(have_blocker && (waiting.len() < before || self.any_new_notice)) {
+                return Ok(waiting);
+            }
+        }
+    }
+
+    /// Whether `session`'s step has no answer yet (libpq's `PQisBusy`).
+    fn busy(&mut self, session: usize) -> bool {
+        let Some(active) = self.active[session].as_mut() else {
+            return false;
+        };
+        if active.done.is_some() {
+            return false;
+        }
+        let Some(receiver) = active.answer.as_mut() else {
+            return false;
+        };
+        match receiver.try_recv() {
+            Ok(answer) => {
+                active.done = Some(answer);
+                active.answer = None;
+                false
+            }
+            Err(oneshot::error::TryRecvError::Empty) => true,
+            Err(oneshot::error::TryRecvError::Closed) => {
+                active.done = Some(Answer {
+                    failure: Some(Failure::Lost("the session's query task stopped".into())),
+                    ..Answer::default()
+                });
+                active.answer = None;
+                false
+            }
+        }
+    }
+
+    /// Waits up to [`POLL_EVERY`] for `session`'s answer.
+    async fn wait_a_little(&mut self, session: usize) {
+        let Some(active) = self.active[session].as_mut() else {
+            return;
+        };
+        let Some(receiver) = active.answer.as_mut() else { return };
+        if let Ok(answer) = tokio::time::timeout(POLL_EVERY, receiver).await {
+            active.done = Some(answer.unwrap_or_else(|_| Answer {
+                failure: Some(Failure::Lost("the session's query task stopped".into())),
+                ..Answer::default()
+            }));
+            active.answer = None;
+        }
+    }
+
+    /// The tester's `try_complete_step`: `Ok(true)` if the step is not complete (it waits for a
+    /// lock and `nonblock` was given, or a blocker holds it), `Ok(false)` once it is reported.
+    async fn try_complete(&mut self, steps: &[PermutationStep], session: usize, flags: Flags) -> Result<bool, Stopped> {
+        let Some(index) = self.active[session].as_ref().map(|a| a.index) else {
+            return Ok(false);
+        };
+        let step = &steps[index];
+        let sql = self.sql_of(step);
+        if !flags.retry && step.blockers.contains(&Blocker::Once) {
+            let line = format!("step {}: {} <waiting ...>\n", step.name, sql);
+            self.printer.print(&self.lanes[session], &line);
+            return Ok(true);
+        }
+        let start = Instant::now();
+        let mut canceled = false;
+        while self.busy(session) {
+            self.wait_a_little(session).await;
+            self.print_notices(session);
+            if !self.busy(session) {
+                break;
+            }
+            if flags.nonblock {
+                let (blocked, by) = self.blocked(session).await?;
+                if blocked {
+                    self.print_notices(session);
+                    if !self.busy(session) {
+                        break;
+                    }
+                    if !flags.retry {
+                        let line = format!("step {}: {} <waiting ...>\n", step.name, sql);
+                        self.printer.print(&self.lanes[session], &line);
+                        if let Some(active) = self.active[session].as_mut() {
+                            active.waited_since = Some(Instant::now());
+                        }
+                        self.lanes[session].emit(EventKind::Blocked {
+                            actor: self.spec.sessions[session].name.clone(),
+                            by,
+                        });
+                    }
+                    return Ok(true);
+                }
+            }
+            let waited = start.elapsed();
+            if waited > self.step_wait && !canceled && self.sessions[session].cancel().await.is_ok() {
+                let line = format!(
+                    "isolationtester: canceling step {} after {} seconds\n",
+                    step.name,
+                    waited.as_secs()
+                );
+                self.printer.print(&self.lanes[session], &line);
+                canceled = true;
+            }
+            if waited > 2 * self.step_wait {
+                return Err(Stopped::TimedOut {
+                    step: step.name.clone(),
+                    seconds: waited.as_secs(),
+                });
+            }
+        }
+        self.print_notices(session);
+        if self.has_blocker(steps, session) {
+            if !flags.retry {
+                let line = format!("step {}: {} <waiting ...>\n", step.name, sql);
+                self.printer.print(&self.lanes[session], &line);
+            }
+            return Ok(true);
+        }
+        let line = if flags.retry {
+            format!("step {}: <... completed>\n", step.name)
+        } else {
+            format!("step {}: {}\n", step.name, sql)
+        };
+        self.printer.print(&self.lanes[session], &line);
+        let Some(active) = self.active[session].take() else {
+            return Ok(false);
+        };
+        if let Some(since) = active.waited_since {
+            self.lanes[session].emit(EventKind::Unblocked {
+                actor: self.spec.sessions[session].name.clone(),
+                waited_ms: u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX),
+            });
+        }
+        let answer = active.done.unwrap_or_default();
+        self.print_answer(Some(session), &answer);
+        self.print_notifications(session);
+        Ok(false)
+    }
+
+    /// Whether a blocker annotation still holds `session`'s finished step back.
+    fn has_blocker(&self, steps: &[PermutationStep], session: usize) -> bool {
+        let Some(active) = &self.active[session] else {
+            return false;
+        };
+        steps[active.index]
+            .blockers
+            .iter()
+            .zip(&active.targets)
+            .any(|(blocker, target)| match blocker {
+                Blocker::Once => false,
+                Blocker::Step(other) => {
+                    let of = self.spec.step(other).map_or(0, |(s, _)| s);
+                    self.active[of].as_ref().is_some_and(|a| steps[a.index].name == *other)
+                }
+                Blocker::Notices { step, .. } => {
+                    let of = self.spec.step(step).map_or(0, |(s, _)| s);
+                    target.is_some_and(|t| self.total_notices[of] < t)
+                }
+            })
+    }
+
+    /// Asks the server whether `session` waits for another of the spec's sessions, and for whom.
+    async fn blocked(&mut self, session: usize) -> Result<(bool, Vec<String>), Stopped> {
+        let pid = self.sessions[session].pid();
+        let row = self
+            .control
+            .client()
+            .query_one(&self.is_blocked, &[&pid])
+            .await
+            .map_err(|e| Stopped::WaitQuery(e.to_string()))?;
+        let blocked: bool = row.try_get(0).map_err(|e| Stopped::WaitQuery(e.to_string()))?;
+        let pids: Option<String> = row.try_get(1).map_err(|e| Stopped::WaitQuery(e.to_string()))?;
+        let by = pids
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|p| p.parse::<i32>().ok())
+            .map(|p| {
+                self.sessions.iter().position(|s| s.pid() == p).map_or_else(
+                    || format!("pid {p} (outside this run)"),
+                    |i| self.spec.sessions[i].name.clone(),
+                )
+            })
+            .collect();
+        Ok((blocked, by))
+    }
+
+    /// Prints the notices `session` has received, as the tester's notice processor does.
+    fn print_notices(&mut self, session: usize) {
+        for notice in self.sessions[session].take_notices() {
+            let text = format!("{}: {}", self.spec.sessions[session].name, notice);
+            self.printer.print(&self.lanes[session], &text);
+            self.total_notices[session] += 1;
+            self.any_new_notice = true;
+        }
+    }
+
+    fn print_notifications(&mut self, session: usize) {
+        for n in self.sessions[session].take_notifications() {
+            let sender = self
+                .sessions
+                .iter()
+                .position(|s| s.pid() == n.from_pid)
+                .map_or_else(|| format!("PID {}", n.from_pid), |i| self.spec.sessions[i].name.clone());
+            let text = format!(
+                "{}: NOTIFY \"{}\" with payload \"{}\" from {}\n",
+                self.spec.sessions[session].name, n.channel, n.payload, sender
+            );
+            self.printer.print(&self.lanes[session], &text);
+        }
+    }
+
+    /// A step's answer: each result set, then its error line.
+    fn print_answer(&mut self, session: Option<usize>, answer: &Answer) {
+        let lane = session.map_or(&self.control_lane, |i| &self.lanes[i]).clone();
+        for set in &answer.sets {
+            self.printer.print(&lane, &table::print(set));
+        }
+        match &answer.failure {
+            Some(failure) => {
+                if let Some(i) = session {
+                    let code = match failure {
+                        Failure::Server { sqlstate, .. } => Some(sqlstate.clone()),
+                        Failure::Lost(_) => None,
+                    };
+                    let kind = if code.is_some() {
+                        ErrorKind::Database
+                    } else {
+                        ErrorKind::Connection
+                    };
+                    self.lanes[i].error(kind, code, failure.line());
+                }
+                self.printer.print(&lane, &format!("{}\n", failure.line()));
+            }
+            None => {
+                if let Some(i) = session {
+                    let rows = answer.sets.last().map(|set| Rows {
+                        columns: set.columns.clone(),
+                        rows: set
+                            .rows
+                            .iter()
+                            .map(|r| r.iter().map(|v| v.clone().map_or(Value::Null, Value::Text)).collect())
+                            .collect(),
+                    });
+                    self.lanes[i].result("done", rows, None);
+                }
+            }
+        }
+    }
+
+    /// A setup's or teardown's answer: as libpq's `PQexec` returns only the last result of
+    /// several statements, only the last result set is printed (if the last result is one).
+    fn print_last(&mut self, session: Option<usize>, answer: &Answer) {
+        let lane = session.map_or(&self.control_lane, |i| &self.lanes[i]).clone();
+        if let Some(set) = answer.sets.last().filter(|_| answer.ends_with_rows) {
+            self.printer.print(&lane, &table::print(set));
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! One connection of a spec run: a session of the spec, or the tester's own control connection.
+//!
+//! On `tokio-postgres`, not sqlx like the labs' actors: a spec's output is what the isolation
+//! tester prints, and that needs what sqlx keeps to itself — the notices a session receives
+//! (`s1: NOTICE:  …`), the column names of a result without rows, the server's own text for
+//! every value, `LISTEN`'s notifications, and a cancel request for a step that waits too long.
+
+use super::table::ResultSet;
+use futures_util::StreamExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio_postgres::{AsyncMessage, Client, NoTls, SimpleQueryMessage};
+
+/// How a step (or a setup) ended, as the tester reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The server's error: printed as `ERROR:  <message>` (severity and primary message only,
+    /// as the tester prints it: a detail may hold transaction ids that differ run to run).
+    Server {
+        severity: String,
+        message: String,
+        sqlstate: String,
+    },
+    /// The connection itself failed (terminated, lost).
+    Lost(String),
+}
+
+impl Failure {
+    /// The line the tester prints for it.
+    pub fn line(&self) -> String {
+        match self {
+            Failure::Server { severity, message, .. } => format!("{severity}:  {message}"),
+            Failure::Lost(reason) => reason.clone(),
+        }
+    }
+
+    fn of(error: tokio_postgres::Error) -> Failure {
+        match error.as_db_error() {
+            Some(db) => Failure::Server {
+                severity: db.severity().to_owned(),
+                message: db.message().to_owned(),
+                sqlstate: db.code().code().to_owned(),
+            },
+            None => Failure::Lost(error.to_string()),
+        }
+    }
+}
+
+/// What one query sent back: every result set before the end, and the error that ended it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Answer {
+    pub sets: Vec<ResultSet>,
+    pub failure: Option<Failure>,
+    /// Whether the last statement returned rows (libpq's `PQexec` returns only the last
+    /// result, so a setup prints a table only then).
+    pub ends_with_rows: bool,
+}
+
+/// How much of a query's rows a run keeps: a spec may select millions.
+#[derive(Clone, Copy, Debug)]
+pub struct Keep {
+    pub rows: usize,
+    pub bytes: usize,
+}
+
+/// A `LISTEN`ed notification, as the tester reports it after the step that received it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notification {
+    pub channel: String,
+    pub payload: String,
+    pub from_pid: i32,
+}
+
+/// One open connection.
+pub struct SpecSession {
+    client: std::sync::Arc<Client>,
+    pid: i32,
+    notices: mpsc::UnboundedReceiver<String>,
+    notifications: mpsc::UnboundedReceiver<Notification>,
+    keep: Keep,
+}
+
+/// A notice as libpq's default notice processor words it: `NOTICE:  text`, then its detail,
+/// hint and internal query, one line each, the last line ending in a newline.
+fn notice_text(notice: &tokio_postgres::error::DbError) -> String {
+    let mut text = format!("{}:  {}\n", notice.severity(), notice.message());
+    if let Some(detail) = notice.detail() {
+        text.push_str(&format!("DETAIL:  {detail}\n"));
+    }
+    if let Some(hint) = notice.hint() {
+        text.push_str(&format!("HINT:  {hint}\n"));
+    }
+    text
+}
+
+impl SpecSession {
+    /// Connects with `config` and starts the task that reads the connection (and with it the
+    /// notices and notifications the server sends between results).
+    pub async fn connect(config: &tokio_postgres::Config, keep: Keep) -> Result<SpecSession, tokio_postgres::Error> {
+        let (client, mut connection) = config.connect(NoTls).await?;
+        let (notice_tx, notices) = mpsc::unbounded_channel();
+        let (notification_tx, notifications) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            loop {
+                match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                    Some(Ok(AsyncMessage::Notice(notice))) => {
+                        let _ = notice_tx.send(notice_text(&notice));
+                    }
+                    Some(Ok(AsyncMessage::Notification(n))) => {
+                        let _ = notification_tx.send(Notification {
+                            channel: n.channel().to_owned(),
+                            payload: n.payload().to_owned(),
+                            from_pid: n.process_id(),
+                        });
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => break,
+                }
+            }
+        });
+        let pid = client
+            .simple_query("SELECT pg_backend_pid()")
+            .await?
+            .into_iter()
+            .find_map(|m| match m {
+                SimpleQueryMessage::Row(row) => row.get(0).and_then(|p| p.parse().ok()),
+                _ => None,
+            })
+            .unwrap_or(0);
+        Ok(SpecSession {
+            client: std::sync::Arc::new(client),
+            pid,
+            notices,
+            notifications,
+            keep,
+        })
+    }
+
+    /// The backend's process id.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The connection's client, for the control connection's own queries.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Sends `sql` (one or several statements, over the simple query protocol as the tester
+    /// does) and returns at once; the answer arrives on the receiver when the query is done.
+    pub fn send(&self, sql: &str) -> oneshot::Receiver<Answer> {
+        let (reply, answer) = oneshot::channel();
+        let client = self.client.clone();
+        let sql = sql.to_owned();
+        let keep = self.keep;
+        tokio::spawn(async move {
+            let _ = reply.send(run(&client, &sql, keep).await);
+        });
+        answer
+    }
+
+    /// Runs `sql` and waits for its answer.
+    pub async fn exec(&self, sql: &str) -> Answer {
+        run(&self.client, sql, self.keep).await
+    }
+
+    /// Asks the server to cancel the query in flight (the tester's answer to a step that waits
+    /// past its limit).
+    pub async fn cancel(&self) -> Result<(), tokio_postgres::Error> {
+        self.client.cancel_token().cancel_query(NoTls).await
+    }
+
+    /// The notices received since last asked, each as the tester prints it (after the session's
+    /// name).
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::iter::from_fn(|| self.notices.try_recv().ok()).collect()
+    }
+
+    /// The notifications received since last asked.
+    pub fn take_notifications(&mut self) -> Vec<Notification> {
+        std::iter::from_fn(|| self.notifications.try_recv().ok()).collect()
+    }
+}
+
+/// Runs `sql` and collects every result set, keeping at most `keep` of their rows.
+async fn run(client: &Client, sql: &str, keep: Keep) -> Answer {
+    let mut answer = Answer::default();
+    let stream = match client.simple_query_raw(sql).await {
+        Ok(stream) => stream,
+        Err(error) => {
+            answer.failure = Some(Failure::of(error));
+            return answer;
+        }
+    };
+    futures_util::pin_mut!(stream);
+    let mut open: Option<ResultSet> = None;
+    let mut bytes = 0usize;
+    while let Some(message) = stream.next().await {
+        match message {
+            Ok(SimpleQueryMessage::RowDescription(columns)) => {
+                open = Some(ResultSet {
+                    columns: columns.iter().map(|c| c.name().to_owned()).collect(),
+                    ..ResultSet::default()
+                });
+            }
+            Ok(SimpleQueryMessage::Row(row)) => {
+                let Some(set) = open.as_mut() else { continue };
+                let values: Vec<Option<String>> = (0..row.len()).map(|i| row.get(i).map(str::to_owned)).collect();
+                let size: usize = values.iter().map(|v| v.as_ref().map_or(0, String::len)).sum();
+                if set.rows.len() < keep.rows && bytes + size <= keep.bytes {
+                    bytes += size;
+                    set.rows.push(values);
+                } else {
+                    set.rows_dropped += 1;
+                }
+            }
+            Ok(SimpleQueryMessage::CommandComplete(_)) => {
+                answer.ends_with_rows = open.is_some();
+                if let Some(set) = open.take() {
+                    answer.sets.push(set);
+                }
+            }
+            Ok(_) => {}
+            Err(error) => {
+                answer.failure = Some(Failure::of(error));
+                break;
+            }
+        }
+    }
+    answer
+}

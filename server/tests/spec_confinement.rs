@@ -1,0 +1,484 @@
+//! A spec is SQL from anyone on the internet. Each test here tries one thing it must not be able
+//! to do, from a spec played as a reader's would be (`racelab::specs::play`, the page's
+//! limits), asserts the server's refusal in the run's own output, and that the run left nothing:
+//! no role, schema, session, prepared transaction or lock.
+
+use racelab::engine::BoxFuture;
+use racelab::engine::lane::Stage;
+use racelab::specs::{self, Limits, SpecError};
+use shared::{EventKind, Service};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn database_url() -> String {
+    std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned())
+}
+
+/// Keeps a run's transcript lines.
+#[derive(Default)]
+struct Transcript(Mutex<Vec<String>>);
+
+impl Stage for Transcript {
+    fn emit(&self, kind: EventKind) {
+        if let EventKind::Say { line, .. } = kind {
+            self.0.lock().expect("transcript").push(line);
+        }
+    }
+    fn gate<'a>(&'a self, _: &'a str, _: Service, _: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+fn run_id(name: &str) -> String {
+    let stem: String = name.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    format!("c{}{}", &stem[..stem.len().min(14)], std::process::id())
+}
+
+/// Plays `text` under `limits` as run `name`; its output, and how it ended.
+async fn play_with(name: &str, text: &str, limits: Limits) -> (String, Result<(), SpecError>) {
+    let transcript = Arc::new(Transcript::default());
+    let ended = match specs::read(text, &limits) {
+        Ok(spec) => specs::play(&database_url(), &run_id(name), &spec, &limits, transcript.clone())
+            .await
+            .map(|_| ()),
+        Err(error) => Err(error),
+    };
+    let lines = transcript.0.lock().expect("transcript").join("\n");
+    (lines, ended)
+}
+
+async fn play(name: &str, text: &str) -> String {
+    let (lines, ended) = play_with(name, text, Limits::default()).await;
+    if let Err(error) = ended {
+        panic!("{name}: {error}\n{lines}");
+    }
+    lines
+}
+
+async fn admin() -> tokio_postgres::Client {
+    let mut config: tokio_postgres::Config = database_url().parse().expect("a database URL");
+    config.dbname("postgres");
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.expect("PostgreSQL answers");
+    tokio::spawn(connection);
+    client
+}
+
+/// What run `name` left behind, counted: its role, its schema in the specs database, its
+/// sessions, its prepared transactions, advisory locks of the specs database.
+async fn left_by(name: &str) -> i64 {
+    let id = run_id(name);
+    let role = format!("racelab_spec_{id}");
+    let client = admin().await;
+    let row = client
+        .query_one(
+            "SELECT (SELECT count(*) FROM pg_roles WHERE rolname = $1)
+                  + (SELECT count(*) FROM pg_stat_activity WHERE usename = $1 OR application_name LIKE $2)
+                  + (SELECT count(*) FROM pg_prepared_xacts WHERE owner = $1)
+                  + (SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                     WHERE l.locktype = 'advisory' AND d.datname = 'racelab_specs')",
+            &[&role, &format!("racelab/{id}/%")],
+        )
+        .await
+        .expect("the leak query");
+    let mut left: i64 = row.get(0);
+    let mut specs_config: tokio_postgres::Config = database_url().parse().expect("a database URL");
+    specs_config.dbname("racelab_specs");
+    let (specs_db, connection) = specs_config
+        .connect(tokio_postgres::NoTls)
+        .await
+        .expect("the specs database");
+    tokio::spawn(connection);
+    let schemas: i64 = specs_db
+        .query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = $1",
+            &[&format!("spec_{id}")],
+        )
+        .await
+        .expect("the schema query")
+        .get(0);
+    left += schemas;
+    left
+}
+
+/// Plays a one-step spec doing `sql`, and asserts the server refused it with `refusal`, and
+/// that nothing is left.
+async fn refused(name: &str, sql: &str, refusal: &str) {
+    let text = format!("session hostile\nstep try {{ {sql} }}\n");
+    let lines = play(name, &text).await;
+    assert!(lines.contains(refusal), "{name}: expected {refusal:?} in\n{lines}");
+    assert_eq!(left_by(name).await, 0, "{name} left something behind");
+}
+
+#[tokio::test]
+async fn it_cannot_read_racelabs_own_tables() {
+    refused(
+        "racelabtables",
+        "SELECT * FROM racelab.public.runs;",
+        "ERROR:  cross-database references are not implemented",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn it_cannot_read_or_change_another_run() {
+    // Run A makes a table and holds its session a while; run B tries to read and drop it.
+    let a = "setup { CREATE TABLE secrets (v text); INSERT INTO secrets VALUES ('hers'); }\n\
+             session a step hold { SELECT pg_sleep(1.5); }\n";
+    let a_schema = format!("spec_{}", run_id("otherruna"));
+    let b = format!(
+        "session b\nstep peek {{ SELECT * FROM {a_schema}.secrets; }}\nstep drop {{ DROP TABLE {a_schema}.secrets; }}\n\
+         step kill {{ SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'racelab_spec_{}'; }}\n",
+        run_id("otherruna")
+    );
+    let (a_lines, b_lines) = tokio::join!(play("otherruna", a), async {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        play("otherrunb", &b).await
+    });
+    assert!(
+        b_lines.contains(&format!("ERROR:  permission denied for schema {a_schema}")),
+        "{b_lines}"
+    );
+    assert!(
+        b_lines.contains("ERROR:  permission denied to terminate process")
+            || b_lines.contains("must be a member of the role whose process is being terminated"),
+        "{b_lines}"
+    );
+    assert!(
+        a_lines.contains("step hold: SELECT pg_sleep(1.5);\npg_sleep"),
+        "A played on: {a_lines}"
+    );
+    assert_eq!(left_by("otherruna").await + left_by("otherrunb").await, 0);
+}
+
+#[tokio::test]
+async fn it_cannot_run_programs_on_the_server() {
+    refused(
+        "program",
+        "CREATE TABLE t (x text); COPY t FROM PROGRAM 'id';",
+        "ERROR:  must be superuser or have privileges of the pg_execute_server_program role",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn it_cannot_read_files_on_the_server() {
+    refused(
+        "readfile",
+        "SELECT pg_read_file('/etc/passwd');",
+        "ERROR:  permission denied for function pg_read_file",
+    )
+    .await;
+    refused(
+        "copyfile",
+        "CREATE TABLE t (x text); COPY t FROM '/etc/passwd';",
+        "ERROR:  must be superuser or have privileges of the pg_read_server_files role",
+    )
+    .await;
+    refused(
+        "loimport",
+        "SELECT lo_import('/etc/passwd');",
+        "ERROR:  permission denied for function lo_import",
+    )
+    .await;
+    refused(
+        "lsdir",
+        "SELECT pg_ls_dir('.');",
+        "ERROR:  permission denied for function pg_ls_dir",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn it_cannot_create_extensions() {
+    refused(
+        "extension",
+        "CREATE EXTENSION pgcrypto;",
+        "ERROR:  permission denied to create extension \"pgcrypto\"",
+    )
+    .await;
+    refused(
+        "dblink",
+        "CREATE EXTENSION dblink;",
+        "ERROR:  permission denied to create extension \"dblink\"",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn it_cannot_create_untrusted_language_functions() {
+    refused(
+        "langc",
+        "CREATE FUNCTION f() RETURNS int LANGUAGE c AS 'x', 'y';",
+        "ERROR:  permission denied for language c",
+    )
+    .await;
+    refused(
+        "langinternal",
+        "CREATE FUNCTION f() RETURNS int LANGUAGE internal AS 'int4in';",
+        "ERROR:  permission denied for language internal",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn it_cannot_change_server_or_role_settings() {
+    refused(
+        "altersystem",
+        "ALTER SYSTEM SET work_mem = '1GB';",
+        "ERROR:  permission denied to set parameter \"work_mem\"",
+    )
+    .await;
+    refused(
+        "suset",
+        "SET session_replication_role = replica;",
+        "ERROR:  permission denied to set parameter \"session_replication_role\"",
+    )
+    .await;
+    refused(
+        "templimit",
+        "SET temp_file_limit = -1;",
+        "ERROR:  permission denied to set parameter \"temp_file_limit\"",
+    )
+    .await;
+    refused(
+        "superuser",
+        "ALTER ROLE CURRENT_USER SUPERUSER;",
+        "ERROR:  must be superuser to alter superuser roles",
+    )
+    .await;
+    refused(
+        "otherrole",
+        "ALTER ROLE postgres SET work_mem = '1GB';",
+        "ERROR:  must be superuser to alter superusers",
+    )
+    .await;
+    refused(
+        "setrole",
+        "SET ROLE postgres;",
+        "ERROR:  permission denied to set role \"postgres\"",
+    )
+    .await;
+    refused(
+        "sessionauth",
+        "SET SESSION AUTHORIZATION postgres;",
+        "ERROR:  permission denied to set session authorization",
+    )
+    .await;
+    refused(
+        "createdb",
+        "CREATE DATABASE evil;",
+        "ERROR:  permission denied to create database",
+    )
+    .await;
+    refused(
+        "createrole",
+        "CREATE ROLE evil;",
+        "ERROR:  permission denied to create role",
+    )
+    .await;
+    refused(
+        "publicschema",
+        "CREATE TABLE public.evil (k int);",
+        "ERROR:  permission denied for schema public",
+    )
+    .await;
+    refused(
+        "newschema",
+        "CREATE SCHEMA evil;",
+        "ERROR:  permission denied for database racelab_specs",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn it_cannot_see_other_sessions_queries() {
+    // A session of racelab's own user, its last query naming a marker.
+    let client = admin().await;
+    client
+        .simple_query("SELECT 'racelab-secret-marker'")
+        .await
+        .expect("the marker query");
+    let lines = play(
+        "peek",
+        "session peek\nstep look { SELECT count(*) AS seen FROM pg_stat_activity WHERE query LIKE '%racelab-secret' || '-marker%'; }\n",
+    )
+    .await;
+    assert!(lines.contains("seen\n----\n   0\n(1 row)"), "{lines}");
+    // The marker was there to be seen by a user allowed to.
+    let seen: i64 = admin()
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%racelab-secret' || '-marker%'",
+            &[],
+        )
+        .await
+        .expect("the check")
+        .get(0);
+    assert!(seen >= 1);
+    assert_eq!(left_by("peek").await, 0);
+}
+
+#[tokio::test]
+async fn it_cannot_signal_other_backends() {
+    let client = admin().await;
+    let before: i64 = client
+        .query_one("SELECT count(*) FROM pg_stat_activity WHERE usename = 'postgres'", &[])
+        .await
+        .expect("count")
+        .get(0);
+    refused(
+        "terminate",
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'postgres';",
+        "ERROR:  must be a superuser to terminate superuser process",
+    )
+    .await;
+    refused(
+        "cancel",
+        "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = 'postgres';",
+        "ERROR:  must be a superuser to cancel superuser query",
+    )
+    .await;
+    client
+        .simple_query("SELECT 1")
+        .await
+        .expect("racelab's own session is alive");
+    assert!(before >= 1);
+}
+
+#[tokio::test]
+async fn it_cannot_keep_a_lock_or_a_session_past_its_run() {
+    let lines = play(
+        "keeplock",
+        "session s\nstep lock { SELECT pg_advisory_lock(4242) IS NOT NULL AS locked; }\nstep open { BEGIN; CREATE TABLE held (k int); LOCK TABLE held; }\n",
+    )
+    .await;
+    assert!(lines.contains("locked\n------\nt"), "{lines}");
+    assert_eq!(
+        left_by("keeplock").await,
+        0,
+        "the advisory lock, the open transaction and the session are gone"
+    );
+    refused(
+        "prepared",
+        "BEGIN; PREPARE TRANSACTION 'keep';",
+        "ERROR:  prepared transactions are disabled",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_step_that_never_ends_is_cancelled_at_the_step_limit() {
+    let limits = Limits {
+        step_wait: Duration::from_millis(600),
+        ..Limits::default()
+    };
+    let spec = "session s\nstep forever { SET statement_timeout = 0; SELECT pg_sleep(60); }\n";
+    let started = std::time::Instant::now();
+    let (lines, ended) = play_with("forever", spec, limits).await;
+    ended.expect("the run ends");
+    assert!(started.elapsed() < Duration::from_secs(10), "cancelled, not waited out");
+    assert!(
+        lines.contains("isolationtester: canceling step forever after 0 seconds"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("ERROR:  canceling statement due to user request"),
+        "{lines}"
+    );
+    assert_eq!(left_by("forever").await, 0);
+}
+
+#[tokio::test]
+async fn a_session_that_never_unblocks_is_cancelled_by_the_testers_rule() {
+    let limits = Limits {
+        step_wait: Duration::from_millis(500),
+        ..Limits::default()
+    };
+    // b waits for a's lock, and b's commit comes before a's: b can never go on by itself.
+    let spec = "setup { CREATE TABLE t (k int PRIMARY KEY); INSERT INTO t VALUES (1); }\nteardown { DROP TABLE t; }\n\
+                session a setup { BEGIN; } step a_lock { SELECT k FROM t FOR UPDATE; } step a_commit { COMMIT; }\n\
+                session b setup { BEGIN; } step b_lock { SELECT k FROM t FOR UPDATE; } step b_commit { COMMIT; }\n\
+                permutation a_lock b_lock b_commit a_commit\n";
+    let (lines, ended) = play_with("neverunblocks", spec, limits).await;
+    ended.expect("the tester's rule ends the wait, and the permutation goes on");
+    assert!(
+        lines.contains(
+            "step b_lock: SELECT k FROM t FOR UPDATE; <waiting ...>\nisolationtester: canceling step b_lock after 0 seconds\n\
+             step b_lock: <... completed>\nERROR:  canceling statement due to user request\nstep b_commit: COMMIT;"
+        ),
+        "{lines}"
+    );
+    assert_eq!(left_by("neverunblocks").await, 0);
+}
+
+#[tokio::test]
+async fn temporary_files_are_limited() {
+    let limits = Limits {
+        temp_file_limit_kb: 1024,
+        ..Limits::default()
+    };
+    let spec = "session s\nstep sort { SET work_mem = '64kB'; SELECT count(*) FROM (SELECT g FROM generate_series(1, 2000000) g ORDER BY g DESC) s; }\n";
+    let (lines, ended) = play_with("tempfiles", spec, limits).await;
+    ended.expect("the run ends");
+    assert!(
+        lines.contains("ERROR:  temporary file size exceeds temp_file_limit (1024kB)"),
+        "{lines}"
+    );
+    assert_eq!(left_by("tempfiles").await, 0);
+}
+
+#[tokio::test]
+async fn rows_kept_from_results_are_capped() {
+    let lines = play(
+        "manyrows",
+        "session s\nstep many { SELECT g AS n FROM generate_series(1, 5000) g; }\n",
+    )
+    .await;
+    assert!(
+        lines.contains("… 4000 more rows not kept\n(5000 rows)"),
+        "{}",
+        &lines[lines.len().saturating_sub(300)..]
+    );
+    assert_eq!(lines.lines().filter(|l| l.trim().parse::<u32>().is_ok()).count(), 1000);
+    assert_eq!(left_by("manyrows").await, 0);
+}
+
+#[tokio::test]
+async fn sessions_steps_size_and_interleavings_are_capped_with_a_clear_message() {
+    let limits = Limits::default();
+    let nine: String = (1..=9)
+        .map(|i| format!("session s{i} step a{i} {{ SELECT 1; }}\n"))
+        .collect();
+    let (_, ended) = play_with("ninesessions", &nine, limits).await;
+    assert_eq!(
+        ended.expect_err("refused").to_string(),
+        "the spec has 9 sessions; at most 8 are played"
+    );
+    let big = format!("session s step a {{ SELECT '{}'; }}", "x".repeat(70_000));
+    let (_, ended) = play_with("toobig", &big, limits).await;
+    assert!(
+        ended
+            .expect_err("refused")
+            .to_string()
+            .contains("at most 65536 are played")
+    );
+    let steps: String = (1..=101).map(|i| format!("step x{i} {{ SELECT 1; }}\n")).collect();
+    let (_, ended) = play_with("manysteps", &format!("session s\n{steps}"), limits).await;
+    assert_eq!(
+        ended.expect_err("refused").to_string(),
+        "the spec has 101 steps; at most 100 are played"
+    );
+    let wide: String = ["a", "b", "c"]
+        .iter()
+        .map(|s| format!("session {s} step {s}1 {{ }} step {s}2 {{ }} step {s}3 {{ }}\n"))
+        .collect();
+    let (_, ended) = play_with("interleavings", &wide, limits).await;
+    let message = ended.expect_err("refused").to_string();
+    assert!(
+        message.contains("this spec has 1680 interleavings, and at most 120 are played"),
+        "{message}"
+    );
+    for name in ["ninesessions", "toobig", "manysteps", "interleavings"] {
+        assert_eq!(left_by(name).await, 0, "a refused spec makes nothing");
+    }
+}

@@ -1,0 +1,299 @@
+//! Races written by readers, in PostgreSQL's own isolation-tester spec format.
+//!
+//! PostgreSQL tests its concurrency with about 150 specs in this format
+//! (`src/test/isolation/README` in its tree), so thousands of people already read and write it:
+//!
+//! ```text
+//! setup    { CREATE TABLE doctors (name text PRIMARY KEY, on_call bool); }
+//! teardown { DROP TABLE doctors; }
+//!
+//! session alice
+//! setup { BEGIN ISOLATION LEVEL REPEATABLE READ; }
+//! step a_count { SELECT count(*) FROM doctors WHERE on_call; }
+//! step a_leave { UPDATE doctors SET on_call = false WHERE name = 'alice'; }
+//! step a_commit { COMMIT; }
+//!
+//! session bob
+//! …
+//! permutation a_count b_count a_leave b_leave a_commit b_commit
+//! ```
+//!
+//! racelab reads it exactly as PostgreSQL's tester does (the same tokens, the same SQL text
+//! handed to the server, the same permutations in the same order), so a spec means the same
+//! thing in both, and `racelab run FILE.spec` prints what the tester prints. On top, comment
+//! lines the tester ignores may say what a correct system holds (`# check: SELECT …`).
+//!
+//! - [`parse`]: text to [`Spec`], with errors at their line and column (the browser parses as
+//!   you type with this same code).
+//! - [`print`]: [`Spec`] back to text that parses to the same spec.
+//! - [`permutations`]: the interleavings a spec plays, and how many there are.
+
+mod parse;
+mod permutations;
+mod print;
+
+pub use parse::{ParseError, parse};
+pub use permutations::{all_permutations, count_permutations};
+pub use print::print;
+
+/// Where something is in the spec's text: 1-based line and column (columns count characters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pos {
+    pub line: u32,
+    pub column: u32,
+}
+
+impl std::fmt::Display for Pos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}, column {}", self.line, self.column)
+    }
+}
+
+/// A whole spec, in the order its text gives.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Spec {
+    /// The `setup { … }` blocks, run in order on the tester's own connection before each
+    /// permutation.
+    pub setup: Vec<String>,
+    /// The `teardown { … }` block, run after each permutation.
+    pub teardown: Option<String>,
+    pub sessions: Vec<Session>,
+    /// The `permutation` lines; none means every interleaving that keeps each session's order.
+    pub permutations: Vec<Permutation>,
+    /// `# check: <SQL>` comment lines: queries that a correct system answers with `true` (or a
+    /// row of `true`s) after each permutation. The tester ignores them as comments.
+    pub checks: Vec<Check>,
+}
+
+/// One session: its own connection, its setup and teardown, and its steps in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Session {
+    pub name: String,
+    pub setup: Option<String>,
+    pub steps: Vec<Step>,
+    pub teardown: Option<String>,
+    pub at: Pos,
+}
+
+/// One named step: SQL sent as one query (it may hold several statements).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    pub name: String,
+    pub sql: String,
+    pub at: Pos,
+}
+
+/// One `permutation` line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Permutation {
+    pub steps: Vec<PermutationStep>,
+    pub at: Pos,
+}
+
+/// A step named in a permutation, with the tester's blocker annotations (`s1a(s2b)`, `(*)`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PermutationStep {
+    pub name: String,
+    pub blockers: Vec<Blocker>,
+    pub at: Pos,
+}
+
+/// A blocker annotation: the step is not reported complete until it is satisfied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Blocker {
+    /// `(*)`: report the step as waiting once, even if it finished at once.
+    Once,
+    /// `(s2b)`: not complete while step `s2b` of another session is still running.
+    Step(String),
+    /// `(s2b notices 1)`: not complete until `s2b`'s session has sent that many more notices.
+    Notices { step: String, count: u32 },
+}
+
+/// A `# check:` line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Check {
+    pub sql: String,
+    pub at: Pos,
+}
+
+/// What makes a well-formed spec unplayable, as the tester words it (it says these before it
+/// connects, and plays nothing).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Invalid {
+    DuplicateStep { name: String, at: Pos },
+    UndefinedStep { name: String, at: Pos },
+    UndefinedBlocker { blocker: String, step: String, at: Pos },
+    BlocksOwnSession { step: String, at: Pos },
+}
+
+impl Invalid {
+    /// Where in the text the problem is.
+    pub fn at(&self) -> Pos {
+        match self {
+            Invalid::DuplicateStep { at, .. }
+            | Invalid::UndefinedStep { at, .. }
+            | Invalid::UndefinedBlocker { at, .. }
+            | Invalid::BlocksOwnSession { at, .. } => *at,
+        }
+    }
+}
+
+impl std::fmt::Display for Invalid {
+    /// The tester's own words (`undefined step "s3" specified in permutation`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Invalid::DuplicateStep { name, .. } => write!(f, "duplicate step name: {name}"),
+            Invalid::UndefinedStep { name, .. } => write!(f, "undefined step \"{name}\" specified in permutation"),
+            Invalid::UndefinedBlocker { blocker, step, .. } => write!(
+                f,
+                "undefined blocking step \"{blocker}\" referenced in permutation step \"{step}\""
+            ),
+            Invalid::BlocksOwnSession { step, .. } => {
+                write!(f, "permutation step \"{step}\" cannot block on its own session")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+impl Spec {
+    /// The session that owns step `name`, and the step.
+    pub fn step(&self, name: &str) -> Option<(usize, &Step)> {
+        self.sessions
+            .iter()
+            .enumerate()
+            .find_map(|(i, session)| session.steps.iter().find(|s| s.name == name).map(|s| (i, s)))
+    }
+
+    /// The tester's checks before it plays anything: step names are unique, permutations name
+    /// only defined steps, and a blocker is another session's step in the same permutation.
+    /// The first problem in the tester's order.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        let mut names: Vec<&Step> = self.sessions.iter().flat_map(|s| s.steps.iter()).collect();
+        // The tester sorts by name (strcmp: bytes) and reports the first repeat in that order.
+        names.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        if let Some(pair) = names.windows(2).find(|pair| pair[0].name == pair[1].name) {
+            let later = if pair[0].at.line > pair[1].at.line {
+                pair[0]
+            } else {
+                pair[1]
+            };
+            return Err(Invalid::DuplicateStep {
+                name: pair[1].name.clone(),
+                at: later.at,
+            });
+        }
+        for permutation in &self.permutations {
+            for step in &permutation.steps {
+                if self.step(&step.name).is_none() {
+                    return Err(Invalid::UndefinedStep {
+                        name: step.name.clone(),
+                        at: step.at,
+                    });
+                }
+            }
+            for step in &permutation.steps {
+                let own = self.step(&step.name).map(|(session, _)| session);
+                for blocker in &step.blockers {
+                    let target = match blocker {
+                        Blocker::Once => continue,
+                        Blocker::Step(name) | Blocker::Notices { step: name, .. } => name,
+                    };
+                    let in_permutation = permutation.steps.iter().any(|s| &s.name == target);
+                    let Some((session, _)) = self.step(target).filter(|_| in_permutation) else {
+                        return Err(Invalid::UndefinedBlocker {
+                            blocker: target.clone(),
+                            step: step.name.clone(),
+                            at: step.at,
+                        });
+                    };
+                    if Some(session) == own {
+                        return Err(Invalid::BlocksOwnSession {
+                            step: step.name.clone(),
+                            at: step.at,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Steps that no permutation line names, in the tester's (name) order: it warns of them
+    /// and plays on. Empty when the spec has no permutation lines.
+    pub fn unused_steps(&self) -> Vec<&str> {
+        if self.permutations.is_empty() {
+            return Vec::new();
+        }
+        let mut unused: Vec<&str> = self
+            .sessions
+            .iter()
+            .flat_map(|s| s.steps.iter())
+            .map(|s| s.name.as_str())
+            .filter(|name| {
+                !self
+                    .permutations
+                    .iter()
+                    .any(|p| p.steps.iter().any(|s| s.name == *name))
+            })
+            .collect();
+        unused.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        unused
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> Spec {
+        match parse(text) {
+            Ok(spec) => spec,
+            Err(error) => panic!("{text:?} does not parse: {error}"),
+        }
+    }
+
+    #[test]
+    fn duplicate_step_names_are_refused_in_the_testers_words() {
+        let s = spec("session a step x { SELECT 1; } session b step x { SELECT 2; }");
+        let error = s.validate().unwrap_err();
+        assert_eq!(error.to_string(), "duplicate step name: x");
+    }
+
+    #[test]
+    fn a_permutation_names_only_defined_steps() {
+        let s = spec("session a step x { SELECT 1; }\npermutation x y");
+        let error = s.validate().unwrap_err();
+        assert_eq!(error.to_string(), "undefined step \"y\" specified in permutation");
+        assert_eq!(error.at(), Pos { line: 2, column: 15 });
+    }
+
+    #[test]
+    fn a_blocker_is_a_step_of_another_session_in_the_same_permutation() {
+        let s = spec(
+            "session a step x { SELECT 1; } step x2 { SELECT 1; } session b step y { SELECT 2; }\npermutation x(x2) x2 y",
+        );
+        assert_eq!(
+            s.validate().unwrap_err().to_string(),
+            "permutation step \"x\" cannot block on its own session"
+        );
+        let s = spec("session a step x { SELECT 1; } session b step y { SELECT 2; }\npermutation x(y)");
+        assert_eq!(
+            s.validate().unwrap_err().to_string(),
+            "undefined blocking step \"y\" referenced in permutation step \"x\""
+        );
+        let s =
+            spec("session a step x { SELECT 1; } session b step y { SELECT 2; }\npermutation x(y, *) y(x notices 2)");
+        assert_eq!(s.validate(), Ok(()));
+    }
+
+    #[test]
+    fn unused_steps_are_listed_only_when_permutations_are_given() {
+        let s = spec("session a step x { SELECT 1; } step w { SELECT 1; } session b step y { SELECT 2; }");
+        assert!(s.unused_steps().is_empty());
+        let s =
+            spec("session a step x { SELECT 1; } step w { SELECT 1; } session b step y { SELECT 2; } permutation y x");
+        assert_eq!(s.unused_steps(), vec!["w"]);
+    }
+}
