@@ -3,9 +3,10 @@
 //! answered with, or acts on the run's handle; a run's updates are read one at a time. Both
 //! edges use this one module, so a socket's own run and a room's run answer alike.
 
-use crate::engine::{RunHandle, StartError};
+use crate::engine::{IntoScenario, RunHandle, Scenario, StartError};
 use crate::labs;
 use shared::{ErrorCode, Mode, ServerMsg};
+use std::sync::Arc;
 
 /// A frame refused, and why: what an `error` frame says.
 #[derive(Debug)]
@@ -32,6 +33,31 @@ pub fn scenario_named(name: &str) -> Result<&'static labs::ScenarioDef, Refusal>
             message: format!("unknown scenario {name:?}; known: {}", known.join(", ")),
         }
     })
+}
+
+/// The scenario a reader names: one of the catalog's (`isolation/write-skew`), or a saved spec
+/// (`spec/<id>`), read from the store.
+pub async fn scenario_for(name: &str, store: &crate::store::Store) -> Result<Arc<dyn Scenario>, Refusal> {
+    let Some(id) = name.strip_prefix("spec/") else {
+        return scenario_named(name).map(IntoScenario::into_scenario);
+    };
+    let unknown = |message: String| Refusal {
+        code: ErrorCode::UnknownScenario,
+        message,
+    };
+    let text = match store.load_spec(id).await {
+        Ok(Some(text)) => text,
+        Ok(None) => return Err(unknown(format!("no saved spec has the id {id:?}"))),
+        Err(error) => {
+            return Err(Refusal {
+                code: ErrorCode::ServiceDown,
+                message: format!("racelab's database did not answer: {error}"),
+            });
+        }
+    };
+    crate::specs::scenario::SpecScenario::new(id, &text)
+        .map(|scenario| Arc::new(scenario) as Arc<dyn Scenario>)
+        .map_err(|error| unknown(format!("saved spec {id} cannot be played: {error}")))
 }
 
 /// `next` for `run`: lets one more step play, or says why it cannot.

@@ -91,4 +91,42 @@ impl Store {
             events: r.events.0,
         }))
     }
+
+    /// Keeps a reader's spec and returns its id: the first 16 hex digits of its text's SHA-256.
+    /// The same text twice is the same spec.
+    pub async fn save_spec(&self, text: &str) -> Result<String, sqlx::Error> {
+        let id = spec_id(text);
+        sqlx::query("INSERT INTO public.specs (id, text) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING")
+            .bind(&id)
+            .bind(text)
+            .execute(&self.pool)
+            .await?;
+        Ok(id)
+    }
+
+    /// A saved spec's text, if one has that id.
+    pub async fn load_spec(&self, id: &str) -> Result<Option<String>, sqlx::Error> {
+        sqlx::query_scalar("SELECT text FROM public.specs WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+    }
+}
+
+/// A spec's id: its content's name.
+pub fn spec_id(text: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_spec_is_named_by_its_content() {
+        let a = super::spec_id("session s step a { SELECT 1; }");
+        assert_eq!(a.len(), 16);
+        assert_eq!(a, super::spec_id("session s step a { SELECT 1; }"));
+        assert_ne!(a, super::spec_id("session s step a { SELECT 2; }"));
+    }
 }

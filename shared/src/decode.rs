@@ -31,7 +31,7 @@ macro_rules! names {
 
 names!(Service { "postgres" => Postgres, "redis" => Redis, "kafka" => Kafka, "http" => Http, "process" => Process });
 names!(Moment { "before" => Before, "after" => After, "expected" => Expected, "reference" => Reference });
-names!(VerdictKind { "reproduced" => Reproduced, "prevented" => Prevented });
+names!(VerdictKind { "reproduced" => Reproduced, "prevented" => Prevented, "unstated" => Unstated });
 names!(LeaseChange { "acquired" => Acquired, "refreshed" => Refreshed, "released" => Released, "lost" => Lost });
 names!(ErrorKind {
     "database" => Database, "http" => Http, "redis" => Redis, "broker" => Broker,
@@ -247,6 +247,11 @@ impl FromJson for EventKind {
             "verdict" => EventKind::Verdict {
                 verdict: json.get("verdict")?,
             },
+            "permutation" => EventKind::Permutation {
+                index: json.get("index")?,
+                steps: json.get("steps")?,
+                outcome: json.get("outcome")?,
+            },
             "reveal" => EventKind::Reveal {
                 choice: json.get("choice")?,
                 why: json.get("why")?,
@@ -264,6 +269,17 @@ impl FromJson for EventKind {
                 milestone: json.get("milestone")?,
             },
             other => return Err(unknown_variant(other)),
+        })
+    }
+}
+
+impl FromJson for crate::spec::PlayedStep {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(crate::spec::PlayedStep {
+            name: json.get("name")?,
+            session: json.get("session")?,
+            waited: json.get("waited")?,
+            error: json.opt("error")?,
         })
     }
 }
@@ -646,6 +662,14 @@ mod tests {
                 total: 1_000,
             },
             EventKind::Verdict { verdict: verdict() },
+            EventKind::Verdict {
+                verdict: Verdict {
+                    kind: crate::VerdictKind::Unstated,
+                    headline: text("No rule was stated"),
+                    reason: text("add # check: lines"),
+                    checks: Vec::new(),
+                },
+            },
             EventKind::Reveal {
                 choice: text("bob-40001"),
                 why: text("no one-at-a-time order explains both checks"),
@@ -679,6 +703,24 @@ mod tests {
                 actor: text("relay A"),
                 milestone: Milestone::Active,
             },
+            EventKind::Permutation {
+                index: 3,
+                steps: vec![
+                    crate::spec::PlayedStep {
+                        name: text("a_leave"),
+                        session: text("alice"),
+                        waited: true,
+                        error: None,
+                    },
+                    crate::spec::PlayedStep {
+                        name: text("b_commit"),
+                        session: text("bob"),
+                        waited: false,
+                        error: Some(text("40001")),
+                    },
+                ],
+                outcome: text("b_commit 40001 · checks held"),
+            },
         ]
     }
 
@@ -707,6 +749,7 @@ mod tests {
             EventKind::Paused { .. } => 18,
             EventKind::Done { .. } => 19,
             EventKind::Milestone { .. } => 20,
+            EventKind::Permutation { .. } => 21,
         }
     }
 
@@ -715,7 +758,7 @@ mod tests {
         let kinds = every_kind();
         let mut seen: Vec<usize> = kinds.iter().map(variant_index).collect();
         seen.dedup();
-        assert_eq!(seen, (0..=20).collect::<Vec<_>>(), "one sample of every kind, in order");
+        assert_eq!(seen, (0..=21).collect::<Vec<_>>(), "one sample of every kind, in order");
         for (i, kind) in kinds.into_iter().enumerate() {
             reads_like_serde(&Event {
                 seq: i as u64 + 1,

@@ -245,6 +245,14 @@ pub enum EventKind {
     Progress { label: String, done: u64, total: u64 },
     /// The plain answer.
     Verdict { verdict: Verdict },
+    /// A reader's spec played one permutation (in a run of every permutation): its steps as
+    /// played (who waited, what failed) and its outcome in a line; the same line, the same
+    /// outcome.
+    Permutation {
+        index: u32,
+        steps: Vec<crate::spec::PlayedStep>,
+        outcome: String,
+    },
     /// What a reader should have predicted (the scenario's [`Prediction`](crate::catalog::Prediction)):
     /// the `choice` that happens in this variant, and why, in a sentence. After the verdict, in
     /// completed runs of scenarios that ask.

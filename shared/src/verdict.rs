@@ -10,6 +10,8 @@ pub enum VerdictKind {
     Reproduced,
     /// Every rule holds: the variant prevented the anomaly.
     Prevented,
+    /// No rule was stated (a reader's spec without `# check:` lines): nothing to judge by.
+    Unstated,
 }
 
 /// One rule a correct system keeps, and whether this run kept it.
@@ -60,11 +62,21 @@ impl Verdict {
         }
     }
 
+    /// `reproduced`, `prevented` or `unstated`: the word pages and pictures style it by.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            VerdictKind::Reproduced => "reproduced",
+            VerdictKind::Prevented => "prevented",
+            VerdictKind::Unstated => "unstated",
+        }
+    }
+
     /// `bug reproduced` / `bug prevented`, for plain-text readers.
     pub fn label(&self) -> &'static str {
         match self.kind {
             VerdictKind::Reproduced => "bug reproduced",
             VerdictKind::Prevented => "bug prevented",
+            VerdictKind::Unstated => "no rule stated",
         }
     }
 }

@@ -1,14 +1,11 @@
 //! The verdict banner: reproduced or prevented, in one headline and one reason, with the checks.
 
 use leptos::prelude::*;
-use shared::{Verdict, VerdictKind};
+use shared::Verdict;
 
 #[component]
 pub fn VerdictBanner(verdict: Verdict) -> impl IntoView {
-    let kind = match verdict.kind {
-        VerdictKind::Reproduced => "reproduced",
-        VerdictKind::Prevented => "prevented",
-    };
+    let kind = verdict.kind_name();
     let checks = verdict
         .checks
         .iter()

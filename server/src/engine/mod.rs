@@ -118,6 +118,54 @@ use crate::sandbox::Spec;
 use shared::event::ActorInfo;
 use shared::{Ledger, ScenarioInfo};
 
+/// What [`Engine::start`] plays: a scenario of the catalog (`&'static`) or one made for the run
+/// (a reader's spec), shared with the run's task.
+pub trait IntoScenario {
+    fn into_scenario(self) -> std::sync::Arc<dyn Scenario>;
+}
+
+impl IntoScenario for std::sync::Arc<dyn Scenario> {
+    fn into_scenario(self) -> std::sync::Arc<dyn Scenario> {
+        self
+    }
+}
+
+impl<T: Scenario + ?Sized> IntoScenario for &'static T {
+    fn into_scenario(self) -> std::sync::Arc<dyn Scenario> {
+        std::sync::Arc::new(Catalogued(self))
+    }
+}
+
+/// A catalog scenario, lent to a run for ever.
+struct Catalogued<T: ?Sized + 'static>(&'static T);
+
+impl<T: Scenario + ?Sized> Scenario for Catalogued<T> {
+    fn info(&self) -> ScenarioInfo {
+        self.0.info()
+    }
+    fn sandbox(&self) -> &Spec {
+        self.0.sandbox()
+    }
+    fn actors(&self, variant: &str) -> Vec<ActorInfo> {
+        self.0.actors(variant)
+    }
+    fn budget(&self, variant: &str) -> Budget {
+        self.0.budget(variant)
+    }
+    fn play<'a>(&'a self, run: &'a Run, variant: &'a str) -> BoxFuture<'a, Result<(), RunError>> {
+        self.0.play(run, variant)
+    }
+    fn summarize(&self, runs: &[Ledger]) -> Option<String> {
+        self.0.summarize(runs)
+    }
+    fn reveal(&self, variant: &str) -> Option<(String, String)> {
+        self.0.reveal(variant)
+    }
+    fn sessions_ahead(&self, variant: &str) -> Vec<String> {
+        self.0.sessions_ahead(variant)
+    }
+}
+
 /// A boxed future, as [`Scenario::play`] returns (futures' own, which the layers below use too).
 pub use futures_util::future::BoxFuture;
 

@@ -455,6 +455,11 @@ impl Run {
         &self.core.id
     }
 
+    /// The database URL racelab was given (a reader's spec makes its own sandbox from it).
+    pub fn database_url(&self) -> &str {
+        &self.core.reach.database_url
+    }
+
     /// The run's sandbox: its schemas, key prefix, topics.
     pub fn sandbox(&self) -> &Sandbox {
         &self.core.sandbox

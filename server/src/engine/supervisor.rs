@@ -291,10 +291,11 @@ impl Engine {
     /// whose services are down is refused here, with the reason.
     pub async fn start(
         self: &Arc<Self>,
-        scenario: &'static dyn Scenario,
+        scenario: impl super::IntoScenario,
         variant: &str,
         mode: Mode,
     ) -> Result<RunHandle, StartError> {
+        let scenario = scenario.into_scenario();
         let info = scenario.info();
         if info.variant(variant).is_none() {
             let valid = info
@@ -353,7 +354,7 @@ impl Engine {
 
     async fn supervise(
         self: Arc<Self>,
-        scenario: &'static dyn Scenario,
+        scenario: Arc<dyn Scenario>,
         variant: String,
         mode: Mode,
         updates: ReaderLink,
@@ -402,7 +403,7 @@ impl Engine {
                 let kept = admitted.take_kept();
                 let (outcome, sandbox, kept) = self
                     .play(
-                        scenario,
+                        scenario.clone(),
                         &variant,
                         mode,
                         (&run_id, ready, kept),
@@ -462,7 +463,7 @@ impl Engine {
     /// the run's sessions, reset, if they are to be kept for the next run.
     async fn play(
         &self,
-        scenario: &'static dyn Scenario,
+        scenario: Arc<dyn Scenario>,
         variant: &str,
         mode: Mode,
         (run_id, ready, kept): (&str, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>),

@@ -593,7 +593,7 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
                     "the room's run is still going; cancel it or wait for done",
                 ));
             }
-            let def = match crate::control::scenario_named(&scenario) {
+            let def = match crate::control::scenario_for(&scenario, &engine.store).await {
                 Ok(def) => def,
                 Err(refusal) => return Some(refusal.into()),
             };

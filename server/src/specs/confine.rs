@@ -48,9 +48,11 @@ pub enum ConfineError {
     Make(String),
 }
 
-/// A run's role and schema, alive until [`Confined::close`].
+/// A run's role and schema, alive until [`Confined::close`], or until dropped: a run the reader
+/// cancelled is dropped mid-play, and its sandbox is removed on a task of its own.
 pub struct Confined {
-    admin: Client,
+    /// `None` once closed.
+    admin: Option<Client>,
     pub role: String,
     pub schema: String,
     sessions: tokio_postgres::Config,
@@ -187,12 +189,16 @@ impl Confined {
         sessions.dbname(DATABASE).user(&role).password(password.as_bytes());
         sessions.connect_timeout(Duration::from_secs(5));
         let confined = Confined {
-            admin,
+            admin: Some(admin),
             role,
             schema,
             sessions,
         };
-        if let Err(error) = retrying(&confined.admin, &make).await {
+        let made = match &confined.admin {
+            Some(admin) => retrying(admin, &make).await,
+            None => Ok(()),
+        };
+        if let Err(error) = made {
             let error = make_error(error);
             confined.close().await;
             return Err(error);
@@ -210,10 +216,30 @@ impl Confined {
 
     /// Ends the run's sessions and removes everything it made. Never fails: what cannot be
     /// removed now is left to [`sweep`], and logged.
-    pub async fn close(self) {
-        if let Err(error) = remove(&self.admin, &self.role).await {
-            tracing::warn!("spec run role {} not removed yet ({error}); the sweep will", self.role);
+    pub async fn close(mut self) {
+        if let Some(admin) = self.admin.take() {
+            removed(&admin, &self.role).await;
         }
+    }
+}
+
+impl Drop for Confined {
+    fn drop(&mut self) {
+        let Some(admin) = self.admin.take() else { return };
+        let role = std::mem::take(&mut self.role);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { removed(&admin, &role).await });
+        }
+    }
+}
+
+/// [`remove`], logging what could not be removed yet (the sweep will).
+async fn removed(admin: &Client, role: &str) {
+    if let Err(error) = remove(admin, role).await {
+        tracing::warn!(
+            "spec run role {role} not removed yet ({}); the sweep will",
+            describe(&error)
+        );
     }
 }
 

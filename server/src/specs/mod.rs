@@ -11,6 +11,7 @@
 
 pub mod confine;
 pub mod player;
+pub mod scenario;
 pub mod session;
 pub mod table;
 
@@ -20,6 +21,7 @@ use confine::{Bounds, Confined};
 use player::{Player, Stopped};
 use session::{Keep, SpecSession};
 use shared::spec::{Invalid, ParseError, PermutationStep, Spec};
+use shared::{EventKind, Moment};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -153,6 +155,13 @@ pub fn permutations(spec: &Spec, limits: &Limits) -> Vec<Vec<PermutationStep>> {
         .collect()
 }
 
+impl CheckResult {
+    /// As a verdict's check: the query as the rule, its answer as what the run ended with.
+    pub fn as_check(&self) -> shared::Check {
+        shared::Check::new(self.sql.clone(), self.answer.clone(), self.held == Some(true))
+    }
+}
+
 /// One `# check:` after one permutation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckResult {
@@ -171,6 +180,19 @@ pub struct Played {
     pub checks: Vec<CheckResult>,
 }
 
+/// Which of a spec's permutations to play, and what to tell of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Every permutation, as the tester plays them (the command line).
+    All,
+    /// One permutation (0-based), with its ledger before and after and its verdict (a page's
+    /// Run).
+    One(usize),
+    /// Every permutation, each summed up in a line for the matrix (a page's "run every
+    /// permutation").
+    Matrix,
+}
+
 /// Plays `spec` as run `run_id` on the PostgreSQL at `url`, in a sandbox of its own, through
 /// lanes on `stage`. The sandbox is removed whatever happens.
 pub async fn play(
@@ -179,6 +201,19 @@ pub async fn play(
     spec: &Spec,
     limits: &Limits,
     stage: Arc<dyn Stage>,
+) -> Result<Vec<Played>, SpecError> {
+    let lanes = move |name: &str| Lane::new(name, stage.clone(), false);
+    play_on(url, run_id, spec, limits, Choice::All, &lanes).await
+}
+
+/// [`play`], choosing the permutations, with lanes from `lane` (a run's own, on a page).
+pub async fn play_on(
+    url: &str,
+    run_id: &str,
+    spec: &Spec,
+    limits: &Limits,
+    choice: Choice,
+    lane: &(dyn Fn(&str) -> Lane + Send + Sync),
 ) -> Result<Vec<Played>, SpecError> {
     let bounds = Bounds {
         // Above the tester's own step limit, so a spec's output is the tester's; a spec that
@@ -190,7 +225,7 @@ pub async fn play(
         connections: spec.sessions.len() + 1,
     };
     let confined = Confined::open(url, run_id, bounds).await?;
-    let played = play_confined(&confined, run_id, spec, limits, stage).await;
+    let played = play_confined(&confined, run_id, spec, limits, choice, lane).await;
     confined.close().await;
     played
 }
@@ -200,7 +235,8 @@ async fn play_confined(
     run_id: &str,
     spec: &Spec,
     limits: &Limits,
-    stage: Arc<dyn Stage>,
+    choice: Choice,
+    lane: &(dyn Fn(&str) -> Lane + Send + Sync),
 ) -> Result<Vec<Played>, SpecError> {
     let connect = |who: &str| {
         let config = confined.session_config(run_id, who);
@@ -219,20 +255,50 @@ async fn play_confined(
             other => other,
         })?);
     }
-    let lanes: Vec<Lane> = spec
-        .sessions
-        .iter()
-        .map(|s| Lane::new(&s.name, stage.clone(), false))
-        .collect();
-    let control_lane = Lane::new("tester", stage, false);
-    let mut player = Player::new(spec, control, sessions, control_lane, lanes, limits.step_wait).await?;
+    let lanes: Vec<Lane> = spec.sessions.iter().map(|s| lane(&s.name)).collect();
+    let control_lane = lane(TESTER);
+    let mut player = Player::new(spec, control, sessions, control_lane.clone(), lanes, limits.step_wait).await?;
     player.header();
+    let all = permutations(spec, limits);
+    let chosen: Vec<(usize, &Vec<PermutationStep>)> = match choice {
+        Choice::One(index) => all.get(index).map(|p| vec![(index, p)]).unwrap_or_default(),
+        Choice::All | Choice::Matrix => all.iter().enumerate().collect(),
+    };
     let mut played = Vec::new();
-    for steps in permutations(spec, limits) {
-        player.play(&steps).await?;
+    for (index, steps) in chosen {
+        if choice == Choice::One(index) {
+            player.play_setup(steps).await?;
+            let before = player.snapshot().await;
+            control_lane.emit(EventKind::Ledger {
+                moment: Moment::Before,
+                ledger: before,
+            });
+            player.play_steps(steps).await?;
+        } else {
+            player.play(steps).await?;
+        }
         let mut checks = Vec::with_capacity(spec.checks.len());
         for check in &spec.checks {
             checks.push(judge(&check.sql, &player.ask(&check.sql).await));
+        }
+        let verdict_checks: Vec<shared::Check> = checks.iter().map(CheckResult::as_check).collect();
+        match choice {
+            Choice::One(_) => {
+                let after = player.snapshot().await;
+                control_lane.emit(EventKind::Ledger {
+                    moment: Moment::After,
+                    ledger: after,
+                });
+                control_lane.emit(EventKind::Verdict {
+                    verdict: verdict(verdict_checks),
+                });
+            }
+            Choice::Matrix => control_lane.emit(EventKind::Permutation {
+                index: u32::try_from(index).unwrap_or(u32::MAX),
+                steps: player.played().to_vec(),
+                outcome: shared::spec::matrix::outcome(player.played(), &verdict_checks),
+            }),
+            Choice::All => {}
         }
         player.teardown().await;
         played.push(Played {
@@ -241,6 +307,34 @@ async fn play_confined(
         });
     }
     Ok(played)
+}
+
+/// The lane of the tester's own connection: the header, each permutation's start, the setup's
+/// output, the ledger and the verdict.
+pub const TESTER: &str = "tester";
+
+/// A permutation's verdict from its checks: reproduced when one is broken, prevented when all
+/// hold, unstated without any.
+fn verdict(checks: Vec<shared::Check>) -> shared::Verdict {
+    if checks.is_empty() {
+        return shared::Verdict {
+            kind: shared::VerdictKind::Unstated,
+            headline: "No rule was stated".to_owned(),
+            reason: "Add `# check: <SQL>` lines to the spec: queries a correct system answers with true.".to_owned(),
+            checks,
+        };
+    }
+    let broken = checks.iter().filter(|c| !c.holds).count();
+    let headline = match broken {
+        0 => "Every check held".to_owned(),
+        1 => "A check was broken".to_owned(),
+        n => format!("{n} checks were broken"),
+    };
+    shared::Verdict::judge(
+        checks,
+        headline,
+        "What the spec's # check: lines say a correct system holds, asked after its steps.",
+    )
 }
 
 /// A check's verdict from its answer: held when its first row is all `t`.

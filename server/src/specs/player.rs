@@ -17,7 +17,7 @@ use super::session::{Answer, Failure, SpecSession};
 use super::table;
 use crate::engine::Lane;
 use shared::event::{ErrorKind, Rows};
-use shared::spec::{Blocker, PermutationStep, Spec};
+use shared::spec::{Blocker, PermutationStep, PlayedStep, Spec};
 use shared::{EventKind, Service, Value};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -93,6 +93,8 @@ pub struct Player<'a> {
     active: Vec<Option<Active>>,
     total_notices: Vec<u64>,
     any_new_notice: bool,
+    /// The permutation's steps as they were played, in launch order.
+    played: Vec<PlayedStep>,
 }
 
 impl<'a> Player<'a> {
@@ -130,6 +132,7 @@ impl<'a> Player<'a> {
             active: (0..n).map(|_| None).collect(),
             total_notices: vec![0; n],
             any_new_notice: false,
+            played: Vec::new(),
         })
     }
 
@@ -147,7 +150,14 @@ impl<'a> Player<'a> {
     /// Plays one permutation's setup and steps, until every step is complete; [`Player::teardown`]
     /// ends it (what a correct system holds is checked in between).
     pub async fn play(&mut self, steps: &[PermutationStep]) -> Result<(), Stopped> {
+        self.play_setup(steps).await?;
+        self.play_steps(steps).await
+    }
+
+    /// A permutation's start: its line, the spec's setup, each session's.
+    pub async fn play_setup(&mut self, steps: &[PermutationStep]) -> Result<(), Stopped> {
         let names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
+        self.played.clear();
         let line = format!("\nstarting permutation: {}\n", names.join(" "));
         self.printer.print(&self.control_lane, &line);
 
@@ -173,7 +183,11 @@ impl<'a> Player<'a> {
             }
             self.print_last(Some(i), &answer);
         }
+        Ok(())
+    }
 
+    /// A permutation's steps, until every one is complete.
+    pub async fn play_steps(&mut self, steps: &[PermutationStep]) -> Result<(), Stopped> {
         let mut waiting: Vec<usize> = Vec::new();
         for index in 0..steps.len() {
             let session = self.session_of(&steps[index]);
@@ -212,7 +226,7 @@ impl<'a> Player<'a> {
                     }
                 }
             }
-            self.launch(steps, index, session);
+            self.launch(steps, index, session).await;
             let must_wait = self
                 .try_complete(
                     steps,
@@ -251,6 +265,44 @@ impl<'a> Player<'a> {
             return Err(Stopped::MutuallyBlocking);
         }
         Ok(())
+    }
+
+    /// Every table of the run's schema, as it is now (at most `keep` rows each), for the
+    /// ledger: the tables the setup made, before the steps and after.
+    pub async fn snapshot(&mut self) -> shared::Ledger {
+        let listed = self
+            .control
+            .exec(
+                "SELECT c.relname FROM pg_catalog.pg_class c \
+                 WHERE c.relnamespace = pg_catalog.current_schema()::regnamespace \
+                   AND c.relkind IN ('r', 'p') ORDER BY 1",
+            )
+            .await;
+        let names: Vec<String> = listed
+            .sets
+            .first()
+            .map(|set| set.rows.iter().filter_map(|r| r.first().cloned().flatten()).collect())
+            .unwrap_or_default();
+        let mut ledger = shared::Ledger::default();
+        for name in names.into_iter().take(20) {
+            let quoted = crate::sandbox::postgres::quote_ident(&name);
+            let answer = self.control.exec(&format!("SELECT * FROM {quoted} ORDER BY 1")).await;
+            self.control.take_notices();
+            let Some(set) = answer.sets.into_iter().next() else {
+                continue;
+            };
+            ledger.tables.push(shared::Table {
+                name,
+                key_columns: 1.min(set.columns.len()),
+                columns: set.columns,
+                rows: set
+                    .rows
+                    .into_iter()
+                    .map(|r| r.into_iter().map(|v| v.map_or(Value::Null, Value::Text)).collect())
+                    .collect(),
+            });
+        }
+        ledger
     }
 
     /// Runs `sql` on the control connection, printing nothing: a `# check:` query.
@@ -302,11 +354,23 @@ impl<'a> Player<'a> {
             .map_or_else(String::new, |a| steps[a.index].name.clone())
     }
 
-    /// Sends step `index` on its session.
-    fn launch(&mut self, steps: &[PermutationStep], index: usize, session: usize) {
+    /// The steps of the permutation played last, as played.
+    pub fn played(&self) -> &[PlayedStep] {
+        &self.played
+    }
+
+    /// Sends step `index` on its session (in step mode, once the reader says so).
+    async fn launch(&mut self, steps: &[PermutationStep], index: usize, session: usize) {
         let step = &steps[index];
         let sql = self.sql_of(step);
+        self.lanes[session].gate(Service::Postgres, sql).await;
         self.lanes[session].step(Service::Postgres, sql, &[], None);
+        self.played.push(PlayedStep {
+            name: step.name.clone(),
+            session: self.spec.sessions[session].name.clone(),
+            waited: false,
+            error: None,
+        });
         let answer = self.sessions[session].send(sql);
         let targets = step
             .blockers
@@ -437,6 +501,9 @@ impl<'a> Player<'a> {
                         if let Some(active) = self.active[session].as_mut() {
                             active.waited_since = Some(Instant::now());
                         }
+                        if let Some(played) = self.played.iter_mut().rev().find(|p| p.name == step.name) {
+                            played.waited = true;
+                        }
                         self.lanes[session].emit(EventKind::Blocked {
                             actor: self.spec.sessions[session].name.clone(),
                             by,
@@ -486,6 +553,15 @@ impl<'a> Player<'a> {
             });
         }
         let answer = active.done.unwrap_or_default();
+        if let (Some(failure), Some(played)) = (
+            &answer.failure,
+            self.played.iter_mut().rev().find(|p| p.name == step.name),
+        ) {
+            played.error = Some(match failure {
+                Failure::Server { sqlstate, .. } => sqlstate.clone(),
+                Failure::Lost(_) => "connection lost".to_owned(),
+            });
+        }
         self.print_answer(Some(session), &answer);
         self.print_notifications(session);
         Ok(false)

@@ -1,4 +1,5 @@
-//! `GET /api/labs`, `GET /api/scenarios/{lab}/{scenario}` and `GET /api/runs/{id}`.
+//! `GET /api/labs`, `GET /api/scenarios/{lab}/{scenario}`, `GET /api/runs/{id}`, and readers'
+//! specs: `POST /api/specs` (save) and `GET /api/specs/{id}`.
 
 use super::AppState;
 use super::error::ApiError;
@@ -16,6 +17,60 @@ pub fn router() -> Router<AppState> {
         .route("/api/scenarios/{lab}/{scenario}", get(scenario_with_status))
         .route("/api/{*rest}", get(no_such_api))
         .route("/api/runs/{id}", get(stored_run))
+        .route(
+            "/api/specs",
+            axum::routing::post(save_spec).layer(axum::extract::DefaultBodyLimit::max(SPEC_BODY_LIMIT)),
+        )
+        .route("/api/specs/{id}", get(saved_spec))
+}
+
+/// A spec's body may be a little over the spec limit (64 KiB): the refusal then says the limit.
+const SPEC_BODY_LIMIT: usize = 96 * 1024;
+
+/// A saved spec: its id, its text and the scenario it plays as (`spec/<id>`).
+#[derive(serde::Serialize)]
+struct SavedSpec {
+    id: String,
+    text: String,
+    scenario: ScenarioStatus,
+}
+
+fn saved(id: String, text: String, scenario: &crate::specs::scenario::SpecScenario) -> SavedSpec {
+    SavedSpec {
+        id,
+        text,
+        scenario: ScenarioStatus {
+            scenario: crate::engine::Scenario::info(scenario),
+            down: Vec::new(),
+            rooms: None,
+        },
+    }
+}
+
+/// Saves a spec (the request's body, as text) once it reads: immutable, named by its content,
+/// so saving it again gives the same id. A spec that does not read is refused with where and
+/// why, and nothing is saved.
+async fn save_spec(
+    State(state): State<AppState>,
+    text: String,
+) -> Result<(axum::http::StatusCode, Json<SavedSpec>), ApiError> {
+    let id = crate::store::spec_id(&text);
+    let scenario =
+        crate::specs::scenario::SpecScenario::new(&id, &text).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let stored = state.engine.store.save_spec(&text).await?;
+    Ok((axum::http::StatusCode::CREATED, Json(saved(stored, text, &scenario))))
+}
+
+async fn saved_spec(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<SavedSpec>, ApiError> {
+    let text = state
+        .engine
+        .store
+        .load_spec(&id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no saved spec has the id {id:?}")))?;
+    let scenario =
+        crate::specs::scenario::SpecScenario::new(&id, &text).map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(Json(saved(id, text, &scenario)))
 }
 
 /// The catalog, with the services each lab needs that are down right now.

@@ -3,11 +3,11 @@
 //! so a slide or a link preview shows the race without a browser: a lane per actor, every step
 //! on its lane's line, waits as bars, errors and commits marked, and the verdict.
 
+use shared::Outcome;
 use shared::compact::{self, Tone};
 use shared::markup::escape;
 use shared::protocol::StoredRun;
 use shared::run_state::RunState;
-use shared::{Outcome, VerdictKind};
 use std::fmt::Write;
 
 const WIDTH: usize = 1200;
@@ -120,14 +120,7 @@ pub fn draw(run: &StoredRun) -> String {
     // The verdict.
     let top = rows_bottom + 16;
     let (class, label, headline) = match (verdict, &run.outcome) {
-        (Some(v), _) => (
-            match v.kind {
-                VerdictKind::Reproduced => "reproduced",
-                VerdictKind::Prevented => "prevented",
-            },
-            v.label(),
-            v.headline.as_str(),
-        ),
+        (Some(v), _) => (v.kind_name(), v.label(), v.headline.as_str()),
         (None, Outcome::Failed { message }) => ("failed", "the run failed", message.as_str()),
         (None, _) => ("failed", "no verdict", "the run ended before its verdict"),
     };

@@ -10,7 +10,7 @@
 
 use super::AppState;
 use crate::clients::{self, Caps, Clients, Slot};
-use crate::control::{Refusal, cancel_run, error, next_update, scenario_named, start_refusal, step_run};
+use crate::control::{Refusal, cancel_run, error, next_update, scenario_for, start_refusal, step_run};
 use crate::engine::RunHandle;
 use crate::engine::signal::raised;
 use crate::rooms::Rooms;
@@ -284,7 +284,7 @@ async fn act(text: &str, this: &mut Socket, state: &AppState, reader: &Reader) -
                     "a run is already going on this socket; cancel it or wait for done",
                 ));
             }
-            let def = match scenario_named(&scenario) {
+            let def = match scenario_for(&scenario, &state.engine.store).await {
                 Ok(def) => def,
                 Err(refusal) => return Some(refusal.into()),
             };

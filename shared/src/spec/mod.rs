@@ -27,11 +27,14 @@
 //!   you type with this same code).
 //! - [`print`]: [`Spec`] back to text that parses to the same spec.
 //! - [`permutations`]: the interleavings a spec plays, and how many there are.
+//! - [`matrix`]: what each permutation came to, for "run every permutation".
 
+pub mod matrix;
 mod parse;
 mod permutations;
 mod print;
 
+pub use matrix::PlayedStep;
 pub use parse::{ParseError, parse};
 pub use permutations::{all_permutations, count_permutations};
 pub use print::print;
@@ -243,9 +246,41 @@ impl Spec {
     }
 }
 
+/// A spec's title: its first comment line, when the text opens with comments (not a
+/// `# check:` line).
+pub fn title(text: &str) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .take_while(|line| line.starts_with('#') || line.is_empty())
+        .filter_map(|line| line.strip_prefix('#').map(str::trim))
+        .find(|line| !line.is_empty() && !line.starts_with("check:"))
+        .map(|line| line.chars().take(120).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_title_is_the_first_comment_line() {
+        assert_eq!(
+            title(
+                "# check: SELECT true
+
+# Two doctors
+# more
+session s"
+            ),
+            Some("Two doctors".into())
+        );
+        assert_eq!(
+            title(
+                "session s # not a title
+"
+            ),
+            None
+        );
+    }
 
     fn spec(text: &str) -> Spec {
         match parse(text) {

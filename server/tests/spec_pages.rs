@@ -1,0 +1,299 @@
+//! Readers' specs over HTTP and the websocket, as the /write page uses them: saved (immutable,
+//! named by content), refused with where and why, played as `spec/<id>` one permutation at a time
+//! (transcript, ledger before and after, verdict from the checks), every permutation for the
+//! matrix, stepped, cancelled, stored for a permalink; and nothing left behind.
+
+mod common;
+
+use common::socket::{self, event_type, is_type, receive_until, send};
+use common::{db_slot, get, get_json};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+
+const WRITE_SKEW: &str = include_str!("specs/write-skew.spec");
+
+/// Two sessions at SERIALIZABLE, each leaving only if the other is on call: six interleavings.
+const GUARDED: &str = "# Guarded leaves at SERIALIZABLE\n\
+# check: SELECT count(*) >= 1 FROM doctors WHERE on_call\n\
+setup { CREATE TABLE doctors (name text PRIMARY KEY, on_call bool NOT NULL); INSERT INTO doctors VALUES ('alice', true), ('bob', true); }\n\
+teardown { DROP TABLE doctors; }\n\
+session alice\n\
+setup { BEGIN ISOLATION LEVEL SERIALIZABLE; }\n\
+step a_leave { UPDATE doctors SET on_call = false WHERE name = 'alice' AND (SELECT count(*) FROM doctors WHERE on_call) >= 2; }\n\
+step a_commit { COMMIT; }\n\
+session bob\n\
+setup { BEGIN ISOLATION LEVEL SERIALIZABLE; }\n\
+step b_leave { UPDATE doctors SET on_call = false WHERE name = 'bob' AND (SELECT count(*) FROM doctors WHERE on_call) >= 2; }\n\
+step b_commit { COMMIT; }\n";
+
+async fn save(address: SocketAddr, text: &str) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("http://{address}/api/specs"))
+        .body(text.to_owned())
+        .send()
+        .await
+        .expect("POST /api/specs");
+    let status = response.status().as_u16();
+    let body = response.text().await.expect("a body");
+    (
+        status,
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}")),
+    )
+}
+
+/// Plays `spec/<id>` at `variant` to its end; every frame.
+async fn play(address: SocketAddr, id: &str, variant: &str) -> Vec<Value> {
+    let mut ws = socket::connect(address).await;
+    socket::start(&mut ws, &format!("spec/{id}"), variant, "auto").await;
+    receive_until(&mut ws, |f| is_type(f, "done")).await
+}
+
+fn events<'a>(frames: &'a [Value], kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    frames
+        .iter()
+        .filter(move |f| event_type(f) == Some(kind))
+        .map(|f| &f["event"])
+}
+
+fn said(frames: &[Value]) -> String {
+    events(frames, "say")
+        .map(|e| e["line"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// How many of run `run_id`'s roles, sessions and schemas are left.
+async fn left_by(run_id: &str) -> i64 {
+    let mut config: tokio_postgres::Config = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned())
+        .parse()
+        .expect("a database URL");
+    config.dbname("postgres");
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.expect("PostgreSQL");
+    tokio::spawn(connection);
+    client
+        .query_one(
+            "SELECT (SELECT count(*) FROM pg_roles WHERE rolname = $1)
+                  + (SELECT count(*) FROM pg_stat_activity WHERE usename = $1 OR application_name LIKE $2)",
+            &[&format!("racelab_spec_{run_id}"), &format!("racelab/{run_id}/%")],
+        )
+        .await
+        .expect("the leak query")
+        .get(0)
+}
+
+#[tokio::test]
+async fn a_spec_is_saved_once_by_its_content_and_read_back() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let (status, saved) = save(address, WRITE_SKEW).await;
+    assert_eq!(status, 201, "{saved}");
+    let id = saved["id"].as_str().expect("an id").to_owned();
+    assert_eq!(id.len(), 16);
+    let scenario = &saved["scenario"]["scenario"];
+    assert_eq!(scenario["id"], format!("spec/{id}"));
+    assert_eq!(
+        scenario["title"],
+        "Two on-call doctors each check that the other is still on call, then leave."
+    );
+    let variants: Vec<&str> = scenario["variants"]
+        .as_array()
+        .expect("variants")
+        .iter()
+        .filter_map(|v| v["id"].as_str())
+        .collect();
+    assert_eq!(variants, ["p1", "p2", "every"]);
+    assert_eq!(
+        scenario["variants"][0]["description"],
+        "a_count b_count a_leave b_leave a_commit b_commit"
+    );
+
+    let (again, resaved) = save(address, WRITE_SKEW).await;
+    assert_eq!(
+        (again, resaved["id"].as_str()),
+        (201, Some(id.as_str())),
+        "the same text is the same spec"
+    );
+    let read = get_json(address, &format!("/api/specs/{id}")).await;
+    assert_eq!(read["text"], WRITE_SKEW);
+    let (status, _, body) = get(address, "/api/specs/0000000000000000").await;
+    assert_eq!(status, 404, "{body}");
+}
+
+#[tokio::test]
+async fn a_spec_that_does_not_read_is_refused_with_where_and_why_and_not_saved() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let bad = "setup { CREATE TABLE t (k int); }\n\nsession s\nstep { SELECT 1; }\n";
+    let (status, refused) = save(address, bad).await;
+    assert_eq!(status, 400, "{refused}");
+    let message = refused["error"].as_str().unwrap_or_default();
+    assert!(message.contains("line 4, column 6: expected a step name"), "{refused}");
+    let id = racelab::store::spec_id(bad);
+    let (status, _, _) = get(address, &format!("/api/specs/{id}")).await;
+    assert_eq!(status, 404, "nothing saved");
+
+    let wide: String = ["a", "b", "c"]
+        .iter()
+        .map(|s| format!("session {s} step {s}1 {{ }} step {s}2 {{ }} step {s}3 {{ }}\n"))
+        .collect();
+    let (status, refused) = save(address, &wide).await;
+    assert_eq!(status, 400);
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("1680 interleavings"),
+        "{refused}"
+    );
+
+    let mut ws = socket::connect(address).await;
+    send(
+        &mut ws,
+        json!({"v": 1, "type": "start", "scenario": "spec/0000000000000000", "variant": "p1"}),
+    )
+    .await;
+    let answer = receive_until(&mut ws, |f| is_type(f, "error")).await;
+    let error = answer.last().expect("an error frame");
+    assert_eq!(error["code"], "unknown_scenario", "{error}");
+}
+
+#[tokio::test]
+async fn one_permutation_plays_with_its_transcript_ledger_and_verdict() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let (_, saved) = save(address, WRITE_SKEW).await;
+    let id = saved["id"].as_str().expect("an id").to_owned();
+    let frames = play(address, &id, "p1").await;
+    let done = frames.last().expect("done");
+    assert_eq!(done["outcome"]["status"], "completed", "{done}");
+    let run_id = done["run_id"].as_str().expect("a run id").to_owned();
+
+    // The isolation tester's output for the first permutation, line for line.
+    let transcript = said(&frames);
+    assert!(
+        transcript.starts_with("Parsed test spec with 2 sessions\n\nstarting permutation: a_count b_count a_leave b_leave a_commit b_commit\nstep a_count: SELECT count(*) FROM doctors WHERE on_call;\ncount\n-----\n    2\n(1 row)\n"),
+        "{transcript}"
+    );
+    assert!(transcript.contains("step b_commit: COMMIT;"), "{transcript}");
+    assert!(
+        !transcript.contains("starting permutation: a_count a_leave"),
+        "only the first permutation"
+    );
+
+    // Swimlanes: a step per statement, on the session that ran it.
+    let steps: Vec<&str> = events(&frames, "step").filter_map(|e| e["actor"].as_str()).collect();
+    assert_eq!(steps, ["alice", "bob", "alice", "bob", "alice", "bob"]);
+
+    // The ledger: the table the setup made, before (both on call, from the setup's INSERT) and
+    // after (both left).
+    let ledgers: Vec<&Value> = events(&frames, "ledger").collect();
+    assert_eq!(ledgers.len(), 2);
+    assert_eq!(ledgers[0]["moment"], "before");
+    let rows = |l: &Value| l["ledger"]["tables"][0]["rows"].clone();
+    assert_eq!(ledgers[0]["ledger"]["tables"][0]["name"], "doctors");
+    // Values as the server wrote them (the tester's text), `t` and `f` for booleans.
+    assert_eq!(rows(ledgers[0]), json!([["alice", "t"], ["bob", "t"]]));
+    assert_eq!(rows(ledgers[1]), json!([["alice", "f"], ["bob", "f"]]));
+
+    // The verdict: the spec's check, broken.
+    let verdict = &events(&frames, "verdict").next().expect("a verdict")["verdict"];
+    assert_eq!(verdict["kind"], "reproduced", "{verdict}");
+    assert_eq!(
+        verdict["checks"][0]["rule"],
+        "SELECT count(*) >= 1 FROM doctors WHERE on_call"
+    );
+    assert_eq!(verdict["checks"][0]["holds"], false);
+
+    // Stored for its permalink, and nothing left.
+    let stored = get_json(address, &format!("/api/runs/{run_id}")).await;
+    assert_eq!(stored["scenario"], format!("spec/{id}"));
+    assert_eq!(left_by(&run_id).await, 0);
+}
+
+#[tokio::test]
+async fn every_permutation_sums_each_up_for_the_matrix() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let (status, saved) = save(address, GUARDED).await;
+    assert_eq!(status, 201, "{saved}");
+    let id = saved["id"].as_str().expect("an id").to_owned();
+    let frames = play(address, &id, "every").await;
+    let done = frames.last().expect("done");
+    assert_eq!(done["outcome"]["status"], "completed", "{done}");
+    let rows: Vec<&Value> = events(&frames, "permutation").collect();
+    assert_eq!(rows.len(), 6, "two sessions of two steps: six interleavings");
+    let indexes: Vec<u64> = rows.iter().filter_map(|r| r["index"].as_u64()).collect();
+    assert_eq!(indexes, [0, 1, 2, 3, 4, 5]);
+    // SERIALIZABLE keeps the rule in every order: the checks hold everywhere.
+    for row in &rows {
+        assert!(
+            row["outcome"].as_str().unwrap_or_default().ends_with("checks held"),
+            "{row}"
+        );
+    }
+    // One after the other (the first and the last order), nothing fails; interleaved, a
+    // serialization failure cancels one of them.
+    assert_eq!(rows[0]["outcome"], "no errors · checks held");
+    assert_eq!(rows[5]["outcome"], "no errors · checks held");
+    let steps: Vec<&str> = rows[0]["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(steps, ["a_leave", "a_commit", "b_leave", "b_commit"]);
+    let failed = rows
+        .iter()
+        .filter(|r| r["outcome"].as_str().unwrap_or_default().contains("40001"))
+        .count();
+    assert!(failed >= 1, "{rows:?}");
+    let failing_step = rows
+        .iter()
+        .flat_map(|r| r["steps"].as_array().into_iter().flatten())
+        .find(|s| s["error"] == "40001")
+        .expect("a step that failed with 40001");
+    assert!(failing_step["session"] == "alice" || failing_step["session"] == "bob");
+    assert_eq!(left_by(done["run_id"].as_str().unwrap_or_default()).await, 0);
+}
+
+#[tokio::test]
+async fn a_spec_steps_one_statement_at_a_time_and_a_cancel_leaves_nothing() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let (_, saved) = save(address, WRITE_SKEW).await;
+    let id = saved["id"].as_str().expect("an id").to_owned();
+
+    let mut ws = socket::connect(address).await;
+    let run_id = socket::start(&mut ws, &format!("spec/{id}"), "p1", "step").await;
+    let mut paused = 0;
+    loop {
+        let frames = receive_until(&mut ws, |f| event_type(f) == Some("paused") || is_type(f, "done")).await;
+        let last = frames.last().expect("a frame");
+        if is_type(last, "done") {
+            assert_eq!(last["outcome"]["status"], "completed", "{last}");
+            break;
+        }
+        paused += 1;
+        send(&mut ws, json!({"v": 1, "type": "next"})).await;
+    }
+    assert_eq!(paused, 6, "one pause before each of the six steps");
+    assert_eq!(left_by(&run_id).await, 0);
+
+    // Cancelled while alice's transaction is open: the role, its sessions and schema go.
+    let mut ws = socket::connect(address).await;
+    let run_id = socket::start(&mut ws, &format!("spec/{id}"), "p1", "step").await;
+    for _ in 0..3 {
+        receive_until(&mut ws, |f| event_type(f) == Some("paused")).await;
+        send(&mut ws, json!({"v": 1, "type": "next"})).await;
+    }
+    receive_until(&mut ws, |f| event_type(f) == Some("paused")).await;
+    send(&mut ws, json!({"v": 1, "type": "cancel"})).await;
+    let done = receive_until(&mut ws, |f| is_type(f, "done")).await;
+    assert_eq!(done.last().expect("done")["outcome"]["status"], "cancelled");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while left_by(&run_id).await > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(left_by(&run_id).await, 0, "a cancelled run leaves nothing");
+}
