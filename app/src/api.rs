@@ -294,6 +294,53 @@ pub async fn post_json<T: FromJson>(path: &str) -> Result<T, String> {
     answer(path, window.fetch_with_str_and_init(path, &init)).await
 }
 
+/// Shows `path` in the address bar without leaving the page (a spec just saved: its link).
+#[cfg(not(feature = "embed"))]
+pub fn go_quietly(path: &str) {
+    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(path));
+    }
+}
+
+/// POSTs `body` as text to `path` and decodes the JSON answer (`POST /api/specs`).
+#[cfg(not(feature = "embed"))]
+pub async fn post_text<T: FromJson>(path: &str, body: &str) -> Result<T, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    init.set_body(&JsValue::from_str(body));
+    answer(path, window.fetch_with_str_and_init(path, &init)).await
+}
+
+/// Puts the caret of textarea `id` (holding `text`) at `line`, `column` (1-based, columns in
+/// characters) and focuses it: the editor's "go to the problem".
+#[cfg(not(feature = "embed"))]
+pub fn select_in_editor(id: &str, text: &str, line: u32, column: u32) {
+    let Some(area) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(id))
+        .and_then(|e| e.dyn_into::<web_sys::HtmlTextAreaElement>().ok())
+    else {
+        return;
+    };
+    // The browser counts UTF-16 units.
+    let mut offset = 0u32;
+    for (n, l) in text.split('\n').enumerate() {
+        if n + 1 == line as usize {
+            let units: u32 = l
+                .chars()
+                .take(column.saturating_sub(1) as usize)
+                .map(|c| c.len_utf16() as u32)
+                .sum();
+            offset += units;
+            break;
+        }
+        offset += l.encode_utf16().count() as u32 + 1;
+    }
+    let _ = area.focus();
+    let _ = area.set_selection_range(offset, offset);
+}
+
 /// DELETEs `path` with `token` as its bearer (`DELETE /api/rooms/<id>`); an error status
 /// becomes the server's sentence.
 #[cfg(not(feature = "embed"))]

@@ -57,6 +57,10 @@ fn App() -> impl IntoView {
             view! { <pages::room::RoomPage id=id token=token scenario=scenario variant=variant /> }.into_any()
         }
         #[cfg(not(feature = "embed"))]
+        Route::Write => view! { <pages::write::WritePage /> }.into_any(),
+        #[cfg(not(feature = "embed"))]
+        Route::Spec { id } => view! { <pages::write::SpecPage id=id /> }.into_any(),
+        #[cfg(not(feature = "embed"))]
         Route::NotFound { path } => view! { <pages::not_found::NotFound path=path /> }.into_any(),
         // The embed app is served at /embed/… only; anything else is the full app's.
         #[cfg(feature = "embed")]

@@ -39,6 +39,12 @@ pub enum Route {
         id: String,
         options: EmbedOptions,
     },
+    /// `/write`: write your own race (a spec), run it, share it.
+    Write,
+    /// `/s/{id}`: a saved spec, in the editor, ready to run or fork.
+    Spec {
+        id: String,
+    },
     /// `/room/{id}`: a training room (its trainer's page has `#trainer=<token>`).
     Room {
         id: String,
@@ -68,6 +74,12 @@ impl Route {
                 id: format!("{lab}/{scenario}"),
             },
             ["runs", id] => Route::Replay { id: (*id).to_owned() },
+            ["write"] => Route::Write,
+            ["s", id] => Route::Spec { id: (*id).to_owned() },
+            ["embed", "s", id] => Route::Embed {
+                id: format!("spec/{id}"),
+                options: embed_options(query),
+            },
             ["room", id] => Route::Room {
                 id: id.to_ascii_uppercase(),
                 scenario: query_param(query, "scenario"),

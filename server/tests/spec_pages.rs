@@ -297,3 +297,54 @@ async fn a_spec_steps_one_statement_at_a_time_and_a_cancel_leaves_nothing() {
     }
     assert_eq!(left_by(&run_id).await, 0, "a cancelled run leaves nothing");
 }
+
+#[tokio::test]
+async fn a_lab_run_opens_as_a_spec_that_plays_the_same_race() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let mut ws = socket::connect(address).await;
+    socket::start(&mut ws, "isolation/write-skew", "repeatable-read", "auto").await;
+    let frames = receive_until(&mut ws, |f| is_type(f, "done")).await;
+    let run_id = frames
+        .last()
+        .and_then(|f| f["run_id"].as_str())
+        .expect("a run id")
+        .to_owned();
+
+    let (status, _, body) = get(address, &format!("/api/runs/{run_id}/spec")).await;
+    assert_eq!(status, 200, "{body}");
+    let spec: Value = serde_json::from_str(&body).expect("JSON");
+    let text = spec["text"].as_str().expect("the spec's text");
+    assert!(
+        text.starts_with("# Write skew: two managers overspend a budget, REPEATABLE READ\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("session alice\nstep alice1 { BEGIN ISOLATION LEVEL REPEATABLE READ }"),
+        "{text}"
+    );
+    let (status, saved) = save(address, text).await;
+    assert_eq!(status, 201, "{saved}");
+    let id = saved["id"].as_str().expect("an id");
+    let replayed = play(address, id, "p1").await;
+    assert_eq!(replayed.last().expect("done")["outcome"]["status"], "completed");
+    // The lab's ledger: both managers' $3,000, $6,000 on a $5,000 budget, as the lab's run had.
+    let after = events(&replayed, "ledger")
+        .find(|l| l["moment"] == "after")
+        .expect("the ledger after");
+    let expenses = after["ledger"]["tables"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "expenses"))
+        .expect("the expenses table");
+    let amounts: Vec<&str> = expenses["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| r[2].as_str())
+        .collect();
+    assert_eq!(amounts, ["3000", "3000"], "{expenses}");
+
+    // A run of another lab's services is not plain SQL.
+    let (status, _, body) = get(address, "/api/runs/no-such-run/spec").await;
+    assert_eq!(status, 404, "{body}");
+}

@@ -12,10 +12,14 @@ pub mod header;
 pub mod keys;
 pub mod ledger_diff;
 #[cfg(not(feature = "embed"))]
+pub mod matrix;
+#[cfg(not(feature = "embed"))]
 pub mod predict;
 pub mod reference;
 pub mod run_panel;
 pub mod run_view;
+#[cfg(not(feature = "embed"))]
+pub mod spec_editor;
 pub mod status;
 pub mod step_card;
 pub mod swimlane;

@@ -122,6 +122,40 @@ pub fn RunPanel(
         let start = start.clone();
         move |_| start(Mode::Auto)
     };
+    // A reader's spec run at "every permutation": the matrix, each row opening its own run.
+    #[cfg(not(feature = "embed"))]
+    let matrix = {
+        let start = start.clone();
+        let open = Callback::new(move |index: u32| {
+            chosen.set(format!("p{}", index + 1));
+            start(Mode::Auto);
+        });
+        move || (chosen.get() == "every").then(|| view! { <super::matrix::Matrix state=state open=open /> })
+    };
+    #[cfg(feature = "embed")]
+    let matrix = ();
+
+    // A finished run of the isolation lab, two SQL sessions: open it in the spec editor.
+    #[cfg(not(feature = "embed"))]
+    let open_as_spec = {
+        let sql_lab = id.starts_with("isolation/") && !is_load_test && chrome == Chrome::Full;
+        move || {
+            let finished =
+                state.with(|s| matches!(s.phase, shared::run_state::Phase::Finished(shared::Outcome::Completed)));
+            let run = state.with(|s| s.run_id.clone());
+            (sql_lab && finished)
+                .then(|| {
+                    run.map(|run| {
+                        view! {
+                            <a class="rl-open-spec" href=format!("/write?run={run}")>"Open as a spec"</a>
+                        }
+                    })
+                })
+                .flatten()
+        }
+    };
+    #[cfg(feature = "embed")]
+    let open_as_spec = ();
     let step_run = move |_| start(Mode::Step);
     let next = move |_| socket.next();
     let cancel = move |_| socket.cancel();
@@ -187,10 +221,12 @@ pub fn RunPanel(
                 })}
                 {move || active.get().then(|| view! { <button class="rl-cancel" on:click=cancel>"Cancel"</button> })}
                 {compare_link}
+                {open_as_spec}
                 {teach}
                 {(!is_load_test && chrome != Chrome::Column).then(|| view! { <ViewToggle compact=compact /> })}
             </div>
             </RunView>
+            {matrix}
             {embed_code}
         </div>
     }

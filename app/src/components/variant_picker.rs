@@ -4,8 +4,31 @@
 use leptos::prelude::*;
 use shared::VariantInfo;
 
+/// More variants than this (a reader's spec has one per permutation) are a list to pick from,
+/// not a row of tabs.
+const MOST_TABS: usize = 6;
+
 #[component]
 pub fn VariantPicker(variants: Vec<VariantInfo>, chosen: RwSignal<String>, disabled: Signal<bool>) -> impl IntoView {
+    if variants.len() > MOST_TABS {
+        let options = variants
+            .into_iter()
+            .map(|v| {
+                let selected = {
+                    let id = v.id.clone();
+                    move || chosen.get() == id
+                };
+                view! { <option value=v.id.clone() selected=selected>{format!("{} · {}", v.label, v.description)}</option> }
+            })
+            .collect_view();
+        return view! {
+            <nav class="rl-variants" aria-label="Variants">
+                <select class="rl-variant-list" aria-label="Which permutation" disabled=move || disabled.get()
+                    on:change=move |ev| chosen.set(event_target_value(&ev))>{options}</select>
+            </nav>
+        }
+        .into_any();
+    }
     view! {
         <nav class="rl-variants" aria-label="Variants">
             {variants
@@ -32,4 +55,5 @@ pub fn VariantPicker(variants: Vec<VariantInfo>, chosen: RwSignal<String>, disab
                 .collect_view()}
         </nav>
     }
+    .into_any()
 }

@@ -15,6 +15,10 @@ pub fn Catalog() -> impl IntoView {
                 "Each scenario plays a few actors against a real PostgreSQL or Redis, step by step. Pick one, press Run, "
                 "and see who waited for whom, which statement failed and why, and what the ledger ended up holding."
             </p>
+            <p class="rl-write-link">
+                <a href="/write">"Write your own race"</a>
+                " in PostgreSQL's isolation-tester format, and watch it play on a real PostgreSQL."
+            </p>
             {move || labs.get().map(|result| match result {
                 Err(message) => view! { <ErrorView message=message /> }.into_any(),
                 Ok(labs) => labs.into_iter().map(|lab| view! { <LabCard lab=lab /> }).collect_view().into_any(),

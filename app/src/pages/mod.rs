@@ -12,6 +12,8 @@ pub mod replay;
 pub mod room;
 #[cfg(not(feature = "embed"))]
 pub mod scenario;
+#[cfg(not(feature = "embed"))]
+pub mod write;
 
 use crate::api::{fetch_json, fetched};
 use leptos::prelude::*;

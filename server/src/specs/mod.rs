@@ -10,6 +10,7 @@
 //! permutation's checks.
 
 pub mod confine;
+pub mod from_run;
 pub mod player;
 pub mod scenario;
 pub mod session;
@@ -62,8 +63,8 @@ impl Default for Limits {
                 rows: 1_000,
                 bytes: 1 << 20,
             },
-            max_bytes: 64 * 1024,
-            max_sessions: 8,
+            max_bytes: shared::spec::MAX_BYTES,
+            max_sessions: shared::spec::MAX_SESSIONS,
             max_steps: 100,
             max_permutations: Some(120),
             temp_file_limit_kb: 64 * 1024,
@@ -202,18 +203,19 @@ pub async fn play(
     limits: &Limits,
     stage: Arc<dyn Stage>,
 ) -> Result<Vec<Played>, SpecError> {
-    let lanes = move |name: &str| Lane::new(name, stage.clone(), false);
+    let lanes = move |name: &str, quiet: bool| Lane::new(name, stage.clone(), quiet);
     play_on(url, run_id, spec, limits, Choice::All, &lanes).await
 }
 
-/// [`play`], choosing the permutations, with lanes from `lane` (a run's own, on a page).
+/// [`play`], choosing the permutations, with lanes from `lane` (a run's own, on a page; quiet
+/// ones for the matrix, which draws one line a permutation, not every step).
 pub async fn play_on(
     url: &str,
     run_id: &str,
     spec: &Spec,
     limits: &Limits,
     choice: Choice,
-    lane: &(dyn Fn(&str) -> Lane + Send + Sync),
+    lane: &(dyn Fn(&str, bool) -> Lane + Send + Sync),
 ) -> Result<Vec<Played>, SpecError> {
     let bounds = Bounds {
         // Above the tester's own step limit, so a spec's output is the tester's; a spec that
@@ -236,7 +238,7 @@ async fn play_confined(
     spec: &Spec,
     limits: &Limits,
     choice: Choice,
-    lane: &(dyn Fn(&str) -> Lane + Send + Sync),
+    lane: &(dyn Fn(&str, bool) -> Lane + Send + Sync),
 ) -> Result<Vec<Played>, SpecError> {
     let connect = |who: &str| {
         let config = confined.session_config(run_id, who);
@@ -255,8 +257,9 @@ async fn play_confined(
             other => other,
         })?);
     }
-    let lanes: Vec<Lane> = spec.sessions.iter().map(|s| lane(&s.name)).collect();
-    let control_lane = lane(TESTER);
+    let quiet = choice == Choice::Matrix;
+    let lanes: Vec<Lane> = spec.sessions.iter().map(|s| lane(&s.name, quiet)).collect();
+    let control_lane = lane(TESTER, quiet);
     let mut player = Player::new(spec, control, sessions, control_lane.clone(), lanes, limits.step_wait).await?;
     player.header();
     let all = permutations(spec, limits);
@@ -293,7 +296,7 @@ async fn play_confined(
                     verdict: verdict(verdict_checks),
                 });
             }
-            Choice::Matrix => control_lane.emit(EventKind::Permutation {
+            Choice::Matrix => control_lane.emit_always(EventKind::Permutation {
                 index: u32::try_from(index).unwrap_or(u32::MAX),
                 steps: player.played().to_vec(),
                 outcome: shared::spec::matrix::outcome(player.played(), &verdict_checks),

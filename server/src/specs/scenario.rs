@@ -135,7 +135,7 @@ impl Scenario for SpecScenario {
             let choice = self
                 .choice(variant)
                 .ok_or_else(|| RunError::Other(format!("this spec has no permutation {variant:?}")))?;
-            let lane = |name: &str| run.lane(name, false);
+            let lane = |name: &str, quiet: bool| run.lane(name, quiet);
             play_on(run.database_url(), run.id(), &self.spec, &self.limits, choice, &lane)
                 .await
                 .map(|_| ())

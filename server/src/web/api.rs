@@ -22,6 +22,33 @@ pub fn router() -> Router<AppState> {
             axum::routing::post(save_spec).layer(axum::extract::DefaultBodyLimit::max(SPEC_BODY_LIMIT)),
         )
         .route("/api/specs/{id}", get(saved_spec))
+        .route("/api/runs/{id}/spec", get(run_as_spec))
+}
+
+/// A finished run of plain-SQL sessions as a spec: what "Open as a spec" opens in the editor.
+async fn run_as_spec(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<SpecText>, ApiError> {
+    let run = state
+        .engine
+        .store
+        .load(&id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no finished run has the id {id:?}")))?;
+    let scenario = labs::find(&run.scenario)
+        .ok_or_else(|| ApiError::BadRequest(format!("{} is not one of the labs' scenarios", run.scenario)))?;
+    let setup = scenario.sandbox.schemas.first().map_or("", |(_, sql)| *sql);
+    let info = crate::engine::Scenario::info(scenario);
+    let variant = info
+        .variant(&run.variant)
+        .map_or(run.variant.clone(), |v| v.label.clone());
+    let title = format!("{}, {variant}", info.title);
+    crate::specs::from_run::spec_of_run(&title, setup, &run.events)
+        .map(|text| Json(SpecText { text }))
+        .map_err(|e| ApiError::BadRequest(e.to_string()))
+}
+
+#[derive(serde::Serialize)]
+struct SpecText {
+    text: String,
 }
 
 /// A spec's body may be a little over the spec limit (64 KiB): the refusal then says the limit.
@@ -94,6 +121,18 @@ async fn scenario_with_status(
     Path((lab, scenario)): Path<(String, String)>,
 ) -> Result<Json<ScenarioStatus>, ApiError> {
     let id = format!("{lab}/{scenario}");
+    if lab == "spec" {
+        // A saved spec, as a scenario: what its page, its embed and a room load.
+        let saved = saved_spec(State(state.clone()), Path(scenario)).await?;
+        let health = state.engine.health().await;
+        let mut status = saved.0.scenario;
+        status.down = [shared::Service::Postgres]
+            .into_iter()
+            .filter(|s| !health.is_up(*s))
+            .collect();
+        status.rooms = Some(health::rooms_reach(&health.redis));
+        return Ok(Json(status));
+    }
     let found = labs::find(&id).ok_or_else(|| ApiError::NotFound(format!("there is no scenario called {id:?}")))?;
     let needs = labs::LABS
         .iter()

@@ -246,6 +246,41 @@ impl Spec {
     }
 }
 
+/// The most a page plays: a spec's size in bytes, and its sessions (the server's limits, the
+/// editor's too).
+pub const MAX_BYTES: usize = 64 * 1024;
+pub const MAX_SESSIONS: usize = 8;
+
+/// What the editor says of a text as you type: where it goes wrong and why (the first
+/// problem, as the server would refuse it), or a summary of what reads.
+pub fn reading(text: &str) -> Result<String, (Pos, String)> {
+    if text.len() > MAX_BYTES {
+        let message = format!("the spec is {} bytes; at most {MAX_BYTES} are played", text.len());
+        return Err((Pos { line: 1, column: 1 }, message));
+    }
+    let spec = parse(text).map_err(|e| (e.at, e.message))?;
+    spec.validate().map_err(|invalid| (invalid.at(), invalid.to_string()))?;
+    if let Some(extra) = spec.sessions.get(MAX_SESSIONS) {
+        let message = format!("{} sessions; at most {MAX_SESSIONS} are played", spec.sessions.len());
+        return Err((extra.at, message));
+    }
+    let plural = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let permutations = if spec.permutations.is_empty() {
+        let count = count_permutations(&spec).map_or_else(|| "too many".to_owned(), |n| n.to_string());
+        format!("{count} permutations (every interleaving)")
+    } else {
+        plural(spec.permutations.len(), "permutation")
+    };
+    Ok(format!(
+        "Reads as PostgreSQL's isolation tester reads it: {}, {permutations}, {}.",
+        plural(spec.sessions.len(), "session"),
+        plural(spec.checks.len(), "check"),
+    ))
+}
+
+/// The spec the editor opens with: the isolation lab's write skew, two managers and one budget.
+pub const STARTER: &str = include_str!("starter.spec");
+
 /// A spec's title: its first comment line, when the text opens with comments (not a
 /// `# check:` line).
 pub fn title(text: &str) -> Option<String> {
@@ -260,6 +295,58 @@ pub fn title(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_editor_reads_as_the_server_does() {
+        assert_eq!(
+            reading(STARTER).as_deref(),
+            Ok("Reads as PostgreSQL's isolation tester reads it: 2 sessions, 2 permutations, 1 check.")
+        );
+        assert_eq!(
+            reading("session s\nstep { SELECT 1; }"),
+            Err((
+                Pos { line: 2, column: 6 },
+                "expected a step name after \"step\", found an SQL block".to_owned()
+            ))
+        );
+        let (at, message) = reading("session s step a { SELECT 1; }\npermutation b").unwrap_err();
+        assert_eq!(
+            (at.line, message.as_str()),
+            (2, "undefined step \"b\" specified in permutation")
+        );
+        let nine: String = (1..=9).map(|i| format!("session s{i} step a{i} {{ }}\n")).collect();
+        assert_eq!(
+            reading(&nine).unwrap_err(),
+            (
+                Pos { line: 9, column: 9 },
+                "9 sessions; at most 8 are played".to_owned()
+            )
+        );
+        assert!(
+            reading(&"#".repeat(MAX_BYTES + 1))
+                .unwrap_err()
+                .1
+                .contains("at most 65536")
+        );
+        assert!(
+            reading("session a step a1 { } session b step b1 { }")
+                .unwrap()
+                .contains("2 permutations (every interleaving)")
+        );
+    }
+
+    #[test]
+    fn the_starter_spec_reads_and_is_valid() {
+        let starter = spec(STARTER);
+        assert_eq!(starter.validate(), Ok(()));
+        assert_eq!(starter.sessions.len(), 2);
+        assert_eq!(starter.permutations.len(), 2);
+        assert_eq!(starter.checks.len(), 1);
+        assert_eq!(
+            title(STARTER).as_deref(),
+            Some("Two managers overspend a budget (write skew)")
+        );
+    }
 
     #[test]
     fn a_title_is_the_first_comment_line() {

@@ -1,0 +1,86 @@
+//! "Every permutation": one row per permutation, its steps in order with waits and failures
+//! marked, its outcome; the permutations with the same outcome grouped and counted above. Each
+//! row opens that permutation's own run.
+
+use leptos::prelude::*;
+use shared::EventKind;
+use shared::run_state::RunState;
+use shared::spec::PlayedStep;
+use shared::spec::matrix::group;
+
+/// The permutation rows a run has reported so far: index, steps, outcome.
+fn rows(state: &RunState) -> Vec<(u32, Vec<PlayedStep>, String)> {
+    state
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Permutation { index, steps, outcome } => Some((*index, steps.clone(), outcome.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[component]
+pub fn Matrix(state: RwSignal<RunState>, open: Callback<u32>) -> impl IntoView {
+    let rows = Memo::new(move |_| state.with(rows));
+    let groups = move || {
+        rows.with(|rows| {
+            group(rows.iter().map(|(i, _, outcome)| (*i as usize, outcome.as_str())))
+                .into_iter()
+                .map(|(outcome, members)| {
+                    let count = members.len();
+                    let which: Vec<String> = members.iter().map(|i| (i + 1).to_string()).collect();
+                    view! {
+                        <li class="rl-matrix-group" data-count=count>
+                            <strong>{format!("{count} × ")}</strong>
+                            <span class="rl-matrix-outcome">{outcome.to_owned()}</span>
+                            <span class="rl-matrix-which">{format!(" (permutation{} {})", if count == 1 { "" } else { "s" }, which.join(", "))}</span>
+                        </li>
+                    }
+                })
+                .collect_view()
+        })
+    };
+    let body = move || {
+        rows.get()
+            .into_iter()
+            .map(|(index, steps, outcome)| {
+                let cells = steps
+                    .into_iter()
+                    .map(|s| {
+                        let mark = match (&s.error, s.waited) {
+                            (Some(code), _) => format!(" ✗ {code}"),
+                            (None, true) => " ⏳".to_owned(),
+                            (None, false) => String::new(),
+                        };
+                        view! {
+                            <li class="rl-matrix-step" data-session=s.session.clone() data-waited=s.waited.to_string()
+                                data-error=s.error.clone().unwrap_or_default() title=s.session.clone()>
+                                {s.name.clone()}{mark}
+                            </li>
+                        }
+                    })
+                    .collect_view();
+                view! {
+                    <tr class="rl-matrix-row" data-index=index>
+                        <th scope="row">{index + 1}</th>
+                        <td><ol class="rl-matrix-steps">{cells}</ol></td>
+                        <td class="rl-matrix-outcome">{outcome}</td>
+                        <td><button class="rl-matrix-open" on:click=move |_| open.run(index)>"Open"</button></td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <section class="rl-matrix" aria-label="Every permutation">
+            <ul class="rl-matrix-groups">{groups}</ul>
+            <div class="rl-matrix-scroll">
+                <table>
+                    <thead><tr><th scope="col">"#"</th><th scope="col">"Steps, in order (⏳ waited, ✗ failed)"</th><th scope="col">"Outcome"</th><th></th></tr></thead>
+                    <tbody>{body}</tbody>
+                </table>
+            </div>
+        </section>
+    }
+}
