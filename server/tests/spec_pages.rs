@@ -192,9 +192,9 @@ async fn one_permutation_plays_with_its_transcript_ledger_and_verdict() {
     assert_eq!(ledgers[0]["moment"], "before");
     let rows = |l: &Value| l["ledger"]["tables"][0]["rows"].clone();
     assert_eq!(ledgers[0]["ledger"]["tables"][0]["name"], "doctors");
-    // Values as the server wrote them (the tester's text), `t` and `f` for booleans.
-    assert_eq!(rows(ledgers[0]), json!([["alice", "t"], ["bob", "t"]]));
-    assert_eq!(rows(ledgers[1]), json!([["alice", "f"], ["bob", "f"]]));
+    // Values with their types: booleans as booleans.
+    assert_eq!(rows(ledgers[0]), json!([["alice", true], ["bob", true]]));
+    assert_eq!(rows(ledgers[1]), json!([["alice", false], ["bob", false]]));
 
     // The verdict: the spec's check, broken.
     let verdict = &events(&frames, "verdict").next().expect("a verdict")["verdict"];
@@ -336,13 +336,13 @@ async fn a_lab_run_opens_as_a_spec_that_plays_the_same_race() {
         .as_array()
         .and_then(|t| t.iter().find(|t| t["name"] == "expenses"))
         .expect("the expenses table");
-    let amounts: Vec<&str> = expenses["rows"]
+    let amounts: Vec<i64> = expenses["rows"]
         .as_array()
         .expect("rows")
         .iter()
-        .filter_map(|r| r[2].as_str())
+        .filter_map(|r| r[2].as_i64())
         .collect();
-    assert_eq!(amounts, ["3000", "3000"], "{expenses}");
+    assert_eq!(amounts, [3000, 3000], "{expenses}");
 
     // A run of another lab's services is not plain SQL.
     let (status, _, body) = get(address, "/api/runs/no-such-run/spec").await;

@@ -50,7 +50,7 @@ pub fn Matrix(state: RwSignal<RunState>, open: Callback<u32>) -> impl IntoView {
                     .map(|s| {
                         let mark = match (&s.error, s.waited) {
                             (Some(code), _) => format!(" ✗ {code}"),
-                            (None, true) => " ⏳".to_owned(),
+                            (None, true) => " waited".to_owned(),
                             (None, false) => String::new(),
                         };
                         view! {
@@ -77,7 +77,7 @@ pub fn Matrix(state: RwSignal<RunState>, open: Callback<u32>) -> impl IntoView {
             <ul class="rl-matrix-groups">{groups}</ul>
             <div class="rl-matrix-scroll">
                 <table>
-                    <thead><tr><th scope="col">"#"</th><th scope="col">"Steps, in order (⏳ waited, ✗ failed)"</th><th scope="col">"Outcome"</th><th></th></tr></thead>
+                    <thead><tr><th scope="col">"#"</th><th scope="col">"Steps, in order (waits and failures marked)"</th><th scope="col">"Outcome"</th><th></th></tr></thead>
                     <tbody>{body}</tbody>
                 </table>
             </div>

@@ -5,11 +5,13 @@ use leptos::prelude::*;
 use shared::VariantInfo;
 
 /// More variants than this (a reader's spec has one per permutation) are a list to pick from,
-/// not a row of tabs.
+/// not a row of tabs (on the full app's pages: an embed keeps its tabs, and its budget).
+#[cfg(not(feature = "embed"))]
 const MOST_TABS: usize = 6;
 
 #[component]
 pub fn VariantPicker(variants: Vec<VariantInfo>, chosen: RwSignal<String>, disabled: Signal<bool>) -> impl IntoView {
+    #[cfg(not(feature = "embed"))]
     if variants.len() > MOST_TABS {
         let options = variants
             .into_iter()
@@ -29,7 +31,7 @@ pub fn VariantPicker(variants: Vec<VariantInfo>, chosen: RwSignal<String>, disab
         }
         .into_any();
     }
-    view! {
+    let tabs = view! {
         <nav class="rl-variants" aria-label="Variants">
             {variants
                 .into_iter()
@@ -54,6 +56,10 @@ pub fn VariantPicker(variants: Vec<VariantInfo>, chosen: RwSignal<String>, disab
                 })
                 .collect_view()}
         </nav>
-    }
-    .into_any()
+    };
+    // The embed has no list, so no second kind of view to unify with.
+    #[cfg(not(feature = "embed"))]
+    return tabs.into_any();
+    #[cfg(feature = "embed")]
+    tabs
 }

@@ -131,7 +131,7 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
             </p>
             <SpecEditor text=text reading=reading />
             <div class="rl-write-actions">
-                <button class="rl-spec-save rl-run" on:click=save disabled=cannot_save>
+                <button class="rl-spec-save" on:click=save disabled=cannot_save>
                     {move || if saved.with(Option::is_some) && !edited() { "Saved" } else { "Save and run" }}
                 </button>
                 {move || edited().then(|| view! { <span class="rl-spec-edited">"Edited since saved: the run below plays the saved spec."</span> })}

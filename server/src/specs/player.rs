@@ -40,7 +40,9 @@ pub enum Stopped {
     WaitQuery(String),
 }
 
-/// Writes the tester's output, a line at a time, each on the lane it belongs to.
+/// Writes the tester's output, a line at a time, through the lane it belongs to (quiet lanes,
+/// the matrix's, print nothing). The lines are the run's transcript, not any one lane's
+/// captions: the cards already show each step and its rows.
 struct Printer {
     pending: String,
 }
@@ -51,7 +53,10 @@ impl Printer {
         self.pending.push_str(text);
         while let Some(end) = self.pending.find('\n') {
             let line: String = self.pending.drain(..=end).collect();
-            lane.say_exactly(line.trim_end_matches('\n'));
+            lane.emit(EventKind::Say {
+                actor: None,
+                line: line.trim_end_matches('\n').to_owned(),
+            });
         }
     }
 }
@@ -267,39 +272,76 @@ impl<'a> Player<'a> {
         Ok(())
     }
 
-    /// Every table of the run's schema, as it is now (at most `keep` rows each), for the
-    /// ledger: the tables the setup made, before the steps and after.
+    /// Every table of the run's schema, as it is now (at most 1,000 rows and 20 tables), for
+    /// the ledger: the tables the setup made, before the steps and after. Values keep their
+    /// types (each row is read as a JSON array), so the ledger compares numbers as numbers.
     pub async fn snapshot(&mut self) -> shared::Ledger {
         let listed = self
             .control
             .exec(
-                "SELECT c.relname FROM pg_catalog.pg_class c \
+                "SELECT c.oid::int8, c.relname FROM pg_catalog.pg_class c \
                  WHERE c.relnamespace = pg_catalog.current_schema()::regnamespace \
-                   AND c.relkind IN ('r', 'p') ORDER BY 1",
+                   AND c.relkind IN ('r', 'p') ORDER BY 2 LIMIT 20",
             )
             .await;
-        let names: Vec<String> = listed
+        let tables: Vec<(String, String)> = listed
             .sets
             .first()
-            .map(|set| set.rows.iter().filter_map(|r| r.first().cloned().flatten()).collect())
+            .map(|set| {
+                set.rows
+                    .iter()
+                    .filter_map(|r| Some((r.first()?.clone()?, r.get(1)?.clone()?)))
+                    .collect()
+            })
             .unwrap_or_default();
         let mut ledger = shared::Ledger::default();
-        for name in names.into_iter().take(20) {
-            let quoted = crate::sandbox::postgres::quote_ident(&name);
-            let answer = self.control.exec(&format!("SELECT * FROM {quoted} ORDER BY 1")).await;
-            self.control.take_notices();
-            let Some(set) = answer.sets.into_iter().next() else {
+        for (oid, name) in tables {
+            let columns = self
+                .control
+                .exec(&format!(
+                    "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = {} \
+                     AND attnum > 0 AND NOT attisdropped ORDER BY attnum LIMIT 100",
+                    oid.parse::<i64>().unwrap_or(0)
+                ))
+                .await;
+            let columns: Vec<String> = columns
+                .sets
+                .first()
+                .map(|set| set.rows.iter().filter_map(|r| r.first().cloned().flatten()).collect())
+                .unwrap_or_default();
+            if columns.is_empty() {
                 continue;
-            };
+            }
+            let quoted: Vec<String> = columns
+                .iter()
+                .map(|c| crate::sandbox::postgres::quote_ident(c))
+                .collect();
+            let rows = self
+                .control
+                .exec(&format!(
+                    "SELECT json_build_array({})::text FROM {} ORDER BY 1 LIMIT 1000",
+                    quoted.join(", "),
+                    crate::sandbox::postgres::quote_ident(&name)
+                ))
+                .await;
+            self.control.take_notices();
+            let rows = rows
+                .sets
+                .into_iter()
+                .next()
+                .map(|set| {
+                    set.rows
+                        .into_iter()
+                        .filter_map(|r| r.into_iter().next().flatten())
+                        .map(|text| typed_row(&text, columns.len()))
+                        .collect()
+                })
+                .unwrap_or_default();
             ledger.tables.push(shared::Table {
                 name,
-                key_columns: 1.min(set.columns.len()),
-                columns: set.columns,
-                rows: set
-                    .rows
-                    .into_iter()
-                    .map(|r| r.into_iter().map(|v| v.map_or(Value::Null, Value::Text)).collect())
-                    .collect(),
+                key_columns: 1,
+                columns,
+                rows,
             });
         }
         ledger
@@ -671,7 +713,14 @@ impl<'a> Player<'a> {
                             .map(|r| r.iter().map(|v| v.clone().map_or(Value::Null, Value::Text)).collect())
                             .collect(),
                     });
-                    self.lanes[i].result("done", rows, None);
+                    let summary = match answer.sets.last() {
+                        Some(set) => {
+                            let n = set.rows.len() as u64 + set.rows_dropped;
+                            format!("{n} row{}", if n == 1 { "" } else { "s" })
+                        }
+                        None => "done".to_owned(),
+                    };
+                    self.lanes[i].result(summary, rows, None);
                 }
             }
         }
@@ -684,5 +733,47 @@ impl<'a> Player<'a> {
         if let Some(set) = answer.sets.last().filter(|_| answer.ends_with_rows) {
             self.printer.print(&lane, &table::print(set));
         }
+    }
+}
+
+/// A row read as a JSON array, as [`Value`]s: whole numbers, other numbers, booleans, text, and
+/// anything else (a composite, an array) as its JSON text.
+fn typed_row(text: &str, width: usize) -> Vec<Value> {
+    let Ok(serde_json::Value::Array(values)) = serde_json::from_str::<serde_json::Value>(text) else {
+        return vec![Value::Text(text.to_owned())];
+    };
+    let mut row: Vec<Value> = values
+        .into_iter()
+        .map(|v| match v {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(b),
+            serde_json::Value::Number(n) => n
+                .as_i64()
+                .map_or_else(|| Value::Float(n.as_f64().unwrap_or(f64::NAN)), Value::Int),
+            serde_json::Value::String(s) => Value::Text(s),
+            other => Value::Text(other.to_string()),
+        })
+        .collect();
+    row.resize(width, Value::Null);
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_keeps_its_types() {
+        assert_eq!(
+            typed_row(r#"[1, "alice", 12.5, true, null, [1,2]]"#, 6),
+            vec![
+                Value::Int(1),
+                Value::Text("alice".into()),
+                Value::Float(12.5),
+                Value::Bool(true),
+                Value::Null,
+                Value::Text("[1,2]".into())
+            ]
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! its variants are its permutations (`p1`, `p2`, …) and `every`, which plays them all and sums
 //! each up for the matrix.
 
-use super::{Choice, Limits, SpecError, TESTER, permutations, play_on, read};
+use super::{Choice, Limits, SpecError, permutations, play_on, read};
 use crate::engine::{Budget, Run, RunError, Scenario};
 use crate::sandbox::Spec as Sandbox;
 use futures_util::future::BoxFuture;
@@ -109,20 +109,16 @@ impl Scenario for SpecScenario {
     }
 
     fn actors(&self, _variant: &str) -> Vec<ActorInfo> {
-        let mut actors: Vec<ActorInfo> = self
-            .spec
+        // A lane per session; the tester's own connection draws none (its output is the
+        // transcript, its snapshots the ledger).
+        self.spec
             .sessions
             .iter()
             .map(|s| ActorInfo {
                 name: s.name.clone(),
                 detail: s.setup.as_deref().map(|sql| sql.trim().to_owned()).unwrap_or_default(),
             })
-            .collect();
-        actors.push(ActorInfo {
-            name: TESTER.to_owned(),
-            detail: "the tester's own connection: setup, teardown, checks".to_owned(),
-        });
-        actors
+            .collect()
     }
 
     /// Its sessions and the tester's connection.

@@ -55,11 +55,13 @@
 
   if (!window.customElements.get("racelab-scenario")) {
     class RacelabScenario extends HTMLElement {
-      static get observedAttributes() { return ["scenario"].concat(OPTIONS); }
+      static get observedAttributes() { return ["scenario", "spec"].concat(OPTIONS); }
       connectedCallback() { this.render(); }
       attributeChangedCallback() { if (this.isConnected) this.render(); }
       render() {
-        var scenario = this.getAttribute("scenario");
+        // A reader's saved spec (spec="<id>") embeds at /embed/s/<id>.
+        var spec = this.getAttribute("spec");
+        var scenario = spec ? "s/" + spec : this.getAttribute("scenario");
         if (!scenario) return;
         var query = new URLSearchParams();
         var element = this;

@@ -74,6 +74,13 @@ pub fn page(url: &str, authority: &str) -> Option<Page> {
         .find(|(k, _)| k == "variant")
         .map(|(_, v)| v.into_owned());
     match parts.as_slice() {
+        ["s" | "embed", "s", ..] | ["s", _] => {
+            let id = parts.last()?;
+            Some(Page::Scenario {
+                id: format!("spec/{id}"),
+                variant,
+            })
+        }
         ["lab" | "embed", lab, scenario] => Some(Page::Scenario {
             id: format!("{lab}/{scenario}"),
             variant,
@@ -137,16 +144,20 @@ pub async fn handler(
     let (title, src) = match page(url, &authority) {
         None => return not_found(),
         Some(Page::Scenario { id, variant }) => {
-            let Some(scenario) = crate::labs::find(&id) else {
+            let Ok(scenario) = crate::control::scenario_for(&id, &state.engine.store).await else {
                 return not_found();
             };
-            let info = crate::engine::Scenario::info(scenario);
+            let info = scenario.info();
             let variant = match variant {
                 Some(v) if info.variant(&v).is_some() => v,
                 Some(_) => return not_found(),
                 None => info.variants[0].id.clone(),
             };
-            let mut src = Url::parse(&format!("{origin}/embed/{id}")).expect("an origin and a path make a URL");
+            // A reader's spec embeds at /embed/s/<id>.
+            let path = id
+                .strip_prefix("spec/")
+                .map_or_else(|| id.clone(), |spec| format!("s/{spec}"));
+            let mut src = Url::parse(&format!("{origin}/embed/{path}")).expect("an origin and a path make a URL");
             src.query_pairs_mut().append_pair("variant", &variant);
             (format!("{} ({variant})", info.title), src.to_string())
         }
@@ -201,6 +212,20 @@ mod tests {
             page("https://racelab.example:8080/runs/0123456789ab", host),
             Some(Page::Run {
                 id: "0123456789ab".into()
+            })
+        );
+        assert_eq!(
+            page("http://racelab.example:8080/s/0123456789abcdef?variant=p2", host),
+            Some(Page::Scenario {
+                id: "spec/0123456789abcdef".into(),
+                variant: Some("p2".into())
+            })
+        );
+        assert_eq!(
+            page("http://racelab.example:8080/embed/s/0123456789abcdef", host),
+            Some(Page::Scenario {
+                id: "spec/0123456789abcdef".into(),
+                variant: None
             })
         );
         assert_eq!(page("http://elsewhere.example/lab/isolation/write-skew", host), None);
