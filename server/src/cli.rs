@@ -162,6 +162,25 @@ impl crate::engine::lane::Stage for Printing {
     }
 }
 
+/// Spec sandboxes older than this with no session are a killed command's: swept.
+const SPEC_SWEEP_AGE: std::time::Duration = std::time::Duration::from_secs(3_600);
+
+/// Ctrl-C or SIGTERM.
+async fn interrupted() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
 /// A run id given on the command line: lowercase letters and digits, as racelab makes them.
 fn run_id(text: &str) -> Result<String, String> {
     let fits =
@@ -204,8 +223,21 @@ async fn spec_run(path: &str, run_id: &str, limits: &crate::specs::Limits, json:
     for name in spec.unused_steps() {
         eprintln!("unused step name: {name}");
     }
+    // What a killed `racelab run` left behind (roles no session uses, older than a run may be).
+    if let Err(error) = crate::specs::confine::sweep(&config.database_url, SPEC_SWEEP_AGE).await {
+        tracing::debug!(%error, "no sweep of old spec sandboxes");
+    }
     let stage = Arc::new(Printing { json });
-    match crate::specs::play(&config.database_url, run_id, &spec, limits, stage).await {
+    let played = tokio::select! {
+        played = crate::specs::play(&config.database_url, run_id, &spec, limits, stage) => played,
+        () = interrupted() => {
+            // The play is dropped mid-step; its sandbox goes before the command exits.
+            crate::specs::confine::remove_run(&config.database_url, run_id).await;
+            eprintln!("racelab: interrupted; the spec's sandbox is removed");
+            return ExitCode::from(130);
+        }
+    };
+    match played {
         Ok(played) => {
             for permutation in &played {
                 for check in &permutation.checks {
@@ -433,11 +465,18 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // Sandboxes a crash or a hard stop left behind are swept now and then, not only at startup.
+    // Sandboxes a crash or a hard stop left behind are swept now and then, not only at startup;
+    // readers' specs' roles too (at startup as well: they are not in the engine's registry).
     let sweeper = engine.clone();
+    let database_url = config.database_url.clone();
     tokio::spawn(async move {
         let max_age = sweeper.limits().sweep_age();
         loop {
+            match crate::specs::confine::sweep(&database_url, max_age).await {
+                Ok(0) => {}
+                Ok(swept) => tracing::info!(swept, "removed readers' spec sandboxes left behind"),
+                Err(error) => tracing::warn!(%error, "sweep of readers' spec sandboxes failed"),
+            }
             tokio::time::sleep(std::time::Duration::from_secs(300)).await;
             if let Err(error) = crate::sandbox::sweep(sweeper.services(), max_age).await {
                 tracing::warn!(%error, "periodic sweep of old sandboxes failed");

@@ -348,3 +348,48 @@ async fn a_lab_run_opens_as_a_spec_that_plays_the_same_race() {
     let (status, _, body) = get(address, "/api/runs/no-such-run/spec").await;
     assert_eq!(status, 404, "{body}");
 }
+
+#[tokio::test]
+async fn every_isolation_scenario_of_two_sessions_opens_as_a_spec_that_plays() {
+    let _slot = db_slot().await;
+    let engine = common::engine().await;
+    let address = common::serve_engine(engine.clone(), common::config(), std::path::Path::new("no-such-dist")).await;
+    let lab = racelab::labs::catalog()
+        .into_iter()
+        .find(|l| l.id == "isolation")
+        .expect("the isolation lab");
+    let mut opened = Vec::new();
+    for scenario in lab.scenarios.iter().filter(|s| !s.workload) {
+        for variant in &scenario.variants {
+            let run = common::play(&engine, &scenario.id, &variant.id).await;
+            let (status, _, body) = get(address, &format!("/api/runs/{}/spec", run.run_id)).await;
+            let answer: Value = serde_json::from_str(&body).expect("JSON");
+            let sessions = run
+                .events
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    shared::EventKind::Step { actor, .. } => Some(actor.clone()),
+                    _ => None,
+                })
+                .collect::<std::collections::BTreeSet<_>>()
+                .len();
+            if sessions < 2 {
+                assert_eq!(status, 400, "{}/{}: {body}", scenario.id, variant.id);
+                continue;
+            }
+            assert_eq!(status, 200, "{} {}: {body}", scenario.id, variant.id);
+            let text = answer["text"].as_str().expect("a spec");
+            let (saved, spec) = save(address, text).await;
+            assert_eq!(saved, 201, "{} {}: {spec}\n{text}", scenario.id, variant.id);
+            let frames = play(address, spec["id"].as_str().expect("an id"), "p1").await;
+            let done = frames.last().expect("done");
+            assert_eq!(
+                done["outcome"]["status"], "completed",
+                "{} {}: {done}\n{text}",
+                scenario.id, variant.id
+            );
+            opened.push(format!("{}/{}", scenario.id, variant.id));
+        }
+    }
+    assert!(opened.len() >= 10, "{opened:?}");
+}

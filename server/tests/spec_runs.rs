@@ -214,3 +214,48 @@ async fn checks_give_each_permutation_a_verdict_on_stderr() {
     let out = racelab(&["run", "-"], Some(spec)).await;
     assert!(String::from_utf8_lossy(&out.stderr).contains("no check stated"));
 }
+
+#[tokio::test]
+async fn an_interrupted_run_removes_its_sandbox_before_it_exits() {
+    let spec = "setup { CREATE TABLE t (k int); }\nsession s step wait { SELECT pg_sleep(30); }\n";
+    let run_id = fresh_id("interrupted");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_racelab"))
+        .args(["run", "-", "--run-id", &run_id])
+        .env("DATABASE_URL", database_url())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("racelab starts");
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut pipe = child.stdin.take().expect("stdin");
+        pipe.write_all(spec.as_bytes()).await.expect("spec sent");
+    }
+    // Until its session is in its step.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let waiting = psql(&format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = 'racelab_spec_{run_id}' AND query LIKE '%pg_sleep(30)%' AND state = 'active'"
+        ))
+        .await;
+        if waiting == "1" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the step started");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let pid = child.id().expect("a pid");
+    // SIGTERM, as a stopped job or a terminal's Ctrl-C would be.
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let out = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("racelab exits soon")
+        .expect("racelab ends");
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(left_by(&run_id).await, "0", "nothing left once it has exited");
+}

@@ -281,6 +281,14 @@ async fn remove(admin: &Client, role: &str) -> Result<(), tokio_postgres::Error>
     Ok(())
 }
 
+/// Removes run `run_id`'s sandbox, whatever is left of it (a command interrupted mid-run).
+pub async fn remove_run(url: &str, run_id: &str) {
+    match admin(url, Some(DATABASE)).await {
+        Ok(admin) => removed(&admin, &format!("{ROLE_PREFIX}{run_id}")).await,
+        Err(error) => tracing::warn!(%error, "spec run {run_id} not removed yet; the sweep will"),
+    }
+}
+
 /// Removes spec roles that no session uses and that were made more than `older_than` ago: what
 /// a killed racelab left behind. Returns how many.
 pub async fn sweep(url: &str, older_than: Duration) -> Result<usize, ConfineError> {
