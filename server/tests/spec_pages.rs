@@ -393,3 +393,37 @@ async fn every_isolation_scenario_of_two_sessions_opens_as_a_spec_that_plays() {
     }
     assert!(opened.len() >= 10, "{opened:?}");
 }
+
+#[tokio::test]
+async fn a_spec_that_asks_reveals_its_authors_answer_for_each_permutation() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let (status, saved) = save(address, shared::spec::STARTER).await;
+    assert_eq!(status, 201, "{saved}");
+    let scenario = &saved["scenario"]["scenario"];
+    assert_eq!(scenario["predict"]["question"], "What happens to the budget?");
+    let choices: Vec<&str> = scenario["predict"]["choices"]
+        .as_array()
+        .expect("choices")
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(choices, ["overspent", "kept"]);
+    let id = saved["id"].as_str().expect("an id");
+    for (variant, choice, kind) in [("p1", "overspent", "reproduced"), ("p2", "kept", "prevented")] {
+        let frames = play(address, id, variant).await;
+        let reveal = events(&frames, "reveal")
+            .next()
+            .unwrap_or_else(|| panic!("{variant} reveals"));
+        assert_eq!(reveal["choice"], choice, "{variant}");
+        // The author's answer agrees with what the database did.
+        let verdict = &events(&frames, "verdict").next().expect("a verdict")["verdict"];
+        assert_eq!(verdict["kind"], kind, "{variant}");
+    }
+    let frames = play(address, id, "every").await;
+    assert_eq!(
+        events(&frames, "reveal").count(),
+        0,
+        "every permutation answers no one question"
+    );
+}

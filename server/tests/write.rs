@@ -51,6 +51,7 @@ async fn a_reader_writes_a_race_sees_a_mistake_at_its_line_fixes_it_runs_and_sha
         b.wait_for(".rl-spec-reading[data-ok=\"true\"]").await;
         let summary = b.text(".rl-spec-reading").await.unwrap_or_default();
         assert!(summary.contains("2 sessions, 2 permutations, 1 check"), "{summary}");
+        assert!(STARTER.contains("# question: What happens to the budget?"));
         let lines = STARTER.split('\n').count() as u64;
         assert_eq!(b.count(".rl-gutter li").await, lines, "a number for every line");
         b.screenshot("starter").await;
@@ -111,9 +112,20 @@ async fn a_reader_writes_a_race_sees_a_mistake_at_its_line_fixes_it_runs_and_sha
             .expect("the saved spec's id");
         let path = b.js("return location.pathname;", vec![]).await;
         assert_eq!(path, json!(format!("/s/{id}")), "the address is the spec's link");
+        // The author's question first: the reader predicts, then runs.
+        b.click(".rl-spec-saved label.rl-choice[data-choice=\"kept\"]").await;
         b.click(".rl-spec-saved button.rl-run").await;
         finished(b).await;
         assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("reproduced"));
+        b.wait_for("label.rl-choice[data-choice=\"overspent\"][data-right=\"true\"]")
+            .await;
+        assert_eq!(
+            b.attr("label.rl-choice[data-choice=\"kept\"]", "data-right")
+                .await
+                .as_deref(),
+            Some("false"),
+            "the reader's wrong pick is marked"
+        );
         let lanes = b.texts(".rl-lane-name").await;
         assert!(
             lanes.iter().any(|l| l.contains("alice")) && lanes.iter().any(|l| l.contains("bob")),
@@ -177,6 +189,8 @@ async fn a_reader_writes_a_race_sees_a_mistake_at_its_line_fixes_it_runs_and_sha
             .await;
         assert_eq!(value, json!(STARTER));
         assert!(!scrolls_sideways(b).await, "the spec page fits 360 px");
+        b.click(".rl-spec-saved label.rl-choice[data-choice=\"overspent\"]")
+            .await;
         b.click(".rl-spec-saved button.rl-run").await;
         finished(b).await;
         assert!(!scrolls_sideways(b).await, "the finished run fits 360 px");

@@ -74,7 +74,8 @@ pub fn RunPanel(
             state,
             active,
         );
-        (view, move || waiting.get())
+        // A reader's spec run at every permutation answers no one question: it waits for no pick.
+        (view, move || waiting.get() && chosen.get() != "every")
     };
     #[cfg(feature = "embed")]
     let (predicting, unpicked) = {

@@ -114,7 +114,8 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
                     <h2>{s.scenario.scenario.title.clone()}</h2>
                     <p class="rl-hook">{s.scenario.scenario.hook.clone()}</p>
                     <RunPanel scenario=s.scenario.scenario.clone() down=s.scenario.down.clone() variant=first
-                        chrome=Chrome::Full compact=crate::api::narrow_screen() />
+                        chrome=Chrome::Full compact=crate::api::narrow_screen()
+                        predict=s.scenario.scenario.predict.is_some() />
                 </section>
             }
         })

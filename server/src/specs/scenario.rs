@@ -100,8 +100,33 @@ impl Scenario for SpecScenario {
             steppable: true,
             workload: false,
             variants,
-            predict: None,
+            predict: self.spec.question.as_ref().map(|q| shared::Prediction {
+                question: q.text.clone(),
+                choices: q
+                    .choices
+                    .iter()
+                    .map(|(id, label)| shared::Choice {
+                        id: id.clone(),
+                        label: label.clone(),
+                    })
+                    .collect(),
+            }),
         }
+    }
+
+    /// The author's answer for permutation `pK`, and why.
+    fn reveal(&self, variant: &str) -> Option<(String, String)> {
+        let Some(Choice::One(index)) = self.choice(variant) else {
+            return None;
+        };
+        let answer = self
+            .spec
+            .question
+            .as_ref()?
+            .answers
+            .iter()
+            .find(|a| a.permutation == index + 1)?;
+        Some((answer.choice.clone(), answer.why.clone()))
     }
 
     fn sandbox(&self) -> &Sandbox {

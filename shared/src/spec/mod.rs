@@ -33,6 +33,7 @@ pub mod matrix;
 mod parse;
 mod permutations;
 mod print;
+pub mod question;
 
 pub use matrix::PlayedStep;
 pub use parse::{ParseError, parse};
@@ -66,6 +67,8 @@ pub struct Spec {
     /// `# check: <SQL>` comment lines: queries that a correct system answers with `true` (or a
     /// row of `true`s) after each permutation. The tester ignores them as comments.
     pub checks: Vec<Check>,
+    /// What the author asks readers to predict (`# question:` lines; see [`question`]).
+    pub question: Option<question::Question>,
 }
 
 /// One session: its own connection, its setup and teardown, and its steps in order.
@@ -123,10 +126,29 @@ pub struct Check {
 /// connects, and plays nothing).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Invalid {
-    DuplicateStep { name: String, at: Pos },
-    UndefinedStep { name: String, at: Pos },
-    UndefinedBlocker { blocker: String, step: String, at: Pos },
-    BlocksOwnSession { step: String, at: Pos },
+    DuplicateStep {
+        name: String,
+        at: Pos,
+    },
+    UndefinedStep {
+        name: String,
+        at: Pos,
+    },
+    UndefinedBlocker {
+        blocker: String,
+        step: String,
+        at: Pos,
+    },
+    BlocksOwnSession {
+        step: String,
+        at: Pos,
+    },
+    /// An answer for a permutation the spec does not have.
+    NoSuchPermutation {
+        permutation: usize,
+        count: u64,
+        at: Pos,
+    },
 }
 
 impl Invalid {
@@ -136,7 +158,8 @@ impl Invalid {
             Invalid::DuplicateStep { at, .. }
             | Invalid::UndefinedStep { at, .. }
             | Invalid::UndefinedBlocker { at, .. }
-            | Invalid::BlocksOwnSession { at, .. } => *at,
+            | Invalid::BlocksOwnSession { at, .. }
+            | Invalid::NoSuchPermutation { at, .. } => *at,
         }
     }
 }
@@ -153,6 +176,12 @@ impl std::fmt::Display for Invalid {
             ),
             Invalid::BlocksOwnSession { step, .. } => {
                 write!(f, "permutation step \"{step}\" cannot block on its own session")
+            }
+            Invalid::NoSuchPermutation { permutation, count, .. } => {
+                write!(
+                    f,
+                    "the answer is for permutation {permutation}, and the spec has {count}"
+                )
             }
         }
     }
@@ -218,6 +247,20 @@ impl Spec {
                         });
                     }
                 }
+            }
+        }
+        if let Some(question) = &self.question {
+            let count = if self.permutations.is_empty() {
+                count_permutations(self).unwrap_or(u64::MAX)
+            } else {
+                self.permutations.len() as u64
+            };
+            if let Some(answer) = question.answers.iter().find(|a| a.permutation as u64 > count) {
+                return Err(Invalid::NoSuchPermutation {
+                    permutation: answer.permutation,
+                    count,
+                    at: answer.at,
+                });
             }
         }
         Ok(())

@@ -105,6 +105,9 @@ struct Lexer<'a> {
     line: u32,
     column: u32,
     checks: Vec<Check>,
+    /// Question lines (`# question:`, `# choice`, `# answer`), and the first malformed one.
+    asked: Vec<(super::question::Line, Pos)>,
+    malformed: Option<ParseError>,
 }
 
 impl Lexer<'_> {
@@ -169,7 +172,7 @@ impl Lexer<'_> {
     }
 
     /// A comment, to the end of the line (a `\r` ends it too, as in the tester). A
-    /// `# check: <SQL>` comment is kept as a check.
+    /// `# check: <SQL>` comment is kept as a check, a question's lines as the question.
     fn comment(&mut self, at: Pos) {
         let mut text = String::new();
         while let Some(&c) = self.chars.peek().filter(|c| **c != '\n' && **c != '\r') {
@@ -177,6 +180,15 @@ impl Lexer<'_> {
             self.bump();
         }
         let body = text.trim_start_matches('#').trim_start();
+        match super::question::line(body) {
+            Ok(Some(line)) => self.asked.push((line, at)),
+            Ok(None) => {}
+            Err(message) => {
+                if self.malformed.is_none() {
+                    self.malformed = Some(Self::error(at, message));
+                }
+            }
+        }
         if let Some(sql) = body.strip_prefix("check:") {
             let sql = sql.trim();
             if !sql.is_empty() {
@@ -425,11 +437,25 @@ pub fn parse(text: &str) -> Result<Spec, ParseError> {
         line: 1,
         column: 1,
         checks: Vec::new(),
+        asked: Vec::new(),
+        malformed: None,
     };
     let (token, at) = lexer.next_token()?;
     let mut parser = Parser { lexer, token, at };
     let mut spec = parser.spec()?;
     spec.checks = std::mem::take(&mut parser.lexer.checks);
+    // Comments that only look like choices or answers, in a spec that asks nothing, are
+    // comments: the tester's specs may say "# answer …" in their own words.
+    let asked = std::mem::take(&mut parser.lexer.asked);
+    if asked
+        .iter()
+        .any(|(line, _)| matches!(line, super::question::Line::Question(_)))
+    {
+        if let Some(error) = parser.lexer.malformed.take() {
+            return Err(error);
+        }
+        spec.question = super::question::assemble(asked).map_err(|(at, message)| ParseError { at, message })?;
+    }
     Ok(spec)
 }
 

@@ -37,7 +37,16 @@ pub fn print(spec: &Spec) -> String {
     for check in &spec.checks {
         let _ = writeln!(out, "# check: {}", check.sql);
     }
-    if !spec.checks.is_empty() {
+    if let Some(question) = &spec.question {
+        let _ = writeln!(out, "# question: {}", question.text);
+        for (id, label) in &question.choices {
+            let _ = writeln!(out, "# choice {id}: {label}");
+        }
+        for answer in &question.answers {
+            let _ = writeln!(out, "# answer {} {}: {}", answer.permutation, answer.choice, answer.why);
+        }
+    }
+    if !spec.checks.is_empty() || spec.question.is_some() {
         out.push('\n');
     }
     for setup in &spec.setup {
@@ -202,6 +211,7 @@ mod tests {
                 sessions,
                 permutations,
                 checks,
+                question: None,
             })
     }
 
