@@ -101,28 +101,13 @@ pub fn spec_of_run(title: &str, setup: &str, events: &[Event]) -> Result<String,
          LOOP EXECUTE format('DROP TABLE %I CASCADE', t); END LOOP; END $$; }\n",
     );
     for (name, steps) in &sessions {
-        let _ = write!(out, "\nsession {}\n", print_name(name));
+        let _ = write!(out, "\nsession {}\n", shared::spec::quote_name(name));
         for (step, sql) in steps {
             let _ = writeln!(out, "step {step} {{ {} }}", sql.trim());
         }
     }
     let _ = writeln!(out, "\npermutation {}", order.join(" "));
     Ok(out)
-}
-
-/// A session name as the spec spells it: bare if it can be, else quoted.
-fn print_name(name: &str) -> String {
-    let bare = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !matches!(
-            name,
-            "notices" | "permutation" | "session" | "setup" | "step" | "teardown"
-        );
-    if bare {
-        name.to_owned()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
 }
 
 #[cfg(test)]

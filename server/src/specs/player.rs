@@ -84,6 +84,22 @@ struct Flags {
     retry: bool,
 }
 
+/// A step just sent: report it waiting if it waits.
+const FIRST_TRY: Flags = Flags {
+    nonblock: true,
+    retry: false,
+};
+/// A waiting step looked at again: done, or still waiting.
+const LOOK_AGAIN: Flags = Flags {
+    nonblock: true,
+    retry: true,
+};
+/// A waiting step waited for until it is done.
+const WAIT_OUT: Flags = Flags {
+    nonblock: false,
+    retry: true,
+};
+
 /// A spec being played on its connections.
 pub struct Player<'a> {
     spec: &'a Spec,
@@ -199,29 +215,10 @@ impl<'a> Player<'a> {
             if self.active[session].is_some() {
                 let start = Instant::now();
                 while self.active[session].is_some() {
-                    if !self
-                        .try_complete(
-                            steps,
-                            session,
-                            Flags {
-                                nonblock: false,
-                                retry: true,
-                            },
-                        )
-                        .await?
-                    {
+                    if !self.try_complete(steps, session, WAIT_OUT).await? {
                         waiting.retain(|w| *w != session);
                     }
-                    waiting = self
-                        .try_complete_all(
-                            steps,
-                            waiting,
-                            Flags {
-                                nonblock: true,
-                                retry: true,
-                            },
-                        )
-                        .await?;
+                    waiting = self.try_complete_all(steps, waiting, LOOK_AGAIN).await?;
                     if self.active[session].is_some() && start.elapsed() > 2 * self.step_wait {
                         let step = self.active_name(steps, session);
                         return Err(Stopped::TimedOut {
@@ -232,40 +229,13 @@ impl<'a> Player<'a> {
                 }
             }
             self.launch(steps, index, session).await;
-            let must_wait = self
-                .try_complete(
-                    steps,
-                    session,
-                    Flags {
-                        nonblock: true,
-                        retry: false,
-                    },
-                )
-                .await?;
-            waiting = self
-                .try_complete_all(
-                    steps,
-                    waiting,
-                    Flags {
-                        nonblock: true,
-                        retry: true,
-                    },
-                )
-                .await?;
+            let must_wait = self.try_complete(steps, session, FIRST_TRY).await?;
+            waiting = self.try_complete_all(steps, waiting, LOOK_AGAIN).await?;
             if must_wait {
                 waiting.push(session);
             }
         }
-        let waiting = self
-            .try_complete_all(
-                steps,
-                waiting,
-                Flags {
-                    nonblock: false,
-                    retry: true,
-                },
-            )
-            .await?;
+        let waiting = self.try_complete_all(steps, waiting, WAIT_OUT).await?;
         if !waiting.is_empty() {
             return Err(Stopped::MutuallyBlocking);
         }

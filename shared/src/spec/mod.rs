@@ -38,7 +38,7 @@ pub mod question;
 pub use matrix::PlayedStep;
 pub use parse::{ParseError, parse};
 pub use permutations::{all_permutations, count_permutations};
-pub use print::print;
+pub use print::{name as quote_name, print};
 
 /// Where something is in the spec's text: 1-based line and column (columns count characters).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

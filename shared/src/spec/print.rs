@@ -6,7 +6,7 @@ use super::{Blocker, Spec};
 use std::fmt::Write as _;
 
 /// A name as the spec must spell it: bare when the tester reads it so, else double-quoted.
-fn name(text: &str) -> String {
+pub fn name(text: &str) -> String {
     let mut chars = text.chars();
     let bare = chars.next().is_some_and(name_start)
         && chars.all(name_continues)
