@@ -879,3 +879,57 @@ async fn without_redis_a_room_lives_in_its_process_and_says_so() {
     let shared = common::get_json(common::server().await, "/api/rooms").await;
     assert_eq!(shared["across_replicas"], true, "{shared}");
 }
+
+#[tokio::test]
+async fn a_trainer_drives_a_readers_spec_in_a_room() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let response = reqwest::Client::new()
+        .post(format!("http://{address}/api/specs"))
+        .body(shared::spec::STARTER)
+        .send()
+        .await
+        .expect("POST /api/specs");
+    assert_eq!(response.status().as_u16(), 201);
+    let saved: Value = serde_json::from_str(&response.text().await.expect("a body")).expect("JSON");
+    let spec = format!("spec/{}", saved["id"].as_str().expect("an id"));
+
+    let (room, token) = open_room(address).await;
+    let mut trainer = connect(address).await;
+    let mut follower = connect(address).await;
+    join(&mut trainer, &room, Some(&token)).await;
+    join(&mut follower, &room, None).await;
+    send(
+        &mut trainer,
+        trainer_frame(
+            &room,
+            &token,
+            json!({"type": "start", "scenario": spec, "variant": "p1", "mode": "step"}),
+        ),
+    )
+    .await;
+    let run_id = until_first_pause(&mut follower).await;
+    // The trainer steps the six statements; the follower sees each pause and the end.
+    let mut pauses = 1;
+    loop {
+        send(&mut trainer, trainer_frame(&room, &token, json!({"type": "next"}))).await;
+        let frames = receive_until(&mut follower, |f| event_type(f) == Some("paused") || is_type(f, "done")).await;
+        let last = frames.last().expect("a frame");
+        if is_type(last, "done") {
+            assert_eq!(last["outcome"]["status"], "completed", "{last}");
+            break;
+        }
+        pauses += 1;
+        assert!(pauses <= 6, "six steps");
+    }
+    assert_eq!(pauses, 6);
+    // Its picture, as a shared link shows it.
+    let (status, kind, svg) = common::get(address, &format!("/runs/{run_id}.svg")).await;
+    assert_eq!(status, 200, "{svg}");
+    assert!(kind.starts_with("image/svg+xml"), "{kind}");
+    assert!(
+        svg.contains("alice") && svg.contains("bob"),
+        "the picture draws the spec's sessions"
+    );
+    close_room(address, &room, &token).await;
+}

@@ -26,11 +26,19 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
             Ok(found) => {
                 let variant = found.variant_or_first(wanted.as_deref());
                 let scenario_id = found.scenario.id.clone();
+                // The isolation lab's races are plain SQL: each can be rewritten as a spec.
+                let write = scenario_id.starts_with("isolation/").then(|| view! {
+                    <p class="rl-write-link">
+                        "Run it, then open it as a spec to change it, or "
+                        <a href="/write">"write your own race"</a>"."
+                    </p>
+                });
                 view! {
                     <article class="rl-scenario" data-scenario=scenario_id>
                         <h1>{found.scenario.title.clone()}</h1>
                         <p class="rl-hook">{found.scenario.hook.clone()}</p>
                         <p class="rl-explain">{found.scenario.about.clone()}</p>
+                        {write}
                         <RunPanel scenario=found.scenario down=found.down variant=variant chrome=Chrome::Full
                             predict=predict compact=compact step=step />
                     </article>
