@@ -427,3 +427,25 @@ async fn a_spec_that_asks_reveals_its_authors_answer_for_each_permutation() {
         "every permutation answers no one question"
     );
 }
+
+#[tokio::test]
+async fn a_lab_scenario_opens_as_a_spec_before_anyone_ran_it() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let (status, _, body) = get(
+        address,
+        "/api/scenarios/isolation/lost-update/spec?variant=repeatable-read",
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).expect("JSON");
+    let text = answer["text"].as_str().expect("a spec");
+    let spec = shared::spec::parse(text).expect("it parses");
+    assert_eq!(spec.validate(), Ok(()));
+    assert!(spec.sessions.len() >= 2, "{text}");
+    assert!(text.contains("BEGIN ISOLATION LEVEL REPEATABLE READ"), "{text}");
+    let (status, _, body) = get(address, "/api/scenarios/isolation/lost-update/spec?variant=no-such").await;
+    assert_eq!(status, 404, "{body}");
+    let (status, _, body) = get(address, "/api/scenarios/locks/no-lock/spec").await;
+    assert_eq!(status, 400, "Redis clients are not SQL sessions: {body}");
+}

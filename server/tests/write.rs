@@ -196,6 +196,30 @@ async fn a_reader_writes_a_race_sees_a_mistake_at_its_line_fixes_it_runs_and_sha
         assert!(!scrolls_sideways(b).await, "the finished run fits 360 px");
         b.screenshot("saved-360").await;
 
+        // A lab's race opens in the editor before anyone ran it.
+        b.reset_viewport().await;
+        b.goto("/lab/isolation/write-skew?variant=serializable").await;
+        b.click("a.rl-open-spec").await;
+        b.wait_js(
+            "the editor holding the lab's race",
+            "const a = document.getElementById('rl-spec-text'); return !!a && a.value.startsWith('# Write skew');",
+            vec![],
+        )
+        .await;
+        b.wait_for(".rl-spec-reading[data-ok=\"true\"]").await;
+        let opened = b
+            .js("return document.getElementById('rl-spec-text').value;", vec![])
+            .await;
+        assert!(
+            opened
+                .as_str()
+                .unwrap_or_default()
+                .contains("BEGIN ISOLATION LEVEL SERIALIZABLE"),
+            "{opened}"
+        );
+        b.screenshot("opened-from-lab").await;
+
+        b.set_viewport(360, 740).await;
         b.goto(&format!("/embed/s/{id}")).await;
         b.click("button.rl-run").await;
         finished(b).await;

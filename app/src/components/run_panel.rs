@@ -136,23 +136,22 @@ pub fn RunPanel(
     #[cfg(feature = "embed")]
     let matrix = ();
 
-    // A finished run of the isolation lab, two SQL sessions: open it in the spec editor.
+    // The isolation lab's races are plain SQL sessions: each opens in the spec editor, the run
+    // just played if there is one, else the variant chosen (written from a run of it).
     #[cfg(not(feature = "embed"))]
     let open_as_spec = {
         let sql_lab = id.starts_with("isolation/") && !is_load_test && chrome == Chrome::Full;
+        let scenario = id.clone();
         move || {
-            let finished =
-                state.with(|s| matches!(s.phase, shared::run_state::Phase::Finished(shared::Outcome::Completed)));
-            let run = state.with(|s| s.run_id.clone());
-            (sql_lab && finished)
-                .then(|| {
-                    run.map(|run| {
-                        view! {
-                            <a class="rl-open-spec" href=format!("/write?run={run}")>"Open as a spec"</a>
-                        }
-                    })
-                })
-                .flatten()
+            sql_lab.then(|| {
+                let finished =
+                    state.with(|s| matches!(s.phase, shared::run_state::Phase::Finished(shared::Outcome::Completed)));
+                let href = match state.with(|s| s.run_id.clone()).filter(|_| finished) {
+                    Some(run) => format!("/write?run={run}"),
+                    None => format!("/write?scenario={scenario}&variant={}", chosen.get()),
+                };
+                view! { <a class="rl-open-spec" href=href>"Open as a spec"</a> }
+            })
         }
     };
     #[cfg(feature = "embed")]

@@ -38,14 +38,23 @@ impl FromJson for RunSpec {
     }
 }
 
-/// `/write`: the editor with the starter spec (the isolation lab's write skew), or with
-/// `?run=<id>`, a lab's run opened as a spec.
+/// `/write`: the editor with the starter spec (the isolation lab's write skew), or a lab's run
+/// opened as a spec: `?run=<id>`, or `?scenario=<lab/scenario>&variant=<v>`.
 #[component]
 pub fn WritePage() -> impl IntoView {
-    let Some(run) = crate::route::query_param(&crate::api::location().1, "run") else {
-        return view! { <Writer text=shared::spec::STARTER.to_owned() saved=None /> }.into_any();
+    let query = crate::api::location().1;
+    let from = match (
+        crate::route::query_param(&query, "run"),
+        crate::route::query_param(&query, "scenario"),
+    ) {
+        (Some(run), _) => format!("/api/runs/{run}/spec"),
+        (None, Some(scenario)) => {
+            let variant = crate::route::query_param(&query, "variant").unwrap_or_default();
+            format!("/api/scenarios/{scenario}/spec?variant={variant}")
+        }
+        (None, None) => return view! { <Writer text=shared::spec::STARTER.to_owned() saved=None /> }.into_any(),
     };
-    let found = crate::api::fetched(async move { fetch_json::<RunSpec>(&format!("/api/runs/{run}/spec")).await });
+    let found = crate::api::fetched(async move { fetch_json::<RunSpec>(&from).await });
     view! {
         {move || found.get().map(|result| match result {
             Err(message) => view! { <ErrorView message=message /> }.into_any(),

@@ -23,6 +23,54 @@ pub fn router() -> Router<AppState> {
         )
         .route("/api/specs/{id}", get(saved_spec))
         .route("/api/runs/{id}/spec", get(run_as_spec))
+        .route("/api/scenarios/{lab}/{scenario}/spec", get(scenario_as_spec))
+}
+
+#[derive(serde::Deserialize)]
+struct VariantQuery {
+    variant: Option<String>,
+}
+
+/// A lab scenario's variant as a spec, for "Open as a spec" before the reader ran it: written
+/// from its newest completed run, or from a run played for the purpose.
+async fn scenario_as_spec(
+    State(state): State<AppState>,
+    Path((lab, scenario)): Path<(String, String)>,
+    axum::extract::Query(query): axum::extract::Query<VariantQuery>,
+) -> Result<Json<SpecText>, ApiError> {
+    let id = format!("{lab}/{scenario}");
+    let found = labs::find(&id).ok_or_else(|| ApiError::NotFound(format!("there is no scenario called {id:?}")))?;
+    let info = crate::engine::Scenario::info(found);
+    let variant = match query.variant {
+        Some(v) if info.variant(&v).is_some() => v,
+        Some(v) => return Err(ApiError::NotFound(format!("{id} has no variant {v:?}"))),
+        None => info.variants.first().map(|v| v.id.clone()).unwrap_or_default(),
+    };
+    let run_id = match state.engine.store.latest(&id, &variant).await? {
+        Some(run_id) => run_id,
+        None => {
+            let mut handle = state
+                .engine
+                .start(found, &variant, shared::Mode::Auto)
+                .await
+                .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+            loop {
+                match handle.updates.recv().await {
+                    Some(shared::ServerMsg::Done { run_id, outcome }) => {
+                        if outcome != shared::Outcome::Completed {
+                            return Err(ApiError::Unavailable(format!(
+                                "the run to write it from did not complete: {outcome:?}"
+                            )));
+                        }
+                        break run_id;
+                    }
+                    Some(_) => {}
+                    None => return Err(ApiError::Unavailable("the run to write it from ended early".into())),
+                }
+            }
+        }
+    };
+    run_as_spec(State(state), Path(run_id)).await
 }
 
 /// A finished run of plain-SQL sessions as a spec: what "Open as a spec" opens in the editor.
