@@ -160,7 +160,9 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
         })
         .await?;
     }
-    for mut relay in [Some(relay_a), relay_b].into_iter().flatten() {
+    // The standby first: stopped after A, B could take the lock A's end frees and go active
+    // before its own stop (seen once under a loaded CI).
+    for mut relay in [relay_b, Some(relay_a)].into_iter().flatten() {
         relay.stop().await?;
     }
     notifier.stop().await?;
