@@ -59,7 +59,7 @@ pub struct Confined {
 }
 
 /// Connects as racelab's own user to `dbname`.
-async fn admin(url: &str, dbname: Option<&str>) -> Result<Client, ConfineError> {
+async fn admin(url: &str, dbname: &str) -> Result<Client, ConfineError> {
     let unreachable = |reason: String| ConfineError::Unreachable {
         url: crate::health::host_port(url, 5432),
         reason,
@@ -67,9 +67,7 @@ async fn admin(url: &str, dbname: Option<&str>) -> Result<Client, ConfineError> 
     let mut config: tokio_postgres::Config = url
         .parse()
         .map_err(|e: tokio_postgres::Error| unreachable(e.to_string()))?;
-    if let Some(dbname) = dbname {
-        config.dbname(dbname);
-    }
+    config.dbname(dbname);
     config.application_name("racelab/specs");
     config.connect_timeout(Duration::from_secs(5));
     let (client, connection) = config.connect(NoTls).await.map_err(|e| unreachable(describe(&e)))?;
@@ -98,7 +96,7 @@ fn make_error(e: tokio_postgres::Error) -> ConfineError {
 /// which concurrent runs would fight over).
 async fn ensure_database(url: &str) -> Result<Client, ConfineError> {
     // The maintenance database: racelab's own may not be made yet (the CLI makes none).
-    let main = admin(url, Some("postgres")).await?;
+    let main = admin(url, "postgres").await?;
     let exists = main
         .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&DATABASE])
         .await
@@ -116,7 +114,7 @@ async fn ensure_database(url: &str) -> Result<Client, ConfineError> {
             Err(e) => return Err(make_error(e)),
         }
     }
-    let specs = admin(url, Some(DATABASE)).await?;
+    let specs = admin(url, DATABASE).await?;
     if made {
         let close = format!(
             "REVOKE ALL ON DATABASE {} FROM PUBLIC; REVOKE ALL ON SCHEMA public FROM PUBLIC;",
@@ -283,7 +281,7 @@ async fn remove(admin: &Client, role: &str) -> Result<(), tokio_postgres::Error>
 
 /// Removes run `run_id`'s sandbox, whatever is left of it (a command interrupted mid-run).
 pub async fn remove_run(url: &str, run_id: &str) {
-    match admin(url, Some(DATABASE)).await {
+    match admin(url, DATABASE).await {
         Ok(admin) => removed(&admin, &format!("{ROLE_PREFIX}{run_id}")).await,
         Err(error) => tracing::warn!(%error, "spec run {run_id} not removed yet; the sweep will"),
     }
@@ -313,17 +311,4 @@ pub async fn sweep(url: &str, older_than: Duration) -> Result<usize, ConfineErro
         }
     }
     Ok(removed)
-}
-
-/// The spec roles that exist now (the leak checks count them).
-pub async fn roles_left(url: &str) -> Result<Vec<String>, ConfineError> {
-    let admin = admin(url, Some("postgres")).await?;
-    let rows = admin
-        .query(
-            "SELECT rolname FROM pg_roles WHERE rolname LIKE $1 ORDER BY 1",
-            &[&format!("{ROLE_PREFIX}%")],
-        )
-        .await
-        .map_err(make_error)?;
-    Ok(rows.into_iter().map(|r| r.get(0)).collect())
 }

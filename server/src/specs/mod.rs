@@ -97,6 +97,9 @@ pub enum SpecError {
     Stopped(#[from] Stopped),
 }
 
+/// How many steps permutation lines may name in all, per step a spec may define.
+const LISTED_PER_STEP: usize = 20;
+
 /// Reads a spec: within the size limit, parsed, valid as the tester checks it, and within the
 /// session, step and interleaving limits.
 pub fn read(text: &str, limits: &Limits) -> Result<Spec, SpecError> {
@@ -114,11 +117,13 @@ pub fn read(text: &str, limits: &Limits) -> Result<Spec, SpecError> {
             limit: limits.max_sessions,
         });
     }
-    let steps: usize = spec.sessions.iter().map(|s| s.steps.len()).sum::<usize>()
-        + spec.permutations.iter().map(|p| p.steps.len()).sum::<usize>();
-    if steps > limits.max_steps * 20 || spec.sessions.iter().map(|s| s.steps.len()).sum::<usize>() > limits.max_steps {
+    // The steps a spec defines, and the steps its permutation lines name in all (each may
+    // name many, so they may together name up to LISTED_PER_STEP times as many).
+    let defined: usize = spec.sessions.iter().map(|s| s.steps.len()).sum();
+    let listed: usize = spec.permutations.iter().map(|p| p.steps.len()).sum();
+    if defined > limits.max_steps || defined + listed > limits.max_steps * LISTED_PER_STEP {
         return Err(SpecError::TooManySteps {
-            count: spec.sessions.iter().map(|s| s.steps.len()).sum(),
+            count: defined,
             limit: limits.max_steps,
         });
     }

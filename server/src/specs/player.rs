@@ -170,11 +170,6 @@ impl<'a> Player<'a> {
         self.printer.print(&self.control_lane, &text);
     }
 
-    /// Prints a line of the control lane (a permutation's start, a refusal).
-    pub fn say(&mut self, text: &str) {
-        self.printer.print(&self.control_lane, text);
-    }
-
     /// Plays one permutation's setup and steps, until every step is complete; [`Player::teardown`]
     /// ends it (what a correct system holds is checked in between).
     pub async fn play(&mut self, steps: &[PermutationStep]) -> Result<(), Stopped> {

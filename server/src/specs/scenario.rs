@@ -49,11 +49,6 @@ impl SpecScenario {
         })
     }
 
-    /// The spec's text.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
     fn choice(&self, variant: &str) -> Option<Choice> {
         if variant == EVERY {
             return Some(Choice::Matrix);
