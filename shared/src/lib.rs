@@ -16,6 +16,8 @@
 //! - [`markup`]: escaping text racelab writes into HTML and SVG itself.
 //! - [`spec`]: races readers write, in PostgreSQL's isolation-tester format: parsed, printed,
 //!   and their permutations.
+//! - [`proof`]: why it happened: the dependency graph of a run's transactions, its cycle, and
+//!   the anomaly it names, in plain words.
 //! - [`series`]: progress over time and crash moments, for the picture of a draining pipeline.
 //! - [`time_axis`]: the gaps a timeline leaves where time passed, to one scale.
 //! - [`float`]: floating-point numbers as text, by the browser's own engine when in one.
@@ -35,6 +37,7 @@ pub mod ledger;
 pub mod ledger_view;
 pub mod markup;
 pub mod money;
+pub mod proof;
 pub mod protocol;
 pub mod psql;
 pub mod run_state;
