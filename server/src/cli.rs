@@ -253,6 +253,15 @@ async fn spec_run(path: &str, run_id: &str, limits: &crate::specs::Limits, json:
                         check.answer
                     );
                 }
+                if let Some(proof) = &permutation.proof {
+                    let found = proof
+                        .anomaly
+                        .map_or_else(|| "no cycle".to_owned(), |a| format!("{} ({})", a.name(), a.class()));
+                    eprintln!("why, after {}: {found}", permutation.steps.join(" "));
+                    for line in &proof.lines {
+                        eprintln!("  {line}");
+                    }
+                }
             }
             if !played.is_empty() && spec.checks.is_empty() {
                 eprintln!("no check stated (add `# check: <SQL>` lines for a verdict)");

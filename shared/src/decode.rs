@@ -252,6 +252,13 @@ impl FromJson for EventKind {
                 steps: json.get("steps")?,
                 outcome: json.get("outcome")?,
             },
+            #[cfg(feature = "proof")]
+            "proof" => EventKind::Proof {
+                proof: Box::new(json.get("proof")?),
+            },
+            // Without the reader, a proof is read as an empty one: the embed draws none.
+            #[cfg(not(feature = "proof"))]
+            "proof" => EventKind::Proof { proof: Box::default() },
             "reveal" => EventKind::Reveal {
                 choice: json.get("choice")?,
                 why: json.get("why")?,
@@ -270,6 +277,110 @@ impl FromJson for EventKind {
             },
             other => return Err(unknown_variant(other)),
         })
+    }
+}
+
+#[cfg(feature = "proof")]
+mod proof {
+    use crate::json::{FromJson, Json, JsonError, unknown_variant};
+    use crate::proof::*;
+
+    impl FromJson for Proof {
+        fn from_json(json: &Json) -> Result<Self, JsonError> {
+            Ok(Proof {
+                txns: json.get("txns")?,
+                edges: json.get("edges")?,
+                would_have: json.get("would_have")?,
+                cycle: json.get("cycle")?,
+                anomaly: json.opt("anomaly")?,
+                prevented: json.opt("prevented")?,
+                order: json.get("order")?,
+                lines: json.get("lines")?,
+            })
+        }
+    }
+
+    impl FromJson for Txn {
+        fn from_json(json: &Json) -> Result<Self, JsonError> {
+            Ok(Txn {
+                name: json.get("name")?,
+                session: json.get("session")?,
+                end: match json.tag("end")? {
+                    "committed" => End::Committed,
+                    "aborted" => End::Aborted {
+                        code: json.opt("code")?,
+                    },
+                    "unfinished" => End::Unfinished,
+                    other => return Err(unknown_variant(other)),
+                },
+                ended: json.opt("ended")?,
+            })
+        }
+    }
+
+    impl FromJson for Edge {
+        fn from_json(json: &Json) -> Result<Self, JsonError> {
+            Ok(Edge {
+                from: json.get("from")?,
+                to: json.get("to")?,
+                dep: json.get("dep")?,
+                row: json.get("row")?,
+                predicate: json.opt("predicate")?.unwrap_or(false),
+                from_step: json.opt("from_step")?,
+                to_step: json.opt("to_step")?,
+                because: json.get("because")?,
+            })
+        }
+    }
+
+    impl FromJson for Row {
+        fn from_json(json: &Json) -> Result<Self, JsonError> {
+            Ok(Row::new(json.get::<String>("table")?, json.get::<String>("key")?))
+        }
+    }
+
+    impl FromJson for Prevented {
+        fn from_json(json: &Json) -> Result<Self, JsonError> {
+            Ok(Prevented {
+                anomaly: json.get("anomaly")?,
+                cycle: json.get("cycle")?,
+                cancelled: json.get("cancelled")?,
+                code: json.opt("code")?,
+            })
+        }
+    }
+
+    impl FromJson for Dep {
+        fn from_json(json: &Json) -> Result<Self, JsonError> {
+            match json.str()? {
+                "ww" => Ok(Dep::Ww),
+                "wr" => Ok(Dep::Wr),
+                "rw" => Ok(Dep::Rw),
+                other => Err(unknown_variant(other)),
+            }
+        }
+    }
+
+    impl FromJson for Anomaly {
+        fn from_json(json: &Json) -> Result<Self, JsonError> {
+            const ALL: [Anomaly; 11] = [
+                Anomaly::DirtyWrite,
+                Anomaly::AbortedRead,
+                Anomaly::IntermediateRead,
+                Anomaly::CircularInformationFlow,
+                Anomaly::LostUpdate,
+                Anomaly::ReadSkew,
+                Anomaly::PredicateManyPreceders,
+                Anomaly::WriteSkew,
+                Anomaly::PredicateWriteSkew,
+                Anomaly::ReadOnlyTransaction,
+                Anomaly::AntiDependencyCycle,
+            ];
+            let name = json.str()?;
+            ALL.into_iter()
+                .find(|a| a.id() == name)
+                .ok_or_else(|| unknown_variant(name))
+        }
     }
 }
 
@@ -721,7 +832,73 @@ mod tests {
                 ],
                 outcome: text("b_commit 40001 · checks held"),
             },
+            EventKind::Proof {
+                // Without the reader, any proof reads as an empty one: only that reads alike.
+                proof: Box::new(if cfg!(feature = "proof") {
+                    sample_proof()
+                } else {
+                    crate::proof::Proof::default()
+                }),
+            },
         ]
+    }
+
+    /// A proof with every part filled: a cycle, a prevented one, an edge of each kind.
+    fn sample_proof() -> crate::proof::Proof {
+        use crate::proof::*;
+        let edge = |from, to, dep, predicate| Edge {
+            from,
+            to,
+            dep,
+            row: Row::new(text("test"), text("1")),
+            predicate,
+            from_step: Some(2),
+            to_step: None,
+            because: text("alice read test 1 = 10, which bob then replaced with 11"),
+        };
+        Proof {
+            txns: vec![
+                Txn {
+                    name: text("alice"),
+                    session: text("alice"),
+                    end: End::Committed,
+                    ended: Some(4),
+                },
+                Txn {
+                    name: text("bob"),
+                    session: text("bob"),
+                    end: End::Aborted {
+                        code: Some(text("40001")),
+                    },
+                    ended: None,
+                },
+                Txn {
+                    name: text("carol"),
+                    session: text("carol"),
+                    end: End::Unfinished,
+                    ended: None,
+                },
+            ],
+            edges: vec![
+                edge(0, 1, Dep::Rw, true),
+                edge(1, 0, Dep::Wr, false),
+                edge(1, 0, Dep::Ww, false),
+            ],
+            would_have: 1,
+            cycle: vec![0, 1],
+            anomaly: Some(Anomaly::ReadOnlyTransaction),
+            prevented: Some(Prevented {
+                anomaly: Anomaly::PredicateWriteSkew,
+                cycle: vec![1, 2],
+                cancelled: 1,
+                code: Some(text("40001")),
+            }),
+            order: vec![0, 2],
+            lines: vec![
+                text("However, …"),
+                text("No order of one-at-a-time runs explains this."),
+            ],
+        }
     }
 
     /// Which variant a kind is; exhaustive, so a new kind does not compile until it has a
@@ -750,6 +927,7 @@ mod tests {
             EventKind::Done { .. } => 19,
             EventKind::Milestone { .. } => 20,
             EventKind::Permutation { .. } => 21,
+            EventKind::Proof { .. } => 22,
         }
     }
 
@@ -758,7 +936,7 @@ mod tests {
         let kinds = every_kind();
         let mut seen: Vec<usize> = kinds.iter().map(variant_index).collect();
         seen.dedup();
-        assert_eq!(seen, (0..=21).collect::<Vec<_>>(), "one sample of every kind, in order");
+        assert_eq!(seen, (0..=22).collect::<Vec<_>>(), "one sample of every kind, in order");
         for (i, kind) in kinds.into_iter().enumerate() {
             reads_like_serde(&Event {
                 seq: i as u64 + 1,

@@ -253,6 +253,11 @@ pub enum EventKind {
         steps: Vec<crate::spec::PlayedStep>,
         outcome: String,
     },
+    /// Why it happened: the run's transactions, the dependency edges between them that racelab
+    /// derived from what they read and wrote, the cycle if there is one and the anomaly it
+    /// names, in plain words. After the verdict, in runs of specs whose reads and writes could
+    /// be told apart.
+    Proof { proof: Box<crate::proof::Proof> },
     /// What a reader should have predicted (the scenario's [`Prediction`](crate::catalog::Prediction)):
     /// the `choice` that happens in this variant, and why, in a sentence. After the verdict, in
     /// completed runs of scenarios that ask.

@@ -15,6 +15,7 @@ pub mod player;
 pub mod scenario;
 pub mod session;
 pub mod table;
+pub mod witness;
 
 use crate::engine::Lane;
 use crate::engine::lane::Stage;
@@ -184,6 +185,8 @@ pub struct CheckResult {
 pub struct Played {
     pub steps: Vec<String>,
     pub checks: Vec<CheckResult>,
+    /// Why it happened, where its witness could tell (the command line prints it).
+    pub proof: Option<shared::proof::Proof>,
 }
 
 /// Which of a spec's permutations to play, and what to tell of each.
@@ -266,6 +269,9 @@ async fn play_confined(
     let lanes: Vec<Lane> = spec.sessions.iter().map(|s| lane(&s.name, quiet)).collect();
     let control_lane = lane(TESTER, quiet);
     let mut player = Player::new(spec, control, sessions, control_lane.clone(), lanes, limits.step_wait).await?;
+    if choice != Choice::Matrix {
+        player.witness();
+    }
     player.header();
     let all = permutations(spec, limits);
     let chosen: Vec<(usize, &Vec<PermutationStep>)> = match choice {
@@ -300,6 +306,9 @@ async fn play_confined(
                 control_lane.emit(EventKind::Verdict {
                     verdict: verdict(verdict_checks),
                 });
+                if let Some(proof) = player.proof().await {
+                    control_lane.emit(EventKind::Proof { proof: Box::new(proof) });
+                }
             }
             Choice::Matrix => control_lane.emit_always(EventKind::Permutation {
                 index: u32::try_from(index).unwrap_or(u32::MAX),
@@ -308,10 +317,21 @@ async fn play_confined(
             }),
             Choice::All => {}
         }
+        let proof = match choice {
+            Choice::All => player.proof().await,
+            _ => None,
+        };
+        if let Some(proof) = &proof {
+            // In the stream too (`racelab run --json`); printed as text by the command line.
+            control_lane.emit(EventKind::Proof {
+                proof: Box::new(proof.clone()),
+            });
+        }
         player.teardown().await;
         played.push(Played {
             steps: steps.iter().map(|s| s.name.clone()).collect(),
             checks,
+            proof,
         });
     }
     Ok(played)

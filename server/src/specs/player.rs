@@ -15,6 +15,7 @@
 
 use super::session::{Answer, Failure, SpecSession};
 use super::table;
+use super::witness::Witness;
 use crate::engine::Lane;
 use shared::event::{ErrorKind, Rows};
 use shared::spec::{Blocker, PermutationStep, PlayedStep, Spec};
@@ -123,6 +124,9 @@ pub struct Player<'a> {
     any_new_notice: bool,
     /// The permutation's steps as they were played, in launch order.
     played: Vec<PlayedStep>,
+    /// Whether to watch what the transactions read and write, for the proof.
+    witnessing: bool,
+    witness: Option<Witness>,
 }
 
 impl<'a> Player<'a> {
@@ -161,7 +165,23 @@ impl<'a> Player<'a> {
             total_notices: vec![0; n],
             any_new_notice: false,
             played: Vec::new(),
+            witnessing: false,
+            witness: None,
         })
+    }
+
+    /// Watches what each permutation's transactions read and write (after its setup), so that
+    /// [`Player::proof`] can say why it happened.
+    pub fn witness(&mut self) {
+        self.witnessing = true;
+    }
+
+    /// Why the permutation just played happened, as far as its witness saw (`None` without one:
+    /// not asked for, or no table with a primary key).
+    pub async fn proof(&mut self) -> Option<shared::proof::Proof> {
+        let names: Vec<String> = self.spec.sessions.iter().map(|s| s.name.clone()).collect();
+        let proof = self.witness.as_ref()?.proof(&mut self.control, &names).await;
+        Some(proof).filter(|p| !p.txns.is_empty())
     }
 
     /// The tester's header line, printed once before any permutation.
@@ -205,6 +225,10 @@ impl<'a> Player<'a> {
                 });
             }
             self.print_last(Some(i), &answer);
+        }
+        self.witness = None;
+        if self.witnessing {
+            self.witness = Witness::install(&mut self.control).await;
         }
         Ok(())
     }
@@ -518,6 +542,13 @@ impl<'a> Player<'a> {
                         if let Some(played) = self.played.iter_mut().rev().find(|p| p.name == step.name) {
                             played.waited = true;
                         }
+                        if let Some(witness) = self.witness.as_mut() {
+                            let holders = by
+                                .iter()
+                                .filter_map(|name| self.spec.sessions.iter().position(|s| s.name == *name))
+                                .collect();
+                            witness.waited(session, index, holders);
+                        }
                         self.lanes[session].emit(EventKind::Blocked {
                             actor: self.spec.sessions[session].name.clone(),
                             by,
@@ -575,6 +606,11 @@ impl<'a> Player<'a> {
                 Failure::Server { sqlstate, .. } => sqlstate.clone(),
                 Failure::Lost(_) => "connection lost".to_owned(),
             });
+        }
+        if let Some(witness) = self.witness.as_mut() {
+            witness
+                .step_done(session, index, sql, &answer, &mut self.sessions[session])
+                .await;
         }
         self.print_answer(Some(session), &answer);
         self.print_notifications(session);

@@ -75,6 +75,8 @@ pub struct SpecSession {
     client: std::sync::Arc<Client>,
     pid: i32,
     notices: mpsc::UnboundedReceiver<String>,
+    /// The writes racelab's witness trigger reported ([`super::witness`]): never printed.
+    witnessed: mpsc::UnboundedReceiver<String>,
     notifications: mpsc::UnboundedReceiver<Notification>,
     keep: Keep,
 }
@@ -99,9 +101,13 @@ impl SpecSession {
         let (client, mut connection) = config.connect(NoTls).await?;
         let (notice_tx, notices) = mpsc::unbounded_channel();
         let (notification_tx, notifications) = mpsc::unbounded_channel();
+        let (witness_tx, witnessed) = mpsc::unbounded_channel();
         tokio::spawn(async move {
             loop {
                 match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                    Some(Ok(AsyncMessage::Notice(notice))) if notice.message() == super::witness::MARK => {
+                        let _ = witness_tx.send(notice.detail().unwrap_or_default().to_owned());
+                    }
                     Some(Ok(AsyncMessage::Notice(notice))) => {
                         let _ = notice_tx.send(notice_text(&notice));
                     }
@@ -130,6 +136,7 @@ impl SpecSession {
             client: std::sync::Arc::new(client),
             pid,
             notices,
+            witnessed,
             notifications,
             keep,
         })
@@ -173,6 +180,11 @@ impl SpecSession {
     /// name).
     pub fn take_notices(&mut self) -> Vec<String> {
         std::iter::from_fn(|| self.notices.try_recv().ok()).collect()
+    }
+
+    /// The witness trigger's reports received since last asked (JSON objects, one per row).
+    pub fn take_witnessed(&mut self) -> Vec<String> {
+        std::iter::from_fn(|| self.witnessed.try_recv().ok()).collect()
     }
 
     /// The notifications received since last asked.

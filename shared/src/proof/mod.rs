@@ -184,6 +184,23 @@ pub enum Anomaly {
 }
 
 impl Anomaly {
+    /// Its name in the event stream (serde's): `write_skew`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Anomaly::DirtyWrite => "dirty_write",
+            Anomaly::AbortedRead => "aborted_read",
+            Anomaly::IntermediateRead => "intermediate_read",
+            Anomaly::CircularInformationFlow => "circular_information_flow",
+            Anomaly::LostUpdate => "lost_update",
+            Anomaly::ReadSkew => "read_skew",
+            Anomaly::PredicateManyPreceders => "predicate_many_preceders",
+            Anomaly::WriteSkew => "write_skew",
+            Anomaly::PredicateWriteSkew => "predicate_write_skew",
+            Anomaly::ReadOnlyTransaction => "read_only_transaction",
+            Anomaly::AntiDependencyCycle => "anti_dependency_cycle",
+        }
+    }
+
     /// Adya's class: `G0`, `G1a`, `G-single`, `G2-item`, `G2`.
     pub fn class(self) -> &'static str {
         match self {

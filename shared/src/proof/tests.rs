@@ -184,7 +184,7 @@ fn missing_a_row_a_predicate_matches_is_predicate_many_preceders() {
     assert_eq!(proof.anomaly, Some(Anomaly::PredicateManyPreceders));
     assert_eq!(
         proof.lines[0],
-        "alice's read did not see bob's insert of test 3 (value=30), so alice comes before bob."
+        "alice's read did not see bob's insert of test 3 = value=30, so alice comes before bob."
     );
 }
 
@@ -272,7 +272,7 @@ fn a_history_in_one_order_is_explained_by_that_order() {
         [
             "bob read test 1 = value=11, which alice wrote, so alice comes before bob.",
             "One order of one-at-a-time runs explains every read: alice, then bob.",
-            "bob waited for alice to finish, which kept them in that order.",
+            "bob waited for alice to finish (a lock alice held).",
         ]
     );
 }
@@ -376,5 +376,18 @@ proptest! {
         for edge in &proof.edges[..proof.would_have] {
             prop_assert!(at(edge.from) < at(edge.to), "{} before {}", edge.from, edge.to);
         }
+    }
+}
+
+#[test]
+fn an_anomalys_id_is_its_name_in_json() {
+    for anomaly in [
+        Anomaly::DirtyWrite,
+        Anomaly::PredicateManyPreceders,
+        Anomaly::PredicateWriteSkew,
+        Anomaly::ReadOnlyTransaction,
+    ] {
+        let json = serde_json::to_value(anomaly).expect("serialise");
+        assert_eq!(json.as_str(), Some(anomaly.id()));
     }
 }

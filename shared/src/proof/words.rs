@@ -66,7 +66,7 @@ pub(super) fn rw(history: &History, read: &Read, seen: Option<&Version>, next: &
                 .is_some_and(|i| std::ptr::eq(&history.versions[i], next));
             let what = match (&next.value, first) {
                 (None, _) => format!("delete of {}", next.row),
-                (Some(v), true) => format!("insert of {} ({v})", next.row),
+                (Some(v), true) => format!("insert of {} = {v}", next.row),
                 (Some(v), false) => format!("change of {} to {v}", next.row),
             };
             format!("{from}'s read did not see {to}'s {what}, so {from} comes before {to}")
@@ -127,13 +127,6 @@ pub(super) fn lines(history: &History, proof: &Proof) -> Vec<String> {
             } else {
                 lines.push("No committed transaction depended on another's reads or writes.".to_owned());
             }
-            for wait in &history.waits {
-                lines.push(format!(
-                    "{} waited for {} to finish, which kept them in that order.",
-                    name(history, Some(wait.waiter)),
-                    name(history, Some(wait.holder))
-                ));
-            }
             if let Some(p) = prevented {
                 let cancelled = name(history, Some(p.cancelled));
                 lines.push(format!(
@@ -151,6 +144,26 @@ pub(super) fn lines(history: &History, proof: &Proof) -> Vec<String> {
                 };
                 lines.push(instead);
             }
+        }
+    }
+    for wait in &history.waits {
+        let holder = name(history, Some(wait.holder));
+        lines.push(format!(
+            "{} waited for {holder} to finish (a lock {holder} held).",
+            name(history, Some(wait.waiter)),
+        ));
+    }
+    let explained = proof.prevented.as_ref().map(|p| p.cancelled);
+    for (t, txn) in history.txns.iter().enumerate() {
+        if let End::Aborted { code: Some(code) } = &txn.end
+            && explained != Some(t)
+        {
+            let why = match code.as_str() {
+                "40P01" => " to break a deadlock",
+                "40001" => " as it could not serialize it",
+                _ => "",
+            };
+            lines.push(format!("PostgreSQL cancelled {}{why} (SQLSTATE {code}).", txn.name));
         }
     }
     lines

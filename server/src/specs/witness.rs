@@ -1,0 +1,707 @@
+//! The witness: what a spec's transactions wrote and read, observed while it plays, so that
+//! [`shared::proof`] can say why it happened.
+//!
+//! - **Writes.** Once the setup has run, every table of the run's schema that has a primary key
+//!   gets a row trigger of racelab's (`racelab_witness`) that reports each row it writes in a
+//!   NOTICE: its transaction id, the transaction's start, the moment, the row before and after.
+//!   A notice is sent at once, so the writes of a transaction PostgreSQL later cancels are seen
+//!   too. The session keeps these apart from the spec's own notices: never printed, never
+//!   counted by a `notices` blocker. The trigger takes no lock and reads no table.
+//! - **Reads.** After a step whose last statement returned rows, its session is asked for its
+//!   snapshot and its transaction's start (`pg_current_snapshot()`, `now()`): no table is read,
+//!   no lock is taken, and the snapshot was already the statement's, so PostgreSQL decides
+//!   nothing differently. (Asked after a bare `BEGIN`, it would take a snapshot early; it never
+//!   is.)
+//! - **What a read saw**, without reading the reader's SQL: after the permutation, each read's
+//!   own query is asked again, as the run's role, of a temporary table of the same name (which
+//!   shadows the real one) holding one version at a time. A version matters to the read when the
+//!   answer changes. Which versions the read's snapshot held decides which it saw and which it
+//!   missed. A read whose answer a version does not change (a sum of zero) cannot tell it apart:
+//!   the proof then misses an edge, never invents one.
+
+use super::session::{Answer, Failure, SpecSession};
+use crate::sandbox::postgres::quote_ident;
+use serde_json::{Map, Value};
+use shared::proof::{self, End, History, Proof, Read, Row, Txn, Version, Wait};
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+/// The message of the trigger's notices: how a session tells them from the spec's own.
+pub const MARK: &str = "racelab witness";
+
+/// How long the read-again queries may take in all: past it, the rest count as unknown.
+const EVALUATION_BUDGET: Duration = Duration::from_secs(3);
+
+/// What one permutation's transactions were seen to do.
+pub struct Witness {
+    /// The run's schema, where the spec's tables are.
+    schema: String,
+    tables: Vec<Keyed>,
+    /// The rows the setup left, by table.
+    initial: Vec<(String, Map<String, Value>)>,
+    writes: Vec<Written>,
+    reads: Vec<Seen>,
+    failures: Vec<(usize, usize, Option<String>)>,
+    /// Steps that ended a session's transaction: `COMMIT` (true) or `ROLLBACK` (false).
+    ends: Vec<(usize, usize, bool)>,
+    waits: Vec<(usize, usize, Vec<usize>)>,
+}
+
+/// A table with a primary key, its key's columns, and all its columns in order.
+struct Keyed {
+    name: String,
+    key: Vec<String>,
+    columns: Vec<String>,
+}
+
+/// One row written, as the trigger reported it.
+struct Written {
+    session: usize,
+    step: usize,
+    xid: u64,
+    began: String,
+    at: i64,
+    table: String,
+    old: Option<Map<String, Value>>,
+    new: Option<Map<String, Value>>,
+}
+
+/// One read step, and the snapshot it read in.
+struct Seen {
+    session: usize,
+    step: usize,
+    sql: String,
+    snapshot: Snapshot,
+    /// Its transaction's start: the read's transaction is the one its session's writes share.
+    began: String,
+    /// The read was a transaction of its own (no `BEGIN` before it).
+    alone: bool,
+}
+
+/// A `pg_snapshot`: which transactions' writes it shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Snapshot {
+    xmin: u64,
+    xmax: u64,
+    running: Vec<u64>,
+}
+
+impl Snapshot {
+    /// `xmin:xmax:xip,…`, as `pg_current_snapshot()::text` writes it.
+    fn parse(text: &str) -> Option<Snapshot> {
+        let mut parts = text.split(':');
+        let xmin = parts.next()?.parse().ok()?;
+        let xmax = parts.next()?.parse().ok()?;
+        let running = match parts.next()? {
+            "" => Vec::new(),
+            list => list.split(',').map(str::parse).collect::<Result<_, _>>().ok()?,
+        };
+        Some(Snapshot { xmin, xmax, running })
+    }
+
+    /// Whether a committed transaction's writes are in this snapshot (`pg_visible_in_snapshot`).
+    fn shows(&self, xid: u64) -> bool {
+        xid < self.xmin || (xid < self.xmax && !self.running.contains(&xid))
+    }
+}
+
+const TRIGGER_FUNCTION: &str = "CREATE OR REPLACE FUNCTION racelab_witness() RETURNS trigger \
+LANGUAGE plpgsql SET client_min_messages = notice AS $racelab$ BEGIN \
+RAISE NOTICE 'racelab witness' USING DETAIL = pg_catalog.json_build_object(\
+'xid', pg_catalog.pg_current_xact_id()::text, 'began', pg_catalog.now()::text, \
+'at', (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::int8, \
+'table', TG_TABLE_NAME, 'old', pg_catalog.row_to_json(OLD), 'new', pg_catalog.row_to_json(NEW))::text; \
+RETURN NULL; END $racelab$";
+
+/// The run's tables with a primary key (at most 20), and their key columns in order.
+const KEYED_TABLES: &str = "SELECT c.relname::text, pg_catalog.json_agg(a.attname::text ORDER BY k.ord)::text, \
+(SELECT pg_catalog.json_agg(c2.attname::text ORDER BY c2.attnum) FROM pg_catalog.pg_attribute c2 \
+ WHERE c2.attrelid = c.oid AND c2.attnum > 0 AND NOT c2.attisdropped)::text \
+FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid \
+CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) \
+JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum \
+WHERE i.indisprimary AND c.relnamespace = pg_catalog.current_schema()::regnamespace \
+AND c.relkind IN ('r', 'p') GROUP BY c.oid, c.relname ORDER BY 1 LIMIT 20";
+
+const PROBE: &str = "SELECT pg_catalog.pg_current_snapshot()::text, \
+pg_catalog.now() = pg_catalog.statement_timestamp(), pg_catalog.now()::text";
+
+fn first_rows(answer: &Answer) -> Vec<Vec<Option<String>>> {
+    answer.sets.first().map(|s| s.rows.clone()).unwrap_or_default()
+}
+
+fn object(text: &str) -> Option<Map<String, Value>> {
+    match serde_json::from_str(text).ok()? {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
+impl Witness {
+    /// Puts the trigger on the run's keyed tables, on the control connection (the run's role,
+    /// which owns them), and reads the rows the setup left. `None` when there is nothing to
+    /// witness (no table has a primary key) or PostgreSQL refused.
+    pub async fn install(control: &mut SpecSession) -> Option<Witness> {
+        let schema = control.exec("SELECT pg_catalog.current_schema()::text").await;
+        let schema = first_rows(&schema).first()?.first()?.clone()?;
+        let listed = control.exec(KEYED_TABLES).await;
+        let tables: Vec<Keyed> = first_rows(&listed)
+            .into_iter()
+            .filter_map(|r| {
+                let name = r.first()?.clone()?;
+                let key: Vec<String> = serde_json::from_str(r.get(1)?.as_deref()?).ok()?;
+                let columns: Vec<String> = serde_json::from_str(r.get(2)?.as_deref()?).ok()?;
+                Some(Keyed { name, key, columns })
+            })
+            .collect();
+        if listed.failure.is_some() || tables.is_empty() {
+            tracing::debug!(failure = ?listed.failure, tables = tables.len(), "no witness");
+            return None;
+        }
+        let mut sql = format!("{TRIGGER_FUNCTION};");
+        for table in &tables {
+            sql.push_str(&format!(
+                " CREATE OR REPLACE TRIGGER racelab_witness AFTER INSERT OR UPDATE OR DELETE ON {} \
+                 FOR EACH ROW EXECUTE FUNCTION racelab_witness();",
+                quote_ident(&table.name)
+            ));
+        }
+        let installed = control.exec(&sql).await;
+        control.take_notices();
+        if let Some(failure) = installed.failure {
+            tracing::debug!("no witness for this spec: {}", failure.line());
+            return None;
+        }
+        let mut initial = Vec::new();
+        for table in &tables {
+            let rows = control
+                .exec(&format!(
+                    "SELECT pg_catalog.row_to_json(t)::text FROM {} AS t LIMIT 1000",
+                    quote_ident(&table.name)
+                ))
+                .await;
+            for row in first_rows(&rows) {
+                if let Some(map) = row.first().and_then(|v| object(v.as_deref()?)) {
+                    initial.push((table.name.clone(), map));
+                }
+            }
+        }
+        Some(Witness {
+            schema,
+            tables,
+            initial,
+            writes: Vec::new(),
+            reads: Vec::new(),
+            failures: Vec::new(),
+            ends: Vec::new(),
+            waits: Vec::new(),
+        })
+    }
+
+    /// Takes note of step `step` of `session` once it completed with `answer`: the rows it wrote,
+    /// its failure, or (when it read) the snapshot it read in, asked of `connection`.
+    pub async fn step_done(
+        &mut self,
+        session: usize,
+        step: usize,
+        sql: &str,
+        answer: &Answer,
+        connection: &mut SpecSession,
+    ) {
+        for report in connection.take_witnessed() {
+            if let Some(written) = parse_report(session, step, &report) {
+                self.writes.push(written);
+            }
+        }
+        if let Some(failure) = &answer.failure {
+            let code = match failure {
+                Failure::Server { sqlstate, .. } => Some(sqlstate.clone()),
+                Failure::Lost(_) => None,
+            };
+            self.failures.push((session, step, code));
+            return;
+        }
+        match first_word(sql).as_str() {
+            "commit" | "end" => self.ends.push((session, step, true)),
+            "rollback" | "abort" => self.ends.push((session, step, false)),
+            _ => {}
+        }
+        if !answer.ends_with_rows {
+            return;
+        }
+        let probe = connection.exec(PROBE).await;
+        let row = first_rows(&probe).into_iter().next().unwrap_or_default();
+        let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+        if let Some(snapshot) = Snapshot::parse(&text(0)) {
+            self.reads.push(Seen {
+                session,
+                step,
+                sql: sql.to_owned(),
+                snapshot,
+                alone: text(1) == "t",
+                began: text(2),
+            });
+        }
+    }
+
+    /// Takes note that `session`'s step `step` waited for `holders`' sessions.
+    pub fn waited(&mut self, session: usize, step: usize, holders: Vec<usize>) {
+        self.waits.push((session, step, holders));
+    }
+
+    /// The proof of the permutation just played: its history put together (transactions'
+    /// ends asked of the server on `control`, each read asked again), then reasoned about.
+    /// `sessions`: the spec's session names.
+    pub async fn proof(&self, control: &mut SpecSession, sessions: &[String]) -> Proof {
+        let mut history = History::default();
+        let txns = self.transactions(control, sessions).await;
+        tracing::debug!(
+            writes = self.writes.len(),
+            reads = self.reads.len(),
+            txns = txns.len(),
+            "witnessed"
+        );
+        history.txns = txns.iter().map(|t| t.txn.clone()).collect();
+        let txn_of = |session: usize, began: &str| {
+            txns.iter()
+                .position(|t| t.session == session && t.began.as_deref() == Some(began))
+        };
+        // Versions: the setup's, then every write in the order the server made it.
+        let mut order: Vec<&Written> = self.writes.iter().collect();
+        order.sort_by_key(|w| w.at);
+        let mut rows_of: Vec<Map<String, Value>> = Vec::new();
+        for (table, row) in &self.initial {
+            if let Some(version) = self.version(table, Some(row), None, None) {
+                history.versions.push(version);
+                rows_of.push(row.clone());
+            }
+        }
+        let mut xid_of: HashMap<usize, u64> = HashMap::new();
+        for w in order {
+            let Some(by) = txn_of(w.session, &w.began) else {
+                continue;
+            };
+            xid_of.insert(by, w.xid);
+            let step = Some(w.step as u64);
+            let old_key = w.old.as_ref().and_then(|o| self.key(&w.table, o));
+            let new_key = w.new.as_ref().and_then(|n| self.key(&w.table, n));
+            if old_key.is_some() && old_key != new_key {
+                // Deleted, or its key changed: the old key's row is gone.
+                if let Some(v) = self.version(&w.table, None, w.old.as_ref(), Some((by, step))) {
+                    history.versions.push(v);
+                    rows_of.push(Map::new());
+                }
+            }
+            if let Some(new) = &w.new
+                && let Some(v) = self.version(&w.table, Some(new), None, Some((by, step)))
+            {
+                history.versions.push(v);
+                rows_of.push(new.clone());
+            }
+        }
+        // Reads: which versions mattered to each, then which of those its snapshot held.
+        let matters = self.matters(control, &history, &rows_of).await;
+        let mut unknown = 0;
+        for (r, seen) in self.reads.iter().enumerate() {
+            if returns_its_own_write(&seen.sql) {
+                continue;
+            }
+            let reader = if seen.alone {
+                txns.iter()
+                    .position(|t| t.session == seen.session && t.alone_step == Some(seen.step))
+            } else {
+                txn_of(seen.session, &seen.began)
+            };
+            let (Some(reader), Some(matter)) = (reader, matters.get(&r)) else {
+                unknown += 1;
+                continue;
+            };
+            let visible = |v: &Version| match v.by {
+                None => true,
+                Some(by) if by == reader => v.step.is_some_and(|s| s <= seen.step as u64),
+                Some(by) => {
+                    history.txns[by].end == End::Committed
+                        && xid_of.get(&by).is_some_and(|&xid| seen.snapshot.shows(xid))
+                }
+            };
+            let mut read = Read {
+                txn: reader,
+                step: seen.step as u64,
+                saw: Vec::new(),
+                missed: Vec::new(),
+            };
+            let mut rows: Vec<&Row> = history.versions.iter().map(|v| &v.row).collect();
+            rows.sort();
+            rows.dedup();
+            for row in rows {
+                let of_row: Vec<usize> = (0..history.versions.len())
+                    .filter(|&i| history.versions[i].row == *row)
+                    .collect();
+                let shown = of_row.iter().rposition(|&i| visible(&history.versions[i]));
+                if let Some(at) = shown
+                    && matter[of_row[at]]
+                {
+                    read.saw.push(of_row[at]);
+                }
+                let later = shown.map_or(0, |at| at + 1);
+                for &i in &of_row[later..] {
+                    let v = &history.versions[i];
+                    if matter[i] && v.by.is_some_and(|by| by != reader) && !visible(v) {
+                        read.missed.push(i);
+                    }
+                }
+            }
+            history.reads.push(read);
+        }
+        for (waiter, step, holders) in &self.waits {
+            let Some(waiter) = txns.iter().position(|t| t.session == *waiter && t.holds(*step)) else {
+                continue;
+            };
+            for holder in holders {
+                if let Some(holder) = txns.iter().rposition(|t| t.session == *holder && t.first <= *step) {
+                    history.waits.push(Wait { waiter, holder });
+                }
+            }
+        }
+        let mut proof = proof::derive(&history);
+        if unknown > 0 {
+            proof.lines.push(format!(
+                "racelab could not tell what {unknown} read{} saw (a step of several statements, or \
+                 a query it could not ask again), so {} left out.",
+                if unknown == 1 { "" } else { "s" },
+                if unknown == 1 { "it is" } else { "they are" }
+            ));
+        }
+        proof
+    }
+
+    /// The primary key's value of `row` of `table`, as text (`1`, or `1,2` for several columns).
+    fn key(&self, table: &str, row: &Map<String, Value>) -> Option<String> {
+        let keyed = self.tables.iter().find(|t| t.name == table)?;
+        let parts: Vec<String> = keyed.key.iter().map(|c| text(row.get(c))).collect();
+        Some(parts.join(","))
+    }
+
+    /// A version of `table`'s row: its values (`new`) or its deletion (`old`'s key).
+    fn version(
+        &self,
+        table: &str,
+        new: Option<&Map<String, Value>>,
+        old: Option<&Map<String, Value>>,
+        by: Option<(usize, Option<u64>)>,
+    ) -> Option<Version> {
+        let keyed = self.tables.iter().find(|t| t.name == table)?;
+        let key = self.key(table, new.or(old)?)?;
+        // The columns besides the key, in the table's order: `11`, or `(manager=bob, amount=3000)`.
+        let value = new.map(|row| {
+            let rest: Vec<(&String, Option<&Value>)> = keyed
+                .columns
+                .iter()
+                .filter(|c| !keyed.key.contains(c))
+                .map(|c| (c, row.get(c)))
+                .collect();
+            match rest.as_slice() {
+                [(_, only)] => text(*only),
+                _ => {
+                    let parts: Vec<String> = rest.iter().map(|(c, v)| format!("{c}={}", text(*v))).collect();
+                    format!("({})", parts.join(", "))
+                }
+            }
+        });
+        Some(Version {
+            row: Row::new(table, key),
+            value,
+            by: by.map(|(t, _)| t),
+            step: by.and_then(|(_, s)| s),
+        })
+    }
+
+    /// For each read (by index) that could be asked again: for each version, whether it changes
+    /// the read's answer. Asked as the run's role, inside a transaction rolled back at once.
+    async fn matters(
+        &self,
+        control: &mut SpecSession,
+        history: &History,
+        rows: &[Map<String, Value>],
+    ) -> HashMap<usize, Vec<bool>> {
+        let started = Instant::now();
+        let mut by_sql: HashMap<&str, Option<Vec<bool>>> = HashMap::new();
+        let mut out = HashMap::new();
+        for (r, seen) in self.reads.iter().enumerate() {
+            let Some(query) = single_query(&seen.sql) else { continue };
+            if !by_sql.contains_key(query) {
+                let answer = if started.elapsed() < EVALUATION_BUDGET {
+                    self.ask_again(control, query, history, rows).await
+                } else {
+                    None
+                };
+                by_sql.insert(query, answer);
+            }
+            if let Some(Some(matter)) = by_sql.get(query) {
+                out.insert(r, matter.clone());
+            }
+        }
+        out
+    }
+
+    async fn ask_again(
+        &self,
+        control: &mut SpecSession,
+        query: &str,
+        history: &History,
+        rows: &[Map<String, Value>],
+    ) -> Option<Vec<bool>> {
+        let mut matter = vec![false; history.versions.len()];
+        for table in &self.tables {
+            let versions: Vec<usize> = (0..history.versions.len())
+                .filter(|&i| history.versions[i].row.table == table.name && history.versions[i].value.is_some())
+                .collect();
+            if versions.is_empty() {
+                continue;
+            }
+            let name = quote_ident(&table.name);
+            let begun = control
+                .exec(&format!(
+                    "BEGIN; SET LOCAL statement_timeout = '250ms'; \
+                     CREATE TEMPORARY TABLE {name} (LIKE {}.{name}) ON COMMIT DROP",
+                    quote_ident(&self.schema)
+                ))
+                .await;
+            if begun.failure.is_some() {
+                control.exec("ROLLBACK").await;
+                return None;
+            }
+            let base = control.exec(query).await;
+            if base.failure.is_some() {
+                control.exec("ROLLBACK").await;
+                return None;
+            }
+            for i in versions {
+                let json = Value::Object(rows[i].clone()).to_string().replace('\'', "''");
+                let one = control
+                    .exec(&format!(
+                        "INSERT INTO pg_temp.{name} SELECT * FROM \
+                         pg_catalog.json_populate_record(NULL::pg_temp.{name}, '{json}')"
+                    ))
+                    .await;
+                let answer = control.exec(query).await;
+                let emptied = control.exec(&format!("DELETE FROM pg_temp.{name}")).await;
+                if one.failure.is_some() || answer.failure.is_some() || emptied.failure.is_some() {
+                    control.exec("ROLLBACK").await;
+                    return None;
+                }
+                matter[i] = answer.sets != base.sets;
+            }
+            control.exec("ROLLBACK").await;
+        }
+        control.take_notices();
+        control.take_witnessed();
+        Some(matter)
+    }
+
+    /// The permutation's transactions, in the order they started, with how each ended.
+    async fn transactions(&self, control: &mut SpecSession, sessions: &[String]) -> Vec<Observed> {
+        let mut found: Vec<Observed> = Vec::new();
+        let mut note = |session: usize, began: Option<&str>, alone: Option<usize>, step: usize| {
+            let same = |t: &Observed| t.session == session && t.began.as_deref() == began && t.alone_step == alone;
+            if !found.iter().any(same) {
+                found.push(Observed {
+                    session,
+                    began: began.map(str::to_owned),
+                    alone_step: alone,
+                    first: step,
+                    last_step: usize::MAX,
+                    xid: None,
+                    txn: Txn {
+                        name: String::new(),
+                        session: sessions.get(session).cloned().unwrap_or_default(),
+                        end: End::Unfinished,
+                        ended: None,
+                    },
+                });
+            }
+        };
+        for w in &self.writes {
+            note(w.session, Some(&w.began), None, w.step);
+        }
+        for r in &self.reads {
+            if r.alone {
+                note(r.session, None, Some(r.step), r.step);
+            } else {
+                note(r.session, Some(&r.began), None, r.step);
+            }
+        }
+        found.sort_by_key(|t| (t.first, t.session));
+        // Each transaction lasts until its session's next one starts.
+        let starts: Vec<(usize, usize)> = found.iter().map(|t| (t.session, t.first)).collect();
+        for t in &mut found {
+            t.last_step = starts
+                .iter()
+                .filter(|(s, first)| *s == t.session && *first > t.first)
+                .map(|(_, first)| first - 1)
+                .min()
+                .unwrap_or(usize::MAX);
+            t.xid = self
+                .writes
+                .iter()
+                .find(|w| w.session == t.session && Some(&w.began) == t.began.as_ref())
+                .map(|w| w.xid);
+        }
+        let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
+        for t in &mut found {
+            let n = counts.entry(t.session).or_default();
+            *n += 1;
+            t.txn.name = proof::ordinal_name(&t.txn.session, *n);
+            let failure = self
+                .failures
+                .iter()
+                .find(|(s, step, _)| *s == t.session && t.holds(*step));
+            let end = self.ends.iter().find(|(s, step, _)| *s == t.session && t.holds(*step));
+            (t.txn.end, t.txn.ended) = match (t.alone_step, failure, end) {
+                (Some(step), _, _) => (End::Committed, Some(step as u64)),
+                (None, Some((_, step, code)), _) => (End::Aborted { code: code.clone() }, Some(*step as u64)),
+                (None, None, Some((_, step, true))) => (End::Committed, Some(*step as u64)),
+                (None, None, Some((_, step, false))) => (End::Aborted { code: None }, Some(*step as u64)),
+                (None, None, None) => (End::Unfinished, None),
+            };
+            // A writer's end is the server's to say (a COMMIT of a failed transaction rolls back).
+            if let Some(xid) = t.xid {
+                let status = control
+                    .exec(&format!("SELECT pg_catalog.pg_xact_status('{xid}'::xid8)"))
+                    .await;
+                let status = first_rows(&status).first().and_then(|r| r.first().cloned().flatten());
+                match status.as_deref() {
+                    Some("committed") => t.txn.end = End::Committed,
+                    Some("aborted") if t.txn.end == End::Committed || t.txn.end == End::Unfinished => {
+                        t.txn.end = End::Aborted { code: None };
+                    }
+                    Some("in progress") => t.txn.end = End::Unfinished,
+                    _ => {}
+                }
+            }
+        }
+        found
+    }
+}
+
+/// A transaction as the witness found it.
+struct Observed {
+    session: usize,
+    /// Its start (`now()`), for transactions of several statements.
+    began: Option<String>,
+    /// The step of a read that was a transaction of its own.
+    alone_step: Option<usize>,
+    first: usize,
+    /// The last step that can belong to it: the step before its session's next transaction.
+    last_step: usize,
+    xid: Option<u64>,
+    txn: Txn,
+}
+
+impl Observed {
+    fn holds(&self, step: usize) -> bool {
+        step >= self.first && step <= self.last_step
+    }
+}
+
+/// A report of the trigger's, as a written row.
+fn parse_report(session: usize, step: usize, report: &str) -> Option<Written> {
+    let map = object(report)?;
+    let row = |name: &str| match map.get(name) {
+        Some(Value::Object(row)) => Some(row.clone()),
+        _ => None,
+    };
+    Some(Written {
+        session,
+        step,
+        xid: map.get("xid")?.as_str()?.parse().ok()?,
+        began: map.get("began")?.as_str()?.to_owned(),
+        at: map.get("at")?.as_i64()?,
+        table: map.get("table")?.as_str()?.to_owned(),
+        old: row("old"),
+        new: row("new"),
+    })
+}
+
+/// A JSON value as a reader reads it: a string without quotes, `NULL` for null.
+fn text(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => "NULL".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The first word of `sql`, lower-cased (after blanks and `--` comments).
+fn first_word(sql: &str) -> String {
+    let mut rest = sql.trim_start();
+    while let Some(comment) = rest.strip_prefix("--") {
+        rest = comment.split_once('\n').map_or("", |(_, after)| after).trim_start();
+    }
+    rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+}
+
+/// Whether `sql` is one write whose rows are its own (`UPDATE … RETURNING`): not a read of
+/// anyone else's.
+fn returns_its_own_write(sql: &str) -> bool {
+    let statement = sql.trim().trim_end_matches(';');
+    matches!(first_word(statement).as_str(), "insert" | "update" | "delete" | "merge") && !statement.contains(';')
+}
+
+/// `sql` as one query that can be asked again (`SELECT`, `WITH`, `TABLE`, `VALUES`, one
+/// statement), without its final semicolon; `None` for anything else.
+fn single_query(sql: &str) -> Option<&str> {
+    let query = sql.trim().trim_end_matches(';').trim_end();
+    let asks = matches!(first_word(query).as_str(), "select" | "with" | "table" | "values");
+    (asks && !query.contains(';')).then_some(query)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_shows_what_committed_before_it_and_not_what_ran_beside_it() {
+        let s = Snapshot::parse("750:760:752,755").expect("a snapshot");
+        assert!(s.shows(749) && s.shows(751) && s.shows(759));
+        assert!(!s.shows(752) && !s.shows(755) && !s.shows(760) && !s.shows(900));
+        assert_eq!(Snapshot::parse("5:5:").map(|s| s.running), Some(vec![]));
+        assert_eq!(Snapshot::parse("garbage"), None);
+    }
+
+    #[test]
+    fn only_one_query_can_be_asked_again() {
+        assert_eq!(
+            single_query("SELECT * FROM t WHERE id = 1;"),
+            Some("SELECT * FROM t WHERE id = 1")
+        );
+        assert_eq!(
+            single_query("  -- check\n with x as (select 1) select * from x"),
+            Some("-- check\n with x as (select 1) select * from x")
+        );
+        assert_eq!(single_query("SELECT 1; COMMIT;"), None);
+        assert_eq!(single_query("UPDATE t SET v = 1"), None);
+        assert!(returns_its_own_write(
+            "UPDATE t SET v = v + 1 WHERE id = 1 RETURNING v;"
+        ));
+        assert!(!returns_its_own_write("UPDATE t SET v = 1; SELECT * FROM t"));
+        assert_eq!(first_word("COMMIT;"), "commit");
+        assert_eq!(first_word("-- done\nrollback"), "rollback");
+    }
+
+    #[test]
+    fn a_trigger_report_reads_as_a_written_row() {
+        let report = r#"{"xid": "812", "began": "2026-12-05 01:00:00.1+00", "at": 1733360000123456,
+            "table": "test", "old": {"id": 1, "value": 10}, "new": {"id": 1, "value": 11}}"#;
+        let w = parse_report(1, 4, report).expect("a report");
+        assert_eq!(
+            (w.session, w.step, w.xid, w.at, w.table.as_str()),
+            (1, 4, 812, 1733360000123456, "test")
+        );
+        assert_eq!(w.new.and_then(|n| n.get("value").cloned()), Some(Value::from(11)));
+        assert!(parse_report(0, 0, r#"{"xid": "x"}"#).is_none());
+    }
+}

@@ -1,0 +1,217 @@
+//! Why it happened, on the real server: specs played as the command line plays them, and the
+//! proof racelab derived from what their transactions were seen to read and write. Each
+//! expected proof comes from the spec's own rows and names (who inserts what, which level), not
+//! from a run.
+
+use racelab::engine::BoxFuture;
+use racelab::engine::lane::Stage;
+use racelab::specs::{self, Limits};
+use shared::proof::{Anomaly, Dep, End, Proof};
+use shared::{EventKind, Service};
+use std::sync::{Arc, Mutex};
+
+fn database_url() -> String {
+    std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned())
+}
+
+/// Keeps a run's proofs, one per permutation, and its transcript.
+#[derive(Default)]
+struct Kept {
+    proofs: Mutex<Vec<Proof>>,
+    lines: Mutex<Vec<String>>,
+}
+
+impl Stage for Kept {
+    fn emit(&self, kind: EventKind) {
+        match kind {
+            EventKind::Proof { proof } => self.proofs.lock().expect("proofs").push(*proof),
+            EventKind::Say { line, .. } => self.lines.lock().expect("lines").push(line),
+            _ => {}
+        }
+    }
+    fn gate<'a>(&'a self, _: &'a str, _: Service, _: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Plays `text` and returns each permutation's proof.
+async fn proofs(name: &str, text: &str) -> Vec<Proof> {
+    let limits = Limits::default();
+    let spec = specs::read(text, &limits).expect("a valid spec");
+    let kept = Arc::new(Kept::default());
+    let run_id = format!("p{name}{}", std::process::id());
+    let played = specs::play(&database_url(), &run_id, &spec, &limits, kept.clone()).await;
+    let lines = kept.lines.lock().expect("lines").join("\n");
+    let played = played.unwrap_or_else(|e| panic!("{name}: {e}\n{lines}"));
+    let proofs = kept.proofs.lock().expect("proofs").clone();
+    // What the command line prints is the same proof.
+    let printed: Vec<&Proof> = played.iter().filter_map(|p| p.proof.as_ref()).collect();
+    assert_eq!(printed, proofs.iter().collect::<Vec<_>>(), "{lines}");
+    proofs
+}
+
+/// A table of two rows, `test` (id 1 = 10, id 2 = 20), as Hermitage writes its tests.
+const TEST_TABLE: &str = "setup { CREATE TABLE test (id int PRIMARY KEY, value int NOT NULL);
+  INSERT INTO test VALUES (1, 10), (2, 20); }
+teardown { DROP TABLE test; }
+";
+
+fn two_rows(level: &str, sessions: &str, permutations: &str) -> String {
+    format!("{TEST_TABLE}{}\n{permutations}", sessions.replace("@level", level))
+}
+
+#[tokio::test]
+async fn two_managers_who_each_miss_the_others_expense_are_a_cycle_at_repeatable_read() {
+    let proofs = proofs("budget", shared::spec::STARTER).await;
+    let both = &proofs[0];
+    assert_eq!(both.anomaly, Some(Anomaly::PredicateWriteSkew));
+    assert_eq!(
+        both.lines,
+        [
+            "alice's read did not see bob's insert of expenses 2 = (manager=bob, amount=3000), so alice comes before bob.",
+            "However, bob's read did not see alice's insert of expenses 1 = (manager=alice, amount=3000), so bob comes before alice.",
+            "No order of one-at-a-time runs explains this: write skew on a predicate (G2).",
+        ]
+    );
+    assert!(
+        both.cycle
+            .iter()
+            .all(|&e| both.edges[e].dep == Dep::Rw && both.edges[e].predicate)
+    );
+    // The arrows start at the checks (steps 0 and 1) and end at the inserts (2 and 3).
+    let steps: Vec<(Option<u64>, Option<u64>)> = both
+        .cycle
+        .iter()
+        .map(|&e| (both.edges[e].from_step, both.edges[e].to_step))
+        .collect();
+    assert_eq!(steps, [(Some(0), Some(3)), (Some(1), Some(2))]);
+
+    let one_after_the_other = &proofs[1];
+    assert_eq!(one_after_the_other.anomaly, None);
+    assert_eq!(
+        one_after_the_other.lines,
+        [
+            "bob read expenses 1 = (manager=alice, amount=3000), which alice wrote, so alice comes before bob.",
+            "One order of one-at-a-time runs explains every read: alice, then bob.",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn at_serializable_the_proof_shows_the_cycle_bobs_cancelled_commit_would_have_closed() {
+    let spec = two_rows(
+        "SERIALIZABLE",
+        "session alice
+setup { BEGIN ISOLATION LEVEL @level; }
+step a_read { SELECT id, value FROM test ORDER BY id; }
+step a_write { UPDATE test SET value = 11 WHERE id = 1; }
+step a_commit { COMMIT; }
+session bob
+setup { BEGIN ISOLATION LEVEL @level; }
+step b_read { SELECT id, value FROM test ORDER BY id; }
+step b_write { UPDATE test SET value = 21 WHERE id = 2; }
+step b_commit { COMMIT; }",
+        "permutation a_read b_read a_write b_write a_commit b_commit",
+    );
+    let proof = &proofs("ssi", &spec).await[0];
+    assert_eq!(proof.anomaly, None);
+    let prevented = proof
+        .prevented
+        .as_ref()
+        .expect("the cycle bob's commit would have closed");
+    assert_eq!(prevented.anomaly, Anomaly::WriteSkew);
+    assert_eq!(proof.txns[prevented.cancelled].name, "bob");
+    assert_eq!(prevented.code.as_deref(), Some("40001"));
+    assert_eq!(
+        proof.txns[prevented.cancelled].end,
+        End::Aborted {
+            code: Some("40001".into())
+        }
+    );
+    assert_eq!(
+        proof.lines.last().map(String::as_str),
+        Some("PostgreSQL cancelled bob instead (SQLSTATE 40001).")
+    );
+}
+
+const READ_SKEW: &str = "session alice
+setup { BEGIN ISOLATION LEVEL @level; }
+step a_read1 { SELECT value FROM test WHERE id = 1; }
+step a_read2 { SELECT value FROM test WHERE id = 2; }
+step a_commit { COMMIT; }
+session bob
+setup { BEGIN ISOLATION LEVEL @level; }
+step b_move { UPDATE test SET value = 12 WHERE id = 1; UPDATE test SET value = 18 WHERE id = 2; }
+step b_commit { COMMIT; }";
+
+#[tokio::test]
+async fn a_report_that_sees_one_row_before_a_transfer_and_one_after_is_read_skew() {
+    let permutation = "permutation a_read1 b_move b_commit a_read2 a_commit";
+    let committed = two_rows("READ COMMITTED", READ_SKEW, permutation);
+    let proof = &proofs("rskew", &committed).await[0];
+    assert_eq!(proof.anomaly, Some(Anomaly::ReadSkew));
+    assert_eq!(
+        proof.lines,
+        [
+            "alice read test 1 = 10, which bob then replaced with 12, so alice comes before bob.",
+            "However, alice read test 2 = 18, which bob wrote, so bob comes before alice.",
+            "No order of one-at-a-time runs explains this: read skew (G-single).",
+        ]
+    );
+    // One snapshot for the whole transaction: alice sees neither of bob's writes.
+    let repeatable = two_rows("REPEATABLE READ", READ_SKEW, permutation);
+    let proof = &proofs("rskewrr", &repeatable).await[0];
+    assert_eq!((proof.anomaly, proof.cycle.len()), (None, 0));
+    assert_eq!(
+        proof.lines[..2],
+        [
+            "alice read test 1 = 10, which bob then replaced with 12, so alice comes before bob.",
+            "alice read test 2 = 20, which bob then replaced with 18, so alice comes before bob.",
+        ]
+    );
+}
+
+const LOST_UPDATE: &str = "session alice
+setup { BEGIN ISOLATION LEVEL @level; }
+step a_read { SELECT value FROM test WHERE id = 1; }
+step a_write { UPDATE test SET value = 11 WHERE id = 1; }
+step a_commit { COMMIT; }
+session bob
+setup { BEGIN ISOLATION LEVEL @level; }
+step b_read { SELECT value FROM test WHERE id = 1; }
+step b_write { UPDATE test SET value = 12 WHERE id = 1; }
+step b_commit { COMMIT; }";
+
+#[tokio::test]
+async fn two_read_then_write_clerks_lose_an_update_at_read_committed_not_at_repeatable_read() {
+    let permutation = "permutation a_read b_read a_write b_write a_commit b_commit";
+    let proof = &proofs("lost", &two_rows("READ COMMITTED", LOST_UPDATE, permutation)).await[0];
+    assert_eq!(proof.anomaly, Some(Anomaly::LostUpdate));
+    assert!(
+        proof
+            .lines
+            .contains(&"bob waited for alice to finish (a lock alice held).".to_owned())
+    );
+
+    let proof = &proofs("lostrr", &two_rows("REPEATABLE READ", LOST_UPDATE, permutation)).await[0];
+    assert_eq!(proof.anomaly, None);
+    assert_eq!(
+        proof.txns.iter().find(|t| t.name == "bob").map(|t| &t.end),
+        Some(&End::Aborted {
+            code: Some("40001".into())
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_spec_without_a_keyed_table_has_no_proof_and_plays_the_same() {
+    let spec = "setup { CREATE TABLE log (line text); }
+teardown { DROP TABLE log; }
+session s1
+step w { INSERT INTO log VALUES ('one'); }
+step r { SELECT count(*) FROM log; }";
+    assert!(
+        proofs("nokey", spec).await.is_empty(),
+        "no table with a primary key: nothing to tell apart"
+    );
+}
