@@ -60,6 +60,16 @@ enum Command {
     },
     /// List every lab, scenario and variant.
     List,
+    /// Play the anomaly atlas on the connected PostgreSQL: every classic anomaly (dirty write
+    /// to the read-only transaction anomaly) at READ COMMITTED, REPEATABLE READ and
+    /// SERIALIZABLE, and print what each run did, with each run's proof under `--why`.
+    Atlas {
+        /// Also print each cell's proof.
+        #[arg(long)]
+        why: bool,
+        #[command(flatten)]
+        config: Config,
+    },
     /// Send a crowd of readers who press Run at the same moment to a racelab on this machine,
     /// and print how long their runs took (p50, p95, max), their verdicts and the runs per
     /// second. Loopback only; at most 1,000 readers and 600 s.
@@ -115,6 +125,7 @@ impl Cli {
                 let needs = scenario.budget(&variant).services();
                 with_services(config, &needs, |config| run(scenario, variant, runs, json, config)).await
             }
+            Command::Atlas { why, config } => atlas(why, config).await,
             Command::Serve { config, serve } => {
                 let needs = [Service::Postgres, Service::Redis, Service::Kafka];
                 with_services(config, &needs, |config| serve_http(config, serve)).await
@@ -270,6 +281,40 @@ async fn spec_run(path: &str, run_id: &str, limits: &crate::specs::Limits, json:
         }
         Err(error) => {
             eprintln!("{error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `racelab atlas`: the matrix on stdout; fails when a run could not be played.
+async fn atlas(why: bool, config: Config) -> ExitCode {
+    if let Err(error) = crate::specs::confine::sweep(&config.database_url, SPEC_SWEEP_AGE).await {
+        tracing::debug!(%error, "no sweep of old spec sandboxes");
+    }
+    let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(10));
+    let observed = tokio::select! {
+        observed = crate::specs::atlas::observe(&config.database_url, &limits) => observed,
+        () = interrupted() => {
+            eprintln!("racelab: interrupted; the sweep removes the run it was playing");
+            return ExitCode::from(130);
+        }
+    };
+    match observed {
+        Ok(atlas) => {
+            print!("{}", crate::specs::atlas::render(&atlas));
+            if why {
+                for cell in &atlas.cells {
+                    let Some(proof) = &cell.proof else { continue };
+                    println!("\n{} at {}: {}", cell.entry.name, cell.level, cell.cell.sentence());
+                    for line in &proof.lines {
+                        println!("  {line}");
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("racelab: {error}");
             ExitCode::FAILURE
         }
     }

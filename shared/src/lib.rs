@@ -4,6 +4,8 @@
 //! - [`value`]: one database value (a cell, a parameter), as plain data.
 //! - [`event`]: the event stream a run emits; the single source of truth for every reader.
 //! - [`protocol`]: the versioned websocket messages between browser and server.
+//! - [`atlas`]: the classic anomalies as specs, played at each isolation level, and what each
+//!   run's cell says.
 //! - [`catalog`]: labs, scenarios and variants, as listed by `racelab list` and `/api/labs`.
 //! - [`ledger`]: snapshots of what a run changed and the pure diff between two of them.
 //! - [`ledger_view`]: a diff's table laid out for a reader: changed columns first, big tables
@@ -26,6 +28,7 @@
 //!
 //! This crate does no I/O and uses no async runtime, so it also builds for `wasm32`.
 
+pub mod atlas;
 pub mod catalog;
 pub mod compact;
 pub mod decode;

@@ -9,6 +9,7 @@
 //! [`read`] turns text into a spec within [`Limits`]; [`play`] plays it and reports each
 //! permutation's checks.
 
+pub mod atlas;
 pub mod confine;
 pub mod from_run;
 pub mod player;
@@ -187,6 +188,8 @@ pub struct Played {
     pub checks: Vec<CheckResult>,
     /// Why it happened, where its witness could tell (the command line prints it).
     pub proof: Option<shared::proof::Proof>,
+    /// Its steps as played: who waited, what failed.
+    pub played: Vec<shared::spec::PlayedStep>,
 }
 
 /// Which of a spec's permutations to play, and what to tell of each.
@@ -332,6 +335,7 @@ async fn play_confined(
             steps: steps.iter().map(|s| s.name.clone()).collect(),
             checks,
             proof,
+            played: player.played().to_vec(),
         });
     }
     Ok(played)

@@ -1,0 +1,183 @@
+//! The anomaly atlas on the connected server: every entry of [`shared::atlas`] played at every
+//! level, each cell judged from its own run's proof and steps. Nothing is remembered between
+//! observations: the matrix is what this server did just now.
+
+use super::{Limits, SpecError};
+use crate::engine::BoxFuture;
+use crate::engine::lane::Stage;
+use shared::atlas::{self, Cell, Entry};
+use shared::proof::{Anomaly, Proof};
+use shared::{EventKind, Service};
+use std::sync::Arc;
+
+/// One cell: an entry at a level, and what its run did.
+#[derive(Clone, Debug)]
+pub struct Observed {
+    pub entry: &'static Entry,
+    pub level: &'static str,
+    pub cell: Cell,
+    /// An anomaly further from serial than the entry's that the same run showed.
+    pub instead: Option<Anomaly>,
+    pub proof: Option<Proof>,
+}
+
+/// The whole matrix, and where and when it was observed.
+#[derive(Clone, Debug)]
+pub struct Atlas {
+    /// `PostgreSQL 15.19 …`, as the server says it.
+    pub server: String,
+    /// When the runs ended, in UTC (`2026-12-05 01:58:03 UTC`).
+    pub observed_at: String,
+    /// Row by row, each row's levels weakest first.
+    pub cells: Vec<Observed>,
+}
+
+/// A stage that keeps nothing: the atlas reads each run's result, not its stream.
+struct Silent;
+
+impl Stage for Silent {
+    fn emit(&self, _: EventKind) {}
+    fn gate<'a>(&'a self, _: &'a str, _: Service, _: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Plays every entry at every level on the PostgreSQL at `url`, one after another (each in a
+/// sandbox of its own, removed after it), and judges each cell.
+pub async fn observe(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
+    let server = server_version(url).await;
+    let mut cells = Vec::new();
+    for entry in &atlas::ENTRIES {
+        for level in atlas::LEVELS {
+            let spec = super::read(&entry.spec(level), limits)?;
+            let run_id = crate::sandbox::new_run_id();
+            let played = super::play(url, &run_id, &spec, limits, Arc::new(Silent)).await?;
+            let Some(run) = played.into_iter().next() else { continue };
+            cells.push(Observed {
+                entry,
+                level,
+                cell: Cell::judge(entry, run.proof.as_ref(), &run.played),
+                instead: atlas::instead(entry, run.proof.as_ref()),
+                proof: run.proof,
+            });
+        }
+    }
+    Ok(Atlas {
+        server,
+        observed_at: now_utc(),
+        cells,
+    })
+}
+
+async fn server_version(url: &str) -> String {
+    let Ok(mut config) = url.parse::<tokio_postgres::Config>() else {
+        return "PostgreSQL (version unknown)".to_owned();
+    };
+    // The maintenance database: racelab's own may not exist before `serve` first starts.
+    config.dbname("postgres");
+    let Ok((client, connection)) = config.connect(tokio_postgres::NoTls).await else {
+        return "PostgreSQL (version unknown)".to_owned();
+    };
+    tokio::spawn(connection);
+    let version = client
+        .query_one(
+            "SELECT 'PostgreSQL ' || pg_catalog.current_setting('server_version')",
+            &[],
+        )
+        .await
+        .ok()
+        .and_then(|row| row.try_get::<_, String>(0).ok());
+    version.unwrap_or_else(|| "PostgreSQL (version unknown)".to_owned())
+}
+
+fn now_utc() -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (seconds / 86_400, seconds % 86_400);
+    let (y, m, d) = civil_from_days(i64::try_from(days).unwrap_or(0));
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// Days since 1970-01-01 as a calendar date (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
+    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// The matrix as text: a row per entry, a column per level, then the notes (anomalies a run
+/// showed that are not its row's).
+pub fn render(atlas: &Atlas) -> String {
+    let label = |e: &Entry| format!("{:<9}{}", e.class, e.name);
+    let first = atlas::ENTRIES
+        .iter()
+        .map(|e| label(e).chars().count())
+        .max()
+        .unwrap_or(0)
+        + 2;
+    let mut out = format!(
+        "The anomaly atlas, observed on {} at {}\n\n{:first$}",
+        atlas.server, atlas.observed_at, ""
+    );
+    for level in atlas::LEVELS {
+        out.push_str(&format!("{level:<18}"));
+    }
+    out = out.trim_end().to_owned();
+    out.push('\n');
+    let mut notes = Vec::new();
+    for entry in &atlas::ENTRIES {
+        let mut line = format!("{:first$}", label(entry));
+        for level in atlas::LEVELS {
+            let cell = atlas.cells.iter().find(|c| c.entry.id == entry.id && c.level == level);
+            let text = cell.map_or_else(|| "?".to_owned(), |c| c.cell.label());
+            let marked = match cell.and_then(|c| c.instead) {
+                Some(other) => {
+                    notes.push(format!(
+                        "* {} at {level}: the same run showed a {} ({}).",
+                        entry.name,
+                        other.name(),
+                        other.class()
+                    ));
+                    format!("{text} *")
+                }
+                None => text,
+            };
+            line.push_str(&format!("{marked:<18}"));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push_str(
+        "\nallowed: the run's proof found the anomaly · error: PostgreSQL refused a step · \
+         waits: a step waited for a lock · not seen: no snapshot showed it\n",
+    );
+    for note in notes {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_since_1970_are_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_427), (2025, 12, 5));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

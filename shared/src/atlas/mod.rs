@@ -1,0 +1,263 @@
+//! The anomaly atlas: the classic anomalies of Adya's and Berenson et al.'s classifications, each
+//! a spec of ours on a two-row table (`test`: 1 = 10, 2 = 20, as Hermitage writes its tests),
+//! played at each isolation level. What a cell says is judged here from what the run did (its
+//! proof and its steps), never written down: the atlas holds no expected outcome.
+
+use crate::proof::{Anomaly, Proof};
+use crate::spec::PlayedStep;
+use serde::{Deserialize, Serialize};
+
+/// One row of the atlas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Its address: `g2-item`.
+    pub id: &'static str,
+    /// Adya's class, or the name the literature gives it: `G2-item`, `OTV`, `P4`.
+    pub class: &'static str,
+    pub name: &'static str,
+    /// How many anti-dependencies its cycle needs at most (see [`rank`]): a run shows this
+    /// entry's anomaly when its proof finds one of this rank or lower.
+    pub rank: u8,
+    /// The spec, with `@level` where the isolation level goes.
+    text: &'static str,
+}
+
+impl Entry {
+    /// The spec at `level` (`REPEATABLE READ`): ready to play, save or fork.
+    pub fn spec(&self, level: &str) -> String {
+        self.text.replace("@level", level)
+    }
+}
+
+/// The levels the atlas plays, weakest first, as `BEGIN ISOLATION LEVEL` takes them.
+/// (PostgreSQL's READ UNCOMMITTED is READ COMMITTED.)
+pub const LEVELS: [&str; 3] = ["READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"];
+
+/// Every row, in the order of the classifications (writes, reads, cycles of more
+/// anti-dependencies).
+pub const ENTRIES: [Entry; 13] = [
+    entry("g0", "G0", "dirty write", 0, include_str!("g0-dirty-write.spec")),
+    entry("g1a", "G1a", "aborted read", 1, include_str!("g1a-aborted-read.spec")),
+    entry(
+        "g1b",
+        "G1b",
+        "intermediate read",
+        1,
+        include_str!("g1b-intermediate-read.spec"),
+    ),
+    entry(
+        "g1c",
+        "G1c",
+        "circular information flow",
+        1,
+        include_str!("g1c-circular-information-flow.spec"),
+    ),
+    entry(
+        "otv",
+        "OTV",
+        "observed transaction vanishes",
+        1,
+        include_str!("otv-observed-transaction-vanishes.spec"),
+    ),
+    entry(
+        "pmp",
+        "PMP",
+        "predicate-many-preceders",
+        2,
+        include_str!("pmp-predicate-many-preceders.spec"),
+    ),
+    entry(
+        "pmp-write",
+        "PMP",
+        "predicate-many-preceders, write predicate",
+        2,
+        include_str!("pmp-write-predicate.spec"),
+    ),
+    entry("p4", "P4", "lost update", 2, include_str!("p4-lost-update.spec")),
+    entry(
+        "g-single",
+        "G-single",
+        "read skew",
+        2,
+        include_str!("g-single-read-skew.spec"),
+    ),
+    entry(
+        "g-single-write",
+        "G-single",
+        "read skew, write predicate",
+        2,
+        include_str!("g-single-write-predicate.spec"),
+    ),
+    entry(
+        "g2-item",
+        "G2-item",
+        "write skew",
+        3,
+        include_str!("g2-item-write-skew.spec"),
+    ),
+    entry(
+        "g2",
+        "G2",
+        "anti-dependency cycle on a predicate",
+        4,
+        include_str!("g2-anti-dependency-cycle.spec"),
+    ),
+    entry(
+        "read-only",
+        "G2",
+        "read-only transaction anomaly",
+        4,
+        include_str!("read-only-anomaly.spec"),
+    ),
+];
+
+const fn entry(id: &'static str, class: &'static str, name: &'static str, rank: u8, text: &'static str) -> Entry {
+    Entry {
+        id,
+        class,
+        name,
+        rank,
+        text,
+    }
+}
+
+/// The entry at `id`.
+pub fn find(id: &str) -> Option<&'static Entry> {
+    ENTRIES.iter().find(|e| e.id == id)
+}
+
+/// How far from serial an anomaly is: 0 for cycles of writes alone (G0), 1 for reads of what
+/// never committed or of cycles without anti-dependencies (G1), 2 for one anti-dependency
+/// (G-single), 3 for several on items (G2-item), 4 for several through predicates (G2). A level
+/// that forbids rank n forbids every lower rank too (Adya's hierarchy).
+pub fn rank(anomaly: Anomaly) -> u8 {
+    match anomaly {
+        Anomaly::DirtyWrite => 0,
+        Anomaly::AbortedRead | Anomaly::IntermediateRead | Anomaly::CircularInformationFlow => 1,
+        Anomaly::LostUpdate | Anomaly::ReadSkew | Anomaly::PredicateManyPreceders => 2,
+        Anomaly::WriteSkew => 3,
+        Anomaly::PredicateWriteSkew | Anomaly::ReadOnlyTransaction | Anomaly::AntiDependencyCycle => 4,
+    }
+}
+
+/// What one run of an entry at one level did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Cell {
+    /// The anomaly appeared: the run's proof found it (or one closer to serial).
+    Allowed { anomaly: Anomaly },
+    /// Prevented by an error: PostgreSQL refused a step with this SQLSTATE.
+    Refused { code: String },
+    /// Prevented by waiting: a step waited for another's lock and then saw its result.
+    Waited,
+    /// Prevented without waiting or refusing: the readers' snapshots never showed it.
+    Unseen,
+}
+
+impl Cell {
+    /// The entry's cell for a run: its proof (if racelab could derive one) and its steps.
+    /// An anomaly further from serial than the entry's (a write skew in a G1c run) does not
+    /// count as the entry's: see [`Cell::judged`]'s `instead`.
+    pub fn judge(entry: &Entry, proof: Option<&Proof>, steps: &[PlayedStep]) -> Cell {
+        if let Some(anomaly) = proof.and_then(|p| p.anomaly).filter(|&a| rank(a) <= entry.rank) {
+            return Cell::Allowed { anomaly };
+        }
+        if let Some(code) = steps.iter().find_map(|s| s.error.clone()) {
+            return Cell::Refused { code };
+        }
+        if steps.iter().any(|s| s.waited) {
+            return Cell::Waited;
+        }
+        Cell::Unseen
+    }
+
+    /// Whether the anomaly appeared.
+    pub fn allowed(&self) -> bool {
+        matches!(self, Cell::Allowed { .. })
+    }
+
+    /// The cell in a few words, for the matrix: `allowed`, `40001`, `waits`, `not seen`.
+    pub fn label(&self) -> String {
+        match self {
+            Cell::Allowed { .. } => "allowed".to_owned(),
+            Cell::Refused { code } => format!("error {code}"),
+            Cell::Waited => "waits".to_owned(),
+            Cell::Unseen => "not seen".to_owned(),
+        }
+    }
+
+    /// The cell in a sentence, for its title.
+    pub fn sentence(&self) -> String {
+        match self {
+            Cell::Allowed { anomaly } => format!("Allowed: the run showed a {} ({}).", anomaly.name(), anomaly.class()),
+            Cell::Refused { code } => format!("Prevented by an error: PostgreSQL refused a step (SQLSTATE {code})."),
+            Cell::Waited => "Prevented by waiting: a step waited for another's lock, then saw its result.".to_owned(),
+            Cell::Unseen => "Prevented: no reader's snapshot showed what would have made it.".to_owned(),
+        }
+    }
+}
+
+/// A found anomaly further from serial than the entry's own, said beside its cell (`G1c` at
+/// READ COMMITTED is prevented, and the same run is a write skew).
+pub fn instead(entry: &Entry, proof: Option<&Proof>) -> Option<Anomaly> {
+    proof.and_then(|p| p.anomaly).filter(|&a| rank(a) > entry.rank)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse;
+
+    #[test]
+    fn every_entry_is_a_spec_at_every_level_with_one_permutation() {
+        for entry in &ENTRIES {
+            for level in LEVELS {
+                let text = entry.spec(level);
+                assert!(!text.contains("@level"), "{}", entry.id);
+                let spec = parse(&text).unwrap_or_else(|e| panic!("{}: {e:?}", entry.id));
+                assert_eq!(spec.validate(), Ok(()), "{}", entry.id);
+                assert_eq!(spec.permutations.len(), 1, "{}", entry.id);
+                assert!(text.contains(&format!("BEGIN ISOLATION LEVEL {level};")));
+            }
+        }
+        let mut ids: Vec<&str> = ENTRIES.iter().map(|e| e.id).collect();
+        ids.dedup();
+        assert_eq!(ids.len(), ENTRIES.len());
+    }
+
+    fn step(waited: bool, error: Option<&str>) -> PlayedStep {
+        PlayedStep {
+            name: "s".into(),
+            session: "alice".into(),
+            waited,
+            error: error.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_cell_is_what_the_run_did_the_anomaly_first_then_an_error_then_a_wait() {
+        let write_skew = find("g2-item").expect("an entry");
+        let proof = |anomaly| Proof {
+            anomaly: Some(anomaly),
+            ..Proof::default()
+        };
+        let found = proof(Anomaly::WriteSkew);
+        assert_eq!(
+            Cell::judge(write_skew, Some(&found), &[step(true, None)]),
+            Cell::Allowed {
+                anomaly: Anomaly::WriteSkew
+            }
+        );
+        assert_eq!(
+            Cell::judge(write_skew, None, &[step(true, None), step(false, Some("40001"))]),
+            Cell::Refused { code: "40001".into() }
+        );
+        assert_eq!(Cell::judge(write_skew, None, &[step(true, None)]), Cell::Waited);
+        assert_eq!(Cell::judge(write_skew, None, &[step(false, None)]), Cell::Unseen);
+        // A write skew in a circular-information-flow run is not that run's anomaly.
+        let g1c = find("g1c").expect("an entry");
+        assert_eq!(Cell::judge(g1c, Some(&found), &[step(false, None)]), Cell::Unseen);
+        assert_eq!(instead(g1c, Some(&found)), Some(Anomaly::WriteSkew));
+        assert_eq!(instead(write_skew, Some(&found)), None);
+    }
+}
