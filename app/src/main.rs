@@ -59,6 +59,8 @@ fn App() -> impl IntoView {
         #[cfg(not(feature = "embed"))]
         Route::Write => view! { <pages::write::WritePage /> }.into_any(),
         #[cfg(not(feature = "embed"))]
+        Route::Atlas => view! { <pages::atlas::AtlasPage /> }.into_any(),
+        #[cfg(not(feature = "embed"))]
         Route::Spec { id } => view! { <pages::write::SpecPage id=id /> }.into_any(),
         #[cfg(not(feature = "embed"))]
         Route::NotFound { path } => view! { <pages::not_found::NotFound path=path /> }.into_any(),

@@ -41,6 +41,8 @@ pub enum Route {
     },
     /// `/write`: write your own race (a spec), run it, share it.
     Write,
+    /// `/atlas`: the classic anomalies at each isolation level, as this server plays them.
+    Atlas,
     /// `/s/{id}`: a saved spec, in the editor, ready to run or fork.
     Spec {
         id: String,
@@ -75,6 +77,7 @@ impl Route {
             },
             ["runs", id] => Route::Replay { id: (*id).to_owned() },
             ["write"] => Route::Write,
+            ["atlas"] => Route::Atlas,
             ["s", id] => Route::Spec { id: (*id).to_owned() },
             ["embed", "s", id] => Route::Embed {
                 id: format!("spec/{id}"),

@@ -361,6 +361,56 @@ mod proof {
         }
     }
 
+    impl FromJson for crate::atlas::Observation {
+        fn from_json(json: &Json) -> Result<Self, JsonError> {
+            Ok(crate::atlas::Observation {
+                server: json.get("server")?,
+                observed_at: json.get("observed_at")?,
+                rows: json.get("rows")?,
+            })
+        }
+    }
+
+    impl FromJson for crate::atlas::ObservedRow {
+        fn from_json(json: &Json) -> Result<Self, JsonError> {
+            Ok(crate::atlas::ObservedRow {
+                id: json.get("id")?,
+                class: json.get("class")?,
+                name: json.get("name")?,
+                cells: json.get("cells")?,
+            })
+        }
+    }
+
+    impl FromJson for crate::atlas::ObservedCell {
+        fn from_json(json: &Json) -> Result<Self, JsonError> {
+            Ok(crate::atlas::ObservedCell {
+                level: json.get("level")?,
+                cell: json.get("cell")?,
+                instead: json.opt("instead")?,
+                run_id: json.get("run_id")?,
+                spec_id: json.get("spec_id")?,
+            })
+        }
+    }
+
+    impl FromJson for crate::atlas::Cell {
+        fn from_json(json: &Json) -> Result<Self, JsonError> {
+            use crate::atlas::Cell;
+            Ok(match json.tag("kind")? {
+                "allowed" => Cell::Allowed {
+                    anomaly: json.get("anomaly")?,
+                },
+                "refused" => Cell::Refused {
+                    code: json.get("code")?,
+                },
+                "waited" => Cell::Waited,
+                "unseen" => Cell::Unseen,
+                other => return Err(unknown_variant(other)),
+            })
+        }
+    }
+
     impl FromJson for Anomaly {
         fn from_json(json: &Json) -> Result<Self, JsonError> {
             const ALL: [Anomaly; 11] = [
@@ -841,6 +891,42 @@ mod tests {
                 }),
             },
         ]
+    }
+
+    #[cfg(feature = "proof")]
+    #[test]
+    fn an_atlas_observation_reads_like_serde() {
+        use crate::atlas::{Cell, Observation, ObservedCell, ObservedRow};
+        let cell = |level: &str, cell| ObservedCell {
+            level: text(level),
+            cell,
+            instead: None,
+            run_id: text("9cad669b86d1"),
+            spec_id: text("8f5dac6435009041"),
+        };
+        reads_like_serde(&Observation {
+            server: text("PostgreSQL 15.20"),
+            observed_at: text("2026-12-05 01:46:07 UTC"),
+            rows: vec![ObservedRow {
+                id: text("g2-item"),
+                class: text("G2-item"),
+                name: text("write skew"),
+                cells: vec![
+                    cell(
+                        "READ COMMITTED",
+                        Cell::Allowed {
+                            anomaly: crate::proof::Anomaly::WriteSkew,
+                        },
+                    ),
+                    ObservedCell {
+                        instead: Some(crate::proof::Anomaly::ReadSkew),
+                        ..cell("REPEATABLE READ", Cell::Waited)
+                    },
+                    cell("SERIALIZABLE", Cell::Refused { code: text("40001") }),
+                    cell("SERIALIZABLE", Cell::Unseen),
+                ],
+            }],
+        });
     }
 
     /// A proof with every part filled: a cycle, a prevented one, an edge of each kind.

@@ -15,6 +15,8 @@ pub mod ledger_diff;
 pub mod matrix;
 #[cfg(not(feature = "embed"))]
 pub mod predict;
+#[cfg(not(feature = "embed"))]
+pub mod proof;
 pub mod reference;
 pub mod run_panel;
 pub mod run_view;

@@ -94,6 +94,7 @@ pub fn RunBody(
             view! { <TimelineView timeline=timeline /> }.into_any()
         })}
         {move || state.with(|s| s.verdict().cloned()).map(|v| view! { <VerdictBanner verdict=v /> })}
+        {proof(state)}
         {move || (!is_load_test.get()).then(|| state.with(|s| {
             match (s.ledger(Moment::Before), s.ledger(Moment::After)) {
                 (Some(before), Some(after)) => Some(view! {
@@ -115,6 +116,20 @@ pub fn RunBody(
         <Transcript text=transcript />
     }
 }
+
+/// Why it happened, once the run's proof arrived (full app only: the embed shows none).
+#[cfg(not(feature = "embed"))]
+fn proof(state: RwSignal<RunState>) -> impl IntoView {
+    use super::proof::{ProofPanel, of_run};
+    move || {
+        state
+            .with(of_run)
+            .map(|(proof, lanes, steps)| view! { <ProofPanel proof=proof lanes=lanes steps=steps /> })
+    }
+}
+
+#[cfg(feature = "embed")]
+fn proof(_state: RwSignal<RunState>) {}
 
 /// In a stepped run, brings the newest card into view after each step the reader asks for, and
 /// the verdict once the run ends: the reader never has to hunt below the fold for what the step

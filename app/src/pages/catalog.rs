@@ -19,6 +19,10 @@ pub fn Catalog() -> impl IntoView {
                 <a href="/write">"Write your own race"</a>
                 " in PostgreSQL's isolation-tester format, and watch it play on a real PostgreSQL."
             </p>
+            <p class="rl-write-link">
+                <a href="/atlas">"The anomaly atlas"</a>
+                ": dirty writes to write skew, at each isolation level, as this server's PostgreSQL plays them."
+            </p>
             {move || labs.get().map(|result| match result {
                 Err(message) => view! { <ErrorView message=message /> }.into_any(),
                 Ok(labs) => labs.into_iter().map(|lab| view! { <LabCard lab=lab /> }).collect_view().into_any(),

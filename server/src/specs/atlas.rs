@@ -90,7 +90,8 @@ async fn server_version(url: &str) -> String {
     version.unwrap_or_else(|| "PostgreSQL (version unknown)".to_owned())
 }
 
-fn now_utc() -> String {
+/// Now, as `2026-12-05 01:58:03 UTC`.
+pub fn now_utc() -> String {
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -12,6 +12,7 @@
 
 pub mod api;
 pub mod assets;
+pub mod atlas;
 pub mod error;
 pub mod health;
 pub mod oembed;
@@ -34,6 +35,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// The websockets open on this server, which a stopping server closes.
     pub sockets: Arc<ws::Sockets>,
+    /// The anomaly atlas's last observation (`GET /api/atlas`).
+    pub atlas: Arc<atlas::Kept>,
 }
 
 impl AppState {
@@ -42,6 +45,7 @@ impl AppState {
             engine,
             config,
             sockets: Arc::default(),
+            atlas: Arc::default(),
         }
     }
 }
@@ -81,6 +85,7 @@ pub fn app(state: AppState, dist: &Path) -> (Router, Arc<crate::rooms::Rooms>) {
         .merge(health::router())
         .merge(pages::router(dist.to_path_buf()))
         .route("/oembed", axum::routing::get(oembed::handler))
+        .route("/api/atlas", axum::routing::get(atlas::handler))
         .with_state(state)
         .fallback_service(assets::service(dist));
     (router, rooms)

@@ -203,6 +203,72 @@ pub fn instead(entry: &Entry, proof: Option<&Proof>) -> Option<Anomaly> {
     proof.and_then(|p| p.anomaly).filter(|&a| rank(a) > entry.rank)
 }
 
+/// The atlas as its page shows it: each cell with the run it was judged from and the spec that
+/// run played (`GET /api/atlas`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// `PostgreSQL 15.20 …`: the server the runs played on.
+    pub server: String,
+    /// When, in UTC.
+    pub observed_at: String,
+    pub rows: Vec<ObservedRow>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ObservedRow {
+    pub id: String,
+    pub class: String,
+    pub name: String,
+    /// Weakest level first, as [`LEVELS`].
+    pub cells: Vec<ObservedCell>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ObservedCell {
+    pub level: String,
+    pub cell: Cell,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instead: Option<Anomaly>,
+    /// The stored run (`/runs/<id>`) and the saved spec it played (`/s/<id>`, forkable).
+    pub run_id: String,
+    pub spec_id: String,
+}
+
+/// What a stored run's events say for the atlas: its proof, and its steps as played (who
+/// waited, what failed), in the order they started.
+pub fn played(events: &[crate::Event]) -> (Option<Proof>, Vec<PlayedStep>) {
+    use crate::EventKind;
+    let mut proof = None;
+    let mut steps: Vec<PlayedStep> = Vec::new();
+    let last_of =
+        |steps: &mut Vec<PlayedStep>, actor: &str| -> Option<usize> { steps.iter().rposition(|s| s.session == actor) };
+    for event in events {
+        match &event.kind {
+            EventKind::Step { actor, text, .. } => steps.push(PlayedStep {
+                name: text.clone(),
+                session: actor.clone(),
+                waited: false,
+                error: None,
+            }),
+            EventKind::Blocked { actor, .. } => {
+                if let Some(i) = last_of(&mut steps, actor) {
+                    steps[i].waited = true;
+                }
+            }
+            EventKind::Error {
+                actor, code, message, ..
+            } => {
+                if let Some(i) = last_of(&mut steps, actor) {
+                    steps[i].error = Some(code.clone().unwrap_or_else(|| message.clone()));
+                }
+            }
+            EventKind::Proof { proof: p } => proof = Some((**p).clone()),
+            _ => {}
+        }
+    }
+    (proof, steps)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +325,58 @@ mod tests {
         assert_eq!(Cell::judge(g1c, Some(&found), &[step(false, None)]), Cell::Unseen);
         assert_eq!(instead(g1c, Some(&found)), Some(Anomaly::WriteSkew));
         assert_eq!(instead(write_skew, Some(&found)), None);
+    }
+
+    #[test]
+    fn a_stored_runs_events_say_who_waited_and_what_failed() {
+        use crate::{Event, EventKind, Service};
+        let event = |seq, kind| Event { seq, at_ms: 0, kind };
+        let step = |actor: &str, text: &str| EventKind::Step {
+            actor: actor.into(),
+            service: Service::Postgres,
+            text: text.into(),
+            params: vec![],
+            detail: None,
+        };
+        let events = [
+            event(1, step("alice", "UPDATE a")),
+            event(2, step("bob", "UPDATE b")),
+            event(
+                3,
+                EventKind::Blocked {
+                    actor: "bob".into(),
+                    by: vec!["alice".into()],
+                },
+            ),
+            event(4, step("alice", "COMMIT")),
+            event(
+                5,
+                EventKind::Error {
+                    actor: "bob".into(),
+                    kind: crate::ErrorKind::Database,
+                    code: Some("40001".into()),
+                    message: "could not serialize access".into(),
+                },
+            ),
+        ];
+        let (proof, steps) = played(&events);
+        assert_eq!(proof, None);
+        let summary: Vec<(&str, bool, Option<&str>)> = steps
+            .iter()
+            .map(|s| (s.session.as_str(), s.waited, s.error.as_deref()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("alice", false, None),
+                ("bob", true, Some("40001")),
+                ("alice", false, None)
+            ]
+        );
+        let entry = find("p4").expect("an entry");
+        assert_eq!(
+            Cell::judge(entry, proof.as_ref(), &steps),
+            Cell::Refused { code: "40001".into() }
+        );
     }
 }

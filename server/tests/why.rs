@@ -1,0 +1,117 @@
+//! Why it happened, in headless Chromium against the real server: the anomaly atlas's matrix
+//! (every cell a run of this server's, opening its run and its spec) at desktop width and at
+//! 360 px, and one proof drawn: write skew at REPEATABLE READ, replayed from its atlas cell and
+//! played live from its spec. Screenshots in `target/screenshots/`.
+
+mod common;
+#[allow(dead_code)]
+#[path = "browser/harness.rs"]
+mod harness;
+
+use harness::{Browser, run};
+use serde_json::{Value as Json, json};
+use std::time::Duration;
+
+async fn scrolls_sideways(b: &Browser) -> bool {
+    b.js(
+        "return document.documentElement.scrollWidth > window.innerWidth;",
+        vec![],
+    )
+    .await
+        == Json::Bool(true)
+}
+
+const WRITE_SKEW_RR: &str = "tr[data-entry=\"g2-item\"] td[data-level=\"REPEATABLE READ\"]";
+
+/// The proof panel of the run on the page: a write skew, its two anti-dependencies drawn as
+/// dotted arrows on the cycle, between alice's and bob's lanes.
+async fn shows_the_write_skew_proof(b: &Browser) {
+    b.wait_for_within(".rl-proof", Duration::from_secs(30)).await;
+    assert_eq!(b.attr(".rl-proof", "data-kind").await.as_deref(), Some("cycle"));
+    let headline = b.text(".rl-proof-headline").await.unwrap_or_default();
+    assert!(headline.starts_with("write skew (G2-item)"), "{headline}");
+    let lines = b.texts(".rl-proof-lines li").await;
+    assert_eq!(
+        lines,
+        [
+            "alice read test 2 = 20, which bob then replaced with 21, so alice comes before bob.",
+            "However, bob read test 1 = 10, which alice then replaced with 11, so bob comes before alice.",
+            "No order of one-at-a-time runs explains this: write skew (G2-item).",
+        ]
+    );
+    assert_eq!(b.count(".rl-proof-edge[data-dep=\"rw\"][data-cycle=\"true\"]").await, 2);
+    assert_eq!(b.texts(".rl-proof-lane").await, ["alice", "bob"]);
+    let dashes = b
+        .js(
+            "return [...document.querySelectorAll('.rl-proof-edge[data-cycle=\"true\"] line')]\
+             .map(l => l.getAttribute('stroke-dasharray'));",
+            vec![],
+        )
+        .await;
+    assert_eq!(dashes, json!(["2 4", "2 4"]), "anti-dependencies are dotted");
+}
+
+#[tokio::test]
+async fn the_atlas_shows_each_cell_as_this_server_played_it_and_a_write_skew_proof_is_drawn() {
+    run("atlas", async |b: &Browser| {
+        b.set_viewport(1280, 900).await;
+        b.goto("/atlas").await;
+        b.wait_for_within(".rl-atlas-matrix", Duration::from_secs(60)).await;
+        assert_eq!(b.count("tr.rl-atlas-row").await, shared::atlas::ENTRIES.len() as u64);
+        assert_eq!(b.count("td.rl-atlas-cell").await, 39);
+        let observed = b.text(".rl-atlas-observed").await.unwrap_or_default();
+        assert!(observed.starts_with("Observed on PostgreSQL 1"), "{observed}");
+        // Cells say what happened in words, not colour alone.
+        assert_eq!(b.attr(WRITE_SKEW_RR, "data-kind").await.as_deref(), Some("allowed"));
+        let words = b
+            .text(&format!("{WRITE_SKEW_RR} .rl-atlas-run"))
+            .await
+            .unwrap_or_default();
+        assert!(words.contains("allowed"), "{words}");
+        let serializable = "tr[data-entry=\"g2-item\"] td[data-level=\"SERIALIZABLE\"]";
+        assert_eq!(b.attr(serializable, "data-kind").await.as_deref(), Some("refused"));
+        assert!(b.text(serializable).await.unwrap_or_default().contains("error 40001"));
+        let dirty = "tr[data-entry=\"g1a\"] td[data-kind=\"allowed\"]";
+        assert_eq!(b.count(dirty).await, 0, "no level shows an aborted read");
+        assert!(!scrolls_sideways(b).await);
+        b.screenshot("atlas-desktop").await;
+
+        b.set_viewport(360, 740).await;
+        b.settle().await;
+        assert!(!scrolls_sideways(b).await, "the atlas fits 360 px");
+        b.screenshot("atlas-360").await;
+
+        // The cell opens its run: the replay draws why.
+        let run = b
+            .attr(&format!("{WRITE_SKEW_RR} .rl-atlas-run"), "href")
+            .await
+            .expect("a run link");
+        let spec = b
+            .attr(&format!("{WRITE_SKEW_RR} .rl-atlas-spec"), "href")
+            .await
+            .expect("a spec link");
+        assert!(run.starts_with("/runs/") && spec.starts_with("/s/"), "{run} {spec}");
+        b.set_viewport(1280, 900).await;
+        b.goto(&run).await;
+        shows_the_write_skew_proof(b).await;
+        assert!(!scrolls_sideways(b).await);
+        b.screenshot("proof-replay").await;
+        b.set_viewport(360, 740).await;
+        b.settle().await;
+        assert!(
+            !scrolls_sideways(b).await,
+            "the proof scrolls inside its figure, not the page"
+        );
+        b.screenshot("proof-360").await;
+
+        // Its spec, played live: the same proof.
+        b.set_viewport(1280, 900).await;
+        b.goto(&spec).await;
+        b.wait_for(".rl-spec-saved button.rl-run").await;
+        b.click(".rl-spec-saved button.rl-run").await;
+        b.wait_for_within(".rl-verdict", Duration::from_secs(30)).await;
+        shows_the_write_skew_proof(b).await;
+        b.screenshot("proof-live").await;
+    })
+    .await;
+}
