@@ -103,7 +103,7 @@ final spent = $2,000 (expected $2,000)",
     .await;
     // The wait was detected from pg_blocking_pids, and named the holder.
     let blocked = run.events.iter().find_map(|e| match &e.kind {
-        shared::EventKind::Blocked { actor, by } => Some((actor.clone(), by.clone())),
+        shared::EventKind::Blocked { actor, by, .. } => Some((actor.clone(), by.clone())),
         _ => None,
     });
     assert_eq!(blocked, Some(("bob".to_owned(), vec!["alice".to_owned()])));
@@ -559,7 +559,7 @@ fn what_happened(events: &[shared::Event]) -> &'static str {
             .any(|e| matches!(&e.kind, EventKind::Error { actor, .. } if actor == who))
     };
     let waited = events.iter().any(
-        |e| matches!(&e.kind, EventKind::Blocked { actor, by } if actor == "bob" && by.iter().any(|b| b == "alice")),
+        |e| matches!(&e.kind, EventKind::Blocked { actor, by, .. } if actor == "bob" && by.iter().any(|b| b == "alice")),
     );
     let commits = events
         .iter()
@@ -684,7 +684,7 @@ fn failed(run: &Finished, who: &str) -> bool {
 /// Whether `who` was seen waiting for a lock `holder` held.
 fn waited_for(run: &Finished, who: &str, holder: &str) -> bool {
     run.events.iter().any(|e| {
-        matches!(&e.kind, shared::EventKind::Blocked { actor, by } if actor == who && by.iter().any(|b| b == holder))
+        matches!(&e.kind, shared::EventKind::Blocked { actor, by, .. } if actor == who && by.iter().any(|b| b == holder))
     })
 }
 

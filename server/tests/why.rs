@@ -115,3 +115,60 @@ async fn the_atlas_shows_each_cell_as_this_server_played_it_and_a_write_skew_pro
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_finished_deadlock_travels_back_by_keyboard_to_the_cycle_postgresql_broke() {
+    run("travel", async |b: &Browser| {
+        b.set_viewport(1280, 900).await;
+        b.goto("/lab/isolation/deadlock?variant=opposite-order").await;
+        b.wait_for("button.rl-run:not([disabled])").await;
+        b.click("button.rl-run").await;
+        b.wait_for_within(".rl-verdict", Duration::from_secs(30)).await;
+        b.wait_for(".rl-scrub").await;
+        // At the end, the deadlock is over and said.
+        let broken = b.text(".rl-wait-broken").await.unwrap_or_default();
+        assert!(broken.contains("by cancelling alice with 40P01"), "{broken}");
+        assert_eq!(b.count(".rl-wait-cycle").await, 0);
+        let cards_at_end = b.count(".rl-timeline .rl-card").await;
+        b.screenshot("deadlock-end").await;
+
+        // Back, one event at a time with ←, to where both wait for each other.
+        b.js("document.querySelector('.rl-scrub').focus(); return true;", vec![])
+            .await;
+        let mut presses = 0;
+        while b.count(".rl-wait-cycle").await == 0 {
+            b.press('\u{e012}').await;
+            presses += 1;
+            assert!(presses < 200, "the cycle never showed travelling back");
+        }
+        let cycle = b.text(".rl-wait-cycle").await.unwrap_or_default();
+        assert!(cycle.starts_with("Deadlock forming: "), "{cycle}");
+        assert!(
+            cycle.contains("alice → bob → alice") || cycle.contains("bob → alice → bob"),
+            "{cycle}"
+        );
+        assert_eq!(b.count(".rl-wait-edge").await, 2, "two waits, one each way");
+        let on = b.texts(".rl-wait-on").await;
+        assert!(on.iter().all(|o| o.contains("row lock")), "{on:?}");
+        assert_eq!(b.count(".rl-wait-broken").await, 0, "not broken yet at this moment");
+        assert!(
+            b.count(".rl-timeline .rl-card").await < cards_at_end,
+            "the timeline shows that moment"
+        );
+        let moment = b.text(".rl-scrub-moment").await.unwrap_or_default();
+        assert!(moment.starts_with("event ") && moment.contains("wait"), "{moment}");
+        b.screenshot("deadlock-forming").await;
+
+        // Forward again with →: the cancel.
+        b.press('\u{e014}').await;
+        b.press('\u{e014}').await;
+        b.press('\u{e014}').await;
+        b.wait_for(".rl-wait-broken").await;
+
+        b.set_viewport(360, 740).await;
+        b.settle().await;
+        assert!(!scrolls_sideways(b).await, "the scrubber and the waits fit 360 px");
+        b.screenshot("deadlock-360").await;
+    })
+    .await;
+}

@@ -185,8 +185,14 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<Detail>,
     },
-    /// The actor's step is waiting on a lock held by the actors in `by`.
-    Blocked { actor: String, by: Vec<String> },
+    /// The actor's step is waiting on a lock held by the actors in `by`; `on` says what lock, as
+    /// PostgreSQL's `pg_locks` has it (`a row lock`, `a row of accounts`, `table accounts`).
+    Blocked {
+        actor: String,
+        by: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        on: Option<String>,
+    },
     /// The actor's step got its lock after waiting `waited_ms`.
     Unblocked { actor: String, waited_ms: u64 },
     /// The step failed. `code` is the kind's own code: the SQLSTATE of a database error
@@ -347,6 +353,7 @@ mod tests {
             kind: EventKind::Blocked {
                 actor: "bob".into(),
                 by: vec!["alice".into()],
+                on: None,
             },
         };
         let json = serde_json::to_value(&event).expect("serialise");

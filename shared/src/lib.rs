@@ -22,6 +22,8 @@
 //!   the anomaly it names, in plain words.
 //! - [`series`]: progress over time and crash moments, for the picture of a draining pipeline.
 //! - [`time_axis`]: the gaps a timeline leaves where time passed, to one scale.
+//! - [`waits`]: the wait-for graph at one moment of a run: who waits for whom, on what, and
+//!   the deadlock PostgreSQL broke.
 //! - [`float`]: floating-point numbers as text, by the browser's own engine when in one.
 //! - [`json`], [`decode`]: the browser's JSON reader and how it reads each of the types above
 //!   (serde writes them on the server; see [`json`] for why the app does not read with serde).
@@ -50,6 +52,7 @@ pub mod time_axis;
 pub mod timeline;
 pub mod value;
 pub mod verdict;
+pub mod waits;
 
 pub use catalog::{Choice, Lab, Prediction, ScenarioInfo, Service, VariantInfo};
 pub use event::{Detail, ErrorKind, Event, EventKind, LeaseChange, Milestone, Moment, Outcome};

@@ -682,6 +682,7 @@ mod tests {
                 EventKind::Blocked {
                     actor: "bob".into(),
                     by: vec!["alice".into()],
+                    on: None,
                 },
             ),
             ev(3, step("alice", "COMMIT")),
@@ -726,6 +727,7 @@ mod tests {
                 EventKind::Blocked {
                     actor: "relay".into(),
                     by: vec!["psql".into()],
+                    on: None,
                 },
             ),
             ev(
@@ -849,6 +851,7 @@ mod tests {
                 EventKind::Blocked {
                     actor: "bob".into(),
                     by: vec!["alice".into()],
+                    on: None,
                 },
             ),
             ev(6, EventKind::Commit { actor: "alice".into() }),

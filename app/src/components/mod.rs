@@ -21,6 +21,8 @@ pub mod reference;
 pub mod run_panel;
 pub mod run_view;
 #[cfg(not(feature = "embed"))]
+pub mod scrubber;
+#[cfg(not(feature = "embed"))]
 pub mod spec_editor;
 pub mod status;
 pub mod step_card;
@@ -32,3 +34,5 @@ pub mod transcript;
 pub mod variant_picker;
 pub mod verdict;
 pub mod view_toggle;
+#[cfg(not(feature = "embed"))]
+pub mod waits;

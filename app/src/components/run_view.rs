@@ -71,31 +71,35 @@ pub fn RunBody(
     /// The compact timeline instead of the detailed one.
     compact: RwSignal<bool>,
 ) -> impl IntoView {
-    let timeline = Signal::derive(move || state.with(|s| s.timeline()));
-    let transcript = Signal::derive(move || state.with(|s| s.transcript()));
+    // What is drawn: the run as it is, or (full app) the moment the reader travelled back to.
+    let (shown, scrubber) = moment(state);
+    let timeline = Signal::derive(move || shown.with(|s| s.timeline()));
+    let transcript = Signal::derive(move || shown.with(|s| s.transcript()));
     view! {
-        {move || is_load_test.get().then(|| state.with(|s| s.progress().map(|(label, done, total)| {
+        {scrubber}
+        {move || is_load_test.get().then(|| shown.with(|s| s.progress().map(|(label, done, total)| {
             view! { <Progress label=label.to_owned() done=done total=total /> }
         })))}
-        {move || is_load_test.get().then(|| state.with(|s| s.table_after("strategies").cloned().map(|figures| {
+        {move || is_load_test.get().then(|| shown.with(|s| s.table_after("strategies").cloned().map(|figures| {
             let tutorial = s.ledger(Moment::Reference).and_then(|l| l.tables.first().cloned());
             view! { <StrategyChart figures=figures tutorial=tutorial /> }
         })))}
-        {move || (!is_load_test.get()).then(|| state.with(|s| {
+        {move || (!is_load_test.get()).then(|| shown.with(|s| {
             let drain = Drain::from_events(&s.events);
             (!drain.series.is_empty()).then(|| {
                 let chart = drain.drawable().then(|| view! { <DrainChart drain=drain.clone() /> });
                 view! { <ProgressBars drain=drain /> {chart} }
             })
         }))}
+        {waits(shown)}
         {move || (!is_load_test.get()).then(|| if compact.get() {
             view! { <CompactTimeline timeline=timeline /> }.into_any()
         } else {
             view! { <TimelineView timeline=timeline /> }.into_any()
         })}
-        {move || state.with(|s| s.verdict().cloned()).map(|v| view! { <VerdictBanner verdict=v /> })}
-        {proof(state)}
-        {move || (!is_load_test.get()).then(|| state.with(|s| {
+        {move || shown.with(|s| s.verdict().cloned()).map(|v| view! { <VerdictBanner verdict=v /> })}
+        {proof(state, shown)}
+        {move || (!is_load_test.get()).then(|| shown.with(|s| {
             match (s.ledger(Moment::Before), s.ledger(Moment::After)) {
                 (Some(before), Some(after)) => Some(view! {
                     <LedgerDiff
@@ -108,7 +112,7 @@ pub fn RunBody(
                 _ => None,
             }
         }))}
-        {move || (!is_load_test.get()).then(|| state.with(|s| {
+        {move || (!is_load_test.get()).then(|| shown.with(|s| {
             s.ledger(Moment::Reference)
                 .and_then(|l| l.tables.first().cloned())
                 .map(|table| view! { <ReferenceFigures table=table /> })
@@ -117,19 +121,73 @@ pub fn RunBody(
     }
 }
 
-/// Why it happened, once the run's proof arrived (full app only: the embed shows none).
+/// The run as the body draws it: a moment of it in the full app (see [`moment`]); the run itself
+/// in the embed, whose budget has no room for time travel (a `Signal` there costs 1 KB).
 #[cfg(not(feature = "embed"))]
-fn proof(state: RwSignal<RunState>) -> impl IntoView {
-    use super::proof::{ProofPanel, of_run};
+type Shown = Signal<RunState>;
+#[cfg(feature = "embed")]
+type Shown = RwSignal<RunState>;
+
+/// The run as drawn, and the scrubber that chooses the moment: once a run has finished, the
+/// reader can drag it, or use the arrow keys, to any event, and every part of the body shows
+/// that moment. Full app only.
+#[cfg(not(feature = "embed"))]
+fn moment(state: RwSignal<RunState>) -> (Shown, impl IntoView) {
+    use super::scrubber::Scrubber;
+    let at: RwSignal<Option<usize>> = RwSignal::new(None);
+    // A new run (or a replay loaded) starts at its end.
+    Effect::new(move |_| {
+        state.with(|s| (s.run_id.clone(), s.is_active()));
+        at.set(None);
+    });
+    let shown = Signal::derive(move || match at.get() {
+        Some(n) if state.with(|s| !s.is_active() && n < s.events.len()) => {
+            state.with(|s| RunState::replay(s.run_id.clone().unwrap_or_default(), s.events[..n].to_vec()))
+        }
+        _ => state.get(),
+    });
+    (shown, view! { <Scrubber state=state at=at /> })
+}
+
+#[cfg(feature = "embed")]
+fn moment(state: RwSignal<RunState>) -> (Shown, ()) {
+    (state, ())
+}
+
+/// Who waits for whom at the moment shown (full app only).
+#[cfg(not(feature = "embed"))]
+fn waits(shown: Shown) -> impl IntoView {
+    use super::waits::WaitsPanel;
     move || {
-        state
-            .with(of_run)
-            .map(|(proof, lanes, steps)| view! { <ProofPanel proof=proof lanes=lanes steps=steps /> })
+        let graph = shown.with(|s| shared::waits::graph(&s.events));
+        graph.anyone_waited.then(|| view! { <WaitsPanel graph=graph /> })
     }
 }
 
 #[cfg(feature = "embed")]
-fn proof(_state: RwSignal<RunState>) {}
+fn waits(_shown: Shown) {}
+
+/// Why it happened, once the run's proof arrived (full app only: the embed shows none). At a
+/// moment travelled back to, only the edges between steps played by then are drawn.
+#[cfg(not(feature = "embed"))]
+fn proof(state: RwSignal<RunState>, shown: Shown) -> impl IntoView {
+    use super::proof::{ProofPanel, of_run};
+    move || {
+        let played = shown.with(|s| {
+            s.events
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::Step { .. }))
+                .count()
+        });
+        state.with(of_run).map(|(proof, lanes, mut steps)| {
+            steps.truncate(played);
+            view! { <ProofPanel proof=proof lanes=lanes steps=steps /> }
+        })
+    }
+}
+
+#[cfg(feature = "embed")]
+fn proof(_state: RwSignal<RunState>, _shown: Shown) {}
 
 /// In a stepped run, brings the newest card into view after each step the reader asks for, and
 /// the verdict once the run ends: the reader never has to hunt below the fold for what the step

@@ -167,28 +167,45 @@ impl Stage for RunCore {
     }
 }
 
+/// What lock backend `$1` waits on, in a reader's words, from `pg_locks` (one SQL expression):
+/// a row another transaction changed or locked (PostgreSQL makes it wait for that transaction),
+/// a row it queues for behind another waiter, a table, an advisory lock; NULL when it waits on
+/// nothing. Tables by their own name: a run's schema is not the reader's business.
+pub const WAITS_ON: &str = "(SELECT CASE l.locktype \
+    WHEN 'transactionid' THEN 'a row lock (until its holder''s transaction ends)' \
+    WHEN 'tuple' THEN 'a row of ' || c.relname \
+    WHEN 'relation' THEN 'table ' || c.relname || ' (' || l.mode || ')' \
+    WHEN 'advisory' THEN 'an advisory lock' \
+    ELSE l.locktype END \
+    FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_class c ON c.oid = l.relation \
+    WHERE l.pid = $1::int AND NOT l.granted LIMIT 1)";
+
 impl RunCore {
-    /// The actors (by name) that `pid` is waiting for right now; empty if it is not waiting.
-    pub(super) async fn blockers(&self, pid: i32) -> Result<Vec<String>, RunError> {
+    /// The actors (by name) that `pid` is waiting for right now (empty if it is not waiting),
+    /// and what lock it waits on, in words ([`WAITS_ON`]).
+    pub(super) async fn blockers(&self, pid: i32) -> Result<(Vec<String>, Option<String>), RunError> {
         let output = {
             let mut monitor = self.monitor().await?;
             execute(
                 &mut monitor,
-                "SELECT array_to_string(pg_blocking_pids($1::int), ',')",
+                &format!("SELECT array_to_string(pg_blocking_pids($1::int), ','), {WAITS_ON}"),
                 &[pid.into()],
             )
             .await?
         };
-        let listed = output
-            .rows
-            .first()
+        let row = output.rows.first();
+        let on = row
+            .and_then(|row| row.get(1))
+            .and_then(Value::as_text)
+            .map(str::to_owned);
+        let listed = row
             .and_then(|row| row.first())
             .and_then(Value::as_text)
             .unwrap_or_default()
             .to_owned();
         let pids: Vec<i32> = listed.split(',').filter_map(|p| p.parse().ok()).collect();
         let names = self.actors_by_pid.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(pids
+        let by = pids
             .into_iter()
             .map(|p| {
                 names
@@ -196,7 +213,8 @@ impl RunCore {
                     .cloned()
                     .unwrap_or_else(|| format!("pid {p} (outside this run)"))
             })
-            .collect())
+            .collect();
+        Ok((by, on))
     }
 
     /// Remembers that lane `lane` serves HTTP at `addr` (`127.0.0.1:<port>`).

@@ -143,8 +143,9 @@ impl<'a> Player<'a> {
         let pids: Vec<String> = sessions.iter().map(|s| s.pid().to_string()).collect();
         let query = format!(
             "SELECT pg_catalog.pg_isolation_test_session_is_blocked($1, '{{{}}}'), \
-             pg_catalog.array_to_string(pg_catalog.pg_blocking_pids($1), ',')",
-            pids.join(",")
+             pg_catalog.array_to_string(pg_catalog.pg_blocking_pids($1), ','), {}",
+            pids.join(","),
+            crate::engine::run::WAITS_ON
         );
         let is_blocked = control
             .client()
@@ -527,7 +528,7 @@ impl<'a> Player<'a> {
                 break;
             }
             if flags.nonblock {
-                let (blocked, by) = self.blocked(session).await?;
+                let (blocked, by, on) = self.blocked(session).await?;
                 if blocked {
                     self.print_notices(session);
                     if !self.busy(session) {
@@ -552,6 +553,7 @@ impl<'a> Player<'a> {
                         self.lanes[session].emit(EventKind::Blocked {
                             actor: self.spec.sessions[session].name.clone(),
                             by,
+                            on,
                         });
                     }
                     return Ok(true);
@@ -640,7 +642,7 @@ impl<'a> Player<'a> {
     }
 
     /// Asks the server whether `session` waits for another of the spec's sessions, and for whom.
-    async fn blocked(&mut self, session: usize) -> Result<(bool, Vec<String>), Stopped> {
+    async fn blocked(&mut self, session: usize) -> Result<(bool, Vec<String>, Option<String>), Stopped> {
         let pid = self.sessions[session].pid();
         let row = self
             .control
@@ -650,6 +652,7 @@ impl<'a> Player<'a> {
             .map_err(|e| Stopped::WaitQuery(e.to_string()))?;
         let blocked: bool = row.try_get(0).map_err(|e| Stopped::WaitQuery(e.to_string()))?;
         let pids: Option<String> = row.try_get(1).map_err(|e| Stopped::WaitQuery(e.to_string()))?;
+        let on: Option<String> = row.try_get(2).map_err(|e| Stopped::WaitQuery(e.to_string()))?;
         let by = pids
             .unwrap_or_default()
             .split(',')
@@ -661,7 +664,7 @@ impl<'a> Player<'a> {
                 )
             })
             .collect();
-        Ok((blocked, by))
+        Ok((blocked, by, on))
     }
 
     /// Prints the notices `session` has received, as the tester's notice processor does.

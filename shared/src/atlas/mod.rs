@@ -346,6 +346,7 @@ mod tests {
                 EventKind::Blocked {
                     actor: "bob".into(),
                     by: vec!["alice".into()],
+                    on: None,
                 },
             ),
             event(4, step("alice", "COMMIT")),

@@ -60,12 +60,13 @@ impl<'a> Pending<'a> {
                     self.actor.name()
                 )));
             };
-            let by = monitor.blockers(self.actor.pid()).await?;
+            let (by, on) = monitor.blockers(self.actor.pid()).await?;
             if !by.is_empty() {
                 self.blocked_since = Some(Instant::now());
                 self.actor.lane.emit(EventKind::Blocked {
                     actor: self.actor.name().to_owned(),
                     by: by.clone(),
+                    on,
                 });
                 return Ok(Settled::Blocked { pending: self, by });
             }

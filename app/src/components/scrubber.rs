@@ -1,0 +1,90 @@
+//! Time travel through a finished run: a slider over its events (drag it, or focus it and use
+//! the arrow keys), and a step back and forward. The moment chosen is what every part of the
+//! run's body draws; at the last event, the run as it ended.
+
+use leptos::prelude::*;
+use shared::EventKind;
+use shared::run_state::RunState;
+
+/// One event in a few words, for the moment's caption.
+fn said(kind: &EventKind) -> String {
+    match kind {
+        EventKind::Step { actor, text, .. } => format!("{actor}: {}", first_line(text)),
+        EventKind::Result { actor, summary, .. } => format!("{actor}: {summary}"),
+        EventKind::Blocked { actor, by, .. } => format!("{actor} waits for {}", by.join(", ")),
+        EventKind::Unblocked { actor, .. } => format!("{actor} stops waiting"),
+        EventKind::Error { actor, code, .. } => {
+            format!(
+                "{actor}: error {}",
+                code.clone().unwrap_or_else(|| "(no code)".to_owned())
+            )
+        }
+        EventKind::Commit { actor } => format!("{actor} commits"),
+        EventKind::Rollback { actor } => format!("{actor} rolls back"),
+        EventKind::Verdict { .. } => "the verdict".to_owned(),
+        EventKind::Proof { .. } => "why it happened".to_owned(),
+        EventKind::Ledger { .. } => "the ledger".to_owned(),
+        EventKind::Say { line, .. } => first_line(line),
+        EventKind::Done { .. } => "the end".to_owned(),
+        other => other.actor().map_or_else(|| "racelab".to_owned(), str::to_owned),
+    }
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    if line.chars().count() > 60 {
+        format!("{}…", line.chars().take(59).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+#[component]
+pub fn Scrubber(state: RwSignal<RunState>, at: RwSignal<Option<usize>>) -> impl IntoView {
+    let total = move || state.with(|s| s.events.len());
+    let position = move || at.get().unwrap_or_else(total).min(total());
+    let go = move |n: usize| at.set(if n >= total() { None } else { Some(n) });
+    let caption = move || {
+        let n = position();
+        state.with(|s| {
+            s.events.get(n.saturating_sub(1)).map_or_else(
+                || "before the first event".to_owned(),
+                |e| format!("event {n} of {}, at {} ms: {}", s.events.len(), e.at_ms, said(&e.kind)),
+            )
+        })
+    };
+    let visible = move || state.with(|s| !s.is_active() && s.events.len() > 1);
+    let at_start = move || position() == 0;
+    let at_end = move || position() >= total();
+    view! {
+        <Show when=visible>
+            <div class="rl-scrubber" role="group" aria-label="Travel through the run">
+                <button
+                    class="rl-scrub-back"
+                    aria-label="One event back"
+                    disabled=at_start
+                    on:click=move |_| go(position().saturating_sub(1))
+                >"◀"</button>
+                <input
+                    class="rl-scrub"
+                    type="range"
+                    min="0"
+                    max=move || total().to_string()
+                    prop:value=move || position().to_string()
+                    aria-label="Moment of the run"
+                    aria-valuetext=caption
+                    on:input=move |e| go(event_target_value(&e).parse().unwrap_or_else(|_| total()))
+                />
+                <button
+                    class="rl-scrub-forward"
+                    aria-label="One event forward"
+                    disabled=at_end
+                    on:click=move |_| go(position() + 1)
+                >"▶"</button>
+                <span class="rl-scrub-moment" data-at=move || position().to_string() aria-live="polite">
+                    {move || if at.get().is_none() { format!("the end ({})", caption()) } else { caption() }}
+                </span>
+            </div>
+        </Show>
+    }
+}
