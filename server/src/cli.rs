@@ -47,6 +47,11 @@ enum Command {
         /// Print every event as a JSON line instead of the transcript.
         #[arg(long)]
         json: bool,
+        /// After a lab run of SQL sessions, print why it happened on stderr: the dependency
+        /// cycle between its transactions (its statements played again, in their order, as a
+        /// spec, to see what each read saw). A spec's run always prints it.
+        #[arg(long)]
+        why: bool,
         /// A spec run's id (its role and schema are named after it); a fresh one by default.
         /// For tests that look for what a run left behind.
         #[arg(long, hide = true, value_parser = run_id)]
@@ -107,6 +112,7 @@ impl Cli {
                 variant,
                 runs,
                 json,
+                why,
                 run_id,
                 step_limit,
                 config,
@@ -123,7 +129,7 @@ impl Cli {
                 let variant = variant.unwrap_or_else(|| scenario.variants[0].0.to_owned());
                 // Only the services this scenario needs: the isolation lab starts no Redis.
                 let needs = scenario.budget(&variant).services();
-                with_services(config, &needs, |config| run(scenario, variant, runs, json, config)).await
+                with_services(config, &needs, |config| run(scenario, variant, runs, json, why, config)).await
             }
             Command::Atlas { why, config } => atlas(why, config).await,
             Command::Serve { config, serve } => {
@@ -286,6 +292,30 @@ async fn spec_run(path: &str, run_id: &str, limits: &crate::specs::Limits, json:
     }
 }
 
+/// A lab run's proof, on stderr (or why there is none).
+async fn print_why(url: &str, scenario: &str, variant: &str, events: &[shared::Event]) {
+    let text = match crate::control::spec_of_lab_run(scenario, variant, events) {
+        Ok(text) => text,
+        Err(why_not) => {
+            eprintln!("why: racelab cannot play this run again as a spec: {why_not}");
+            return;
+        }
+    };
+    match crate::specs::prove(url, &text).await {
+        Ok(Some(proof)) => {
+            let found = proof
+                .anomaly
+                .map_or_else(|| "no cycle".to_owned(), |a| format!("{} ({})", a.name(), a.class()));
+            eprintln!("why: {found}");
+            for line in &proof.lines {
+                eprintln!("  {line}");
+            }
+        }
+        Ok(None) => eprintln!("why: none of this run's tables has a primary key to tell rows apart by"),
+        Err(error) => eprintln!("why: {error}"),
+    }
+}
+
 /// `racelab atlas`: the matrix on stdout; fails when a run could not be played.
 async fn atlas(why: bool, config: Config) -> ExitCode {
     if let Err(error) = crate::specs::confine::sweep(&config.database_url, SPEC_SWEEP_AGE).await {
@@ -383,6 +413,7 @@ async fn run(
     variant: String,
     runs: u32,
     json: bool,
+    why: bool,
     mut config: Config,
 ) -> ExitCode {
     // One command, its runs one after another: nothing to make ahead, and nothing left behind.
@@ -398,7 +429,8 @@ async fn run(
     let played = async {
         let mut finals = Vec::new();
         for _ in 0..runs.max(1) {
-            finals.push(run_once(&engine, scenario, &variant, json).await?);
+            let why = why.then_some(config.database_url.as_str());
+            finals.push(run_once(&engine, scenario, &variant, json, why).await?);
         }
         if runs > 1
             && let Some(summary) = scenario.summarize(&finals)
@@ -416,13 +448,16 @@ async fn run(
     code
 }
 
-/// Plays one run to its end; returns its final ledger.
+/// Plays one run to its end; returns its final ledger. With `why` (the database's URL), also
+/// prints why it happened.
 async fn run_once(
     engine: &Arc<Engine>,
     scenario: &'static labs::ScenarioDef,
     variant: &str,
     json: bool,
+    why: Option<&str>,
 ) -> Result<Ledger, ExitCode> {
+    let mut events = Vec::new();
     let mut handle = match engine.start(scenario, variant, Mode::Auto).await {
         Ok(handle) => handle,
         Err(error) => {
@@ -449,6 +484,9 @@ async fn run_once(
             ServerMsg::Event { event } => {
                 if json {
                     println!("{}", serde_json::to_string(&event).unwrap_or_default());
+                }
+                if why.is_some() {
+                    events.push(event.clone());
                 }
                 match event.kind {
                     EventKind::Say { line, .. } if !json => println!("{line}"),
@@ -493,6 +531,9 @@ async fn run_once(
                             check.actual
                         );
                     }
+                }
+                if let (Some(url), Outcome::Completed) = (why, &outcome) {
+                    print_why(url, scenario.id, variant, &events).await;
                 }
                 return match outcome {
                     Outcome::Completed => Ok(after.unwrap_or_default()),

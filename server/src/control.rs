@@ -117,3 +117,14 @@ pub async fn next_update(run: Option<&mut RunHandle>) -> Option<ServerMsg> {
         None => std::future::pending().await,
     }
 }
+
+/// A lab run of plain-SQL sessions (`scenario`'s `variant`, its `events`) as a spec's text: what
+/// "Open as a spec" opens, and what a lab run's proof plays again ([`crate::specs::prove`]).
+pub fn spec_of_lab_run(scenario: &str, variant: &str, events: &[shared::Event]) -> Result<String, String> {
+    let found = crate::labs::find(scenario).ok_or_else(|| format!("{scenario} is not one of the labs' scenarios"))?;
+    let setup = found.sandbox.schemas.first().map_or("", |(_, sql)| *sql);
+    let info = Scenario::info(found);
+    let label = info.variant(variant).map_or(variant.to_owned(), |v| v.label.clone());
+    let title = format!("{}, {label}", info.title);
+    crate::specs::from_run::spec_of_run(&title, setup, events).map_err(|e| e.to_string())
+}

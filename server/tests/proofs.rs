@@ -215,3 +215,63 @@ step r { SELECT count(*) FROM log; }";
         "no table with a primary key: nothing to tell apart"
     );
 }
+
+mod common;
+
+/// Plays `scenario` at `variant` over the websocket to its end; its run id.
+async fn played_run(address: std::net::SocketAddr, scenario: &str, variant: &str) -> String {
+    let mut ws = common::socket::connect(address).await;
+    common::socket::start(&mut ws, scenario, variant, "auto").await;
+    let frames = common::socket::receive_until(&mut ws, |f| common::socket::is_type(f, "done")).await;
+    let done = frames.last().expect("a done frame");
+    assert_eq!(done["outcome"]["status"], "completed", "{done}");
+    done["run_id"].as_str().expect("a run id").to_owned()
+}
+
+#[tokio::test]
+async fn a_lab_runs_proof_is_asked_for_and_plays_its_statements_again_as_a_spec() {
+    let _slot = common::db_slot().await;
+    let address = common::server().await;
+    let run = played_run(address, "isolation/write-skew", "repeatable-read").await;
+    let (status, _, body) = common::get(address, &format!("/api/runs/{run}/proof")).await;
+    assert_eq!(status, 200, "{body}");
+    common::browser_reads_alike::<Proof>(&body);
+    let proof: Proof = serde_json::from_str(&body).expect("a proof");
+    assert_eq!(proof.anomaly, Some(Anomaly::PredicateWriteSkew));
+    let names: Vec<&str> = proof.txns.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["alice", "bob"]);
+    assert!(
+        proof.lines[0].starts_with("alice's read did not see bob's insert of expenses 2"),
+        "{:?}",
+        proof.lines
+    );
+    assert!(
+        proof
+            .lines
+            .last()
+            .is_some_and(|l| l.contains("played this run's statements again"))
+    );
+    // The arrows start at the reads: the steps of the run's own timeline.
+    assert!(proof.cycle.iter().all(|&e| proof.edges[e].from_step.is_some()));
+
+    // At SERIALIZABLE, bob's first attempt is the cancelled transaction; his retry commits.
+    let run = played_run(address, "isolation/write-skew", "serializable").await;
+    let proof: Proof =
+        serde_json::from_str(&common::get(address, &format!("/api/runs/{run}/proof")).await.2).expect("a proof");
+    assert_eq!(proof.anomaly, None);
+    let prevented = proof.prevented.expect("what bob's commit would have closed");
+    assert_eq!(
+        (proof.txns[prevented.cancelled].name.as_str(), prevented.code.as_deref()),
+        ("bob", Some("40001"))
+    );
+    assert!(
+        proof
+            .txns
+            .iter()
+            .any(|t| t.name == "bob's 2nd transaction" && t.end == End::Committed)
+    );
+
+    // A run of no SQL sessions cannot be played as a spec: said, not guessed.
+    let (status, _, body) = common::get(address, "/api/runs/000000000000/proof").await;
+    assert_eq!(status, 404, "{body}");
+}

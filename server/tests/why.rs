@@ -172,3 +172,27 @@ async fn a_finished_deadlock_travels_back_by_keyboard_to_the_cycle_postgresql_br
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_isolation_labs_write_skew_at_repeatable_read_says_why_when_asked() {
+    run("labwhy", async |b: &Browser| {
+        b.set_viewport(1280, 900).await;
+        b.goto("/lab/isolation/write-skew?variant=repeatable-read").await;
+        b.wait_for("button.rl-run:not([disabled])").await;
+        b.click("button.rl-run").await;
+        b.wait_for_within(".rl-verdict", Duration::from_secs(30)).await;
+        b.wait_for("button.rl-why").await;
+        b.click("button.rl-why").await;
+        b.wait_for_within(".rl-proof", Duration::from_secs(30)).await;
+        let headline = b.text(".rl-proof-headline").await.unwrap_or_default();
+        assert!(headline.starts_with("write skew on a predicate (G2)"), "{headline}");
+        assert_eq!(b.count(".rl-proof-edge[data-dep=\"rw\"][data-cycle=\"true\"]").await, 2);
+        let lines = b.texts(".rl-proof-lines li").await;
+        assert!(
+            lines[0].starts_with("alice's read did not see bob's insert"),
+            "{lines:?}"
+        );
+        b.screenshot("lab-proof").await;
+    })
+    .await;
+}

@@ -34,6 +34,54 @@ fn steps(events: &[Event]) -> Steps {
         .collect()
 }
 
+/// A finished lab run of SQL sessions that has no proof of its own: its id, lanes and steps.
+/// (A spec's run carries its proof; a lab's is asked for, since playing it again costs a run.)
+pub fn askable(state: &RunState) -> Option<(String, Vec<String>, Steps)> {
+    if state.is_active() || state.events.iter().any(|e| matches!(e.kind, EventKind::Proof { .. })) {
+        return None;
+    }
+    let lab_sql = state.events.iter().any(|e| {
+        matches!(&e.kind, EventKind::RunStarted { scenario, .. } if scenario.starts_with("isolation/") && scenario != "isolation/load-test")
+    });
+    let run_id = state.run_id.clone().filter(|_| lab_sql)?;
+    let lanes = state.timeline().lanes.into_iter().map(|l| l.name).collect();
+    Some((run_id, lanes, steps(&state.events)))
+}
+
+/// "Why did it happen?" for a lab run: asks the server (`GET /api/runs/<id>/proof`), which plays
+/// the run's statements again as a spec with its witness, then draws the proof.
+#[component]
+pub fn AskWhy(run_id: String, lanes: Vec<String>, steps: Steps) -> impl IntoView {
+    let answer: RwSignal<Option<Result<Proof, String>>> = RwSignal::new(None);
+    let asking = RwSignal::new(false);
+    let path = format!("/api/runs/{run_id}/proof");
+    let ask = move |_| {
+        asking.set(true);
+        let path = path.clone();
+        leptos::task::spawn_local(async move {
+            answer.set(Some(crate::api::fetch_json::<Proof>(&path).await));
+            asking.set(false);
+        });
+    };
+    move || {
+        match answer.get() {
+        Some(Ok(proof)) => {
+            view! { <ProofPanel proof=proof lanes=lanes.clone() steps=steps.clone() /> }.into_any()
+        }
+        Some(Err(message)) => view! { <p class="rl-proof-ask rl-proof-none">{message}</p> }.into_any(),
+        None => view! {
+            <p class="rl-proof-ask">
+                <button class="rl-why" on:click=ask.clone() disabled=move || asking.get()>
+                    {move || if asking.get() { "Playing it again to see what each read saw…" } else { "Why did it happen?" }}
+                </button>
+                " The dependency cycle between the transactions, if there is one, in plain words."
+            </p>
+        }
+        .into_any(),
+    }
+    }
+}
+
 /// Each panel's arrowheads need ids of their own (a comparison shows two runs).
 static PANELS: AtomicUsize = AtomicUsize::new(0);
 

@@ -171,7 +171,7 @@ fn waits(_shown: Shown) {}
 /// moment travelled back to, only the edges between steps played by then are drawn.
 #[cfg(not(feature = "embed"))]
 fn proof(state: RwSignal<RunState>, shown: Shown) -> impl IntoView {
-    use super::proof::{ProofPanel, of_run};
+    use super::proof::{AskWhy, ProofPanel, askable, of_run};
     move || {
         let played = shown.with(|s| {
             s.events
@@ -179,10 +179,13 @@ fn proof(state: RwSignal<RunState>, shown: Shown) -> impl IntoView {
                 .filter(|e| matches!(e.kind, EventKind::Step { .. }))
                 .count()
         });
-        state.with(of_run).map(|(proof, lanes, mut steps)| {
+        if let Some((proof, lanes, mut steps)) = state.with(of_run) {
             steps.truncate(played);
-            view! { <ProofPanel proof=proof lanes=lanes steps=steps /> }
-        })
+            return Some(view! { <ProofPanel proof=proof lanes=lanes steps=steps /> }.into_any());
+        }
+        state
+            .with(askable)
+            .map(|(run_id, lanes, steps)| view! { <AskWhy run_id=run_id lanes=lanes steps=steps /> }.into_any())
     }
 }
 

@@ -3,11 +3,8 @@
 //! observations: the matrix is what this server did just now.
 
 use super::{Limits, SpecError};
-use crate::engine::BoxFuture;
-use crate::engine::lane::Stage;
 use shared::atlas::{self, Cell, Entry};
 use shared::proof::{Anomaly, Proof};
-use shared::{EventKind, Service};
 use std::sync::Arc;
 
 /// One cell: an entry at a level, and what its run did.
@@ -32,16 +29,6 @@ pub struct Atlas {
     pub cells: Vec<Observed>,
 }
 
-/// A stage that keeps nothing: the atlas reads each run's result, not its stream.
-struct Silent;
-
-impl Stage for Silent {
-    fn emit(&self, _: EventKind) {}
-    fn gate<'a>(&'a self, _: &'a str, _: Service, _: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(async {})
-    }
-}
-
 /// Plays every entry at every level on the PostgreSQL at `url`, one after another (each in a
 /// sandbox of its own, removed after it), and judges each cell.
 pub async fn observe(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
@@ -51,7 +38,7 @@ pub async fn observe(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
         for level in atlas::LEVELS {
             let spec = super::read(&entry.spec(level), limits)?;
             let run_id = crate::sandbox::new_run_id();
-            let played = super::play(url, &run_id, &spec, limits, Arc::new(Silent)).await?;
+            let played = super::play(url, &run_id, &spec, limits, Arc::new(super::Silent)).await?;
             let Some(run) = played.into_iter().next() else { continue };
             cells.push(Observed {
                 entry,

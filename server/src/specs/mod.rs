@@ -205,6 +205,35 @@ pub enum Choice {
     Matrix,
 }
 
+/// A stage that keeps nothing: for plays whose result is read, not their stream (the atlas, a
+/// proof).
+pub struct Silent;
+
+impl Stage for Silent {
+    fn emit(&self, _: EventKind) {}
+    fn gate<'a>(&'a self, _: &'a str, _: shared::Service, _: &'a str) -> crate::engine::BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Why a finished lab run happened: its statements, written as a spec ([`from_run`]), played
+/// again in their order in a spec sandbox with its witness, and the proof of that play (`None`
+/// when no table of it has a primary key). The lab's choreography fixes the order, so the play
+/// is the same race; the proof's last line says it was played again.
+pub async fn prove(url: &str, spec_text: &str) -> Result<Option<shared::proof::Proof>, SpecError> {
+    let limits = Limits::command_line(Duration::from_secs(10));
+    let spec = read(spec_text, &limits)?;
+    let run_id = crate::sandbox::new_run_id();
+    let played = play(url, &run_id, &spec, &limits, Arc::new(Silent)).await?;
+    Ok(played.into_iter().next().and_then(|p| p.proof).map(|mut proof| {
+        proof.lines.push(
+            "(racelab played this run's statements again, in the same order, as a spec, to see what each read saw.)"
+                .to_owned(),
+        );
+        proof
+    }))
+}
+
 /// Plays `spec` as run `run_id` on the PostgreSQL at `url`, in a sandbox of its own, through
 /// lanes on `stage`. The sandbox is removed whatever happens.
 pub async fn play(

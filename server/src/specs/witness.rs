@@ -47,7 +47,7 @@ pub struct Witness {
     waits: Vec<(usize, usize, Vec<usize>)>,
 }
 
-/// A table with a primary key, its key's columns, and all its columns in order.
+/// A table with a primary key, its key's columns, and the columns its versions are said by.
 struct Keyed {
     name: String,
     key: Vec<String>,
@@ -113,10 +113,13 @@ RAISE NOTICE 'racelab witness' USING DETAIL = pg_catalog.json_build_object(\
 'table', TG_TABLE_NAME, 'old', pg_catalog.row_to_json(OLD), 'new', pg_catalog.row_to_json(NEW))::text; \
 RETURN NULL; END $racelab$";
 
-/// The run's tables with a primary key (at most 20), and their key columns in order.
+/// The run's tables with a primary key (at most 20), their key columns in order, and the
+/// columns a version is told by in words: all but time stamps (a row's `created_at` says when,
+/// not which version a reader saw; it is still compared when reads are asked again).
 const KEYED_TABLES: &str = "SELECT c.relname::text, pg_catalog.json_agg(a.attname::text ORDER BY k.ord)::text, \
 (SELECT pg_catalog.json_agg(c2.attname::text ORDER BY c2.attnum) FROM pg_catalog.pg_attribute c2 \
- WHERE c2.attrelid = c.oid AND c2.attnum > 0 AND NOT c2.attisdropped)::text \
+ WHERE c2.attrelid = c.oid AND c2.attnum > 0 AND NOT c2.attisdropped \
+ AND c2.atttypid NOT IN ('timestamp'::regtype, 'timestamptz'::regtype))::text \
 FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid \
 CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) \
 JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum \

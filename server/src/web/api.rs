@@ -23,6 +23,7 @@ pub fn router() -> Router<AppState> {
         )
         .route("/api/specs/{id}", get(saved_spec))
         .route("/api/runs/{id}/spec", get(run_as_spec))
+        .route("/api/runs/{id}/proof", get(run_proof))
         .route("/api/scenarios/{lab}/{scenario}/spec", get(scenario_as_spec))
 }
 
@@ -75,23 +76,49 @@ async fn scenario_as_spec(
 
 /// A finished run of plain-SQL sessions as a spec: what "Open as a spec" opens in the editor.
 async fn run_as_spec(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<SpecText>, ApiError> {
-    let run = state
+    let run = stored(&state, &id).await?;
+    spec_of_stored(&run).map(|text| Json(SpecText { text }))
+}
+
+async fn stored(state: &AppState, id: &str) -> Result<StoredRun, ApiError> {
+    state
         .engine
         .store
-        .load(&id)
+        .load(id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no finished run has the id {id:?}")))?;
-    let scenario = labs::find(&run.scenario)
-        .ok_or_else(|| ApiError::BadRequest(format!("{} is not one of the labs' scenarios", run.scenario)))?;
-    let setup = scenario.sandbox.schemas.first().map_or("", |(_, sql)| *sql);
-    let info = crate::engine::Scenario::info(scenario);
-    let variant = info
-        .variant(&run.variant)
-        .map_or(run.variant.clone(), |v| v.label.clone());
-    let title = format!("{}, {variant}", info.title);
-    crate::specs::from_run::spec_of_run(&title, setup, &run.events)
-        .map(|text| Json(SpecText { text }))
-        .map_err(|e| ApiError::BadRequest(e.to_string()))
+        .ok_or_else(|| ApiError::NotFound(format!("no finished run has the id {id:?}")))
+}
+
+/// Why a finished run happened: its own proof if it has one (a spec's run), else, for a lab
+/// run of plain-SQL sessions, the proof of its statements played again as a spec, in the same
+/// order, by [`crate::specs::prove`] (on demand: a lab run does not pay for it when nobody
+/// asks). 404 when racelab cannot tell (no table with a primary key).
+async fn run_proof(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<shared::proof::Proof>, ApiError> {
+    let run = stored(&state, &id).await?;
+    if let Some(proof) = run.events.iter().rev().find_map(|e| match &e.kind {
+        shared::EventKind::Proof { proof } => Some((**proof).clone()),
+        _ => None,
+    }) {
+        return Ok(Json(proof));
+    }
+    let text = spec_of_stored(&run)?;
+    crate::specs::prove(&state.config.database_url, &text)
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .map(Json)
+        .ok_or_else(|| {
+            ApiError::NotFound(
+                "racelab cannot tell what this run's reads saw: none of its tables has a primary key".into(),
+            )
+        })
+}
+
+/// A stored lab run as a spec's text.
+fn spec_of_stored(run: &StoredRun) -> Result<String, ApiError> {
+    crate::control::spec_of_lab_run(&run.scenario, &run.variant, &run.events).map_err(ApiError::BadRequest)
 }
 
 #[derive(serde::Serialize)]

@@ -38,7 +38,8 @@ pub struct Arrow {
     pub in_cycle: bool,
     /// Involves a transaction that never committed.
     pub would_have: bool,
-    /// Where its name goes: a third of the way along, so two arrows that cross keep theirs apart.
+    /// Where its name goes: a fifth of the way along, near the step it starts from, so two
+    /// arrows that cross keep theirs apart.
     pub label_x: u32,
     pub label_y: u32,
 }
@@ -118,8 +119,8 @@ pub fn draw(proof: &Proof, lanes: &[String], steps: &[(String, String)]) -> Pict
             y2,
             in_cycle: cycle.contains(&i),
             would_have: i >= proof.would_have,
-            label_x: (2 * x1 + x2) / 3,
-            label_y: (2 * y1 + y2) / 3,
+            label_x: (4 * x1 + x2) / 5,
+            label_y: (4 * y1 + y2) / 5,
         });
     }
     let rows = u32::try_from(involved.len()).unwrap_or(0);
