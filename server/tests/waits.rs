@@ -40,6 +40,15 @@ async fn the_deadlock_is_a_two_edge_cycle_before_postgresql_breaks_it() {
         "the scenario's own account: alice is cancelled"
     );
     assert_eq!(broken.code, "40P01");
+    // The picture of the run says it too.
+    let picture = racelab::web::picture::draw(&shared::protocol::StoredRun {
+        id: run.run_id.clone(),
+        scenario: "isolation/deadlock".into(),
+        variant: "opposite-order".into(),
+        outcome: run.outcome.clone(),
+        events: run.events.clone(),
+    });
+    assert!(picture.contains("by cancelling alice with 40P01</text>"), "{picture}");
 
     let same = common::play(&engine, "isolation/deadlock", "same-order").await;
     let waited = (1..=same.events.len()).map(|n| graph(&same.events[..n]));

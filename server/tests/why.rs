@@ -39,11 +39,15 @@ async fn shows_the_write_skew_proof(b: &Browser) {
             "No order of one-at-a-time runs explains this: write skew (G2-item).",
         ]
     );
-    assert_eq!(b.count(".rl-proof-edge[data-dep=\"rw\"][data-cycle=\"true\"]").await, 2);
+    assert_eq!(
+        b.count(".rl-proof .rl-proof-edge[data-dep=\"rw\"][data-cycle=\"true\"]")
+            .await,
+        2
+    );
     assert_eq!(b.texts(".rl-proof-lane").await, ["alice", "bob"]);
     let dashes = b
         .js(
-            "return [...document.querySelectorAll('.rl-proof-edge[data-cycle=\"true\"] line')]\
+            "return [...document.querySelectorAll('.rl-proof .rl-proof-edge[data-cycle=\"true\"] line')]\
              .map(l => l.getAttribute('stroke-dasharray'));",
             vec![],
         )
@@ -94,6 +98,25 @@ async fn the_atlas_shows_each_cell_as_this_server_played_it_and_a_write_skew_pro
         b.set_viewport(1280, 900).await;
         b.goto(&run).await;
         shows_the_write_skew_proof(b).await;
+        // And over the timeline itself: an arrow from each check's card to the other's update,
+        // across the lanes.
+        b.wait_for(".rl-proof-arrows .rl-proof-edge").await;
+        assert_eq!(b.count(".rl-proof-arrows .rl-proof-edge[data-dep=\"rw\"][data-cycle=\"true\"]").await, 2);
+        let across = b
+            .js(
+                "return [...document.querySelectorAll('.rl-proof-arrows .rl-proof-edge line')]\
+                 .map(l => Math.abs(l.x1.baseVal.value - l.x2.baseVal.value) > 20 && l.y2.baseVal.value > l.y1.baseVal.value);",
+                vec![],
+            )
+            .await;
+        let coordinates = b
+            .js(
+                "return [...document.querySelectorAll('.rl-proof-arrows .rl-proof-edge line')]\
+                 .map(l => [l.x1.baseVal.value, l.y1.baseVal.value, l.x2.baseVal.value, l.y2.baseVal.value]);",
+                vec![],
+            )
+            .await;
+        assert_eq!(across, json!([true, true]), "each arrow crosses to the other lane, downwards in time: {coordinates}");
         assert!(!scrolls_sideways(b).await);
         b.screenshot("proof-replay").await;
         b.set_viewport(360, 740).await;
@@ -186,7 +209,11 @@ async fn the_isolation_labs_write_skew_at_repeatable_read_says_why_when_asked() 
         b.wait_for_within(".rl-proof", Duration::from_secs(30)).await;
         let headline = b.text(".rl-proof-headline").await.unwrap_or_default();
         assert!(headline.starts_with("write skew on a predicate (G2)"), "{headline}");
-        assert_eq!(b.count(".rl-proof-edge[data-dep=\"rw\"][data-cycle=\"true\"]").await, 2);
+        assert_eq!(
+            b.count(".rl-proof .rl-proof-edge[data-dep=\"rw\"][data-cycle=\"true\"]")
+                .await,
+            2
+        );
         let lines = b.texts(".rl-proof-lines li").await;
         assert!(
             lines[0].starts_with("alice's read did not see bob's insert"),

@@ -17,6 +17,8 @@ pub mod matrix;
 pub mod predict;
 #[cfg(not(feature = "embed"))]
 pub mod proof;
+#[cfg(not(feature = "embed"))]
+pub mod proof_arrows;
 pub mod reference;
 pub mod run_panel;
 pub mod run_view;

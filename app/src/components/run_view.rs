@@ -95,7 +95,11 @@ pub fn RunBody(
         {move || (!is_load_test.get()).then(|| if compact.get() {
             view! { <CompactTimeline timeline=timeline /> }.into_any()
         } else {
-            view! { <TimelineView timeline=timeline /> }.into_any()
+            #[cfg(not(feature = "embed"))]
+            let detailed = detailed(timeline, state, shown);
+            #[cfg(feature = "embed")]
+            let detailed = view! { <TimelineView timeline=timeline /> }.into_any();
+            detailed
         })}
         {move || shown.with(|s| s.verdict().cloned()).map(|v| view! { <VerdictBanner verdict=v /> })}
         {proof(state, shown)}
@@ -152,6 +156,55 @@ fn moment(state: RwSignal<RunState>) -> (Shown, impl IntoView) {
 #[cfg(feature = "embed")]
 fn moment(state: RwSignal<RunState>) -> (Shown, ()) {
     (state, ())
+}
+
+/// The detailed timeline; in the full app with the proof's edges drawn over it, between the
+/// cards of the steps they join.
+#[cfg(not(feature = "embed"))]
+fn detailed(timeline: Signal<shared::timeline::Timeline>, state: RwSignal<RunState>, shown: Shown) -> AnyView {
+    use super::proof_arrows::{ProofArrows, SeqEdge};
+    let wrap = NodeRef::<leptos::html::Div>::new();
+    let edges = Signal::derive(move || {
+        let Some((proof, _, _)) = state.with(super::proof::of_run) else {
+            return Vec::new();
+        };
+        let seqs: Vec<u64> = shown.with(|s| {
+            s.events
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::Step { .. }))
+                .map(|e| e.seq)
+                .collect()
+        });
+        let seq_of = |step: Option<u64>| step.and_then(|s| seqs.get(usize::try_from(s).ok()?).copied());
+        let cycle: Vec<usize> = proof
+            .cycle
+            .iter()
+            .chain(proof.prevented.iter().flat_map(|p| p.cycle.iter()))
+            .copied()
+            .collect();
+        proof
+            .edges
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                Some(SeqEdge {
+                    from: seq_of(e.from_step)?,
+                    to: seq_of(e.to_step)?,
+                    dep: e.dep,
+                    predicate: e.predicate,
+                    in_cycle: cycle.contains(&i),
+                    would_have: i >= proof.would_have,
+                })
+            })
+            .collect()
+    });
+    view! {
+        <div class="rl-timeline-wrap" node_ref=wrap>
+            <TimelineView timeline=timeline />
+            <ProofArrows wrap=wrap edges=edges />
+        </div>
+    }
+    .into_any()
 }
 
 /// Who waits for whom at the moment shown (full app only).

@@ -33,6 +33,8 @@ pub fn draw(run: &StoredRun) -> String {
     let rows_top = HEADER + LANE_HEADER;
     let rows_bottom = rows_top + shown * ROW + if hidden > 0 { ROW } else { 0 };
     let verdict_height = 58 + checks * 20;
+    let why = why_lines(&state);
+    let rows_bottom = rows_bottom + why.len() * ROW;
     let height = rows_bottom + 16 + verdict_height + MARGIN;
 
     let mut svg = String::new();
@@ -108,13 +110,24 @@ pub fn draw(run: &StoredRun) -> String {
         }
         svg.push_str("</text>");
     }
+    let mut below = rows_top + shown * ROW;
     if hidden > 0 {
         let _ = write!(
             svg,
             r#"<text class="more" x="{MARGIN}" y="{}">… and {hidden} more steps (the whole run is at /runs/{})</text>"#,
-            rows_top + shown * ROW + 17,
+            below + 17,
             escape(&run.id)
         );
+        below += ROW;
+    }
+    for line in &why {
+        let _ = write!(
+            svg,
+            r#"<text class="why" x="{MARGIN}" y="{}">{}</text>"#,
+            below + 17,
+            escape(&compact::fit(line, 140))
+        );
+        below += ROW;
     }
 
     // The verdict.
@@ -155,12 +168,38 @@ pub fn draw(run: &StoredRun) -> String {
     svg
 }
 
+/// Why, in a line or two under the steps: the anomaly the run's proof found, and the deadlock
+/// PostgreSQL broke (the wait-for graph's end).
+fn why_lines(state: &RunState) -> Vec<String> {
+    let mut lines = Vec::new();
+    let proof = state.events.iter().rev().find_map(|e| match &e.kind {
+        shared::EventKind::Proof { proof } => Some(proof),
+        _ => None,
+    });
+    if let Some(anomaly) = proof.and_then(|p| p.anomaly) {
+        lines.push(format!(
+            "Why: a {} ({}): no order of one-at-a-time runs explains what the transactions saw",
+            anomaly.name(),
+            anomaly.class()
+        ));
+    }
+    if let Some(broken) = shared::waits::graph(&state.events).broken {
+        lines.push(format!(
+            "PostgreSQL broke the deadlock ({}) by cancelling {} with {}",
+            broken.cycle.join(" ⇄ "),
+            broken.cancelled,
+            broken.code
+        ));
+    }
+    lines
+}
+
 const STYLE: &str = "<style>\
 text{font-family:'DejaVu Sans Mono','Liberation Mono',Menlo,Consolas,monospace;font-size:13px;fill:#1f2328}\
 .page{fill:#ffffff}.title{font-family:'Liberation Sans',Helvetica,Arial,sans-serif;font-size:24px;font-weight:700}\
 .sub{fill:#57606a}.lane-bg{fill:#f6f8fa}.lane-bg.odd{fill:#eef1f4}\
 .actor{font-weight:700;font-size:14px}.detail{fill:#57606a;font-size:11px}\
-.wait-bar{fill:#d29922}.line.waiting{fill:#9a6700}.line.failed,.outcome.failed{fill:#cf222e;font-weight:700}\
+.wait-bar{fill:#d29922}.why{font-weight:700;fill:#9a6700}.line.waiting{fill:#9a6700}.line.failed,.outcome.failed{fill:#cf222e;font-weight:700}\
 .line.commit{fill:#1a7f37;font-weight:700}.line.rollback{fill:#8250df;font-weight:700}\
 .line.note{fill:#57606a;font-style:italic}.line.process{fill:#0969da}.outcome{fill:#57606a}.more{fill:#57606a}\
 .verdict rect{fill:#f6f8fa;stroke:#d0d7de}.verdict.reproduced rect{fill:#ffebe9;stroke:#cf222e}\
