@@ -9,17 +9,8 @@ mod common;
 mod harness;
 
 use harness::{Browser, run};
-use serde_json::{Value as Json, json};
+use serde_json::json;
 use std::time::Duration;
-
-async fn scrolls_sideways(b: &Browser) -> bool {
-    b.js(
-        "return document.documentElement.scrollWidth > window.innerWidth;",
-        vec![],
-    )
-    .await
-        == Json::Bool(true)
-}
 
 const WRITE_SKEW_RR: &str = "tr[data-entry=\"g2-item\"] td[data-level=\"REPEATABLE READ\"]";
 
@@ -77,12 +68,12 @@ async fn the_atlas_shows_each_cell_as_this_server_played_it_and_a_write_skew_pro
         assert!(b.text(serializable).await.unwrap_or_default().contains("error 40001"));
         let dirty = "tr[data-entry=\"g1a\"] td[data-kind=\"allowed\"]";
         assert_eq!(b.count(dirty).await, 0, "no level shows an aborted read");
-        assert!(!scrolls_sideways(b).await);
+        assert!(!b.scrolls_sideways().await);
         b.screenshot("atlas-desktop").await;
 
         b.set_viewport(360, 740).await;
         b.settle().await;
-        assert!(!scrolls_sideways(b).await, "the atlas fits 360 px");
+        assert!(!b.scrolls_sideways().await, "the atlas fits 360 px");
         b.screenshot("atlas-360").await;
 
         // The cell opens its run: the replay draws why.
@@ -117,12 +108,12 @@ async fn the_atlas_shows_each_cell_as_this_server_played_it_and_a_write_skew_pro
             )
             .await;
         assert_eq!(across, json!([true, true]), "each arrow crosses to the other lane, downwards in time: {coordinates}");
-        assert!(!scrolls_sideways(b).await);
+        assert!(!b.scrolls_sideways().await);
         b.screenshot("proof-replay").await;
         b.set_viewport(360, 740).await;
         b.settle().await;
         assert!(
-            !scrolls_sideways(b).await,
+            !b.scrolls_sideways().await,
             "the proof scrolls inside its figure, not the page"
         );
         b.screenshot("proof-360").await;
@@ -190,7 +181,7 @@ async fn a_finished_deadlock_travels_back_by_keyboard_to_the_cycle_postgresql_br
 
         b.set_viewport(360, 740).await;
         b.settle().await;
-        assert!(!scrolls_sideways(b).await, "the scrubber and the waits fit 360 px");
+        assert!(!b.scrolls_sideways().await, "the scrubber and the waits fit 360 px");
         b.screenshot("deadlock-360").await;
     })
     .await;

@@ -25,16 +25,6 @@ async fn type_spec(b: &Browser, text: &str) {
     .await;
 }
 
-/// Whether the page scrolls sideways.
-async fn scrolls_sideways(b: &Browser) -> bool {
-    b.js(
-        "return document.documentElement.scrollWidth > window.innerWidth;",
-        vec![],
-    )
-    .await
-        == Json::Bool(true)
-}
-
 async fn finished(b: &Browser) {
     b.wait_for_within(".rl-verdict", Duration::from_secs(30)).await;
 }
@@ -188,12 +178,12 @@ async fn a_reader_writes_a_race_sees_a_mistake_at_its_line_fixes_it_runs_and_sha
             .js("return document.getElementById('rl-spec-text').value;", vec![])
             .await;
         assert_eq!(value, json!(STARTER));
-        assert!(!scrolls_sideways(b).await, "the spec page fits 360 px");
+        assert!(!b.scrolls_sideways().await, "the spec page fits 360 px");
         b.click(".rl-spec-saved label.rl-choice[data-choice=\"overspent\"]")
             .await;
         b.click(".rl-spec-saved button.rl-run").await;
         finished(b).await;
-        assert!(!scrolls_sideways(b).await, "the finished run fits 360 px");
+        assert!(!b.scrolls_sideways().await, "the finished run fits 360 px");
         b.screenshot("saved-360").await;
 
         // A lab's race opens in the editor before anyone ran it.
@@ -224,7 +214,7 @@ async fn a_reader_writes_a_race_sees_a_mistake_at_its_line_fixes_it_runs_and_sha
         b.click("button.rl-run").await;
         finished(b).await;
         assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("reproduced"));
-        assert!(!scrolls_sideways(b).await, "the embed fits 360 px");
+        assert!(!b.scrolls_sideways().await, "the embed fits 360 px");
         b.screenshot("embed-360").await;
     })
     .await;

@@ -176,12 +176,7 @@ fn detailed(timeline: Signal<shared::timeline::Timeline>, state: RwSignal<RunSta
                 .collect()
         });
         let seq_of = |step: Option<u64>| step.and_then(|s| seqs.get(usize::try_from(s).ok()?).copied());
-        let cycle: Vec<usize> = proof
-            .cycle
-            .iter()
-            .chain(proof.prevented.iter().flat_map(|p| p.cycle.iter()))
-            .copied()
-            .collect();
+        let cycle = proof.drawn_cycle();
         proof
             .edges
             .iter()

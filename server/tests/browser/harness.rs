@@ -674,6 +674,16 @@ impl Browser {
         }
     }
 
+    /// Whether the page scrolls sideways (wider than the window).
+    pub async fn scrolls_sideways(&self) -> bool {
+        self.js(
+            "return document.documentElement.scrollWidth > window.innerWidth;",
+            vec![],
+        )
+        .await
+            == Json::Bool(true)
+    }
+
     /// Saves the whole page (the viewport made as tall as the page, up to [`MAX_SHOT_HEIGHT`],
     /// then put back) as `target/screenshots/<test>-<state>.png`. Call it from the top-level frame.
     pub async fn screenshot(&self, state: &str) {

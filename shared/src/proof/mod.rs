@@ -267,6 +267,15 @@ pub struct Proof {
     pub lines: Vec<String>,
 }
 
+impl Proof {
+    /// The edges a drawing marks as the cycle: the committed one, and the one a cancelled
+    /// transaction's commit would have closed.
+    pub fn drawn_cycle(&self) -> Vec<usize> {
+        let prevented = self.prevented.iter().flat_map(|p| p.cycle.iter());
+        self.cycle.iter().chain(prevented).copied().collect()
+    }
+}
+
 /// Derives the proof of a history: pure, and total on any history whose indexes are in range
 /// (edges that name a transaction or version out of range are left out, never a panic).
 pub fn derive(history: &History) -> Proof {

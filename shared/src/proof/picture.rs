@@ -90,12 +90,7 @@ pub fn draw(proof: &Proof, lanes: &[String], steps: &[(String, String)]) -> Pict
             label: shorten(&sql, 28),
         });
     }
-    let cycle: Vec<usize> = proof
-        .cycle
-        .iter()
-        .chain(proof.prevented.iter().flat_map(|p| p.cycle.iter()))
-        .copied()
-        .collect();
+    let cycle = proof.drawn_cycle();
     let mut arrows = Vec::new();
     for (i, edge) in proof.edges.iter().enumerate() {
         let find = |step: Option<u64>| boxes.iter().find(|b| Some(b.step) == step);
