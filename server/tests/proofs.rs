@@ -275,3 +275,34 @@ async fn a_lab_runs_proof_is_asked_for_and_plays_its_statements_again_as_a_spec(
     let (status, _, body) = common::get(address, "/api/runs/000000000000/proof").await;
     assert_eq!(status, 404, "{body}");
 }
+
+#[tokio::test]
+async fn a_read_too_slow_to_ask_again_is_left_out_and_said() {
+    // The read takes 300 ms, past the 250 ms a read asked again may take. The spec plays as
+    // written; its proof says what it could not tell.
+    let spec = "setup { CREATE TABLE test (id int PRIMARY KEY, value int NOT NULL);
+  INSERT INTO test SELECT i, i * 10 FROM generate_series(1, 40) i; }
+teardown { DROP TABLE test; }
+session alice
+setup { BEGIN ISOLATION LEVEL REPEATABLE READ; }
+step a_slow { SELECT count(*), pg_sleep(0.3) FROM test; }
+step a_commit { COMMIT; }
+session bob
+step b_write { UPDATE test SET value = 11 WHERE id = 1; }
+permutation a_slow b_write a_commit";
+    let started = std::time::Instant::now();
+    let proofs = proofs("slow", spec).await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let proof = &proofs[0];
+    assert_eq!(proof.anomaly, None);
+    assert_eq!(
+        proof.lines.last().map(String::as_str),
+        Some(
+            "racelab could not tell what 1 read saw (a step of several statements, or a query it could not ask again), so it is left out."
+        )
+    );
+}

@@ -434,7 +434,7 @@ impl Witness {
             let Some(query) = single_query(&seen.sql) else { continue };
             if !by_sql.contains_key(query) {
                 let answer = if started.elapsed() < EVALUATION_BUDGET {
-                    self.ask_again(control, query, history, rows).await
+                    self.ask_again(control, query, history, rows, started).await
                 } else {
                     None
                 };
@@ -447,12 +447,14 @@ impl Witness {
         out
     }
 
+    /// `None` when it cannot be asked (an error), or the budget since `started` runs out.
     async fn ask_again(
         &self,
         control: &mut SpecSession,
         query: &str,
         history: &History,
         rows: &[Map<String, Value>],
+        started: Instant,
     ) -> Option<Vec<bool>> {
         let mut matter = vec![false; history.versions.len()];
         for table in &self.tables {
@@ -480,6 +482,10 @@ impl Witness {
                 return None;
             }
             for i in versions {
+                if started.elapsed() > EVALUATION_BUDGET {
+                    control.exec("ROLLBACK").await;
+                    return None;
+                }
                 let json = Value::Object(rows[i].clone()).to_string().replace('\'', "''");
                 let one = control
                     .exec(&format!(
