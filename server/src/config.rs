@@ -123,8 +123,9 @@ impl Config {
 pub struct ServeConfig {
     #[arg(long, env = "PORT", default_value_t = 8080)]
     pub port: u16,
-    /// Address to listen on.
-    #[arg(long, env = "RACELAB_BIND", default_value = "0.0.0.0")]
+    /// Address to listen on (`--listen` too). Every interface by default, as a container
+    /// needs; `cargo xtask play` passes 127.0.0.1 unless told otherwise.
+    #[arg(long, visible_alias = "listen", env = "RACELAB_BIND", default_value = "0.0.0.0")]
     pub bind: String,
     /// The built browser app (`trunk build` writes it here).
     #[arg(long, env = "RACELAB_DIST", default_value = "dist")]

