@@ -14,6 +14,7 @@ pub mod api;
 pub mod assets;
 pub mod atlas;
 pub mod error;
+pub mod headers;
 pub mod health;
 pub mod oembed;
 pub mod pages;
@@ -87,6 +88,7 @@ pub fn app(state: AppState, dist: &Path) -> (Router, Arc<crate::rooms::Rooms>) {
         .route("/oembed", axum::routing::get(oembed::handler))
         .route("/api/atlas", axum::routing::get(atlas::handler))
         .with_state(state)
-        .fallback_service(assets::service(dist));
+        .fallback_service(assets::service(dist))
+        .layer(axum::middleware::from_fn(headers::secure));
     (router, rooms)
 }
