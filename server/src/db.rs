@@ -122,6 +122,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         pace: Default::default(),
         warm,
         probes: Default::default(),
+        metrics: Default::default(),
     })
 }
 

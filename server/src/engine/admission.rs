@@ -270,6 +270,17 @@ impl Admission {
             .map_or(0, |(_, _, size)| *size)
     }
 
+    /// How many of `service`'s pool runs hold now, and the pool's size.
+    pub fn in_use(&self, service: Service) -> (u32, u32) {
+        self.pools
+            .iter()
+            .find(|(s, _, _)| *s == service)
+            .map_or((0, 0), |(_, pool, size)| {
+                let free = u32::try_from(pool.available_permits()).unwrap_or(*size);
+                (size.saturating_sub(free), *size)
+            })
+    }
+
     /// How many runs are in line (waiting, or passing through on their way in).
     pub fn waiting(&self) -> usize {
         self.line.lock().unwrap_or_else(|p| p.into_inner()).len()

@@ -34,6 +34,8 @@ pub struct Engine {
     pub(crate) warm: Arc<super::warm::Warm>,
     /// When each service last answered a probe.
     pub(crate) probes: super::probes::Probes,
+    /// Runs started and finished, their waits and durations (`/metrics`).
+    pub(crate) metrics: super::metrics::Metrics,
 }
 
 /// How long runs take lately (a moving average), to tell a reader refused by a full line when
@@ -230,6 +232,53 @@ impl Engine {
         found
     }
 
+    /// The engine's part of `/metrics` in Prometheus's text format: runs started and finished,
+    /// waits and durations, the line, runs playing, sandboxes alive (playing and made ahead),
+    /// and PostgreSQL connections in use of the budget, by server.
+    pub fn metrics(&self, out: &mut String) {
+        use super::metrics::{gauge, label};
+        self.metrics.render(out);
+        let waiting = self.admission.waiting();
+        let live = *self.live.count.borrow();
+        let playing = live.saturating_sub(waiting);
+        gauge(
+            out,
+            "racelab_queue_length",
+            "Runs waiting in line.",
+            &[("", waiting as f64)],
+        );
+        gauge(
+            out,
+            "racelab_runs_playing",
+            "Runs playing now.",
+            &[("", playing as f64)],
+        );
+        let ready = self.ready_sandboxes().len();
+        gauge(
+            out,
+            "racelab_sandboxes_alive",
+            "Sandboxes of runs playing, and made ahead of demand.",
+            &[("", (playing + ready) as f64)],
+        );
+        let server = format!(
+            "{{server=\"{}\"}}",
+            label(&crate::health::host_port(&self.reach.database_url, 5432))
+        );
+        let (in_use, budget) = self.admission.in_use(Service::Postgres);
+        gauge(
+            out,
+            "racelab_connections_in_use",
+            "PostgreSQL connections runs hold now, by server.",
+            &[(&server, f64::from(in_use))],
+        );
+        gauge(
+            out,
+            "racelab_connections_budget",
+            "PostgreSQL connections runs may hold at once, by server.",
+            &[(&server, f64::from(budget))],
+        );
+    }
+
     /// Every service's state right now (for `/healthz` and the catalog), remembered so that a
     /// start right after a probe found a service down asks again instead of trusting an older
     /// answer.
@@ -361,6 +410,7 @@ impl Engine {
         mut control: mpsc::UnboundedReceiver<Control>,
     ) {
         let _live = self.live.enter();
+        let entered = std::time::Instant::now();
         let budget = scenario.budget(&variant);
         // The engine outlives every run, so its flags' senders do too.
         let mut closing = self.live.closing.subscribe();
@@ -400,6 +450,7 @@ impl Engine {
             ),
             Ok(admitted) => {
                 let began = std::time::Instant::now();
+                self.metrics.started(&info.id, entered.elapsed());
                 let kept = admitted.take_kept();
                 let (outcome, sandbox, kept) = self
                     .play(
@@ -414,6 +465,12 @@ impl Engine {
                 if mode == Mode::Auto && outcome == Outcome::Completed {
                     self.pace.record(began.elapsed());
                 }
+                let ended = match &outcome {
+                    Outcome::Completed => "completed",
+                    Outcome::Failed { .. } => "failed",
+                    Outcome::Cancelled => "cancelled",
+                };
+                self.metrics.finished(&info.id, ended, began.elapsed());
                 (outcome, sandbox, kept)
             }
         };

@@ -95,6 +95,11 @@ impl Rooms {
         })
     }
 
+    /// How many rooms this process holds open (not the mirrors of other replicas' rooms).
+    pub fn open_here(&self) -> usize {
+        self.open_rooms().len()
+    }
+
     fn open_rooms(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Room>>> {
         lock(&self.open)
     }

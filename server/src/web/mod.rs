@@ -16,6 +16,7 @@ pub mod atlas;
 pub mod error;
 pub mod headers;
 pub mod health;
+pub mod metrics;
 pub mod oembed;
 pub mod pages;
 pub mod picture;
@@ -87,6 +88,10 @@ pub fn app(state: AppState, dist: &Path) -> (Router, Arc<crate::rooms::Rooms>) {
         .merge(pages::router(dist.to_path_buf()))
         .route("/oembed", axum::routing::get(oembed::handler))
         .route("/api/atlas", axum::routing::get(atlas::handler))
+        .route("/metrics", {
+            let rooms = rooms.clone();
+            axum::routing::get(move |state| metrics::handler(state, rooms.clone()))
+        })
         .with_state(state)
         .fallback_service(assets::service(dist))
         .layer(axum::middleware::from_fn(headers::secure));

@@ -100,6 +100,11 @@ impl Default for Sockets {
 }
 
 impl Sockets {
+    /// How many websockets are open: readers connected to this process.
+    pub fn open(&self) -> usize {
+        *self.open.borrow()
+    }
+
     /// Closes every websocket (1001, "racelab is stopping"), each once its own run has sent its
     /// last frame and the room it follows has closed, and waits for them at most `within`;
     /// returns how many are still open. For a server that has drained its engine and closed its
