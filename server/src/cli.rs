@@ -560,6 +560,27 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The catalog racelab's runs churn is vacuumed when it is idle (autovacuum may be off).
+    let quiet = engine.clone();
+    tokio::spawn(async move {
+        let (mut vacuumed_at, mut last) = (0u64, quiet.activity());
+        let mut idle_since = std::time::Instant::now();
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+            let now = quiet.activity();
+            if now != last || now.0 > 0 {
+                (last, idle_since) = (now, std::time::Instant::now());
+                continue;
+            }
+            if crate::sandbox::vacuum::due(idle_since.elapsed(), now.1 - vacuumed_at) {
+                match crate::sandbox::vacuum::vacuum(&quiet.services().pool).await {
+                    Ok(()) => tracing::info!(runs = now.1 - vacuumed_at, "vacuumed the catalog the runs churned"),
+                    Err(error) => tracing::warn!(%error, "could not vacuum the catalog"),
+                }
+                vacuumed_at = now.1;
+            }
+        }
+    });
     // Sandboxes a crash or a hard stop left behind are swept now and then, not only at startup;
     // readers' specs' roles too (at startup as well: they are not in the engine's registry).
     let sweeper = engine.clone();

@@ -143,3 +143,40 @@ async fn a_schema_and_its_registry_row_come_and_go_together() {
         "neither the half-made schema nor its row"
     );
 }
+
+/// When the catalog was last vacuumed by hand (not by autovacuum), as PostgreSQL counts it.
+async fn last_vacuum(pool: &sqlx::PgPool) -> Option<f64> {
+    sqlx::query_scalar(
+        "SELECT extract(epoch FROM last_vacuum)::float8 FROM pg_stat_sys_tables \
+         WHERE relid = 'pg_catalog.pg_class'::regclass",
+    )
+    .fetch_one(pool)
+    .await
+    .expect("pg_stat_sys_tables")
+}
+
+#[tokio::test]
+async fn the_catalog_runs_churn_is_vacuumed_by_racelab_itself() {
+    let engine = common::engine().await;
+    let pool = &engine.services().pool;
+    // Churn: a sandbox made and destroyed, as a run does.
+    const TABLES: Spec = Spec {
+        schemas: &[("budget", "CREATE TABLE teams (id text PRIMARY KEY, spent int NOT NULL)")],
+        redis: false,
+        topics: &[],
+    };
+    let sandbox = Sandbox::create(engine.services(), &new_run_id(), &TABLES)
+        .await
+        .expect("a sandbox");
+    sandbox.destroy(engine.services()).await.expect("destroyed");
+    let before = last_vacuum(pool).await;
+    racelab::sandbox::vacuum::vacuum(pool)
+        .await
+        .expect("racelab may vacuum its database's catalogs");
+    let after = last_vacuum(pool).await;
+    assert!(
+        after.is_some() && after > before,
+        "pg_class vacuumed by hand: {before:?} → {after:?}"
+    );
+    assert!(racelab::sandbox::vacuum::CHURNED.contains("pg_catalog.pg_namespace"));
+}

@@ -85,6 +85,11 @@ impl Metrics {
         counts.duration.observe(took);
     }
 
+    /// How many runs have finished, whatever their outcome.
+    pub fn finished_total(&self) -> u64 {
+        self.counts().finished.values().sum()
+    }
+
     /// The counters and histograms in Prometheus's text format.
     pub fn render(&self, out: &mut String) {
         let counts = self.counts();

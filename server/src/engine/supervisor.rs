@@ -232,6 +232,12 @@ impl Engine {
         found
     }
 
+    /// Runs playing or waiting now, and runs finished since the engine started: what the
+    /// catalog's vacuum watches to find racelab idle.
+    pub fn activity(&self) -> (usize, u64) {
+        (*self.live.count.borrow(), self.metrics.finished_total())
+    }
+
     /// The engine's part of `/metrics` in Prometheus's text format: runs started and finished,
     /// waits and durations, the line, runs playing, sandboxes alive (playing and made ahead),
     /// and PostgreSQL connections in use of the budget, by server.

@@ -21,6 +21,7 @@ pub mod broker;
 pub mod postgres;
 pub mod redis;
 mod sweep;
+pub mod vacuum;
 
 pub use crate::services::Services;
 pub use postgres::application_name;
