@@ -450,6 +450,8 @@ async fn a_reader_on_a_phone_steps_to_the_end_with_the_next_step_in_view() {
     run("stepping_on_a_phone", async |b| {
         b.set_viewport(360, 640).await;
         b.goto("/lab/isolation/write-skew?variant=serializable").await;
+        // The toggle is drawn once the scenario has loaded: read it then, not before.
+        b.wait_for("button.rl-view-compact").await;
         assert_eq!(
             b.attr("button.rl-view-compact", "aria-pressed").await.as_deref(),
             Some("true"),
