@@ -306,3 +306,29 @@ permutation a_slow b_write a_commit";
         )
     );
 }
+
+#[tokio::test]
+async fn a_failure_after_a_commit_is_not_the_committed_transactions() {
+    // Alice's report commits; then an insert of hers in a transaction of its own fails (a
+    // duplicate key). The report still counts, with its anti-dependency on bob's change.
+    let spec = two_rows(
+        "REPEATABLE READ",
+        "session alice
+setup { BEGIN ISOLATION LEVEL @level; }
+step a_read { SELECT id, value FROM test WHERE id = 1; }
+step a_commit { COMMIT; }
+step a_dup { INSERT INTO test VALUES (1, 99); }
+session bob
+setup { BEGIN ISOLATION LEVEL @level; }
+step b_write { UPDATE test SET value = 11 WHERE id = 1; }
+step b_commit { COMMIT; }",
+        "permutation a_read b_write b_commit a_commit a_dup",
+    );
+    let proof = &proofs("dup", &spec).await[0];
+    let alice = proof.txns.iter().find(|t| t.name == "alice").expect("alice's report");
+    assert_eq!(alice.end, End::Committed, "{:?}", proof.txns);
+    assert_eq!(
+        proof.lines[0],
+        "alice read test 1 = 10, which bob then replaced with 11, so alice comes before bob."
+    );
+}

@@ -561,11 +561,11 @@ impl Witness {
             let n = counts.entry(t.session).or_default();
             *n += 1;
             t.txn.name = proof::ordinal_name(&t.txn.session, *n);
-            let failure = self
-                .failures
-                .iter()
-                .find(|(s, step, _)| *s == t.session && t.holds(*step));
             let end = self.ends.iter().find(|(s, step, _)| *s == t.session && t.holds(*step));
+            // A failure after the transaction's COMMIT or ROLLBACK is another statement's.
+            let failure = self.failures.iter().find(|(s, step, _)| {
+                *s == t.session && t.holds(*step) && end.is_none_or(|(_, ended, _)| step <= ended)
+            });
             (t.txn.end, t.txn.ended) = match (t.alone_step, failure, end) {
                 (Some(step), _, _) => (End::Committed, Some(step as u64)),
                 (None, Some((_, step, code)), _) => (End::Aborted { code: code.clone() }, Some(*step as u64)),
