@@ -64,7 +64,9 @@ async fn admin() -> tokio_postgres::Client {
 }
 
 /// What run `name` left behind, counted: its role, its schema in the specs database, its
-/// sessions, its prepared transactions, advisory locks of the specs database.
+/// sessions, its prepared transactions, advisory locks its sessions hold in the specs database
+/// (this run's only: the tests of this file run at once, and one of them holds such a lock on
+/// purpose).
 async fn left_by(name: &str) -> i64 {
     let id = run_id(name);
     let role = format!("racelab_spec_{id}");
@@ -75,7 +77,8 @@ async fn left_by(name: &str) -> i64 {
                   + (SELECT count(*) FROM pg_stat_activity WHERE usename = $1 OR application_name LIKE $2)
                   + (SELECT count(*) FROM pg_prepared_xacts WHERE owner = $1)
                   + (SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-                     WHERE l.locktype = 'advisory' AND d.datname = 'racelab_specs')",
+                     JOIN pg_stat_activity a ON a.pid = l.pid
+                     WHERE l.locktype = 'advisory' AND d.datname = 'racelab_specs' AND a.usename = $1)",
             &[&role, &format!("racelab/{id}/%")],
         )
         .await
