@@ -127,6 +127,10 @@ pub struct Player<'a> {
     /// Whether to watch what the transactions read and write, for the proof.
     witnessing: bool,
     witness: Option<Witness>,
+    /// The witness's trigger function is in the run's schema (made by an earlier permutation).
+    witness_function: bool,
+    /// What reads asked again answered, for the run's later permutations.
+    asked: super::witness::Asked,
 }
 
 impl<'a> Player<'a> {
@@ -168,6 +172,8 @@ impl<'a> Player<'a> {
             played: Vec::new(),
             witnessing: false,
             witness: None,
+            witness_function: false,
+            asked: Default::default(),
         })
     }
 
@@ -181,7 +187,11 @@ impl<'a> Player<'a> {
     /// not asked for, or no table with a primary key).
     pub async fn proof(&mut self) -> Option<shared::proof::Proof> {
         let names: Vec<String> = self.spec.sessions.iter().map(|s| s.name.clone()).collect();
-        let proof = self.witness.as_ref()?.proof(&mut self.control, &names).await;
+        let proof = self
+            .witness
+            .as_ref()?
+            .proof(&mut self.control, &names, &mut self.asked)
+            .await;
         Some(proof).filter(|p| !p.txns.is_empty())
     }
 
@@ -229,7 +239,7 @@ impl<'a> Player<'a> {
         }
         self.witness = None;
         if self.witnessing {
-            self.witness = Witness::install(&mut self.control).await;
+            self.witness = Witness::install(&mut self.control, &mut self.witness_function).await;
         }
         Ok(())
     }

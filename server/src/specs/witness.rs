@@ -26,6 +26,11 @@ use shared::proof::{self, End, History, Proof, Read, Row, Txn, Version, Wait};
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
+/// What reads asked again answered, kept for a run's later permutations: whether the version
+/// (its row as JSON) of the table changes the query's answer. Every permutation of a spec asks
+/// the same queries of the same versions; asking once a run saves a temporary table each time.
+pub type Asked = HashMap<(String, String, String), bool>;
+
 /// The message of the trigger's notices: how a session tells them from the spec's own.
 pub const MARK: &str = "racelab witness";
 
@@ -144,7 +149,9 @@ impl Witness {
     /// Puts the trigger on the run's keyed tables, on the control connection (the run's role,
     /// which owns them), and reads the rows the setup left. `None` when there is nothing to
     /// witness (no table has a primary key) or PostgreSQL refused.
-    pub async fn install(control: &mut SpecSession) -> Option<Witness> {
+    /// `function_made`: the trigger function is there from an earlier permutation of this run
+    /// (made again if it is not).
+    pub async fn install(control: &mut SpecSession, function_made: &mut bool) -> Option<Witness> {
         let schema = control.exec("SELECT pg_catalog.current_schema()::text").await;
         let schema = first_rows(&schema).first()?.first()?.clone()?;
         let listed = control.exec(KEYED_TABLES).await;
@@ -161,16 +168,27 @@ impl Witness {
             tracing::debug!(failure = ?listed.failure, tables = tables.len(), "no witness");
             return None;
         }
-        let mut sql = format!("{TRIGGER_FUNCTION};");
+        let mut triggers = String::new();
         for table in &tables {
-            sql.push_str(&format!(
+            triggers.push_str(&format!(
                 " CREATE OR REPLACE TRIGGER racelab_witness AFTER INSERT OR UPDATE OR DELETE ON {} \
                  FOR EACH ROW EXECUTE FUNCTION racelab_witness();",
                 quote_ident(&table.name)
             ));
         }
-        let installed = control.exec(&sql).await;
+        let mut installed = if *function_made {
+            control.exec(&triggers).await
+        } else {
+            Answer {
+                failure: Some(Failure::Lost(String::new())),
+                ..Answer::default()
+            }
+        };
+        if installed.failure.is_some() {
+            installed = control.exec(&format!("{TRIGGER_FUNCTION};{triggers}")).await;
+        }
         control.take_notices();
+        *function_made = installed.failure.is_none();
         if let Some(failure) = installed.failure {
             tracing::debug!("no witness for this spec: {}", failure.line());
             return None;
@@ -255,7 +273,7 @@ impl Witness {
     /// The proof of the permutation just played: its history put together (transactions'
     /// ends asked of the server on `control`, each read asked again), then reasoned about.
     /// `sessions`: the spec's session names.
-    pub async fn proof(&self, control: &mut SpecSession, sessions: &[String]) -> Proof {
+    pub async fn proof(&self, control: &mut SpecSession, sessions: &[String], asked: &mut Asked) -> Proof {
         let mut history = History::default();
         let txns = self.transactions(control, sessions).await;
         tracing::debug!(
@@ -303,7 +321,7 @@ impl Witness {
             }
         }
         // Reads: which versions mattered to each, then which of those its snapshot held.
-        let matters = self.matters(control, &history, &rows_of).await;
+        let matters = self.matters(control, &history, &rows_of, asked).await;
         let mut unknown = 0;
         for (r, seen) in self.reads.iter().enumerate() {
             if returns_its_own_write(&seen.sql) {
@@ -426,6 +444,7 @@ impl Witness {
         control: &mut SpecSession,
         history: &History,
         rows: &[Map<String, Value>],
+        asked: &mut Asked,
     ) -> HashMap<usize, Vec<bool>> {
         let started = Instant::now();
         let mut by_sql: HashMap<&str, Option<Vec<bool>>> = HashMap::new();
@@ -434,7 +453,7 @@ impl Witness {
             let Some(query) = single_query(&seen.sql) else { continue };
             if !by_sql.contains_key(query) {
                 let answer = if started.elapsed() < EVALUATION_BUDGET {
-                    self.ask_again(control, query, history, rows, started).await
+                    self.ask_again(control, query, history, rows, started, asked).await
                 } else {
                     None
                 };
@@ -455,12 +474,23 @@ impl Witness {
         history: &History,
         rows: &[Map<String, Value>],
         started: Instant,
+        asked: &mut Asked,
     ) -> Option<Vec<bool>> {
         let mut matter = vec![false; history.versions.len()];
         for table in &self.tables {
-            let versions: Vec<usize> = (0..history.versions.len())
+            let key = |i: usize| {
+                let json = Value::Object(rows[i].clone()).to_string();
+                (query.to_owned(), table.name.clone(), json)
+            };
+            let mut versions: Vec<usize> = Vec::new();
+            for i in (0..history.versions.len())
                 .filter(|&i| history.versions[i].row.table == table.name && history.versions[i].value.is_some())
-                .collect();
+            {
+                match asked.get(&key(i)) {
+                    Some(&answer) => matter[i] = answer,
+                    None => versions.push(i),
+                }
+            }
             if versions.is_empty() {
                 continue;
             }
@@ -500,6 +530,7 @@ impl Witness {
                     return None;
                 }
                 matter[i] = answer.sets != base.sets;
+                asked.insert(key(i), matter[i]);
             }
             control.exec("ROLLBACK").await;
         }
