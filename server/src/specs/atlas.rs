@@ -56,25 +56,23 @@ pub async fn observe(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
     })
 }
 
+/// The server's own version string, asked as every run header asks it
+/// ([`crate::health::server_version`]), on the maintenance database: racelab's own may not exist
+/// before `serve` first starts.
 async fn server_version(url: &str) -> String {
-    let Ok(mut config) = url.parse::<tokio_postgres::Config>() else {
-        return "PostgreSQL (version unknown)".to_owned();
+    use sqlx::Connection as _;
+    let unknown = || "PostgreSQL (version unknown)".to_owned();
+    let Ok(options) = url.parse::<sqlx::postgres::PgConnectOptions>() else {
+        return unknown();
     };
-    // The maintenance database: racelab's own may not exist before `serve` first starts.
-    config.dbname("postgres");
-    let Ok((client, connection)) = config.connect(tokio_postgres::NoTls).await else {
-        return "PostgreSQL (version unknown)".to_owned();
+    let Ok(mut connection) = sqlx::PgConnection::connect_with(&options.database("postgres")).await else {
+        return unknown();
     };
-    tokio::spawn(connection);
-    let version = client
-        .query_one(
-            "SELECT 'PostgreSQL ' || pg_catalog.current_setting('server_version')",
-            &[],
-        )
+    let version = crate::health::server_version(&mut connection)
         .await
-        .ok()
-        .and_then(|row| row.try_get::<_, String>(0).ok());
-    version.unwrap_or_else(|| "PostgreSQL (version unknown)".to_owned())
+        .unwrap_or_else(|_| unknown());
+    let _ = connection.close().await;
+    version
 }
 
 /// Now, as `2026-12-05 01:58:03 UTC`.
