@@ -322,6 +322,18 @@ impl Witness {
         }
         // Reads: which versions mattered to each, then which of those its snapshot held.
         let matters = self.matters(control, &history, &rows_of, asked).await;
+        // Each row's versions in install order, once for every read.
+        let mut rows: Vec<&Row> = history.versions.iter().map(|v| &v.row).collect();
+        rows.sort();
+        rows.dedup();
+        let by_row: Vec<Vec<usize>> = rows
+            .iter()
+            .map(|row| {
+                (0..history.versions.len())
+                    .filter(|&i| history.versions[i].row == **row)
+                    .collect()
+            })
+            .collect();
         let mut unknown = 0;
         for (r, seen) in self.reads.iter().enumerate() {
             if returns_its_own_write(&seen.sql) {
@@ -351,13 +363,7 @@ impl Witness {
                 saw: Vec::new(),
                 missed: Vec::new(),
             };
-            let mut rows: Vec<&Row> = history.versions.iter().map(|v| &v.row).collect();
-            rows.sort();
-            rows.dedup();
-            for row in rows {
-                let of_row: Vec<usize> = (0..history.versions.len())
-                    .filter(|&i| history.versions[i].row == *row)
-                    .collect();
+            for of_row in &by_row {
                 let shown = of_row.iter().rposition(|&i| visible(&history.versions[i]));
                 if let Some(at) = shown
                     && matter[of_row[at]]
