@@ -217,12 +217,14 @@ impl RunSocket {
 
     /// Starts a run. What the socket showed stays until the server says the new run started
     /// (a refused start, say a run still going, then changes nothing).
-    pub fn start(&self, scenario: &str, variant: &str, mode: Mode) {
+    /// Runs play on PostgreSQL `postgres` (a major version, `"18"`; empty: the server's first).
+    pub fn start_on(&self, scenario: &str, variant: &str, mode: Mode, postgres: &str) {
         self.state.update(|s| s.refused = None);
         self.send(ClientMsg::Start {
             scenario: scenario.to_owned(),
             variant: variant.to_owned(),
             mode,
+            postgres: (!postgres.is_empty()).then(|| postgres.to_owned()),
         });
     }
 

@@ -120,7 +120,10 @@ impl Cli {
                 if scenario == "-" || scenario.ends_with(".spec") {
                     let run_id = run_id.unwrap_or_else(crate::sandbox::new_run_id);
                     let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(step_limit));
-                    return spec_run(&scenario, &run_id, &limits, json, config).await;
+                    return with_services(config, &[Service::Postgres], |config| async move {
+                        spec_run(&scenario, &run_id, &limits, json, config).await
+                    })
+                    .await;
                 }
                 let Some(scenario) = labs::find(&scenario) else {
                     eprintln!("racelab: unknown scenario {scenario:?}. Known scenarios:\n{}", list());
@@ -131,7 +134,9 @@ impl Cli {
                 let needs = scenario.budget(&variant).services();
                 with_services(config, &needs, |config| run(scenario, variant, runs, json, why, config)).await
             }
-            Command::Atlas { why, config } => atlas(why, config).await,
+            Command::Atlas { why, config } => {
+                with_services(config, &[Service::Postgres], |config| atlas(why, config)).await
+            }
             Command::Serve { config, serve } => {
                 let needs = [Service::Postgres, Service::Redis, Service::Kafka];
                 with_services(config, &needs, |config| serve_http(config, serve)).await
@@ -240,16 +245,23 @@ async fn spec_run(path: &str, run_id: &str, limits: &crate::specs::Limits, json:
     for name in spec.unused_steps() {
         eprintln!("unused step name: {name}");
     }
+    let url = match config.url_of_version().await {
+        Ok(url) => url,
+        Err(error) => {
+            eprintln!("racelab: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     // What a killed `racelab run` left behind (roles no session uses, older than a run may be).
-    if let Err(error) = crate::specs::confine::sweep(&config.database_url, SPEC_SWEEP_AGE).await {
+    if let Err(error) = crate::specs::confine::sweep(&url, SPEC_SWEEP_AGE).await {
         tracing::debug!(%error, "no sweep of old spec sandboxes");
     }
     let stage = Arc::new(Printing { json });
     let played = tokio::select! {
-        played = crate::specs::play(&config.database_url, run_id, &spec, limits, stage) => played,
+        played = crate::specs::play(&url, run_id, &spec, limits, stage) => played,
         () = interrupted() => {
             // The play is dropped mid-step; its sandbox goes before the command exits.
-            crate::specs::confine::remove_run(&config.database_url, run_id).await;
+            crate::specs::confine::remove_run(&url, run_id).await;
             eprintln!("racelab: interrupted; the spec's sandbox is removed");
             return ExitCode::from(130);
         }
@@ -318,12 +330,19 @@ async fn print_why(url: &str, scenario: &str, variant: &str, events: &[shared::E
 
 /// `racelab atlas`: the matrix on stdout; fails when a run could not be played.
 async fn atlas(why: bool, config: Config) -> ExitCode {
-    if let Err(error) = crate::specs::confine::sweep(&config.database_url, SPEC_SWEEP_AGE).await {
+    let url = match config.url_of_version().await {
+        Ok(url) => url,
+        Err(error) => {
+            eprintln!("racelab: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(error) = crate::specs::confine::sweep(&url, SPEC_SWEEP_AGE).await {
         tracing::debug!(%error, "no sweep of old spec sandboxes");
     }
     let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(10));
     let observed = tokio::select! {
-        observed = crate::specs::atlas::observe(&config.database_url, &limits) => observed,
+        observed = crate::specs::atlas::observe(&url, &limits) => observed,
         () = interrupted() => {
             eprintln!("racelab: interrupted; the sweep removes the run it was playing");
             return ExitCode::from(130);
@@ -426,10 +445,15 @@ async fn run(
             return ExitCode::FAILURE;
         }
     };
+    // A proof plays the run again on a server of the run's version.
+    let why_on = match why {
+        true => config.url_of_version().await.ok(),
+        false => None,
+    };
     let played = async {
         let mut finals = Vec::new();
         for _ in 0..runs.max(1) {
-            let why = why.then_some(config.database_url.as_str());
+            let why = why_on.as_deref();
             finals.push(run_once(&engine, scenario, &variant, json, why).await?);
         }
         if runs > 1

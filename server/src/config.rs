@@ -13,6 +13,22 @@ pub struct Config {
     /// racelab's database; created on first start if missing. Runs play in schemas inside it.
     #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
     pub database_url: String,
+    /// More PostgreSQL servers runs play on besides DATABASE_URL's (comma-separated URLs): of
+    /// other versions, for readers to pick ("play this on 18"), or of the same, to share the
+    /// load. Each gets a racelab database of its own for its sandboxes' registry and leases.
+    #[arg(long = "servers", env = "RACELAB_SERVERS", value_delimiter = ',')]
+    pub servers: Vec<String>,
+    /// The PostgreSQL version runs play on unless a reader picks another (a major version:
+    /// `18`); by default DATABASE_URL's. Where no server of it is configured, racelab starts a
+    /// private one from its installation (`/usr/lib/postgresql/18/bin`, or
+    /// `.tools/postgres-18/bin`, which `scripts/postgres.sh install` makes).
+    #[arg(long, env = "RACELAB_POSTGRES")]
+    pub postgres: Option<u32>,
+    /// PostgreSQL installations (their `bin` directories, comma-separated) to start a private
+    /// server from each, beside the others: `.tools/postgres-18/bin` is PostgreSQL 18.6, the
+    /// tutorials' version (`scripts/postgres.sh install`). Stopped and removed on exit.
+    #[arg(long, env = "RACELAB_PRIVATE_POSTGRES", value_delimiter = ',')]
+    pub private_postgres: Vec<PathBuf>,
     /// Redis, for the locks lab.
     #[arg(long, env = "REDIS_URL", default_value = DEFAULT_REDIS_URL)]
     pub redis_url: String,
@@ -101,6 +117,30 @@ pub struct Config {
 }
 
 impl Config {
+    /// Every PostgreSQL server's URL: DATABASE_URL's first.
+    pub fn server_urls(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.database_url.as_str()).chain(self.servers.iter().map(String::as_str))
+    }
+
+    /// The URL of the first server of the version runs play on (`--postgres`, else
+    /// DATABASE_URL's): where a spec, the atlas and a proof play, outside the engine.
+    pub async fn url_of_version(&self) -> Result<String, shared::versions::NoSuchVersion> {
+        let Some(wanted) = self.postgres else {
+            return Ok(self.database_url.clone());
+        };
+        let mut have = Vec::new();
+        for url in self.server_urls() {
+            let major = crate::health::version_at(url)
+                .await
+                .and_then(|v| shared::versions::major_of(&v));
+            if major == Some(wanted) {
+                return Ok(url.to_owned());
+            }
+            have.extend(major.filter(|m| !have.contains(m)));
+        }
+        Err(shared::versions::NoSuchVersion { asked: wanted, have })
+    }
+
     /// The configuration `racelab` itself would read here (its environment, else the defaults),
     /// for programs that drive the engine directly: tests and benchmarks.
     pub fn from_env() -> Result<Config, clap::Error> {

@@ -86,6 +86,18 @@ pub fn cancel_run(run: Option<&RunHandle>) -> Option<ServerMsg> {
     }
 }
 
+/// The PostgreSQL version a start asks for (`"18"`), or why it is not a major version (the
+/// error frame's message, `unknown_variant`).
+pub fn postgres_version(asked: Option<&str>) -> Result<Option<u32>, String> {
+    match asked.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(text) => text
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("postgres must be a major version such as 18, not {text:?}")),
+    }
+}
+
 /// The error frame for a start the engine refused.
 pub fn start_refusal(refused: &StartError) -> ServerMsg {
     error(code_of_refusal(refused), &refused.to_string())
@@ -94,7 +106,8 @@ pub fn start_refusal(refused: &StartError) -> ServerMsg {
 /// The error code a refused start is answered with.
 fn code_of_refusal(refused: &StartError) -> ErrorCode {
     match refused {
-        StartError::UnknownVariant { .. } => ErrorCode::UnknownVariant,
+        // A version is part of what to play: the message names the versions there are.
+        StartError::UnknownVariant { .. } | StartError::NoSuchVersion(_) => ErrorCode::UnknownVariant,
         StartError::NotSteppable(_) => ErrorCode::NotSteppable,
         StartError::ServiceDown { .. } => ErrorCode::ServiceDown,
         StartError::ShuttingDown => ErrorCode::ShuttingDown,

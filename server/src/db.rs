@@ -3,6 +3,7 @@
 use crate::config::Config;
 use crate::engine::leases::Leases;
 use crate::engine::run::Reach;
+use crate::engine::servers::Server;
 use crate::engine::warm::Warm;
 use crate::engine::{Admission, Capacity, Engine, Limits};
 use crate::sandbox::{self, Services};
@@ -10,6 +11,7 @@ use crate::store::Store;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -28,6 +30,8 @@ pub enum StartupError {
     BadRedisUrl(redis::RedisError),
     #[error("cannot find racelab's own binary for child-process actors: {0}")]
     NoBinary(std::io::Error),
+    #[error(transparent)]
+    NoVersion(#[from] crate::engine::servers::NoSuchVersion),
     #[error("cannot sweep old sandboxes: {0}")]
     Sweep(#[from] sandbox::SandboxError),
 }
@@ -36,14 +40,70 @@ pub enum StartupError {
 const ADMIN_POOL: u32 = 5;
 const SPARE: u32 = 5;
 
-/// Connects the engine: database, migrations, a sweep of sandboxes older than a run may live,
-/// and the run cap sized to PostgreSQL's max_connections.
+/// Connects the engine: every server's database (created and migrated if missing), a sweep of
+/// sandboxes older than a run may live, and each server's run budget sized to its
+/// max_connections.
 pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
-    let options = PgConnectOptions::from_str(&config.database_url).map_err(StartupError::BadUrl)?;
+    let limits = Limits {
+        statement_timeout: Duration::from_millis(config.statement_timeout_ms),
+        lock_timeout: Duration::from_millis(config.lock_timeout_ms),
+        idle_in_transaction_timeout: Duration::from_secs(config.idle_timeout_secs),
+        max_duration: Duration::from_secs(config.max_run_secs),
+        reader_backlog: config.reader_backlog,
+        max_queue: config.max_queue,
+        ..Limits::default()
+    };
+    let actor_binary = match &config.actor_binary {
+        Some(path) => path.clone(),
+        None => std::env::current_exe().map_err(StartupError::NoBinary)?,
+    };
+    let redis = redis::Client::open(config.redis_url.as_str()).map_err(StartupError::BadRedisUrl)?;
+    let urls = std::iter::once(&config.database_url).chain(&config.servers);
+    let connected = futures_util::future::try_join_all(
+        urls.map(|url| connect_server(url, config, &limits, (&redis, &actor_binary))),
+    )
+    .await?;
+    let mut servers = Vec::new();
+    let mut slots = Vec::new();
+    for (server, budget, leases) in connected {
+        if servers.iter().any(|s: &Arc<Server>| s.name == server.name) {
+            tracing::warn!(server = %server.name, "named twice among the servers; playing on it once");
+            continue;
+        }
+        tracing::info!(server = %server.name, version = %server.version, connections = budget, "runs play here");
+        servers.push(Arc::new(server));
+        slots.push((budget, Some(leases)));
+    }
+    if let Some(asked) = config.postgres {
+        crate::engine::servers::of_major(&servers, Some(asked))?;
+    }
+    let store = Store::new(servers[0].reach.services.pool.clone());
+    Ok(Engine {
+        default_postgres: config.postgres,
+        servers,
+        store,
+        admission: Admission::on_servers(slots, Capacity::default()).playing_at_most(runs_at_once(config)),
+        limits,
+        live: Default::default(),
+        pace: Default::default(),
+        probes: Default::default(),
+        metrics: Default::default(),
+    })
+}
+
+/// Connects one server at `url`: its racelab database, migrated and swept; how runs reach it;
+/// its run budget and the leases replicas share it through.
+async fn connect_server(
+    url: &str,
+    config: &Config,
+    limits: &Limits,
+    (redis, actor_binary): (&redis::Client, &std::path::Path),
+) -> Result<(Server, u32, Arc<Leases>), StartupError> {
+    let options = PgConnectOptions::from_str(url).map_err(StartupError::BadUrl)?;
     // The database named in the URL, or `racelab`: created if missing, and used for everything.
     let name = options.get_database().unwrap_or("racelab").to_owned();
     let options = options.database(&name);
-    ensure_database(&options, &config.database_url).await?;
+    ensure_database(&options, url).await?;
     let pool = PgPoolOptions::new()
         .max_connections(ADMIN_POOL)
         .acquire_timeout(Duration::from_secs(10))
@@ -58,43 +118,28 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         )
         .await
         .map_err(|source| StartupError::Unreachable {
-            url: crate::config::redact(&config.database_url),
+            url: crate::config::redact(url),
             source,
         })?;
     sqlx::migrate!("../migrations").run(&pool).await?;
-    let limits = Limits {
-        statement_timeout: Duration::from_millis(config.statement_timeout_ms),
-        lock_timeout: Duration::from_millis(config.lock_timeout_ms),
-        idle_in_transaction_timeout: Duration::from_secs(config.idle_timeout_secs),
-        max_duration: Duration::from_secs(config.max_run_secs),
-        reader_backlog: config.reader_backlog,
-        max_queue: config.max_queue,
-        ..Limits::default()
-    };
     let services = Services {
         pool: pool.clone(),
-        redis: redis::Client::open(config.redis_url.as_str()).map_err(StartupError::BadRedisUrl)?,
+        redis: redis.clone(),
         redis_url: config.redis_url.clone(),
         brokers: config.kafka_brokers.clone(),
         unavailable: config.unavailable.clone(),
         probe: Default::default(),
     };
     let swept = sandbox::sweep(&services, limits.sweep_age()).await?;
+    let server_name = crate::health::host_port(url, 5432);
     if swept > 0 {
-        tracing::info!(swept, "removed sandboxes left behind by an earlier crash");
+        tracing::info!(swept, server = %server_name, "removed sandboxes left behind by an earlier crash");
     }
-    let capacity = Capacity {
-        postgres: match config.run_connections {
-            Some(n) => n,
-            None => run_capacity(&pool).await?,
-        },
-        ..Capacity::default()
+    let budget = match config.run_connections {
+        Some(n) => n,
+        None => run_capacity(&pool).await?,
     };
-    let server_version = crate::health::server_version(&pool).await?;
-    let actor_binary = match &config.actor_binary {
-        Some(path) => path.clone(),
-        None => std::env::current_exe().map_err(StartupError::NoBinary)?,
-    };
+    let version = crate::health::server_version(&pool).await?;
     let actor_options = options.options([
         ("statement_timeout", millis(limits.statement_timeout)),
         ("lock_timeout", millis(limits.lock_timeout)),
@@ -103,27 +148,17 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
             millis(limits.idle_in_transaction_timeout),
         ),
     ]);
-    // The run connections are every replica's on this database, not this process's alone.
-    let leases = Leases::new(pool.clone(), capacity.postgres, config.keep_sessions);
+    // The run connections are every replica's on this server, not this process's alone.
+    let leases = Leases::new(pool, budget, config.keep_sessions);
     let warm = Warm::new(services.clone(), config.warm_sandboxes);
-    Ok(Engine {
-        store: Store::new(pool),
-        reach: Reach {
-            options: actor_options,
-            settings: Vec::new(),
-            services,
-            actor_binary,
-            database_url: config.database_url.clone(),
-        },
-        admission: Admission::new(capacity, Some(leases)).playing_at_most(runs_at_once(config)),
-        limits,
-        server_version,
-        live: Default::default(),
-        pace: Default::default(),
-        warm,
-        probes: Default::default(),
-        metrics: Default::default(),
-    })
+    let reach = Reach {
+        options: actor_options,
+        settings: Vec::new(),
+        services,
+        actor_binary: actor_binary.to_path_buf(),
+        database_url: url.to_owned(),
+    };
+    Ok((Server::new(server_name, version, reach, warm), budget, leases))
 }
 
 /// Runs that play by themselves at once: as configured, or 3 per core of this machine (where

@@ -97,6 +97,22 @@ pub async fn server_version<'c>(on: impl sqlx::PgExecutor<'c>) -> Result<String,
         .await
 }
 
+/// The version of the server at `url`, asked as every run header asks it ([`server_version`]),
+/// on the maintenance database (racelab's own may not exist before `serve` first starts); none
+/// if it does not answer.
+pub async fn version_at(url: &str) -> Option<String> {
+    use sqlx::Connection as _;
+    let options = url
+        .parse::<sqlx::postgres::PgConnectOptions>()
+        .ok()?
+        .database("postgres");
+    let connect = sqlx::PgConnection::connect_with(&options);
+    let mut connection = timeout(PROBE_TIMEOUT, connect).await.ok()?.ok()?;
+    let version = server_version(&mut connection).await.ok();
+    let _ = connection.close().await;
+    version
+}
+
 /// Probes PostgreSQL (its version) on racelab's probe session. A session lost since the last
 /// probe (PostgreSQL restarted) is replaced and asked again, so a server that is back is seen up.
 pub async fn postgres(services: &Services) -> Dependency {

@@ -4,10 +4,12 @@
 
 mod common;
 
-use common::{Finished, WRITE_SKEW_SERIALIZABLE, db_slot, engine, lines, play};
+use common::versions::{engine_with_18, inspector_18};
+use common::{Finished, WRITE_SKEW_SERIALIZABLE, db_slot, engine, lines, play, play_on};
 use shared::{Outcome, Value, VerdictKind};
 
-/// Plays a variant and checks transcript, final ledger and verdict.
+/// Plays a variant on the machine's PostgreSQL and on PostgreSQL 18.6 (the tutorial's) and
+/// checks, on each, transcript, final ledger and verdict; returns the run on the machine's.
 async fn check(
     scenario: &str,
     variant: &str,
@@ -17,7 +19,46 @@ async fn check(
     verdict: VerdictKind,
 ) -> Finished {
     let _slot = db_slot().await;
-    let run = play(&engine().await, scenario, variant).await;
+    let engine = engine_with_18().await;
+    let home = engine.default_postgres();
+    assert_ne!(
+        home, 18,
+        "the machine's PostgreSQL is another version than the tutorial's"
+    );
+    let (run, on_18) = tokio::join!(
+        play_on(&engine, scenario, variant, home),
+        play_on(&engine, scenario, variant, 18)
+    );
+    check_run(&on_18, scenario, variant, transcript, spent, expenses, verdict);
+    assert!(
+        matches!(&on_18.events[0].kind, shared::EventKind::RunStarted { server, .. } if server.starts_with("PostgreSQL 18.")),
+        "{scenario} {variant}: the run header names PostgreSQL 18: {:?}",
+        on_18.events[0].kind
+    );
+    assert_eq!(
+        common::wait_until_clean_on(inspector_18().await, &on_18.run_id, false).await,
+        common::Leftovers::NONE,
+        "{scenario} {variant}: leftovers on PostgreSQL 18"
+    );
+    check_run(&run, scenario, variant, transcript, spent, expenses, verdict);
+    assert_eq!(
+        common::wait_until_clean(&run.run_id).await,
+        common::Leftovers::NONE,
+        "{scenario} {variant}: leftovers"
+    );
+    run
+}
+
+/// One run's transcript, final ledger and verdict.
+fn check_run(
+    run: &Finished,
+    scenario: &str,
+    variant: &str,
+    transcript: &str,
+    spent: i64,
+    expenses: &[(i64, &str, i64, &str)],
+    verdict: VerdictKind,
+) {
     assert_eq!(run.outcome, Outcome::Completed, "{scenario} {variant}");
     assert_eq!(run.transcript(), lines(transcript), "{scenario} {variant}: transcript");
     let design = run
@@ -37,12 +78,6 @@ async fn check(
         "{scenario} {variant}: verdict {:?}",
         run.verdict()
     );
-    assert_eq!(
-        common::wait_until_clean(&run.run_id).await,
-        common::Leftovers::NONE,
-        "{scenario} {variant}: leftovers"
-    );
-    run
 }
 
 #[tokio::test]

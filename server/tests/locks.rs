@@ -12,6 +12,12 @@ use shared::{ErrorKind, EventKind, LeaseChange, Outcome, Value, VerdictKind};
 async fn locks(scenario: &str, variant: &str) -> Finished {
     let _slot = db_slot().await;
     let run = play(&engine().await, scenario, variant).await;
+    completed_and_clean(run, scenario, variant, common::inspector().await).await
+}
+
+/// What every run must do: complete, and leave nothing on the server `conn` is connected to (nor
+/// in Redis).
+async fn completed_and_clean(run: Finished, scenario: &str, variant: &str, conn: sqlx::PgConnection) -> Finished {
     assert_eq!(
         run.outcome,
         Outcome::Completed,
@@ -19,7 +25,7 @@ async fn locks(scenario: &str, variant: &str) -> Finished {
         run.outcome
     );
     assert_eq!(
-        wait_until_clean(&run.run_id).await,
+        common::wait_until_clean_on(conn, &run.run_id, false).await,
         Leftovers::NONE,
         "{scenario} {variant}: leftovers"
     );
@@ -174,7 +180,26 @@ final: balance=90 fence={fence} (two spends of 10 were attempted)"
 
 #[tokio::test]
 async fn a_fenced_update_refuses_the_paused_holders_stale_write() {
-    let run = locks("locks/fencing", "fence").await;
+    fenced_update_refuses(locks("locks/fencing", "fence").await);
+}
+
+/// On PostgreSQL 18.6, the tutorial's version: the same transcript and ledger.
+#[tokio::test]
+async fn on_postgres_18_a_fenced_update_refuses_the_paused_holders_stale_write() {
+    let _slot = db_slot().await;
+    let engine = common::versions::engine_with_18().await;
+    let run = common::play_on(&engine, "locks/fencing", "fence", 18).await;
+    let conn = common::versions::inspector_18().await;
+    let run = completed_and_clean(run, "locks/fencing", "fence", conn).await;
+    assert!(
+        matches!(&run.events[0].kind, EventKind::RunStarted { server, .. } if server.starts_with("PostgreSQL 18.")),
+        "{:?}",
+        run.events[0].kind
+    );
+    fenced_update_refuses(run);
+}
+
+fn fenced_update_refuses(run: Finished) {
     assert_eq!(run.transcript(), fencing_lines("A: write with fence 33 REJECTED", 34));
     assert_eq!(run.rows_after("wallets"), vec![row![42, 90, 34]]);
     assert_eq!(redis_value(&run, "fence:{wallet:42}"), Some(Value::from("34")));

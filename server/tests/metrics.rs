@@ -95,7 +95,7 @@ async fn metrics_read_as_prometheus_text_and_move_with_a_run() {
     assert!(
         before
             .keys()
-            .any(|k| k.starts_with("racelab_connections_in_use{server=\"127.0.0.1:5432\"}"))
+            .any(|k| k.starts_with("racelab_connections_in_use{server=\"127.0.0.1:5432\",version=\""))
     );
     let count = |m: &BTreeMap<String, f64>, key: &str| m.get(key).copied().unwrap_or(0.0);
     let started = "racelab_runs_started_total{lab=\"isolation\"}";

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Finished, Leftovers, db_slots, engine, play, wait_until_clean_of};
+use common::{Finished, Leftovers, db_slots, engine, play};
 use shared::{EventKind, Milestone, Outcome, Value, VerdictKind};
 
 /// Plays an outbox scenario and checks what every run must: it completes, and leaves nothing.
@@ -14,6 +14,11 @@ async fn outbox(scenario: &str, variant: &str) -> Finished {
     // Child processes and a broker client or three each: fewer runs beside it.
     let _slots = db_slots(2).await;
     let run = play(&engine().await, scenario, variant).await;
+    completed_and_clean(run, scenario, variant, common::inspector().await).await
+}
+
+/// What every run must do: complete, and leave nothing on the server `conn` is connected to.
+async fn completed_and_clean(run: Finished, scenario: &str, variant: &str, conn: sqlx::PgConnection) -> Finished {
     assert_eq!(
         run.outcome,
         Outcome::Completed,
@@ -21,7 +26,7 @@ async fn outbox(scenario: &str, variant: &str) -> Finished {
         run.outcome
     );
     assert_eq!(
-        wait_until_clean_of(&run.run_id, true).await,
+        common::wait_until_clean_on(conn, &run.run_id, true).await,
         Leftovers::NONE,
         "{scenario} {variant}: leftovers"
     );
@@ -185,7 +190,27 @@ async fn a_cursor_relay_never_reads_the_late_commit() {
 
 #[tokio::test]
 async fn a_relay_killed_after_producing_publishes_the_batch_twice() {
-    let run = outbox("outbox/relay-crash", "after-produce").await;
+    relay_killed_after_producing(outbox("outbox/relay-crash", "after-produce").await);
+}
+
+/// On PostgreSQL 18.6, the tutorial's version: the relay and its restart (child processes) reach
+/// the run's server, and the run's header says which version it played on.
+#[tokio::test]
+async fn on_postgres_18_a_relay_killed_after_producing_publishes_the_batch_twice() {
+    let _slots = db_slots(2).await;
+    let engine = common::versions::engine_with_18().await;
+    let run = common::play_on(&engine, "outbox/relay-crash", "after-produce", 18).await;
+    let conn = common::versions::inspector_18().await;
+    let run = completed_and_clean(run, "outbox/relay-crash", "after-produce", conn).await;
+    assert!(
+        matches!(&run.events[0].kind, EventKind::RunStarted { server, .. } if server.starts_with("PostgreSQL 18.")),
+        "{:?}",
+        run.events[0].kind
+    );
+    relay_killed_after_producing(run);
+}
+
+fn relay_killed_after_producing(run: Finished) {
     assert_eq!(
         run.transcript(),
         [

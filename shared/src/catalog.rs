@@ -103,6 +103,21 @@ pub struct LabStatus {
     pub down: Vec<Service>,
 }
 
+/// A PostgreSQL server runs play on, with its version (`GET /api/servers`, and `/healthz`):
+/// what the version picker offers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PostgresServer {
+    /// `127.0.0.1:5432`
+    pub name: String,
+    /// `PostgreSQL 15.20`
+    pub version: String,
+    /// `15`: what a reader picks.
+    pub major: u32,
+    pub up: bool,
+    /// Its version when up, or why it is down.
+    pub detail: String,
+}
+
 /// Where a training room opened now reaches (`GET /api/rooms`, and `/healthz`): every racelab
 /// replica sharing the server's Redis, or only the process that holds it (Redis is down).
 #[cfg(feature = "rooms")]

@@ -595,6 +595,18 @@ impl FromJson for crate::catalog::RoomsReach {
     }
 }
 
+impl FromJson for crate::catalog::PostgresServer {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(crate::catalog::PostgresServer {
+            name: json.get("name")?,
+            version: json.get("version")?,
+            major: json.get("major")?,
+            up: json.get("up")?,
+            detail: json.get("detail")?,
+        })
+    }
+}
+
 impl FromJson for ScenarioStatus {
     fn from_json(json: &Json) -> Result<Self, JsonError> {
         Ok(ScenarioStatus {
@@ -1197,6 +1209,13 @@ mod tests {
                 detail: text("Redis is down"),
             }),
         });
+        reads_like_serde(&vec![crate::catalog::PostgresServer {
+            name: text("127.0.0.1:5432"),
+            version: text("PostgreSQL 15.20"),
+            major: 15,
+            up: false,
+            detail: text("connection refused"),
+        }]);
         reads_like_serde(&vec![LabStatus {
             lab,
             down: vec![Service::Kafka],

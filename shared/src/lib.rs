@@ -52,6 +52,7 @@ pub mod time_axis;
 pub mod timeline;
 pub mod value;
 pub mod verdict;
+pub mod versions;
 pub mod waits;
 
 pub use catalog::{Choice, Lab, Prediction, ScenarioInfo, Service, VariantInfo};

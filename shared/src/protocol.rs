@@ -36,6 +36,10 @@ pub enum ClientMsg {
         variant: String,
         #[serde(default)]
         mode: Mode,
+        /// The PostgreSQL version to play on (a major version, `"18"`); none: the server's
+        /// first.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        postgres: Option<String>,
     },
     /// Step mode: play exactly one more step.
     Next,
@@ -107,10 +111,16 @@ impl ClientFrame {
                 scenario,
                 variant,
                 mode,
-            } => (
-                "start",
-                vec![("scenario", scenario), ("variant", variant), ("mode", mode.name())],
-            ),
+                postgres,
+            } => {
+                let mut members = vec![
+                    ("scenario", scenario.as_str()),
+                    ("variant", variant),
+                    ("mode", mode.name()),
+                ];
+                members.extend(postgres.as_deref().map(|p| ("postgres", p)));
+                ("start", members)
+            }
             ClientMsg::Next => ("next", vec![]),
             ClientMsg::Cancel => ("cancel", vec![]),
             ClientMsg::Join => ("join", vec![]),
@@ -140,6 +150,7 @@ pub enum ErrorCode {
     /// A protocol version this server does not speak.
     BadVersion,
     UnknownScenario,
+    /// A variant the scenario does not have, or a PostgreSQL version no server plays.
     UnknownVariant,
     /// A run is already going on this socket (or in the room the frame drives).
     Busy,
@@ -255,7 +266,8 @@ mod tests {
             ClientMsg::Start {
                 scenario: "isolation/write-skew".into(),
                 variant: "serializable".into(),
-                mode: Mode::Auto
+                mode: Mode::Auto,
+                postgres: None,
             }
         );
     }
@@ -279,11 +291,13 @@ mod tests {
                 scenario: "isolation/write-skew".into(),
                 variant: "a \"quoted\"\\ name\n".into(),
                 mode: Mode::Step,
+                postgres: None,
             },
             ClientMsg::Start {
                 scenario: "locks/lease".into(),
                 variant: "fenced".into(),
                 mode: Mode::Auto,
+                postgres: Some("18".into()),
             },
             ClientMsg::Next,
             ClientMsg::Cancel,

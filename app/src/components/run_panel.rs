@@ -45,10 +45,18 @@ pub fn RunPanel(
     /// For compare: each bump of this token starts the panel's run.
     #[prop(optional)]
     run_all: Option<RwSignal<u32>>,
+    /// The PostgreSQL version runs play on (a major version, `"18"`); empty: the server's first.
+    /// The full page lets the reader pick it.
+    #[prop(optional)]
+    postgres: String,
+    /// For compare across versions: told each completed run's transcript.
+    #[prop(optional)]
+    on_transcript: Option<Callback<String>>,
 ) -> impl IntoView {
     let socket = RunSocket::new();
     let state = socket.state;
     let chosen = RwSignal::new(variant);
+    let version = RwSignal::new(postgres);
     let id = scenario.id.clone();
     let is_load_test = scenario.workload;
     let steppable = scenario.steppable;
@@ -87,7 +95,7 @@ pub fn RunPanel(
         let id = id.clone();
         move |mode: Mode| {
             stepping.set(mode == Mode::Step);
-            socket.start(&id, &chosen.get_untracked(), mode);
+            socket.start_on(&id, &chosen.get_untracked(), mode, &version.get_untracked());
         }
     };
     if !blocked && !untrack(unpicked) {
@@ -103,7 +111,17 @@ pub fn RunPanel(
     }
     // Compare's columns only: the embed app has no compare page.
     #[cfg(feature = "embed")]
-    let _ = run_all;
+    let _ = (run_all, on_transcript);
+    #[cfg(not(feature = "embed"))]
+    if let Some(told) = on_transcript {
+        Effect::new(move |_| {
+            let completed =
+                state.with(|s| matches!(s.phase, shared::run_state::Phase::Finished(shared::Outcome::Completed)));
+            if completed {
+                told.run(state.with_untracked(|s| s.transcript()));
+            }
+        });
+    }
     #[cfg(not(feature = "embed"))]
     if let Some(token) = run_all {
         let start = start.clone();
@@ -172,21 +190,37 @@ pub fn RunPanel(
         view! { <VariantPicker variants=scenario.variants.clone() chosen=chosen disabled=active /> }
     });
     #[cfg(not(feature = "embed"))]
-    let (embed_code, teach, compare_link) = {
+    let (embed_code, teach, compare_link, version_picker) = {
         let variant = Signal::derive(move || chosen.get());
         let full = chrome == Chrome::Full;
         let comparable = full && scenario.variants.len() > 1 && !is_load_test;
+        // The version runs play on, and a link to play this variant on each, side by side.
+        let version_picker = full.then(|| {
+            let versions = super::version_picker::load_versions();
+            let id = id.clone();
+            let compare_versions = move || {
+                let versions = versions.get().flatten().filter(|v| v.len() > 1 && !is_load_test)?;
+                let majors: Vec<String> = versions.iter().map(|(major, _)| major.to_string()).collect();
+                let href = format!("/lab/{id}/compare?variant={}&versions={}", chosen.get(), majors.join(","));
+                Some(view! { <a class="rl-compare-versions" href=href>{format!("Compare on PostgreSQL {}", majors.join(" and "))}</a> })
+            };
+            view! {
+                <super::version_picker::VersionPicker chosen=version versions=versions disabled=active />
+                {compare_versions}
+            }
+        });
         (
             full.then(|| view! { <EmbedCode scenario=scenario.clone() variant=variant /> }),
             full.then(|| view! { <TeachThis scenario=id.clone() variant=variant /> }),
             comparable.then(|| {
                 view! { <a class="rl-compare-link" href=format!("/lab/{id}/compare")>"Compare all variants side by side"</a> }
             }),
+            version_picker,
         )
     };
-    // The embed app has no full page, so no embed code, room or compare page to offer.
+    // The embed app has no full page, so no embed code, room, compare page or version to pick.
     #[cfg(feature = "embed")]
-    let (embed_code, teach, compare_link) = ((), (), ());
+    let (embed_code, teach, compare_link, version_picker) = ((), (), (), ());
 
     // The full page keeps its state in its address (a reload or a shared link lands on the same
     // variant, view and pace) and takes the stepping keys.
@@ -196,7 +230,12 @@ pub fn RunPanel(
         Effect::new(move |_| {
             let view = if compact.get() { "compact" } else { "detailed" };
             let mode = if stepping.get() { "step" } else { "" };
-            crate::api::replace_query(&[("variant", &chosen.get()), ("view", view), ("mode", mode)]);
+            crate::api::replace_query(&[
+                ("variant", &chosen.get()),
+                ("view", view),
+                ("mode", mode),
+                ("postgres", &version.get()),
+            ]);
         });
     }
 
@@ -221,6 +260,7 @@ pub fn RunPanel(
                 })}
                 {move || active.get().then(|| view! { <button class="rl-cancel" on:click=cancel>"Cancel"</button> })}
                 {compare_link}
+                {version_picker}
                 {open_as_spec}
                 {teach}
                 {(!is_load_test && chrome != Chrome::Column).then(|| view! { <ViewToggle compact=compact /> })}

@@ -296,7 +296,7 @@ fn TrainerControls(
             replace_query(&[("scenario", &scenario), ("variant", &variant)]);
         }
     });
-    let start = move |mode: Mode| socket.start(&chosen.get_untracked(), &chosen_variant.get_untracked(), mode);
+    let start = move |mode: Mode| socket.start_on(&chosen.get_untracked(), &chosen_variant.get_untracked(), mode, "");
     let steppable = move || current.with(|c| c.as_ref().is_some_and(|c| c.steppable));
     // Each scenario and variant the trainer settles on is the room's next round, with its
     // question if the scenario asks one: sent once the room has said what it asks now, and only

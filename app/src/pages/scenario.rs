@@ -20,6 +20,7 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
         _ => crate::api::narrow_screen(),
     };
     let step = query_param(&query, "mode").as_deref() == Some("step");
+    let postgres = query_param(&query, "postgres").unwrap_or_default();
     view! {
         {move || found.get().map(|result| match result {
             Err(message) => view! { <ErrorView message=message /> }.into_any(),
@@ -40,7 +41,7 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
                         <p class="rl-explain">{found.scenario.about.clone()}</p>
                         {write}
                         <RunPanel scenario=found.scenario down=found.down variant=variant chrome=Chrome::Full
-                            predict=predict compact=compact step=step />
+                            predict=predict compact=compact step=step postgres=postgres.clone() />
                     </article>
                 }
                 .into_any()

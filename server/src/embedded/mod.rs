@@ -29,6 +29,12 @@ pub enum EmbeddedError {
          PostgreSQL (Debian: apt install postgresql), or set DATABASE_URL to one that runs"
     )]
     NoPostgres { address: String },
+    #[error(
+        "no PostgreSQL {0} server is configured, and none is installed here to start a private one \
+         (looked in /usr/lib/postgresql/{0}/bin and .tools/postgres-{0}/bin; PostgreSQL 18: \
+         scripts/postgres.sh install)"
+    )]
+    NoVersion(u32),
     #[error("cannot prepare a directory for private services under {dir}: {source}")]
     Directory { dir: String, source: std::io::Error },
     #[error("private PostgreSQL: {0}")]
@@ -117,7 +123,10 @@ impl Embedded {
             Plan::Unneeded
         };
         let mut embedded = Embedded::default();
-        if [database, redis, broker].contains(&Plan::Private) {
+        if [database, redis, broker].contains(&Plan::Private)
+            || !config.private_postgres.is_empty()
+            || config.postgres.is_some()
+        {
             let base = instance::base_dir();
             let (instance, removed) = Instance::create(&base).map_err(|source| EmbeddedError::Directory {
                 dir: base.display().to_string(),
@@ -154,6 +163,11 @@ impl Embedded {
             return Err(EmbeddedError::NoPostgres {
                 address: postgres_address(&config.database_url),
             });
+        }
+        // The home server started from an installation already: not a second one of it.
+        if let Some(Some(home)) = &postgres_bin {
+            let same = |bin: &std::path::PathBuf| bin.canonicalize().ok() == home.canonicalize().ok();
+            config.private_postgres.retain(|bin| !same(bin));
         }
         let broker_bin = (broker == Plan::Private).then(broker::find);
         let redis_installed = redis == Plan::Private && redis::installed();
@@ -228,6 +242,75 @@ impl Embedded {
         }
         if forced {
             keep_private(config);
+        }
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        if let Some(major) = config.postgres {
+            self.plan_version(config, major).await?;
+        }
+        self.start_more_servers(config, &dir).await
+    }
+
+    /// For `--postgres <major>` where no configured server is of that version: a private one
+    /// from its installation, or an error that says how to get one.
+    async fn plan_version(&mut self, config: &mut Config, major: u32) -> Result<(), EmbeddedError> {
+        if !config.private_postgres.is_empty() {
+            return Ok(());
+        }
+        for url in config.server_urls() {
+            let found = crate::health::version_at(url)
+                .await
+                .and_then(|v| shared::versions::major_of(&v));
+            if found == Some(major) {
+                return Ok(());
+            }
+        }
+        match postgres::installation(major) {
+            Some(bin) => {
+                config.private_postgres.push(bin);
+                Ok(())
+            }
+            None => Err(EmbeddedError::NoVersion(major)),
+        }
+    }
+
+    /// Starts a private server from each installation `--private-postgres` names, at once, and
+    /// adds each to the servers runs play on.
+    async fn start_more_servers(&mut self, config: &mut Config, dir: &std::path::Path) -> Result<(), EmbeddedError> {
+        let started =
+            futures_util::future::join_all(config.private_postgres.iter().enumerate().map(|(i, bin)| async move {
+                let instance = dir.join(format!("server-{}", i + 1));
+                std::fs::create_dir_all(&instance).map_err(|source| EmbeddedError::Directory {
+                    dir: instance.display().to_string(),
+                    source,
+                })?;
+                // Its commands run in the instance's directory: a relative path would not hold.
+                let bin = &std::path::absolute(bin).unwrap_or_else(|_| bin.clone());
+                if !bin.join("postgres").is_file() {
+                    return Err(EmbeddedError::Postgres(format!(
+                        "no postgres binary in {} (PostgreSQL 18: scripts/postgres.sh install)",
+                        bin.display()
+                    )));
+                }
+                postgres::start(bin, &instance).await
+            }))
+            .await;
+        let mut failure = None;
+        for pg in started {
+            match pg {
+                Ok(pg) => {
+                    tracing::info!(
+                        "PostgreSQL: private ({}), on 127.0.0.1:{}; data in {} (removed on exit)",
+                        pg.version,
+                        pg.port,
+                        pg.data.display()
+                    );
+                    config.servers.push(pg.url());
+                    self.processes.push(pg.process);
+                }
+                Err(error) => failure = Some(error),
+            }
         }
         failure.map_or(Ok(()), Err)
     }

@@ -30,7 +30,7 @@ impl PrivatePostgres {
 }
 
 /// The directory holding `initdb` and `postgres`: on PATH, or the newest Debian-style
-/// `/usr/lib/postgresql/<major>/bin`.
+/// `/usr/lib/postgresql/<major>/bin`, or the project's PostgreSQL 18.
 pub fn find_binaries() -> Option<PathBuf> {
     let on_path = std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
@@ -48,6 +48,32 @@ pub fn find_binaries() -> Option<PathBuf> {
     on_path
         .into_iter()
         .chain(debian.into_iter().rev().map(|(_, dir)| dir))
+        // Where no PostgreSQL is installed, the project's own (`scripts/postgres.sh install`).
+        .chain(installation(18))
+        .find(|dir| is_executable(&dir.join("initdb")) && is_executable(&dir.join("postgres")))
+}
+
+/// An installation of PostgreSQL `major` (its `bin` directory): the system's
+/// (`/usr/lib/postgresql/<major>/bin`), or the project's (`.tools/postgres-<major>/bin`, which
+/// `scripts/postgres.sh install` makes), looked for from the current directory and from this
+/// program's (a build under `target/` sits two or three levels below the project).
+pub fn installation(major: u32) -> Option<PathBuf> {
+    let tools = PathBuf::from(".tools").join(format!("postgres-{major}")).join("bin");
+    let beside_program = std::env::current_exe()
+        .ok()
+        .into_iter()
+        .flat_map(|exe| {
+            exe.ancestors()
+                .skip(1)
+                .take(4)
+                .map(Path::to_path_buf)
+                .collect::<Vec<_>>()
+        })
+        .map(|dir| dir.join(&tools));
+    let here = std::env::current_dir().ok().map(|dir| dir.join(&tools));
+    std::iter::once(PathBuf::from(format!("/usr/lib/postgresql/{major}/bin")))
+        .chain(here)
+        .chain(beside_program)
         .find(|dir| is_executable(&dir.join("initdb")) && is_executable(&dir.join("postgres")))
 }
 

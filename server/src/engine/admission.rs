@@ -7,9 +7,11 @@
 //! in, first served), so a load test needing 17 slots is not starved by a stream of small runs.
 //! While a run waits it is told its place in line whenever the line moves.
 //!
-//! PostgreSQL's connections are shared with every other racelab replica on the same database:
-//! once a run has its place here, it also takes a lease on the budget they share
-//! ([`super::leases`]) before it opens a connection.
+//! PostgreSQL's connections are counted per server ([`super::servers`]): a run is placed on the
+//! server, among those of its version, with the most room, or on the first where room frees up.
+//! Each server's connections are shared with every other racelab replica playing on it: once a
+//! run has its place here, it also takes a lease on the budget they share ([`super::leases`])
+//! before it opens a connection.
 //!
 //! Connections are not the only limit. Runs that play by themselves (not step by step) also
 //! take one of a few places ([`Admission::playing_at_most`]): past a few per core they only
@@ -48,9 +50,10 @@ pub struct TooBig {
 pub enum NotAdmitted {
     #[error(transparent)]
     TooBig(#[from] TooBig),
-    /// The shared budget could not be asked: PostgreSQL is unreachable.
-    #[error("PostgreSQL could not be asked for this run's connections: {0}")]
-    Postgres(#[from] sqlx::Error),
+    /// The shared budget could not be asked: the server (by its place in the servers' order)
+    /// is unreachable.
+    #[error("PostgreSQL could not be asked for this run's connections: {error}")]
+    Postgres { server: usize, error: sqlx::Error },
 }
 
 /// What admission calls one unit of a service, for messages.
@@ -66,10 +69,10 @@ fn unit_of(service: Service) -> &'static str {
 
 /// The gate runs pass through before they open any connection.
 pub struct Admission {
-    /// One fair semaphore per pooled service, in [`POOLED`] order.
+    /// Each PostgreSQL server's connections, in the servers' order.
+    servers: Vec<Slots>,
+    /// One fair semaphore per other pooled service, in [`POOLED`] order.
     pools: Vec<(Service, Arc<Semaphore>, u32)>,
-    /// The PostgreSQL budget shared with other replicas (none in unit tests of the line).
-    leases: Option<Arc<Leases>>,
     /// Places for runs that play by themselves, and how many (none: no such limit).
     playing: Option<(Arc<Semaphore>, usize)>,
     next_ticket: AtomicU64,
@@ -77,8 +80,18 @@ pub struct Admission {
     moved: watch::Sender<()>,
 }
 
+/// One server's connections: a fair semaphore of this process's runs, its size, and the budget
+/// shared with other replicas (none in unit tests of the line).
+struct Slots {
+    pool: Arc<Semaphore>,
+    size: u32,
+    leases: Option<Arc<Leases>>,
+}
+
 /// A run's place: holds its slots in every pool, and its lease, until released or dropped.
 pub struct Admitted {
+    /// The server it plays on, by its place in the servers' order.
+    pub server: usize,
     _slots: Vec<OwnedSemaphorePermit>,
     lease: Option<Lease>,
     /// Sessions a finished run left under the lease, for this run to take ([`super::kept`]).
@@ -101,14 +114,27 @@ impl Admitted {
 }
 
 impl Admission {
-    /// Pools of `capacity`, shared by all runs of this process, and PostgreSQL's connections
-    /// shared with other replicas through `leases`.
+    /// Pools of `capacity`, shared by all runs of this process, on one PostgreSQL server whose
+    /// connections are shared with other replicas through `leases`.
     pub fn new(capacity: Capacity, leases: Option<Arc<Leases>>) -> Self {
+        Admission::on_servers(vec![(capacity.postgres, leases)], capacity)
+    }
+
+    /// Pools of `capacity` but PostgreSQL's, which is each server's: `(connections, leases)`.
+    pub fn on_servers(servers: Vec<(u32, Option<Arc<Leases>>)>, capacity: Capacity) -> Self {
         Admission {
-            leases,
+            servers: servers
+                .into_iter()
+                .map(|(size, leases)| Slots {
+                    pool: Arc::new(Semaphore::new(size as usize)),
+                    size,
+                    leases,
+                })
+                .collect(),
             playing: None,
             pools: POOLED
                 .iter()
+                .filter(|&&service| service != Service::Postgres)
                 .map(|&service| {
                     let size = capacity.of(service);
                     (service, Arc::new(Semaphore::new(size as usize)), size)
@@ -133,16 +159,13 @@ impl Admission {
         self.playing.as_ref().map(|(_, runs)| *runs)
     }
 
-    /// How many of each service a run holds for `budget`: its own, plus the monitor session, or
-    /// the whole pool for the service it needs to itself.
+    /// How many of each service but PostgreSQL a run holds for `budget`, or the whole pool for
+    /// the service it needs to itself (PostgreSQL cannot be had to oneself: it is many servers).
     fn needs(&self, budget: &Budget) -> Vec<(Arc<Semaphore>, u32, Service, u32)> {
         self.pools
             .iter()
             .map(|(service, pool, size)| {
-                let mut needed = match service {
-                    Service::Postgres => budget.sessions(),
-                    other => budget.of(*other),
-                };
+                let mut needed = budget.of(*service);
                 if budget.exclusive == Some(*service) {
                     needed = *size;
                 }
@@ -152,7 +175,8 @@ impl Admission {
     }
 
     /// Waits for what `budget` holds, and for a place to play if the run plays by itself
-    /// (`mode`). If the run has to wait, `on_position` hears its place in line (1 = next) at
+    /// (`mode`), on the first server it may play on (`on` the first of them, in the servers'
+    /// order). If the run has to wait, `on_position` hears its place in line (1 = next) at
     /// once and again whenever the line moves. Dropping the future leaves the line.
     pub fn enter<'a>(
         &'a self,
@@ -160,13 +184,25 @@ impl Admission {
         mode: Mode,
         on_position: impl FnMut(usize) + Send + 'a,
     ) -> BoxFuture<'a, Result<Admitted, NotAdmitted>> {
-        Box::pin(self.wait_in_line(budget, mode, on_position))
+        Box::pin(self.wait_in_line(budget, mode, Placement::first(), on_position))
+    }
+
+    /// [`Admission::enter`], on one of the servers `placement` allows.
+    pub fn enter_on<'a>(
+        &'a self,
+        budget: Budget,
+        mode: Mode,
+        placement: Placement<'a>,
+        on_position: impl FnMut(usize) + Send + 'a,
+    ) -> BoxFuture<'a, Result<Admitted, NotAdmitted>> {
+        Box::pin(self.wait_in_line(budget, mode, placement, on_position))
     }
 
     async fn wait_in_line(
         &self,
         budget: Budget,
         mode: Mode,
+        placement: Placement<'_>,
         mut on_position: impl FnMut(usize),
     ) -> Result<Admitted, NotAdmitted> {
         let needs = self.needs(&budget);
@@ -178,10 +214,27 @@ impl Admission {
             }
             .into());
         }
-        let connections = needs
+        // Its own sessions and the monitor, on a server big enough for them.
+        let connections = budget.sessions();
+        let fits: Vec<usize> = placement
+            .allowed
             .iter()
-            .find(|(_, _, service, _)| *service == Service::Postgres)
-            .map_or(0, |(_, needed, _, _)| *needed);
+            .copied()
+            .filter(|&i| self.servers.get(i).is_some_and(|s| s.size >= connections))
+            .collect();
+        if fits.is_empty() {
+            return Err(TooBig {
+                needed: connections,
+                capacity: placement
+                    .allowed
+                    .iter()
+                    .filter_map(|&i| self.servers.get(i).map(|s| s.size))
+                    .max()
+                    .unwrap_or(0),
+                what: unit_of(Service::Postgres),
+            }
+            .into());
+        }
         let ticket = self.next_ticket.fetch_add(1, Ordering::SeqCst);
         let _place = Place::join(self, ticket);
         let mut moved = self.moved.subscribe();
@@ -198,6 +251,8 @@ impl Admission {
             {
                 held.push(place);
             }
+            let (server, connections_held) = self.place(&fits, &placement, connections).await;
+            held.extend(connections_held);
             for (pool, needed, _, _) in needs {
                 if needed > 0 {
                     // The semaphores are never closed.
@@ -206,14 +261,18 @@ impl Admission {
                     }
                 }
             }
-            let (lease, kept) = match &self.leases {
-                Some(leases) if connections > 0 => {
-                    let (lease, kept) = leases.take(connections).await?;
+            let (lease, kept) = match &self.servers[server].leases {
+                Some(leases) => {
+                    let (lease, kept) = leases
+                        .take(connections)
+                        .await
+                        .map_err(|error| NotAdmitted::Postgres { server, error })?;
                     (Some(lease), kept)
                 }
-                _ => (None, Vec::new()),
+                None => (None, Vec::new()),
             };
             Ok::<_, NotAdmitted>(Admitted {
+                server,
                 _slots: held,
                 lease,
                 kept,
@@ -245,40 +304,100 @@ impl Admission {
         }
     }
 
+    /// Takes `connections` on one of the servers `fits` (each big enough): the one with the
+    /// most room now among those not passed over, or else the first where room frees up.
+    /// Returns its place in the servers' order.
+    async fn place(
+        &self,
+        fits: &[usize],
+        placement: &Placement<'_>,
+        connections: u32,
+    ) -> (usize, Option<OwnedSemaphorePermit>) {
+        loop {
+            let answering: Vec<usize> = fits.iter().copied().filter(|&i| !(placement.passed_over)(i)).collect();
+            // Every server of the version seems down: wait on them all, the run will say which
+            // went.
+            let candidates = if answering.is_empty() { fits.to_vec() } else { answering };
+            let mut by_room = candidates.clone();
+            by_room.sort_by_key(|&i| std::cmp::Reverse(self.servers[i].pool.available_permits()));
+            for &i in &by_room {
+                // Fair: permits are free only while nobody waits for them.
+                if let Ok(permit) = self.servers[i].pool.clone().try_acquire_many_owned(connections) {
+                    return (i, Some(permit));
+                }
+            }
+            let waits = candidates.iter().map(|&i| {
+                let pool = self.servers[i].pool.clone();
+                Box::pin(async move { (i, pool.acquire_many_owned(connections).await.ok()) })
+            });
+            // The waits not chosen are dropped, giving back what they were assigned.
+            let ((server, permit), _, _) = futures_util::future::select_all(waits).await;
+            // Room freed on a server that went down meanwhile (its runs failed): not there,
+            // while another answers.
+            let others_answer = candidates.iter().any(|&i| i != server && !(placement.passed_over)(i));
+            if (placement.passed_over)(server) && others_answer {
+                continue;
+            }
+            return (server, permit);
+        }
+    }
+
     /// Closes the sessions kept between runs; none are kept from now on.
     pub async fn close_kept(&self) {
-        if let Some(leases) = &self.leases {
-            leases.close_kept().await;
-        }
+        futures_util::future::join_all(
+            self.servers
+                .iter()
+                .filter_map(|s| s.leases.as_ref())
+                .map(|l| l.close_kept()),
+        )
+        .await;
     }
 
     /// Whether a finished run's sessions are kept for the next runs.
     pub fn keeps_sessions(&self) -> bool {
-        self.leases.as_ref().is_some_and(|l| l.keeps())
+        self.servers
+            .iter()
+            .any(|s| s.leases.as_ref().is_some_and(|l| l.keeps()))
     }
 
-    /// How many sessions are kept for the next runs.
+    /// How many sessions are kept for the next runs, on every server.
     pub fn kept_sessions(&self) -> usize {
-        self.leases.as_ref().map_or(0, |l| l.kept_sessions())
+        self.servers
+            .iter()
+            .filter_map(|s| s.leases.as_ref())
+            .map(|l| l.kept_sessions())
+            .sum()
     }
 
-    /// The size of `service`'s pool.
+    /// The size of `service`'s pool (PostgreSQL's: every server's together).
     pub fn capacity(&self, service: Service) -> u32 {
+        if service == Service::Postgres {
+            return self.servers.iter().map(|s| s.size).sum();
+        }
         self.pools
             .iter()
             .find(|(s, _, _)| *s == service)
             .map_or(0, |(_, _, size)| *size)
     }
 
-    /// How many of `service`'s pool runs hold now, and the pool's size.
+    /// How many of `service`'s pool runs hold now, and the pool's size (PostgreSQL's: every
+    /// server's together; [`Admission::connections_in_use`] for one).
     pub fn in_use(&self, service: Service) -> (u32, u32) {
+        if service == Service::Postgres {
+            return (0..self.servers.len())
+                .map(|i| self.connections_in_use(i))
+                .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
+        }
         self.pools
             .iter()
             .find(|(s, _, _)| *s == service)
-            .map_or((0, 0), |(_, pool, size)| {
-                let free = u32::try_from(pool.available_permits()).unwrap_or(*size);
-                (size.saturating_sub(free), *size)
-            })
+            .map_or((0, 0), |(_, pool, size)| in_use(pool, *size))
+    }
+
+    /// How many of server `server`'s connections runs of this process hold now, and how many
+    /// they may.
+    pub fn connections_in_use(&self, server: usize) -> (u32, u32) {
+        self.servers.get(server).map_or((0, 0), |s| in_use(&s.pool, s.size))
     }
 
     /// How many runs are in line (waiting, or passing through on their way in).
@@ -289,6 +408,29 @@ impl Admission {
     fn position(&self, ticket: u64) -> usize {
         let line = self.line.lock().unwrap_or_else(|p| p.into_inner());
         line.iter().position(|t| *t == ticket).map_or(1, |i| i + 1)
+    }
+}
+
+/// How many of a pool of `size` are held.
+fn in_use(pool: &Semaphore, size: u32) -> (u32, u32) {
+    let free = u32::try_from(pool.available_permits()).unwrap_or(size);
+    (size.saturating_sub(free), size)
+}
+
+/// Where a run may be placed: the servers it may play on (by place in the servers' order), and
+/// those to pass over while another answers (seen down).
+pub struct Placement<'a> {
+    pub allowed: Vec<usize>,
+    pub passed_over: &'a (dyn Fn(usize) -> bool + Send + Sync),
+}
+
+impl Placement<'static> {
+    /// The first server, whatever its state (one server, or unit tests of the line).
+    pub fn first() -> Self {
+        Placement {
+            allowed: vec![0],
+            passed_over: &|_| false,
+        }
     }
 }
 

@@ -40,6 +40,9 @@ pub struct Leases {
     freed: Notify,
     /// Sessions kept between runs, with the leases that cover them.
     kept: Kept,
+    /// Leases given back while the server did not answer (it restarted): deleted once it does,
+    /// and never renewed meanwhile, or they would hold the budget for ever.
+    orphans: std::sync::Mutex<Vec<i64>>,
 }
 
 /// Connections held from the shared budget; given back by [`Lease::give_back`], or when dropped.
@@ -62,6 +65,7 @@ impl Leases {
             budget,
             freed: Notify::new(),
             kept: Kept::new(keep),
+            orphans: std::sync::Mutex::new(Vec::new()),
         });
         tokio::spawn(renew(Arc::downgrade(&leases)));
         leases
@@ -178,7 +182,8 @@ async fn give_back(leases: &Leases, id: i64) {
         .execute(&leases.pool)
         .await;
     if let Err(error) = given_back {
-        tracing::warn!(%error, "could not give a connection lease back (it goes stale in 30 s)");
+        tracing::warn!(%error, "could not give a connection lease back; trying again as the leases are renewed");
+        leases.orphans.lock().unwrap_or_else(|p| p.into_inner()).push(id);
     }
     leases.freed.notify_waiters();
 }
@@ -198,10 +203,26 @@ async fn renew(leases: Weak<Leases>) {
     loop {
         tokio::time::sleep(RENEW_EVERY).await;
         let Some(leases) = leases.upgrade() else { return };
-        let renewed = sqlx::query("UPDATE connection_leases SET renewed_at = now() WHERE replica = $1")
-            .bind(&leases.replica)
-            .execute(&leases.pool)
-            .await;
+        let orphans = leases.orphans.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if !orphans.is_empty() {
+            let deleted = sqlx::query("DELETE FROM connection_leases WHERE id = ANY($1)")
+                .bind(&orphans)
+                .execute(&leases.pool)
+                .await;
+            if deleted.is_ok() {
+                leases
+                    .orphans
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .retain(|id| !orphans.contains(id));
+            }
+        }
+        let renewed =
+            sqlx::query("UPDATE connection_leases SET renewed_at = now() WHERE replica = $1 AND NOT (id = ANY($2))")
+                .bind(&leases.replica)
+                .bind(&orphans)
+                .execute(&leases.pool)
+                .await;
         if let Err(error) = renewed {
             tracing::warn!(%error, "could not renew this replica's connection leases");
         }

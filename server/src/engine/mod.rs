@@ -94,6 +94,7 @@ pub mod process;
 pub mod redis;
 pub mod retry;
 pub mod run;
+pub mod servers;
 pub mod signal;
 pub mod sql;
 pub mod supervisor;

@@ -91,6 +91,17 @@ impl Probes {
             .map(|answer| answer.found.clone())
     }
 
+    /// What the latest-started probe of `service` found, however long ago.
+    pub fn last_found(&self, service: Service) -> Option<Result<(), String>> {
+        self.seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .find(|seen| seen.service == service)
+            .and_then(|seen| seen.answered.as_ref())
+            .map(|answer| answer.found.clone())
+    }
+
     /// What a probe of `service` started at `at` found (it ends now): up, or down and why.
     pub fn answer(&self, service: Service, at: Instant, found: Result<(), String>) {
         let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -7,8 +7,10 @@
 //! session the run opened, its child processes' included, and removing its keys, topics and
 //! groups) while it stores the events for replay, and only then says `done`.
 
+use super::admission::Placement;
 use super::events::EventSink;
-use super::run::{Gate, Limits, Reach, Run};
+use super::run::{Gate, Limits, Run};
+use super::servers::{NoSuchVersion, Server, ServerState};
 use super::signal::raised;
 use super::{Admission, RunError, Scenario};
 use crate::sandbox::{self, Sandbox};
@@ -20,19 +22,20 @@ use std::time::Duration;
 use thiserror::Error;
 use tokio::sync::{mpsc, watch};
 
-/// Everything runs need: the admin pool, how runs reach their services, the queue and the store.
+/// Everything runs need: the PostgreSQL servers they play on, the queue and the store.
 pub struct Engine {
-    pub(crate) reach: Reach,
+    /// The servers runs play on, the first racelab's home: the store lives in its database,
+    /// and its version is the one a run plays on unless asked for another.
+    pub(crate) servers: Vec<Arc<Server>>,
+    /// The version a run plays on unless asked for another (`--postgres`); none: the home
+    /// server's.
+    pub(crate) default_postgres: Option<u32>,
     pub(crate) admission: Admission,
     pub(crate) limits: Limits,
     pub(crate) store: Store,
-    /// `PostgreSQL 15.20`: shown in every run header, because behaviour can differ by version.
-    pub(crate) server_version: String,
     pub(crate) live: LiveRuns,
     pub(crate) pace: Pace,
-    /// Sandboxes made ahead of demand.
-    pub(crate) warm: Arc<super::warm::Warm>,
-    /// When each service last answered a probe.
+    /// When Redis and the broker last answered a probe (each server keeps its own).
     pub(crate) probes: super::probes::Probes,
     /// Runs started and finished, their waits and durations (`/metrics`).
     pub(crate) metrics: super::metrics::Metrics,
@@ -196,6 +199,9 @@ pub enum StartError {
     /// The line is full: a clear answer now instead of a long silent wait.
     #[error("racelab is busy: {waiting} runs are waiting already; try again in {retry_after_s} s")]
     QueueFull { waiting: usize, retry_after_s: u64 },
+    /// No server plays the PostgreSQL version asked for.
+    #[error(transparent)]
+    NoSuchVersion(#[from] NoSuchVersion),
     /// A service the run needs is not answering: refused before it queues, never left to hang.
     #[error("{scenario} needs {service}, which is down right now ({detail}); the other labs still work")]
     ServiceDown {
@@ -206,9 +212,18 @@ pub enum StartError {
 }
 
 impl Engine {
-    /// Whether `service` answers right now, and if not, why.
+    /// The home server: racelab's store is in its database.
+    fn home(&self) -> &Arc<Server> {
+        // `connect_engine` never makes an engine without one.
+        &self.servers[0]
+    }
+
+    /// Whether `service` answers right now, and if not, why (PostgreSQL: the home server).
     async fn probe(&self, service: Service) -> Result<(), String> {
-        let services = &self.reach.services;
+        if service == Service::Postgres {
+            return self.home().probe().await;
+        }
+        let services = &self.home().reach.services;
         let asked = std::time::Instant::now();
         if self.probes.recently_up(service, asked) {
             return Ok(());
@@ -220,11 +235,9 @@ impl Engine {
         }
         let started = std::time::Instant::now();
         let probed = match service {
-            // Up when racelab started, but it may have gone since (restarted, failed over).
-            Service::Postgres => crate::health::postgres(services).await,
             Service::Redis => crate::health::redis(&services.redis_url).await,
             Service::Kafka => crate::health::kafka(&services.brokers).await,
-            Service::Http | Service::Process => return Ok(()),
+            Service::Postgres | Service::Http | Service::Process => return Ok(()),
         };
         let dependency = crate::health::explained(services, service, probed);
         let found = if dependency.up { Ok(()) } else { Err(dependency.detail) };
@@ -266,22 +279,33 @@ impl Engine {
             "Sandboxes of runs playing, and made ahead of demand.",
             &[("", (playing + ready) as f64)],
         );
-        let server = format!(
-            "{{server=\"{}\"}}",
-            label(&crate::health::host_port(&self.reach.database_url, 5432))
-        );
-        let (in_use, budget) = self.admission.in_use(Service::Postgres);
+        let (labels, held): (Vec<String>, Vec<(u32, u32)>) = self
+            .servers
+            .iter()
+            .enumerate()
+            .map(|(i, server)| {
+                let labels = format!("{{server=\"{}\",version=\"{}\"}}", label(&server.name), server.major);
+                (labels, self.admission.connections_in_use(i))
+            })
+            .unzip();
+        let by_server = |pick: fn(&(u32, u32)) -> u32| {
+            labels
+                .iter()
+                .zip(&held)
+                .map(|(labels, held)| (labels.as_str(), f64::from(pick(held))))
+                .collect::<Vec<_>>()
+        };
         gauge(
             out,
             "racelab_connections_in_use",
             "PostgreSQL connections runs hold now, by server.",
-            &[(&server, f64::from(in_use))],
+            &by_server(|(in_use, _)| *in_use),
         );
         gauge(
             out,
             "racelab_connections_budget",
             "PostgreSQL connections runs may hold at once, by server.",
-            &[(&server, f64::from(budget))],
+            &by_server(|(_, budget)| *budget),
         );
     }
 
@@ -290,16 +314,37 @@ impl Engine {
     /// answer.
     pub async fn health(&self) -> crate::health::Health {
         let started = std::time::Instant::now();
-        let health = crate::health::check(&self.reach.services).await;
-        for service in [Service::Postgres, Service::Redis, Service::Kafka] {
+        let health = crate::health::check(&self.home().reach.services).await;
+        for service in [Service::Redis, Service::Kafka] {
             self.probes.record(service, health.is_up(service), started);
         }
         health
     }
 
-    /// Where runs reach their shared services (and where the sweep cleans up).
+    /// The PostgreSQL version runs play on unless asked for another.
+    pub fn default_postgres(&self) -> u32 {
+        self.default_postgres.unwrap_or(self.home().major)
+    }
+
+    /// Every PostgreSQL server runs play on, with its version, asked afresh (a server found
+    /// down is taken out of the rotation; one found up rejoins it).
+    pub async fn servers(&self) -> Vec<ServerState> {
+        futures_util::future::join_all(self.servers.iter().map(|s| s.state())).await
+    }
+
+    /// Where runs on the home server reach their shared services (and where the sweep cleans
+    /// up); [`Engine::services_of`] for every server's.
     pub fn services(&self) -> &crate::sandbox::Services {
-        &self.reach.services
+        &self.home().reach.services
+    }
+
+    /// The services of every server runs play on, in the servers' order, with each server's
+    /// name.
+    pub fn services_of(&self) -> Vec<(&str, &crate::sandbox::Services)> {
+        self.servers
+            .iter()
+            .map(|s| (s.name.as_str(), &s.reach.services))
+            .collect()
     }
 
     /// Drains the engine: refuses new runs and cancels queued ones, lets running ones finish for
@@ -313,7 +358,10 @@ impl Engine {
         let _ = tokio::time::timeout(cleanup, count.wait_for(|n| *n == 0)).await;
         let left = *count.borrow();
         // No run takes a ready sandbox or a kept session any more: they go too.
-        tokio::join!(self.warm.empty(), self.admission.close_kept());
+        tokio::join!(
+            futures_util::future::join_all(self.servers.iter().map(|s| s.warm.empty())),
+            self.admission.close_kept()
+        );
         left
     }
 
@@ -324,7 +372,7 @@ impl Engine {
 
     /// The run ids of the sandboxes made ahead of demand and not taken yet.
     pub fn ready_sandboxes(&self) -> Vec<String> {
-        self.warm.ready()
+        self.servers.iter().flat_map(|s| s.warm.ready()).collect()
     }
 
     /// PostgreSQL connections runs may hold at once (every replica together).
@@ -349,6 +397,18 @@ impl Engine {
         scenario: impl super::IntoScenario,
         variant: &str,
         mode: Mode,
+    ) -> Result<RunHandle, StartError> {
+        self.start_on(scenario, variant, mode, None).await
+    }
+
+    /// [`Engine::start`] on PostgreSQL `postgres` (a major version, `18`), or on the home
+    /// server's version.
+    pub async fn start_on(
+        self: &Arc<Self>,
+        scenario: impl super::IntoScenario,
+        variant: &str,
+        mode: Mode,
+        postgres: Option<u32>,
     ) -> Result<RunHandle, StartError> {
         let scenario = scenario.into_scenario();
         let info = scenario.info();
@@ -379,7 +439,28 @@ impl Engine {
         if mode == Mode::Step && !info.steppable {
             return Err(StartError::NotSteppable(info.id));
         }
+        let allowed = super::servers::of_major(&self.servers, postgres.or(self.default_postgres))?;
+        let answers = futures_util::future::join_all(allowed.iter().map(|&i| self.servers[i].probe())).await;
+        if answers.iter().all(Result::is_err) {
+            let detail = allowed
+                .iter()
+                .zip(answers)
+                .map(|(&i, answer)| {
+                    let why = answer.err().unwrap_or_default();
+                    format!("{} at {}: {why}", self.servers[i].version, self.servers[i].name)
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(StartError::ServiceDown {
+                scenario: info.id,
+                service: Service::Postgres.label(),
+                detail,
+            });
+        }
         for service in scenario.budget(variant).services() {
+            if service == Service::Postgres {
+                continue;
+            }
             if let Err(detail) = self.probe(service).await {
                 return Err(StartError::ServiceDown {
                     scenario: info.id,
@@ -397,7 +478,7 @@ impl Engine {
         };
         tokio::spawn(
             self.clone()
-                .supervise(scenario, variant.to_owned(), mode, link, control_rx),
+                .supervise(scenario, (variant.to_owned(), allowed), mode, link, control_rx),
         );
         Ok(RunHandle {
             updates,
@@ -410,7 +491,7 @@ impl Engine {
     async fn supervise(
         self: Arc<Self>,
         scenario: Arc<dyn Scenario>,
-        variant: String,
+        (variant, allowed): (String, Vec<usize>),
         mode: Mode,
         updates: ReaderLink,
         mut control: mpsc::UnboundedReceiver<Control>,
@@ -420,8 +501,14 @@ impl Engine {
         let budget = scenario.budget(&variant);
         // The engine outlives every run, so its flags' senders do too.
         let mut closing = self.live.closing.subscribe();
+        let servers = &self.servers;
+        let passed_over = move |i: usize| servers.get(i).is_none_or(|s| s.seems_down());
+        let placement = Placement {
+            allowed,
+            passed_over: &passed_over,
+        };
         let mut admitted = tokio::select! {
-            admitted = self.admission.enter(budget, mode, |position| updates.send(ServerMsg::Queued { position })) => admitted,
+            admitted = self.admission.enter_on(budget, mode, placement, |position| updates.send(ServerMsg::Queued { position })) => admitted,
             () = raised(&mut closing) => {
                 updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
                 return;
@@ -431,8 +518,13 @@ impl Engine {
                 return;
             }
         };
+        // Where it plays (the home server if it was never admitted, for the header's version).
+        let server = self.servers[admitted.as_ref().map_or(0, |a| a.server)].clone();
         // A sandbox made ahead of demand if one is ready: its run id becomes the run's.
-        let ready = admitted.as_ref().ok().and_then(|_| self.warm.take(scenario.sandbox()));
+        let ready = admitted
+            .as_ref()
+            .ok()
+            .and_then(|_| server.warm.take(scenario.sandbox()));
         let run_id = ready.as_ref().map_or_else(sandbox::new_run_id, |s| s.run_id.clone());
         updates.send(ServerMsg::Started { run_id: run_id.clone() });
         let mut pipe = EventPipe::new(&updates);
@@ -443,17 +535,25 @@ impl Engine {
             variant: variant.clone(),
             title: info.title.clone(),
             actors: scenario.actors(&variant),
-            server: self.server_version.clone(),
+            server: server.version.clone(),
         });
 
         let (outcome, sandbox, kept) = match &mut admitted {
-            Err(refused) => (
-                Outcome::Failed {
-                    message: refused.to_string(),
-                },
-                None,
-                Vec::new(),
-            ),
+            Err(refused) => {
+                let message = match refused {
+                    super::admission::NotAdmitted::Postgres { server, error } => {
+                        let server = &self.servers[*server];
+                        // Asked afresh, so that the next runs pass it over while it is down.
+                        let _ = server.probe_afresh().await;
+                        format!(
+                            "the PostgreSQL server this run was placed on ({} at {}) could not be asked for its connections: {error}",
+                            server.version, server.name
+                        )
+                    }
+                    other => other.to_string(),
+                };
+                (Outcome::Failed { message }, None, Vec::new())
+            }
             Ok(admitted) => {
                 let began = std::time::Instant::now();
                 self.metrics.started(&info.id, entered.elapsed());
@@ -463,7 +563,7 @@ impl Engine {
                         scenario.clone(),
                         &variant,
                         mode,
-                        (&run_id, ready, kept),
+                        (&server, &run_id, ready, kept),
                         &mut pipe,
                         &mut control,
                     )
@@ -471,6 +571,7 @@ impl Engine {
                 if mode == Mode::Auto && outcome == Outcome::Completed {
                     self.pace.record(began.elapsed());
                 }
+                let outcome = naming_a_lost_server(&server, outcome).await;
                 let ended = match &outcome {
                     Outcome::Completed => "completed",
                     Outcome::Failed { .. } => "failed",
@@ -494,7 +595,7 @@ impl Engine {
         let (stored, destroyed) =
             tokio::join!(self.store.save(&run_id, &info.id, &variant, &outcome, &events), async {
                 match &sandbox {
-                    Some(sandbox) => sandbox.destroy(&self.reach.services).await,
+                    Some(sandbox) => sandbox.destroy(&server.reach.services).await,
                     None => Ok(()),
                 }
             });
@@ -505,7 +606,7 @@ impl Engine {
             // A service is down (PostgreSQL restarting, Redis gone): the sandbox goes as soon as
             // it is back, not at the next sweep.
             tracing::warn!(run = %run_id, %error, "could not destroy the sandbox yet; trying again until its services are back");
-            tokio::spawn(sandbox.destroy_when_back(self.reach.services.clone(), self.limits.sweep_age()));
+            tokio::spawn(sandbox.destroy_when_back(server.reach.services.clone(), self.limits.sweep_age()));
         }
         // Its place goes back before the reader hears `done`: a process that exits on it (the
         // command line, a test) leaves no lease for others to wait out.
@@ -516,11 +617,11 @@ impl Engine {
         updates.send(ServerMsg::Done { run_id, outcome });
         // Not while the engine closes: `close` empties the shelves once the last run is done.
         if !*self.live.closing.borrow() {
-            self.warm.refill(scenario.sandbox());
+            server.warm.refill(scenario.sandbox());
         }
     }
 
-    /// Creates the sandbox (unless one `ready` was made ahead for run `run_id`), readies its
+    /// Creates the sandbox on `server` (unless one `ready` was made ahead for run `run_id`), readies its
     /// sessions (from those `kept` for it first) and plays the scenario on its own task; returns
     /// how it ended, the sandbox for its caller to destroy (none if it could not be made), and
     /// the run's sessions, reset, if they are to be kept for the next run.
@@ -529,12 +630,12 @@ impl Engine {
         scenario: Arc<dyn Scenario>,
         variant: &str,
         mode: Mode,
-        (run_id, ready, kept): (&str, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>),
+        (server, run_id, ready, kept): (&Server, &str, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>),
         pipe: &mut EventPipe<'_>,
         control: &mut mpsc::UnboundedReceiver<Control>,
     ) -> (Outcome, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>) {
-        let services = &self.reach.services;
-        let mut reach = self.reach.clone();
+        let services = &server.reach.services;
+        let mut reach = server.reach.clone();
         if mode == Mode::Step {
             // A reader may think for minutes while an actor waits for a lock: the wait must not
             // time out before the run's idle limit does. (Later `-c` options win.)
@@ -682,6 +783,24 @@ impl Engine {
                 }
             }
         }
+    }
+}
+
+/// A failed run's outcome, naming its server if the server no longer answers: the reader of
+/// "alice: connection closed" learns that PostgreSQL went, and which. The server is asked
+/// afresh, and found down it is passed over by the next runs until it answers again.
+async fn naming_a_lost_server(server: &Server, outcome: Outcome) -> Outcome {
+    let Outcome::Failed { message } = outcome else {
+        return outcome;
+    };
+    match server.probe_afresh().await {
+        Ok(()) => Outcome::Failed { message },
+        Err(why) => Outcome::Failed {
+            message: format!(
+                "the PostgreSQL server this run played on ({} at {}) stopped answering ({why}): {message}",
+                server.version, server.name
+            ),
+        },
     }
 }
 

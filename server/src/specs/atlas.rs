@@ -56,23 +56,11 @@ pub async fn observe(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
     })
 }
 
-/// The server's own version string, asked as every run header asks it
-/// ([`crate::health::server_version`]), on the maintenance database: racelab's own may not exist
-/// before `serve` first starts.
+/// The server's own version string ([`crate::health::version_at`]).
 async fn server_version(url: &str) -> String {
-    use sqlx::Connection as _;
-    let unknown = || "PostgreSQL (version unknown)".to_owned();
-    let Ok(options) = url.parse::<sqlx::postgres::PgConnectOptions>() else {
-        return unknown();
-    };
-    let Ok(mut connection) = sqlx::PgConnection::connect_with(&options.database("postgres")).await else {
-        return unknown();
-    };
-    let version = crate::health::server_version(&mut connection)
+    crate::health::version_at(url)
         .await
-        .unwrap_or_else(|_| unknown());
-    let _ = connection.close().await;
-    version
+        .unwrap_or_else(|| "PostgreSQL (version unknown)".to_owned())
 }
 
 /// Now, as `2026-12-05 01:58:03 UTC`.

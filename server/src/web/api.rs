@@ -14,6 +14,7 @@ use shared::catalog::{LabStatus, ScenarioStatus};
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/labs", get(labs_with_status))
+        .route("/api/servers", get(servers))
         .route("/api/scenarios/{lab}/{scenario}", get(scenario_with_status))
         .route("/api/{*rest}", get(no_such_api))
         .route("/api/runs/{id}", get(stored_run))
@@ -186,6 +187,12 @@ async fn labs_with_status(State(state): State<AppState>) -> Json<Vec<LabStatus>>
         })
         .collect();
     Json(labs)
+}
+
+/// The PostgreSQL servers runs play on, each with its version and whether it answers now: what
+/// the version picker offers.
+async fn servers(State(state): State<AppState>) -> Json<Vec<shared::catalog::PostgresServer>> {
+    Json(state.engine.servers().await)
 }
 
 /// One scenario, with the services its lab needs that are down and where a room opened from its

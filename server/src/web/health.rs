@@ -1,4 +1,4 @@
-//! `GET /healthz`: each dependency, up or down. 200 while PostgreSQL is up (the labs that need
+//! `GET /healthz`: each dependency, up or down, and every PostgreSQL server with its version. 200 while PostgreSQL is up (the labs that need
 //! only PostgreSQL keep working when Redis or the broker is down: degrade, don't die); 503 when
 //! it is not.
 
@@ -15,7 +15,7 @@ pub fn router() -> Router<AppState> {
 }
 
 async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
-    let health = state.engine.health().await;
+    let (health, servers) = tokio::join!(state.engine.health(), state.engine.servers());
     let all_up = health.postgres.up && health.redis.up && health.kafka.up;
     let status = if all_up {
         "ok"
@@ -34,6 +34,8 @@ async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
         Json(json!({
             "status": status,
             "postgres": health.postgres,
+            // Every server runs play on (the first is `postgres` above), with its version.
+            "servers": servers,
             "redis": health.redis,
             "kafka": health.kafka,
             "rooms": health::rooms_reach(&health.redis),

@@ -282,6 +282,7 @@ async fn act(text: &str, this: &mut Socket, state: &AppState, reader: &Reader) -
             scenario,
             variant,
             mode,
+            postgres,
         } => {
             if this.run.is_some() {
                 return Some(error(
@@ -297,7 +298,11 @@ async fn act(text: &str, this: &mut Socket, state: &AppState, reader: &Reader) -
                 Ok(place) => place,
                 Err(refusal) => return Some(refusal.into()),
             };
-            match state.engine.start(def, &variant, mode).await {
+            let postgres = match crate::control::postgres_version(postgres.as_deref()) {
+                Ok(postgres) => postgres,
+                Err(why) => return Some(error(ErrorCode::UnknownVariant, &why)),
+            };
+            match state.engine.start_on(def, &variant, mode, postgres).await {
                 Ok(handle) => {
                     this.run = Some(handle);
                     this.slot = place;
@@ -366,10 +371,12 @@ async fn in_room(
                 "only the room's trainer starts, steps or cancels its runs (their frames carry its token)",
             ));
         }
+        // A room's runs play on the first server's version (a room's orders do not carry one yet).
         ClientMsg::Start {
             scenario,
             variant,
             mode,
+            postgres: _,
         } => {
             // A room's runs count against its trainer's address like any reader's.
             let slot = match reader.admit() {

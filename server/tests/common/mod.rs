@@ -4,6 +4,7 @@
 
 pub mod every_service;
 pub mod socket;
+pub mod versions;
 
 use racelab::config::Config;
 use racelab::engine::Engine;
@@ -136,9 +137,24 @@ pub async fn play(engine: &Arc<Engine>, scenario: &str, variant: &str) -> Finish
     play_def(engine, def, variant).await
 }
 
+/// Plays `scenario`/`variant` on PostgreSQL `postgres` (a major version).
+pub async fn play_on(engine: &Arc<Engine>, scenario: &str, variant: &str, postgres: u32) -> Finished {
+    let def = racelab::labs::find(scenario).unwrap_or_else(|| panic!("no scenario {scenario}"));
+    let handle = engine
+        .start_on(def, variant, Mode::Auto, Some(postgres))
+        .await
+        .expect("a known variant and version");
+    follow(handle).await
+}
+
 /// Plays a scenario that is not in the catalog (an engine test's own).
 pub async fn play_def(engine: &Arc<Engine>, def: &'static racelab::labs::ScenarioDef, variant: &str) -> Finished {
-    let mut handle = engine.start(def, variant, Mode::Auto).await.expect("a known variant");
+    let handle = engine.start(def, variant, Mode::Auto).await.expect("a known variant");
+    follow(handle).await
+}
+
+/// Follows a started run to its end.
+pub async fn follow(mut handle: racelab::engine::RunHandle) -> Finished {
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
@@ -504,7 +520,11 @@ pub async fn wait_until_clean(run_id: &str) -> Leftovers {
 
 /// As [`wait_until_clean`], asking the broker too.
 pub async fn wait_until_clean_of(run_id: &str, with_broker: bool) -> Leftovers {
-    let mut conn = inspector().await;
+    wait_until_clean_on(inspector().await, run_id, with_broker).await
+}
+
+/// As [`wait_until_clean_of`], for a run on the server `conn` is connected to.
+pub async fn wait_until_clean_on(mut conn: PgConnection, run_id: &str, with_broker: bool) -> Leftovers {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     loop {
         let left = leftovers(&mut conn, run_id, with_broker).await;

@@ -1,0 +1,381 @@
+//! Many PostgreSQL servers: a reader picks the version a run plays on, and runs of one version
+//! spread over its servers within each one's budget. Against real servers: the machine's
+//! PostgreSQL and PostgreSQL 18.6 (the tutorial's), and two private ones started for the crowd,
+//! one of which is stopped mid-crowd and started again.
+
+mod common;
+
+use common::socket::{connect, receive_until, send};
+use common::versions::{engine_with_18, inspector_18, postgres_18};
+use common::{Finished, Leftovers, WRITE_SKEW_SERIALIZABLE, config, db_slots, follow, lines};
+use racelab::embedded::postgres::{PrivatePostgres, find_binaries};
+use racelab::engine::Engine;
+use serde_json::json;
+use shared::{Mode, Outcome};
+use sqlx::{Connection, PgConnection};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[tokio::test]
+async fn a_reader_picks_the_version_and_the_server_lists_each_one() {
+    let _slots = db_slots(2).await;
+    let engine = engine_with_18().await;
+    let home = engine.default_postgres();
+    let address = common::serve_engine(engine, config(), std::path::Path::new("no-such-dist")).await;
+
+    let health = common::get_json(address, "/healthz").await;
+    let majors: Vec<u64> = health["servers"]
+        .as_array()
+        .expect("/healthz lists the servers")
+        .iter()
+        .map(|s| s["major"].as_u64().expect("a major version"))
+        .collect();
+    assert_eq!(majors, vec![u64::from(home), 18]);
+    assert!(
+        health["servers"]
+            .as_array()
+            .is_some_and(|s| s.iter().all(|s| s["up"] == json!(true))),
+        "{health}"
+    );
+    let listed = common::get_json(address, "/api/servers").await;
+    assert_eq!(listed, health["servers"], "the catalog's list is /healthz's");
+    assert_eq!(listed[1]["version"], json!("PostgreSQL 18.6"));
+
+    let mut socket = connect(address).await;
+    for (postgres, wanted) in [(Some("18"), "PostgreSQL 18."), (None, "PostgreSQL 15.")] {
+        let mut frame = json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "serializable"});
+        if let Some(postgres) = postgres {
+            frame["postgres"] = json!(postgres);
+        }
+        send(&mut socket, frame).await;
+        let frames = receive_until(&mut socket, |f| common::socket::is_type(f, "done")).await;
+        let header = frames
+            .iter()
+            .find(|f| common::socket::event_type(f) == Some("run_started"))
+            .expect("a run header");
+        let server = header["event"]["server"].as_str().expect("the header names its server");
+        assert!(server.starts_with(wanted), "asked {postgres:?}, played on {server}");
+        let done = frames.last().expect("done");
+        assert_eq!(done["outcome"]["status"], json!("completed"), "{done}");
+    }
+
+    for (asked, said) in [
+        ("17", "no PostgreSQL 17 server here; runs play on PostgreSQL 15 or 18"),
+        (
+            "eighteen",
+            "postgres must be a major version such as 18, not \"eighteen\"",
+        ),
+    ] {
+        send(
+            &mut socket,
+            json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "serializable", "postgres": asked}),
+        )
+        .await;
+        let refused = receive_until(&mut socket, |f| common::socket::is_type(f, "error")).await;
+        let refused = refused.last().expect("an error");
+        assert_eq!(refused["code"], json!("unknown_variant"), "{refused}");
+        assert_eq!(refused["message"], json!(said));
+    }
+}
+
+#[tokio::test]
+async fn racelab_run_plays_on_the_version_asked_for() {
+    let _slots = db_slots(2).await;
+    // Told where PostgreSQL 18 is, as a user would (`--servers`); `--postgres 18` picks it.
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
+        .args(["run", "isolation/write-skew", "--variant", "serializable", "--json"])
+        .args(["--servers", &postgres_18(), "--postgres", "18"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .await
+        .expect("racelab run");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let header: serde_json::Value =
+        serde_json::from_slice(output.stdout.split(|b| *b == b'\n').next().expect("a first line")).expect("JSON");
+    assert_eq!(header["type"], json!("run_started"));
+    assert_eq!(header["server"], json!("PostgreSQL 18.6"));
+    // Nothing of it is left on 18.
+    let run_id = header["run_id"].as_str().expect("a run id");
+    assert_eq!(
+        common::wait_until_clean_on(inspector_18().await, run_id, false).await,
+        Leftovers::NONE
+    );
+}
+
+/// Two private PostgreSQL servers of the machine's version, in a directory of their own.
+struct TwoServers {
+    bin: PathBuf,
+    dir: PathBuf,
+    a: PrivatePostgres,
+    b: Option<PrivatePostgres>,
+}
+
+impl TwoServers {
+    async fn start() -> TwoServers {
+        let bin = find_binaries().expect("PostgreSQL's binaries (the machine's)");
+        let dir = std::env::temp_dir().join(format!("racelab-servers-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (dir_a, dir_b) = (dir.join("a"), dir.join("b"));
+        for d in [&dir_a, &dir_b] {
+            // Entered by the postgres user when racelab runs as root: 0755 from the umask.
+            std::fs::create_dir_all(d).expect("a directory for a private server");
+        }
+        let (a, b) = tokio::join!(
+            racelab::embedded::postgres::start(&bin, &dir_a),
+            racelab::embedded::postgres::start(&bin, &dir_b)
+        );
+        TwoServers {
+            bin,
+            dir,
+            a: a.expect("server a starts"),
+            b: Some(b.expect("server b starts")),
+        }
+    }
+
+    fn b_port(&self) -> u16 {
+        self.b.as_ref().map_or(0, |b| b.port)
+    }
+}
+
+/// What a sampler saw on each server while a crowd played.
+#[derive(Default)]
+struct Seen {
+    /// The most connections leased at once, by server port.
+    most_leased: BTreeMap<u16, i64>,
+    /// The runs seen holding a session, by server port.
+    runs: BTreeMap<u16, BTreeSet<String>>,
+}
+
+/// Looks at each server every 20 ms until dropped: its leased connections, and whose sessions
+/// it holds.
+fn sample(ports: Vec<u16>, seen: Arc<Mutex<Seen>>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut conns: Vec<(u16, Option<PgConnection>)> = ports.into_iter().map(|p| (p, None)).collect();
+        loop {
+            for (port, conn) in &mut conns {
+                if conn.is_none() {
+                    *conn = PgConnection::connect(&format!("postgres://postgres@127.0.0.1:{port}/racelab"))
+                        .await
+                        .ok();
+                }
+                let Some(c) = conn.as_mut() else { continue };
+                let looked: Result<(i64, Vec<String>), sqlx::Error> = async {
+                    let leased: i64 =
+                        sqlx::query_scalar("SELECT coalesce(sum(connections), 0)::bigint FROM connection_leases")
+                            .fetch_one(&mut *c)
+                            .await?;
+                    let runs: Vec<String> = sqlx::query_scalar(
+                        "SELECT DISTINCT split_part(application_name, '/', 2) FROM pg_stat_activity
+                          WHERE application_name LIKE 'racelab/%/%' AND application_name NOT LIKE 'racelab/server%'",
+                    )
+                    .fetch_all(&mut *c)
+                    .await?;
+                    Ok((leased, runs))
+                }
+                .await;
+                match looked {
+                    Ok((leased, runs)) => {
+                        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                        let most = seen.most_leased.entry(*port).or_default();
+                        *most = (*most).max(leased);
+                        seen.runs.entry(*port).or_default().extend(runs);
+                    }
+                    Err(_) => *conn = None,
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+}
+
+/// Starts `n` write skews, alternating between the replicas; returns the runs' handles.
+async fn crowd(replicas: &[Arc<Engine>], n: usize) -> Vec<racelab::engine::RunHandle> {
+    let def = racelab::labs::find("isolation/write-skew").expect("write skew");
+    let mut handles = Vec::new();
+    for i in 0..n {
+        let replica = &replicas[i % replicas.len()];
+        handles.push(
+            replica
+                .start_on(def, "serializable", Mode::Auto, None)
+                .await
+                .expect("a start"),
+        );
+    }
+    handles
+}
+
+/// The runs followed to their ends.
+async fn ends(handles: Vec<racelab::engine::RunHandle>) -> Vec<Finished> {
+    futures_util::future::join_all(handles.into_iter().map(follow)).await
+}
+
+fn correct(run: &Finished) -> bool {
+    run.outcome == Outcome::Completed && run.transcript() == lines(WRITE_SKEW_SERIALIZABLE)
+}
+
+/// Waits (up to `within`) until none of `runs` left anything on the server at `port`.
+async fn clean_on(port: u16, runs: &[String], within: Duration) -> BTreeMap<String, Leftovers> {
+    let url = format!("postgres://postgres@127.0.0.1:{port}/racelab");
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let left = match PgConnection::connect(&url).await {
+            Ok(mut conn) => common::leftovers_in_postgres_by_run(&mut conn, runs).await,
+            Err(_) => BTreeMap::from([(String::from("(server)"), Leftovers::NONE)]),
+        };
+        if left.is_empty() || tokio::time::Instant::now() >= deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_crowd_spreads_over_two_servers_and_one_that_stops_is_passed_over_until_back() {
+    let _slots = db_slots(6).await;
+    let mut servers = TwoServers::start().await;
+    let (a, b) = (servers.a.port, servers.b_port());
+    const BUDGET: u32 = 15;
+    let mut config = config();
+    config.database_url = servers.a.url();
+    config.servers = vec![servers.b.as_ref().expect("b").url()];
+    config.run_connections = Some(BUDGET);
+    // Two replicas on the same two servers: they share each server's budget through its leases.
+    let (one, two) = tokio::join!(
+        racelab::db::connect_engine(&config),
+        racelab::db::connect_engine(&config)
+    );
+    let replicas = vec![Arc::new(one.expect("replica one")), Arc::new(two.expect("replica two"))];
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let sampler = sample(vec![a, b], seen.clone());
+
+    // A crowd of 200: every run correct, spread over both servers, within each one's budget.
+    let runs = ends(crowd(&replicas, 200).await).await;
+    let wrong: Vec<_> = runs
+        .iter()
+        .filter(|r| !correct(r))
+        .map(|r| (&r.run_id, &r.outcome))
+        .collect();
+    assert!(wrong.is_empty(), "{} of 200 runs went wrong: {wrong:?}", wrong.len());
+    let ids: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
+    let mut every = ids.clone();
+    {
+        let seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+        for port in [a, b] {
+            let most = seen.most_leased.get(&port).copied().unwrap_or(0);
+            assert!(
+                most > 0 && most <= i64::from(BUDGET),
+                "server {port}: at most {most} connections leased at once (budget {BUDGET})"
+            );
+            let played = seen
+                .runs
+                .get(&port)
+                .map_or(0, |r| r.iter().filter(|id| ids.contains(id)).count());
+            assert!(
+                played >= 20,
+                "server {port} played {played} of the 200 runs: {seen:?}",
+                seen = seen.most_leased
+            );
+        }
+        let on_both = seen.runs[&a].intersection(&seen.runs[&b]).count();
+        assert_eq!(on_both, 0, "a run's sessions are all on one server");
+    }
+    for port in [a, b] {
+        assert_eq!(
+            clean_on(port, &ids, Duration::from_secs(15)).await,
+            BTreeMap::new(),
+            "left on {port}"
+        );
+    }
+
+    // Server b stops while runs play on it: they fail naming it, the others complete.
+    seen.lock().unwrap_or_else(|p| p.into_inner()).runs.clear();
+    let handles = crowd(&replicas, 60).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while seen
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .runs
+        .get(&b)
+        .is_none_or(BTreeSet::is_empty)
+    {
+        assert!(tokio::time::Instant::now() < deadline, "no run reached server b");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stopped = servers.b.take().expect("b runs").stop_keeping_data().await;
+    let runs = ends(handles).await;
+    every.extend(runs.iter().map(|r| r.run_id.clone()));
+    let (failed, completed): (Vec<&Finished>, Vec<&Finished>) =
+        runs.iter().partition(|r| r.outcome != Outcome::Completed);
+    assert!(!failed.is_empty(), "runs on the stopped server failed");
+    let name = format!("127.0.0.1:{b}");
+    for run in &failed {
+        let Outcome::Failed { message } = &run.outcome else {
+            panic!("{:?}", run.outcome);
+        };
+        assert!(
+            message.contains(&name),
+            "a failed run names its server {name}: {message}"
+        );
+    }
+    assert!(completed.iter().all(|r| correct(r)), "the others complete correctly");
+    assert!(completed.len() >= 20, "{} of 60 completed", completed.len());
+
+    // New runs go to server a while b is down.
+    let runs = ends(crowd(&replicas, 20).await).await;
+    every.extend(runs.iter().map(|r| r.run_id.clone()));
+    assert!(
+        runs.iter().all(correct),
+        "{:?}",
+        runs.iter().map(|r| &r.outcome).collect::<Vec<_>>()
+    );
+
+    // b comes back and rejoins: the servers say so, and runs reach it again.
+    servers.b = Some(stopped.start(&servers.bin).await.expect("b starts again"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let states = replicas[0].servers().await;
+        if states.iter().all(|s| s.up) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "b is seen up again: {states:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    seen.lock().unwrap_or_else(|p| p.into_inner()).runs.clear();
+    let runs = ends(crowd(&replicas, 40).await).await;
+    assert!(
+        runs.iter().all(correct),
+        "{:?}",
+        runs.iter().map(|r| &r.outcome).collect::<Vec<_>>()
+    );
+    let back: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
+    every.extend(back.iter().cloned());
+    let on_b = seen
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .runs
+        .get(&b)
+        .map_or(0, |r| r.iter().filter(|id| back.contains(id)).count());
+    assert!(on_b > 0, "runs reach server b again once it is back");
+    sampler.abort();
+
+    // Nothing is left on either, the failed runs' sandboxes included (removed once b was back).
+    for port in [a, b] {
+        assert_eq!(
+            clean_on(port, &every, Duration::from_secs(40)).await,
+            BTreeMap::new(),
+            "left on {port}"
+        );
+    }
+    for replica in &replicas {
+        replica.close(Duration::from_secs(5), Duration::from_secs(10)).await;
+    }
+    drop(replicas);
+    let TwoServers { dir, a, b, .. } = servers;
+    a.process.stop().await;
+    if let Some(b) = b {
+        b.process.stop().await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
