@@ -111,16 +111,11 @@ impl ClientFrame {
                 scenario,
                 variant,
                 mode,
-                postgres,
-            } => {
-                let mut members = vec![
-                    ("scenario", scenario.as_str()),
-                    ("variant", variant),
-                    ("mode", mode.name()),
-                ];
-                members.extend(postgres.as_deref().map(|p| ("postgres", p)));
-                ("start", members)
-            }
+                ..
+            } => (
+                "start",
+                vec![("scenario", scenario), ("variant", variant), ("mode", mode.name())],
+            ),
             ClientMsg::Next => ("next", vec![]),
             ClientMsg::Cancel => ("cancel", vec![]),
             ClientMsg::Join => ("join", vec![]),
@@ -128,7 +123,12 @@ impl ClientFrame {
             ClientMsg::Predict { choice } => ("predict", vec![("choice", choice)]),
         };
         let mut json = format!(r#"{{"v":{},"type":"{kind}""#, self.v);
-        let room = [("room", &self.room), ("token", &self.token)];
+        // Members written only when present: a start's version, a room and its token.
+        let postgres = match &self.msg {
+            ClientMsg::Start { postgres, .. } => postgres,
+            _ => &None,
+        };
+        let room = [("postgres", postgres), ("room", &self.room), ("token", &self.token)];
         let room = room.iter().filter_map(|(name, value)| Some((*name, value.as_deref()?)));
         for (name, value) in members.into_iter().chain(room) {
             json.push_str(",\"");

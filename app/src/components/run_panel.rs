@@ -56,7 +56,11 @@ pub fn RunPanel(
     let socket = RunSocket::new();
     let state = socket.state;
     let chosen = RwSignal::new(variant);
+    // An embed plays on the server's first version (its budget has no room for a picker).
+    #[cfg(not(feature = "embed"))]
     let version = RwSignal::new(postgres);
+    #[cfg(feature = "embed")]
+    let _ = postgres;
     let id = scenario.id.clone();
     let is_load_test = scenario.workload;
     let steppable = scenario.steppable;
@@ -95,7 +99,10 @@ pub fn RunPanel(
         let id = id.clone();
         move |mode: Mode| {
             stepping.set(mode == Mode::Step);
+            #[cfg(not(feature = "embed"))]
             socket.start_on(&id, &chosen.get_untracked(), mode, &version.get_untracked());
+            #[cfg(feature = "embed")]
+            socket.start_on(&id, &chosen.get_untracked(), mode);
         }
     };
     if !blocked && !untrack(unpicked) {
@@ -209,6 +216,16 @@ pub fn RunPanel(
                 {compare_versions}
             }
         });
+        // Where the run on the page played: its header's server, without the distribution's
+        // suffix.
+        let played_on = move || {
+            state.with(|s| {
+                let (_, server) = s.header()?;
+                let server = server.split(" (").next().unwrap_or(server).to_owned();
+                Some(view! { <span class="rl-played-on">{format!("played on {server}")}</span> })
+            })
+        };
+        let version_picker = (version_picker, played_on);
         (
             full.then(|| view! { <EmbedCode scenario=scenario.clone() variant=variant /> }),
             full.then(|| view! { <TeachThis scenario=id.clone() variant=variant /> }),

@@ -219,8 +219,13 @@ pub enum Readers {
 
 /// The real router serving the built app (plus the host pages) on a free loopback port.
 pub async fn serve(readers: Readers) -> SocketAddr {
+    serve_on(readers, common::engine().await).await
+}
+
+/// [`serve`] with `engine` (one on more PostgreSQL servers, say).
+pub async fn serve_on(readers: Readers, engine: Arc<racelab::engine::Engine>) -> SocketAddr {
     let dist = dist();
-    let state = AppState::new(common::engine().await, Arc::new(common::config()));
+    let state = AppState::new(engine, Arc::new(common::config()));
     let app = host_pages().merge(web::router(state, &dist));
     let (listener, address) = racelab::web::listen(([127, 0, 0, 1], 0).into())
         .await
@@ -410,9 +415,23 @@ pub async fn run(test: &'static str, body: impl AsyncFnOnce(&Browser)) {
 
 /// [`run`], on a server that knows its `readers` as told.
 pub async fn run_with(test: &'static str, readers: Readers, body: impl AsyncFnOnce(&Browser)) {
+    run_on(test, readers, None, body).await;
+}
+
+/// [`run_with`], on `engine` if given.
+pub async fn run_on(
+    test: &'static str,
+    readers: Readers,
+    engine: Option<Arc<racelab::engine::Engine>>,
+    body: impl AsyncFnOnce(&Browser),
+) {
     let _slot = BROWSER_SLOT.acquire().await.expect("the browser slot is never closed");
     let before = live_runs().await;
-    let address = serve(readers).await;
+    let engine = match engine {
+        Some(engine) => engine,
+        None => common::engine().await,
+    };
+    let address = serve_on(readers, engine).await;
     let driver = Driver::start();
     let browser = Browser {
         client: open_session(&driver).await,
