@@ -371,10 +371,45 @@ async fn atlas(why: bool, config: Config) -> ExitCode {
 
 /// `racelab crowd`: the summary on stdout; fails unless every reader's run ended.
 async fn crowd(crowd: crate::crowd::Crowd) -> ExitCode {
-    match crowd.gather().await {
+    // The server's side, read from its /metrics before, every 200 ms during, and after.
+    let client = reqwest::Client::new();
+    let metrics = crate::crowd::metrics_url(&crowd.url);
+    let before = match &metrics {
+        Some(url) => crate::crowd::scrape(&client, url).await,
+        None => None,
+    };
+    let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
+    let sampling = {
+        let (client, metrics) = (client.clone(), metrics.clone());
+        tokio::spawn(async move {
+            let mut during = Vec::new();
+            while let Some(url) = &metrics {
+                tokio::select! {
+                    _ = &mut done_rx => break,
+                    () = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}
+                }
+                during.extend(crate::crowd::scrape(&client, url).await);
+            }
+            during
+        })
+    };
+    let gathered = crowd.gather().await;
+    let _ = done_tx.send(());
+    let during = sampling.await.unwrap_or_default();
+    let after = match &metrics {
+        Some(url) => crate::crowd::scrape(&client, url).await,
+        None => None,
+    };
+    match gathered {
         Ok((seen, wall)) => {
             let summary = crate::crowd::Summary::of(&seen, wall);
             println!("{summary}");
+            match (before, after) {
+                (Some(before), Some(after)) => {
+                    println!("{}", crate::crowd::ServerSide::between(&before, &during, &after));
+                }
+                _ => println!("server (/metrics): did not answer"),
+            }
             if summary.lost == 0 && summary.refused.is_empty() {
                 ExitCode::SUCCESS
             } else {

@@ -55,7 +55,7 @@ pub struct Config {
     pub reader_backlog: usize,
     /// How many runs may wait in line at once; past it a start is refused with "busy, try
     /// again in N s" instead of waiting silently.
-    #[arg(long, env = "RACELAB_MAX_QUEUE", default_value_t = 500)]
+    #[arg(long, env = "RACELAB_MAX_QUEUE", default_value_t = 2_000)]
     pub max_queue: usize,
     /// The longest a run may last, step mode included; then it fails ("took too long") and its
     /// sandbox is cleaned.

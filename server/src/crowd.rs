@@ -311,9 +311,181 @@ impl fmt::Display for Summary {
     }
 }
 
+/// The racelab's `/metrics` beside its websocket: `ws://127.0.0.1:8080/ws` →
+/// `http://127.0.0.1:8080/metrics`.
+pub fn metrics_url(ws: &str) -> Option<String> {
+    let rest = ws.strip_prefix("ws://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    Some(format!("http://{authority}/metrics"))
+}
+
+/// Prometheus text as samples: `name{labels}` → value (comments and malformed lines left out).
+pub fn samples(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let (name, value) = line.rsplit_once(' ')?;
+            Some((name.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// What the racelab said about itself (`/metrics`) while the crowd played: the server's side
+/// of the same runs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServerSide {
+    /// Runs that finished during the crowd, by outcome.
+    pub finished: BTreeMap<String, f64>,
+    /// The mean wait in line and the mean run, in seconds, of the runs that started and
+    /// finished during it.
+    pub mean_wait_s: f64,
+    pub mean_run_s: f64,
+    /// The longest line and the most runs playing at once, as sampled.
+    pub most_waiting: f64,
+    pub most_playing: f64,
+    /// Each server's most connections in use at once, as sampled, and its budget.
+    pub most_in_use: BTreeMap<String, (f64, f64)>,
+}
+
+impl ServerSide {
+    /// From the samples before the crowd, during it (every scrape), and after.
+    pub fn between(
+        before: &BTreeMap<String, f64>,
+        during: &[BTreeMap<String, f64>],
+        after: &BTreeMap<String, f64>,
+    ) -> Self {
+        let moved = |name: &str| after.get(name).copied().unwrap_or(0.0) - before.get(name).copied().unwrap_or(0.0);
+        let mean = |histogram: &str| {
+            let count = moved(&format!("{histogram}_count"));
+            if count > 0.0 {
+                moved(&format!("{histogram}_sum")) / count
+            } else {
+                0.0
+            }
+        };
+        let mut side = ServerSide {
+            mean_wait_s: mean("racelab_queue_wait_seconds"),
+            mean_run_s: mean("racelab_run_duration_seconds"),
+            ..ServerSide::default()
+        };
+        for name in after.keys().filter(|k| k.starts_with("racelab_runs_finished_total{")) {
+            let outcome = name
+                .split("outcome=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or("?");
+            *side.finished.entry(outcome.to_owned()).or_default() += moved(name);
+        }
+        for sample in during.iter().chain([after]) {
+            let at = |name: &str| sample.get(name).copied().unwrap_or(0.0);
+            side.most_waiting = side.most_waiting.max(at("racelab_queue_length"));
+            side.most_playing = side.most_playing.max(at("racelab_runs_playing"));
+            for (name, value) in sample
+                .iter()
+                .filter(|(k, _)| k.starts_with("racelab_connections_in_use{"))
+            {
+                let labels = &name["racelab_connections_in_use".len()..];
+                let budget = sample
+                    .get(&format!("racelab_connections_budget{labels}"))
+                    .copied()
+                    .unwrap_or(0.0);
+                let most = side.most_in_use.entry(labels.to_owned()).or_default();
+                *most = (most.0.max(*value), budget);
+            }
+        }
+        side
+    }
+}
+
+impl fmt::Display for ServerSide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let finished: Vec<String> = self.finished.iter().map(|(o, n)| format!("{o} {n:.0}")).collect();
+        writeln!(
+            f,
+            "server (/metrics): finished {}",
+            if finished.is_empty() {
+                "none".to_owned()
+            } else {
+                finished.join(", ")
+            }
+        )?;
+        writeln!(
+            f,
+            "  mean wait in line {:.0} ms, mean run {:.0} ms; at most {:.0} waiting, {:.0} playing",
+            self.mean_wait_s * 1_000.0,
+            self.mean_run_s * 1_000.0,
+            self.most_waiting,
+            self.most_playing
+        )?;
+        let servers: Vec<String> = self
+            .most_in_use
+            .iter()
+            .map(|(labels, (most, budget))| format!("{labels} {most:.0} of {budget:.0}"))
+            .collect();
+        write!(f, "  connections in use at most: {}", servers.join(", "))
+    }
+}
+
+/// One scrape of `url` (none if it does not answer in a second).
+pub async fn scrape(client: &reqwest::Client, url: &str) -> Option<BTreeMap<String, f64>> {
+    let answer = client.get(url).timeout(Duration::from_secs(1)).send().await.ok()?;
+    Some(samples(&answer.text().await.ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_metrics_sit_beside_the_websocket() {
+        assert_eq!(
+            metrics_url("ws://127.0.0.1:8080/ws").as_deref(),
+            Some("http://127.0.0.1:8080/metrics")
+        );
+        assert_eq!(
+            metrics_url("ws://[::1]:9000/ws?x=1").as_deref(),
+            Some("http://[::1]:9000/metrics")
+        );
+        assert_eq!(metrics_url("wss://example.com/ws"), None);
+    }
+
+    #[test]
+    fn the_server_side_is_what_moved_and_the_most_seen() {
+        let before = samples(
+            "# HELP x\nracelab_runs_finished_total{lab=\"isolation\",outcome=\"completed\"} 10\n\
+             racelab_queue_wait_seconds_sum 1\nracelab_queue_wait_seconds_count 10\n\
+             racelab_run_duration_seconds_sum 2\nracelab_run_duration_seconds_count 10\nnot a sample\n",
+        );
+        let during = [samples(
+            "racelab_queue_length 40\nracelab_runs_playing 6\n\
+             racelab_connections_in_use{server=\"a\",version=\"15\"} 18\n\
+             racelab_connections_budget{server=\"a\",version=\"15\"} 87\n",
+        )];
+        let after = samples(
+            "racelab_runs_finished_total{lab=\"isolation\",outcome=\"completed\"} 110\n\
+             racelab_runs_finished_total{lab=\"isolation\",outcome=\"failed\"} 2\n\
+             racelab_queue_wait_seconds_sum 51\nracelab_queue_wait_seconds_count 112\n\
+             racelab_run_duration_seconds_sum 24.4\nracelab_run_duration_seconds_count 112\n\
+             racelab_queue_length 0\nracelab_runs_playing 0\n\
+             racelab_connections_in_use{server=\"a\",version=\"15\"} 0\n\
+             racelab_connections_budget{server=\"a\",version=\"15\"} 87\n",
+        );
+        let side = ServerSide::between(&before, &during, &after);
+        assert_eq!(
+            side.finished,
+            BTreeMap::from([("completed".to_owned(), 100.0), ("failed".to_owned(), 2.0)])
+        );
+        assert!((side.mean_wait_s - 50.0 / 102.0).abs() < 1e-9, "{side:?}");
+        assert!((side.mean_run_s - 22.4 / 102.0).abs() < 1e-9, "{side:?}");
+        assert_eq!((side.most_waiting, side.most_playing), (40.0, 6.0));
+        assert_eq!(
+            side.most_in_use,
+            BTreeMap::from([("{server=\"a\",version=\"15\"}".to_owned(), (18.0, 87.0))])
+        );
+        let text = side.to_string();
+        assert!(text.contains("finished completed 100, failed 2"), "{text}");
+        assert!(text.contains("{server=\"a\",version=\"15\"} 18 of 87"), "{text}");
+    }
 
     #[test]
     fn a_crowd_only_reaches_this_machine() {

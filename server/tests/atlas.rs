@@ -3,6 +3,8 @@
 //! phenomena per level, and the sections on each level). The atlas judges its cells from its
 //! runs alone; this test is the only place the documentation's answers are written down.
 
+mod common;
+
 use racelab::specs::{self, Limits};
 use shared::atlas::{self, Cell};
 
@@ -51,8 +53,8 @@ fn allows(phenomenon: Phenomenon, level: &str) -> bool {
 /// The two tests take turns: the first counts every spec sandbox on the server.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-async fn spec_roles() -> i64 {
-    let mut config: tokio_postgres::Config = database_url().parse().expect("a database URL");
+async fn spec_roles(url: &str) -> i64 {
+    let mut config: tokio_postgres::Config = url.parse().expect("a database URL");
     config.dbname("postgres");
     let (client, connection) = config.connect(tokio_postgres::NoTls).await.expect("PostgreSQL answers");
     tokio::spawn(connection);
@@ -69,15 +71,23 @@ async fn spec_roles() -> i64 {
 #[tokio::test]
 async fn the_atlas_on_this_server_agrees_with_postgresqls_documentation() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let before = spec_roles().await;
-    let observed = specs::atlas::observe(
-        &database_url(),
-        &Limits::command_line(std::time::Duration::from_secs(10)),
-    )
-    .await
-    .expect("every entry plays at every level");
+    agrees_with_the_documentation(&database_url(), "PostgreSQL 1").await;
+}
+
+/// PostgreSQL 18.6, the tutorials' version: the documentation's answers are the same.
+#[tokio::test]
+async fn the_atlas_on_postgresql_18_agrees_with_postgresqls_documentation() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    agrees_with_the_documentation(&common::versions::postgres_18(), "PostgreSQL 18.6").await;
+}
+
+async fn agrees_with_the_documentation(url: &str, version: &str) {
+    let before = spec_roles(url).await;
+    let observed = specs::atlas::observe(url, &Limits::command_line(std::time::Duration::from_secs(10)))
+        .await
+        .expect("every entry plays at every level");
     assert_eq!(observed.cells.len(), atlas::ENTRIES.len() * atlas::LEVELS.len());
-    assert!(observed.server.starts_with("PostgreSQL 1"), "{}", observed.server);
+    assert!(observed.server.starts_with(version), "{}", observed.server);
     let mut disagreements = Vec::new();
     for cell in &observed.cells {
         let expected = allows(documented(cell.entry.id), cell.level);
@@ -109,7 +119,7 @@ async fn the_atlas_on_this_server_agrees_with_postgresqls_documentation() {
     let text = specs::atlas::render(&observed);
     assert!(text.contains(&observed.server) && text.contains("REPEATABLE READ"));
     assert!(text.lines().filter(|l| l.contains("allowed")).count() >= 8, "{text}");
-    assert_eq!(spec_roles().await, before, "every run's sandbox is gone");
+    assert_eq!(spec_roles(url).await, before, "every run's sandbox is gone");
 }
 
 #[tokio::test]

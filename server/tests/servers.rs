@@ -379,3 +379,54 @@ async fn a_crowd_spreads_over_two_servers_and_one_that_stops_is_passed_over_unti
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn the_first_spec_runs_on_a_fresh_server_all_play_at_once() {
+    // A server no spec ever ran on: the atlas's 39 runs on a new version start this way, each
+    // making the specs database if it is not there yet (two making it at the same moment once
+    // failed with 23505 on pg_database_datname_index).
+    let _slots = db_slots(4).await;
+    let bin = find_binaries().expect("PostgreSQL's binaries (the machine's)");
+    let dir = std::env::temp_dir().join(format!("racelab-fresh-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a directory for a private server");
+    let fresh = racelab::embedded::postgres::start(&bin, &dir)
+        .await
+        .expect("a fresh server");
+    let url = fresh.url();
+    let limits = racelab::specs::Limits::command_line(Duration::from_secs(10));
+    let spec = racelab::specs::read(
+        "setup { CREATE TABLE t (k int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 10); }
+         session a
+         step r { SELECT v FROM t WHERE k = 1; }",
+        &limits,
+    )
+    .expect("a spec");
+    let played = futures_util::future::join_all((0..20).map(|_| {
+        let (url, spec, limits) = (url.clone(), &spec, &limits);
+        async move {
+            let run_id = racelab::sandbox::new_run_id();
+            racelab::specs::play(&url, &run_id, spec, limits, Arc::new(racelab::specs::Silent)).await
+        }
+    }))
+    .await;
+    let failed: Vec<String> = played
+        .iter()
+        .filter_map(|p| p.as_ref().err().map(ToString::to_string))
+        .collect();
+    assert!(failed.is_empty(), "{} of 20 failed: {failed:?}", failed.len());
+    // And the database they share is closed to PUBLIC, whoever made it.
+    let mut conn = PgConnection::connect(&url.replace("/racelab", "/postgres"))
+        .await
+        .expect("the fresh server");
+    let open: bool = sqlx::query_scalar(
+        "SELECT has_database_privilege('public', datname, 'CONNECT') FROM pg_database WHERE datname LIKE '%spec%'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .expect("the specs database");
+    assert!(!open, "PUBLIC may not connect to the specs database");
+    drop(conn);
+    fresh.process.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

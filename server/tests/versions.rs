@@ -84,3 +84,65 @@ async fn a_reader_picks_postgresql_18_and_compares_it_with_the_machines() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_atlas_shows_a_column_per_version() {
+    let engine = common::versions::engine_with_18().await;
+    let home = engine.default_postgres();
+    run_on("versions-atlas", Readers::Anonymous, Some(engine), async |b| {
+        b.goto("/atlas").await;
+        b.wait_for_within(".rl-atlas-matrix", Duration::from_secs(90)).await;
+        // The API says what it cannot do, in JSON.
+        let refused = b
+            .js(
+                "return Promise.all(['17', 'x'].map(v => fetch('/api/atlas?postgres=' + v)
+                   .then(r => r.json().then(j => [r.status, j.error]))));",
+                vec![],
+            )
+            .await;
+        assert_eq!(
+            refused,
+            serde_json::json!([
+                [
+                    404,
+                    format!("no PostgreSQL 17 server here; runs play on PostgreSQL {home} or 18")
+                ],
+                [400, "postgres must be a major version such as 18, not \"x\""]
+            ])
+        );
+
+        assert_eq!(b.attr(".rl-atlas-matrix", "data-versions").await.as_deref(), Some("2"));
+        let heads = b.texts(".rl-atlas-versions th").await;
+        assert_eq!(heads.len(), 6, "each level's two versions: {heads:?}");
+        assert!(heads[0].starts_with(&format!("PostgreSQL {home}.")), "{heads:?}");
+        assert_eq!(heads[1], "PostgreSQL 18.6");
+        let cells = shared::atlas::ENTRIES.len() * shared::atlas::LEVELS.len();
+        assert_eq!(b.count(".rl-atlas-cell[data-postgres=\"18\"]").await, cells as u64);
+        assert_eq!(
+            b.count(&format!(".rl-atlas-cell[data-postgres=\"{home}\"]")).await,
+            cells as u64
+        );
+        // Every cell on 18 opens a run that played there.
+        let run = b
+            .attr(
+                "tr[data-entry=\"g2-item\"] td[data-level=\"REPEATABLE READ\"][data-postgres=\"18\"] .rl-atlas-run",
+                "href",
+            )
+            .await
+            .unwrap_or_default();
+        let stored = b
+            .js(
+                "return fetch('/api' + arguments[0]).then(r => r.json()).then(r => r.events[0].server);",
+                vec![serde_json::json!(run)],
+            )
+            .await;
+        assert_eq!(stored, serde_json::json!("PostgreSQL 18.6"));
+        // Both versions agree with the documentation (tests/atlas.rs), so with each other.
+        assert_eq!(b.count(".rl-atlas-cell[data-differs=\"true\"]").await, 0);
+        b.screenshot("desktop").await;
+        b.set_viewport(360, 800).await;
+        assert!(!b.scrolls_sideways().await, "the atlas's cards fit a phone");
+        b.screenshot("360").await;
+    })
+    .await;
+}

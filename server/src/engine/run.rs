@@ -59,7 +59,7 @@ impl Default for Limits {
             block_timeout: Duration::from_secs(5),
             max_duration: Duration::from_secs(900),
             reader_backlog: 1_024,
-            max_queue: 500,
+            max_queue: 2_000,
         }
     }
 }

@@ -109,13 +109,28 @@ async fn ensure_database(url: &str) -> Result<Client, ConfineError> {
             .await
         {
             Ok(()) => made = true,
-            // Made meanwhile by another run.
-            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) => {}
+            // Made meanwhile by another run: 42P04 if it had finished, 23505 (on
+            // pg_database_datname_index) if both were making it at the same moment (the first
+            // runs on a fresh server, as the atlas's 39 do).
+            Err(e)
+                if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE)
+                    || e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {}
             Err(e) => return Err(make_error(e)),
         }
     }
     let specs = admin(url, DATABASE).await?;
-    if made {
+    // Made by a run that has not closed it yet (its default privileges, NULL, still let PUBLIC
+    // in): this run closes it too before it goes on.
+    let still_open = !made
+        && main
+            .query_one(
+                "SELECT datacl IS NULL FROM pg_database WHERE datname = $1",
+                &[&DATABASE],
+            )
+            .await
+            .map_err(make_error)?
+            .get::<_, bool>(0);
+    if made || still_open {
         let close = format!(
             "REVOKE ALL ON DATABASE {} FROM PUBLIC; REVOKE ALL ON SCHEMA public FROM PUBLIC;",
             quote_ident(DATABASE)

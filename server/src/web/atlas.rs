@@ -4,13 +4,16 @@
 //! The 39 runs go through the engine like any reader's (admission, sandboxes, the run store),
 //! all queued at once. An observation is kept for [`FRESH_FOR`], so a page opened by many
 //! readers costs one observation, and the page says when it was made; after that the next
-//! request observes again.
+//! request observes again. `?postgres=18` observes it on that version's servers (each version
+//! kept apart): the page shows a column per version.
 
 use super::AppState;
 use super::error::ApiError;
 use axum::Json;
+use axum::extract::Query;
 use axum::extract::State;
 use shared::atlas::{self, Cell, Entry, Observation, ObservedCell, ObservedRow};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
@@ -18,28 +21,39 @@ use tokio::sync::Mutex;
 /// How long an observation is shown before the atlas is played again.
 pub const FRESH_FOR: Duration = Duration::from_secs(600);
 
-/// The last observation, and when it was made (one at a time: a second request waits for the
-/// first's, then reads it).
+/// The last observation on each version, and when it was made (one at a time: a second request
+/// waits for the first's, then reads it).
 #[derive(Default)]
-pub struct Kept(Mutex<Option<(Instant, Observation)>>);
+pub struct Kept(Mutex<HashMap<u32, (Instant, Observation)>>);
 
-pub async fn handler(State(state): State<AppState>) -> Result<Json<Observation>, ApiError> {
+/// `?postgres=18` picks the version to observe on (the server's first by default). The query is
+/// read as pairs, so no query string is refused before the handler can say why in JSON.
+pub async fn handler(
+    State(state): State<AppState>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Result<Json<Observation>, ApiError> {
+    let postgres = query
+        .iter()
+        .find(|(name, _)| name == "postgres")
+        .map(|(_, v)| v.as_str());
+    let asked = crate::control::postgres_version(postgres).map_err(ApiError::BadRequest)?;
+    let major = asked.unwrap_or_else(|| state.engine.default_postgres());
     let mut kept = state.atlas.0.lock().await;
-    if let Some((at, observation)) = kept.as_ref()
+    if let Some((at, observation)) = kept.get(&major)
         && at.elapsed() < FRESH_FOR
     {
         return Ok(Json(observation.clone()));
     }
-    let observation = observe(&state).await?;
-    *kept = Some((Instant::now(), observation.clone()));
+    let observation = observe(&state, major).await?;
+    kept.insert(major, (Instant::now(), observation.clone()));
     Ok(Json(observation))
 }
 
 /// One cell's run: saved, queued, played, and read back from the store.
 async fn cell(
     state: &AppState,
-    entry: &'static Entry,
-    level: &'static str,
+    (entry, level): (&'static Entry, &'static str),
+    major: u32,
 ) -> Result<(ObservedCell, String), ApiError> {
     let text = entry.spec(level);
     let spec_id = state.engine.store.save_spec(&text).await?;
@@ -47,13 +61,17 @@ async fn cell(
         .map_err(|e| ApiError::Internal(format!("the atlas's {} spec: {e}", entry.id)))?;
     let mut handle = state
         .engine
-        .start(
+        .start_on(
             Arc::new(scenario) as Arc<dyn crate::engine::Scenario>,
             "p1",
             shared::Mode::Auto,
+            Some(major),
         )
         .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        .map_err(|e| match e {
+            crate::engine::StartError::NoSuchVersion(e) => ApiError::NotFound(e.to_string()),
+            e => ApiError::Unavailable(e.to_string()),
+        })?;
     let run_id = loop {
         match handle.updates.recv().await {
             Some(shared::ServerMsg::Done { run_id, .. }) => break run_id,
@@ -97,10 +115,12 @@ async fn cell(
     Ok((observed, server))
 }
 
-async fn observe(state: &AppState) -> Result<Observation, ApiError> {
-    let runs = atlas::ENTRIES
-        .iter()
-        .flat_map(|entry| atlas::LEVELS.iter().map(move |level| cell(state, entry, level)));
+async fn observe(state: &AppState, major: u32) -> Result<Observation, ApiError> {
+    let runs = atlas::ENTRIES.iter().flat_map(|entry| {
+        atlas::LEVELS
+            .iter()
+            .map(move |level| cell(state, (entry, level), major))
+    });
     let cells = futures_util::future::join_all(runs).await;
     let mut server = String::new();
     let mut rows: Vec<ObservedRow> = Vec::new();
