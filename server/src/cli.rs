@@ -632,9 +632,17 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
                 continue;
             }
             if crate::sandbox::vacuum::due(idle_since.elapsed(), now.1 - vacuumed_at) {
-                match crate::sandbox::vacuum::vacuum(&quiet.services().pool).await {
-                    Ok(()) => tracing::info!(runs = now.1 - vacuumed_at, "vacuumed the catalog the runs churned"),
-                    Err(error) => tracing::warn!(%error, "could not vacuum the catalog"),
+                for (server, services) in quiet.services_of() {
+                    match crate::sandbox::vacuum::vacuum(&services.pool).await {
+                        Ok(()) => {
+                            tracing::info!(
+                                runs = now.1 - vacuumed_at,
+                                server,
+                                "vacuumed the catalog the runs churned"
+                            )
+                        }
+                        Err(error) => tracing::warn!(%error, server, "could not vacuum the catalog"),
+                    }
                 }
                 vacuumed_at = now.1;
             }
@@ -642,19 +650,24 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
     });
     // Sandboxes a crash or a hard stop left behind are swept now and then, not only at startup;
     // readers' specs' roles too (at startup as well: they are not in the engine's registry).
+    // Each server's, as each keeps its own.
     let sweeper = engine.clone();
-    let database_url = config.database_url.clone();
     tokio::spawn(async move {
         let max_age = sweeper.limits().sweep_age();
         loop {
-            match crate::specs::confine::sweep(&database_url, max_age).await {
-                Ok(0) => {}
-                Ok(swept) => tracing::info!(swept, "removed readers' spec sandboxes left behind"),
-                Err(error) => tracing::warn!(%error, "sweep of readers' spec sandboxes failed"),
+            for url in sweeper.server_urls() {
+                let server = crate::health::host_port(&url, 5432);
+                match crate::specs::confine::sweep(&url, max_age).await {
+                    Ok(0) => {}
+                    Ok(swept) => tracing::info!(swept, server, "removed readers' spec sandboxes left behind"),
+                    Err(error) => tracing::warn!(%error, server, "sweep of readers' spec sandboxes failed"),
+                }
             }
             tokio::time::sleep(std::time::Duration::from_secs(300)).await;
-            if let Err(error) = crate::sandbox::sweep(sweeper.services(), max_age).await {
-                tracing::warn!(%error, "periodic sweep of old sandboxes failed");
+            for (server, services) in sweeper.services_of() {
+                if let Err(error) = crate::sandbox::sweep(services, max_age).await {
+                    tracing::warn!(%error, server, "periodic sweep of old sandboxes failed");
+                }
             }
         }
     });

@@ -119,7 +119,9 @@ pub struct Config {
 impl Config {
     /// Every PostgreSQL server's URL: DATABASE_URL's first.
     pub fn server_urls(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(self.database_url.as_str()).chain(self.servers.iter().map(String::as_str))
+        // An empty entry (`RACELAB_SERVERS=""` in a manifest) names no server.
+        let more = self.servers.iter().map(|u| u.trim()).filter(|u| !u.is_empty());
+        std::iter::once(self.database_url.as_str()).chain(more)
     }
 
     /// The URL of the first server of the version runs play on (`--postgres`, else

@@ -58,7 +58,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         None => std::env::current_exe().map_err(StartupError::NoBinary)?,
     };
     let redis = redis::Client::open(config.redis_url.as_str()).map_err(StartupError::BadRedisUrl)?;
-    let urls = std::iter::once(&config.database_url).chain(&config.servers);
+    let urls = config.server_urls();
     let connected = futures_util::future::try_join_all(
         urls.map(|url| connect_server(url, config, &limits, (&redis, &actor_binary))),
     )

@@ -124,7 +124,8 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
                     <p class="rl-hook">{s.scenario.scenario.hook.clone()}</p>
                     <RunPanel scenario=s.scenario.scenario.clone() down=s.scenario.down.clone() variant=first
                         chrome=Chrome::Full compact=crate::api::narrow_screen()
-                        predict=s.scenario.scenario.predict.is_some() />
+                        predict=s.scenario.scenario.predict.is_some()
+                        postgres=crate::route::query_param(&crate::api::location().1, "postgres").unwrap_or_default() />
                 </section>
             }
         })

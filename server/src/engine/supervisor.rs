@@ -321,6 +321,19 @@ impl Engine {
         health
     }
 
+    /// Every server's URL, in the servers' order.
+    pub fn server_urls(&self) -> Vec<String> {
+        self.servers.iter().map(|s| s.reach.database_url.clone()).collect()
+    }
+
+    /// The URL of the first server of PostgreSQL `major` (where a proof plays a run again).
+    pub fn url_of(&self, major: u32) -> Option<String> {
+        self.servers
+            .iter()
+            .find(|s| s.major == major)
+            .map(|s| s.reach.database_url.clone())
+    }
+
     /// The PostgreSQL version runs play on unless asked for another.
     pub fn default_postgres(&self) -> u32 {
         self.default_postgres.unwrap_or(self.home().major)

@@ -106,7 +106,15 @@ async fn run_proof(
         return Ok(Json(proof));
     }
     let text = spec_of_stored(&run)?;
-    crate::specs::prove(&state.config.database_url, &text)
+    // Played again on the version the run played on (its header's), where racelab still has it.
+    let played_on = run.events.iter().find_map(|e| match &e.kind {
+        shared::EventKind::RunStarted { server, .. } => shared::versions::major_of(server),
+        _ => None,
+    });
+    let url = played_on
+        .and_then(|major| state.engine.url_of(major))
+        .unwrap_or_else(|| state.config.database_url.clone());
+    crate::specs::prove(&url, &text)
         .await
         .map_err(|e| ApiError::Unavailable(e.to_string()))?
         .map(Json)
