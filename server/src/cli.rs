@@ -214,6 +214,19 @@ fn run_id(text: &str) -> Result<String, String> {
     }
 }
 
+/// The server a command's specs play on (of `--postgres`'s version), with what a killed
+/// `racelab run` left there swept first (roles no session uses, older than a run may be).
+async fn specs_server(config: &Config) -> Result<String, ExitCode> {
+    let url = config.url_of_version().await.map_err(|error| {
+        eprintln!("racelab: {error}");
+        ExitCode::FAILURE
+    })?;
+    if let Err(error) = crate::specs::confine::sweep(&url, SPEC_SWEEP_AGE).await {
+        tracing::debug!(%error, "no sweep of old spec sandboxes");
+    }
+    Ok(url)
+}
+
 /// `racelab run FILE.spec`: plays the spec as PostgreSQL's isolation tester would, on the
 /// configured PostgreSQL (in a sandbox database and role of its own), and prints what the
 /// tester prints on stdout; its warnings, its `# check:` verdicts and any refusal on stderr.
@@ -245,17 +258,10 @@ async fn spec_run(path: &str, run_id: &str, limits: &crate::specs::Limits, json:
     for name in spec.unused_steps() {
         eprintln!("unused step name: {name}");
     }
-    let url = match config.url_of_version().await {
+    let url = match specs_server(&config).await {
         Ok(url) => url,
-        Err(error) => {
-            eprintln!("racelab: {error}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
-    // What a killed `racelab run` left behind (roles no session uses, older than a run may be).
-    if let Err(error) = crate::specs::confine::sweep(&url, SPEC_SWEEP_AGE).await {
-        tracing::debug!(%error, "no sweep of old spec sandboxes");
-    }
     let stage = Arc::new(Printing { json });
     let played = tokio::select! {
         played = crate::specs::play(&url, run_id, &spec, limits, stage) => played,
@@ -330,16 +336,10 @@ async fn print_why(url: &str, scenario: &str, variant: &str, events: &[shared::E
 
 /// `racelab atlas`: the matrix on stdout; fails when a run could not be played.
 async fn atlas(why: bool, config: Config) -> ExitCode {
-    let url = match config.url_of_version().await {
+    let url = match specs_server(&config).await {
         Ok(url) => url,
-        Err(error) => {
-            eprintln!("racelab: {error}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
-    if let Err(error) = crate::specs::confine::sweep(&url, SPEC_SWEEP_AGE).await {
-        tracing::debug!(%error, "no sweep of old spec sandboxes");
-    }
     let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(10));
     let observed = tokio::select! {
         observed = crate::specs::atlas::observe(&url, &limits) => observed,

@@ -30,11 +30,7 @@ async fn check(
         play_on(&engine, scenario, variant, 18)
     );
     check_run(&on_18, scenario, variant, transcript, spent, expenses, verdict);
-    assert!(
-        matches!(&on_18.events[0].kind, shared::EventKind::RunStarted { server, .. } if server.starts_with("PostgreSQL 18.")),
-        "{scenario} {variant}: the run header names PostgreSQL 18: {:?}",
-        on_18.events[0].kind
-    );
+    common::versions::assert_played_on_18(&on_18);
     assert_eq!(
         common::wait_until_clean_on(inspector_18().await, &on_18.run_id, false).await,
         common::Leftovers::NONE,

@@ -191,11 +191,7 @@ async fn on_postgres_18_a_fenced_update_refuses_the_paused_holders_stale_write()
     let run = common::play_on(&engine, "locks/fencing", "fence", 18).await;
     let conn = common::versions::inspector_18().await;
     let run = completed_and_clean(run, "locks/fencing", "fence", conn).await;
-    assert!(
-        matches!(&run.events[0].kind, EventKind::RunStarted { server, .. } if server.starts_with("PostgreSQL 18.")),
-        "{:?}",
-        run.events[0].kind
-    );
+    common::versions::assert_played_on_18(&run);
     fenced_update_refuses(run);
 }
 

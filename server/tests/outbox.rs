@@ -202,11 +202,7 @@ async fn on_postgres_18_a_relay_killed_after_producing_publishes_the_batch_twice
     let run = common::play_on(&engine, "outbox/relay-crash", "after-produce", 18).await;
     let conn = common::versions::inspector_18().await;
     let run = completed_and_clean(run, "outbox/relay-crash", "after-produce", conn).await;
-    assert!(
-        matches!(&run.events[0].kind, EventKind::RunStarted { server, .. } if server.starts_with("PostgreSQL 18.")),
-        "{:?}",
-        run.events[0].kind
-    );
+    common::versions::assert_played_on_18(&run);
     relay_killed_after_producing(run);
 }
 

@@ -122,17 +122,22 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// Whether the user said it: one of `variables` is set, or `args` has one of `flags`
+/// (`--flag value` or `--flag=value`).
+fn told(args: &[OsString], flags: &[&str], variables: &[&str]) -> bool {
+    variables.iter().any(|v| std::env::var_os(v).is_some())
+        || args.iter().any(|a| {
+            let a = a.to_string_lossy();
+            flags
+                .iter()
+                .any(|flag| a == *flag || a.starts_with(&format!("{flag}=")))
+        })
+}
+
 /// `racelab serve`'s options, listening on 127.0.0.1 unless they say where (`--listen`,
 /// `--bind`, or `RACELAB_BIND` in the environment).
 fn on_loopback_unless_told(args: Vec<OsString>) -> Vec<OsString> {
-    let told = std::env::var_os("RACELAB_BIND").is_some()
-        || args.iter().any(|a| {
-            let a = a.to_string_lossy();
-            ["--listen", "--bind"]
-                .iter()
-                .any(|flag| a == *flag || a.starts_with(&format!("{flag}=")))
-        });
-    if told {
+    if told(&args, &["--listen", "--bind"], &["RACELAB_BIND"]) {
         return args;
     }
     [OsString::from("--listen"), OsString::from("127.0.0.1")]
@@ -144,16 +149,8 @@ fn on_loopback_unless_told(args: Vec<OsString>) -> Vec<OsString> {
 /// `racelab serve`'s options, with a private PostgreSQL 18.6 beside the machine's unless they
 /// say which servers to play on (`--private-postgres`, `--servers`, or their variables).
 fn with_postgres_18_unless_told(args: Vec<OsString>) -> Vec<OsString> {
-    let told = ["RACELAB_PRIVATE_POSTGRES", "RACELAB_SERVERS"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
-        || args.iter().any(|a| {
-            let a = a.to_string_lossy();
-            ["--private-postgres", "--servers"]
-                .iter()
-                .any(|flag| a == *flag || a.starts_with(&format!("{flag}=")))
-        });
-    if told {
+    let which = ["--private-postgres", "--servers"];
+    if told(&args, &which, &["RACELAB_PRIVATE_POSTGRES", "RACELAB_SERVERS"]) {
         return args;
     }
     args.into_iter()
@@ -204,6 +201,19 @@ fn newest(path: &Path) -> Option<SystemTime> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn play_plays_on_postgresql_18_too_unless_told_which_servers() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            with_postgres_18_unless_told(args(&["--port", "9000"])),
+            args(&["--port", "9000", "--private-postgres", ".tools/postgres-18/bin"])
+        );
+        assert_eq!(
+            with_postgres_18_unless_told(args(&["--servers=postgres://db/racelab"])),
+            args(&["--servers=postgres://db/racelab"])
+        );
+    }
 
     #[test]
     fn play_listens_on_loopback_unless_told_where() {

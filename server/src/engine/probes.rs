@@ -81,25 +81,23 @@ impl Probes {
     /// What the latest-started probe of `service` found, if it ended at or after `since`: an
     /// answer as fresh as the one a start that began waiting at `since` would get by asking.
     pub fn answered_since(&self, service: Service, since: Instant) -> Option<Result<(), String>> {
-        self.seen
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .iter()
-            .find(|seen| seen.service == service)
-            .and_then(|seen| seen.answered.as_ref())
+        self.latest(service)
             .filter(|answer| answer.ended >= since)
-            .map(|answer| answer.found.clone())
+            .map(|answer| answer.found)
     }
 
     /// What the latest-started probe of `service` found, however long ago.
     pub fn last_found(&self, service: Service) -> Option<Result<(), String>> {
+        self.latest(service).map(|answer| answer.found)
+    }
+
+    fn latest(&self, service: Service) -> Option<Answer> {
         self.seen
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .iter()
             .find(|seen| seen.service == service)
-            .and_then(|seen| seen.answered.as_ref())
-            .map(|answer| answer.found.clone())
+            .and_then(|seen| seen.answered.clone())
     }
 
     /// What a probe of `service` started at `at` found (it ends now): up, or down and why.

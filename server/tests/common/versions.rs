@@ -63,6 +63,15 @@ pub async fn engine_with_18() -> Arc<Engine> {
     )
 }
 
+/// Asserts that `run`'s header names PostgreSQL 18.
+pub fn assert_played_on_18(run: &super::Finished) {
+    assert!(
+        matches!(&run.events[0].kind, shared::EventKind::RunStarted { server, .. } if server.starts_with("PostgreSQL 18.")),
+        "the run header names PostgreSQL 18: {:?}",
+        run.events[0].kind
+    );
+}
+
 /// A connection to racelab's database on PostgreSQL 18, for inspecting it from outside.
 pub async fn inspector_18() -> PgConnection {
     PgConnection::connect(&postgres_18()).await.expect("PostgreSQL 18")
