@@ -18,7 +18,7 @@ ENV PATH="/opt/binaryen/node_modules/.bin:${PATH}"
 
 RUN rustup target add wasm32-unknown-unknown
 # Pinned: 0.21.14 is the Trunk version this project is built and tested with.
-RUN cargo install trunk --version 0.21.14 --locked
+RUN cargo install trunk --version 0.21.14 --locked --no-default-features
 
 # wasm-bindgen-cli must be exactly the wasm-bindgen version in Cargo.lock (Trunk checks it), so
 # only Cargo.lock is copied here: this layer rebuilds when the lockfile changes, not the code.
