@@ -73,6 +73,23 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
         .collect::<Option<Vec<_>>>()
         .and_then(|times| times.into_iter().min());
     let sources = APP_SOURCES.iter().filter_map(|p| newest(&root.join(p))).max();
+    // The server compiles while the tools install: on a fresh machine those are compiles of
+    // their own (trunk, wasm-bindgen-cli, in their own target folders) whose single-threaded
+    // stretches leave a core idle. (The app's build shares the server's target folder, so it
+    // waits its turn.)
+    println!("== building the server, while the rest is made ready");
+    let server = Command::new("cargo")
+        .args(["build", "--release", "--locked", "--quiet", "--package", "racelab"])
+        .current_dir(&root)
+        .env("PATH", &tools_path)
+        .spawn();
+    let mut server = match server {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!("xtask: cannot run cargo: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = (|| {
         if app_is_stale(built, sources) {
             step(
@@ -98,7 +115,20 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
         Ok(())
     })();
     if let Err(code) = result {
+        let _ = server.kill();
+        let _ = server.wait();
         return code;
+    }
+    match server.wait() {
+        Ok(status) if status.success() => {}
+        Ok(status) => {
+            eprintln!("xtask: building the server failed ({status})");
+            return ExitCode::FAILURE;
+        }
+        Err(error) => {
+            eprintln!("xtask: cannot wait for the server's build: {error}");
+            return ExitCode::FAILURE;
+        }
     }
     println!("== starting racelab (it prints its URL when it is ready)");
     // `cargo run` replaces itself with racelab, and this process with it: Ctrl-C and SIGTERM
