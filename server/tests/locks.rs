@@ -6,30 +6,13 @@
 mod common;
 
 use common::{Finished, Leftovers, db_slot, engine, lines, play, wait_until_clean};
-use shared::{ErrorKind, EventKind, LeaseChange, Outcome, Value, VerdictKind};
+use shared::{ErrorKind, EventKind, LeaseChange, Value, VerdictKind};
 
 /// Plays a locks scenario and checks what every run must: it completes, and leaves nothing.
 async fn locks(scenario: &str, variant: &str) -> Finished {
     let _slot = db_slot().await;
     let run = play(&engine().await, scenario, variant).await;
-    completed_and_clean(run, scenario, variant, common::inspector().await).await
-}
-
-/// What every run must do: complete, and leave nothing on the server `conn` is connected to (nor
-/// in Redis).
-async fn completed_and_clean(run: Finished, scenario: &str, variant: &str, conn: sqlx::PgConnection) -> Finished {
-    assert_eq!(
-        run.outcome,
-        Outcome::Completed,
-        "{scenario} {variant}: {:?}",
-        run.outcome
-    );
-    assert_eq!(
-        common::wait_until_clean_on(conn, &run.run_id, false).await,
-        Leftovers::NONE,
-        "{scenario} {variant}: leftovers"
-    );
-    run
+    common::completed_and_clean(run, (scenario, variant), common::inspector().await, false).await
 }
 
 /// The `accepted=… balance=… expected=… OK|BROKEN` line, parsed: (accepted, balance, ok).
@@ -187,12 +170,8 @@ async fn a_fenced_update_refuses_the_paused_holders_stale_write() {
 #[tokio::test]
 async fn on_postgres_18_a_fenced_update_refuses_the_paused_holders_stale_write() {
     let _slot = db_slot().await;
-    let engine = common::versions::engine_with_18().await;
-    let run = common::play_on(&engine, "locks/fencing", "fence", 18).await;
-    let conn = common::versions::inspector_18().await;
-    let run = completed_and_clean(run, "locks/fencing", "fence", conn).await;
-    common::versions::assert_played_on_18(&run);
-    fenced_update_refuses(run);
+    let (run, conn) = common::versions::played_on_18("locks/fencing", "fence").await;
+    fenced_update_refuses(common::completed_and_clean(run, ("locks/fencing", "fence"), conn, false).await);
 }
 
 fn fenced_update_refuses(run: Finished) {

@@ -6,31 +6,15 @@
 
 mod common;
 
-use common::{Finished, Leftovers, db_slots, engine, play};
-use shared::{EventKind, Milestone, Outcome, Value, VerdictKind};
+use common::{Finished, db_slots, engine, play};
+use shared::{EventKind, Milestone, Value, VerdictKind};
 
 /// Plays an outbox scenario and checks what every run must: it completes, and leaves nothing.
 async fn outbox(scenario: &str, variant: &str) -> Finished {
     // Child processes and a broker client or three each: fewer runs beside it.
     let _slots = db_slots(2).await;
     let run = play(&engine().await, scenario, variant).await;
-    completed_and_clean(run, scenario, variant, common::inspector().await).await
-}
-
-/// What every run must do: complete, and leave nothing on the server `conn` is connected to.
-async fn completed_and_clean(run: Finished, scenario: &str, variant: &str, conn: sqlx::PgConnection) -> Finished {
-    assert_eq!(
-        run.outcome,
-        Outcome::Completed,
-        "{scenario} {variant}: {:?}",
-        run.outcome
-    );
-    assert_eq!(
-        common::wait_until_clean_on(conn, &run.run_id, true).await,
-        Leftovers::NONE,
-        "{scenario} {variant}: leftovers"
-    );
-    run
+    common::completed_and_clean(run, (scenario, variant), common::inspector().await, true).await
 }
 
 /// The topic's messages after the run: `(partition, offset, key, type, event, copy)`.
@@ -198,12 +182,10 @@ async fn a_relay_killed_after_producing_publishes_the_batch_twice() {
 #[tokio::test]
 async fn on_postgres_18_a_relay_killed_after_producing_publishes_the_batch_twice() {
     let _slots = db_slots(2).await;
-    let engine = common::versions::engine_with_18().await;
-    let run = common::play_on(&engine, "outbox/relay-crash", "after-produce", 18).await;
-    let conn = common::versions::inspector_18().await;
-    let run = completed_and_clean(run, "outbox/relay-crash", "after-produce", conn).await;
-    common::versions::assert_played_on_18(&run);
-    relay_killed_after_producing(run);
+    let (run, conn) = common::versions::played_on_18("outbox/relay-crash", "after-produce").await;
+    relay_killed_after_producing(
+        common::completed_and_clean(run, ("outbox/relay-crash", "after-produce"), conn, true).await,
+    );
 }
 
 fn relay_killed_after_producing(run: Finished) {

@@ -32,14 +32,18 @@ impl std::fmt::Display for NoSuchVersion {
 
 impl std::error::Error for NoSuchVersion {}
 
-/// Each version once, in the servers' order: `(15, "PostgreSQL 15.20")`. The distribution's
-/// suffix (` (Debian 15.20-0+deb12u1)`) is left out: the number is what a reader compares.
+/// `PostgreSQL 15.20 (Debian 15.20-0+deb12u1)` → `PostgreSQL 15.20`: the distribution's suffix
+/// left out, the number is what a reader compares.
+pub fn short(version: &str) -> &str {
+    version.split(" (").next().unwrap_or(version)
+}
+
+/// Each version once, in the servers' order: `(15, "PostgreSQL 15.20")` ([`short`]).
 pub fn versions(servers: &[PostgresServer]) -> Vec<(u32, String)> {
     let mut versions: Vec<(u32, String)> = Vec::new();
     for server in servers {
         if !versions.iter().any(|(major, _)| *major == server.major) {
-            let short = server.version.split(" (").next().unwrap_or(&server.version);
-            versions.push((server.major, short.to_owned()));
+            versions.push((server.major, short(&server.version).to_owned()));
         }
     }
     versions
@@ -113,6 +117,7 @@ mod tests {
             vec![(15, "PostgreSQL 15.20".to_owned()), (18, "PostgreSQL 18.6".to_owned())]
         );
         assert!(versions(&[]).is_empty());
+        assert_eq!(short("PostgreSQL 18.6"), "PostgreSQL 18.6");
     }
 
     #[test]

@@ -221,7 +221,7 @@ pub fn RunPanel(
         let played_on = move || {
             state.with(|s| {
                 let (_, server) = s.header()?;
-                let server = server.split(" (").next().unwrap_or(server).to_owned();
+                let server = shared::versions::short(server);
                 Some(view! { <span class="rl-played-on">{format!("played on {server}")}</span> })
             })
         };

@@ -8,6 +8,7 @@ use crate::components::error_view::{ErrorView, loading};
 use leptos::prelude::*;
 use shared::atlas::{Cell, Observation, ObservedCell, ObservedRow};
 use shared::catalog::PostgresServer;
+use shared::versions::short;
 
 #[component]
 pub fn AtlasPage() -> impl IntoView {
@@ -45,11 +46,6 @@ async fn observe_every_version() -> Result<Vec<Observation>, String> {
         observations.push(fetch_json::<Observation>(&format!("/api/atlas?postgres={major}")).await?);
     }
     Ok(observations)
-}
-
-/// `PostgreSQL 15.20 (Debian …)` → `PostgreSQL 15.20`.
-fn short(server: &str) -> &str {
-    server.split(" (").next().unwrap_or(server)
 }
 
 #[component]

@@ -252,19 +252,12 @@ impl Embedded {
         self.start_more_servers(config, &dir).await
     }
 
-    /// For `--postgres <major>` where no configured server is of that version: a private one
-    /// from its installation, or an error that says how to get one.
+    /// For `--postgres <major>` (`config.postgres`) where no configured server is of that
+    /// version: a private one from its installation, or an error that says how to get one.
     async fn plan_version(&mut self, config: &mut Config, major: u32) -> Result<(), EmbeddedError> {
-        if !config.private_postgres.is_empty() {
+        // Told where to start servers, or one of `major` is configured already.
+        if !config.private_postgres.is_empty() || config.url_of_version().await.is_ok() {
             return Ok(());
-        }
-        for url in config.server_urls() {
-            let found = crate::health::version_at(url)
-                .await
-                .and_then(|v| shared::versions::major_of(&v));
-            if found == Some(major) {
-                return Ok(());
-            }
         }
         match postgres::installation(major) {
             Some(bin) => {

@@ -69,28 +69,32 @@ impl Server {
         {
             return Err(why);
         }
-        let _turn = self.probes.turn(Service::Postgres).await;
-        if let Some(found) = self.probes.answered_since(Service::Postgres, asked) {
-            return found;
-        }
-        let started = Instant::now();
-        let probed = crate::health::postgres(&self.reach.services).await;
-        let found = if probed.up { Ok(()) } else { Err(probed.detail) };
-        self.probes.answer(Service::Postgres, started, found.clone());
-        found
+        self.probe_since(asked).await
     }
 
     /// Whether it answers, asked now whatever an earlier probe found (a run on it just failed).
     pub async fn probe_afresh(&self) -> Result<(), String> {
-        let started = Instant::now();
+        self.probe_since(Instant::now()).await
+    }
+
+    /// Asks it in its turn, unless a probe that ended after `since` answered meanwhile (a start
+    /// that waited for another's probe takes its answer).
+    async fn probe_since(&self, since: Instant) -> Result<(), String> {
         let _turn = self.probes.turn(Service::Postgres).await;
-        if let Some(found) = self.probes.answered_since(Service::Postgres, started) {
+        if let Some(found) = self.probes.answered_since(Service::Postgres, since) {
             return found;
         }
+        let probed = self.ask().await;
+        if probed.up { Ok(()) } else { Err(probed.detail) }
+    }
+
+    /// One probe, its answer remembered.
+    async fn ask(&self) -> crate::health::Dependency {
+        let started = Instant::now();
         let probed = crate::health::postgres(&self.reach.services).await;
-        let found = if probed.up { Ok(()) } else { Err(probed.detail) };
-        self.probes.answer(Service::Postgres, started, found.clone());
-        found
+        let found = if probed.up { Ok(()) } else { Err(probed.detail.clone()) };
+        self.probes.answer(Service::Postgres, started, found);
+        probed
     }
 
     /// Whether its latest probe found it down (without asking again): admission passes it over.
@@ -100,10 +104,7 @@ impl Server {
 
     /// Its state now, asked afresh.
     pub async fn state(&self) -> ServerState {
-        let started = Instant::now();
-        let probed = crate::health::postgres(&self.reach.services).await;
-        let found = if probed.up { Ok(()) } else { Err(probed.detail.clone()) };
-        self.probes.answer(Service::Postgres, started, found);
+        let probed = self.ask().await;
         ServerState {
             name: self.name.clone(),
             version: self.version.clone(),

@@ -218,11 +218,9 @@ impl Engine {
         &self.servers[0]
     }
 
-    /// Whether `service` answers right now, and if not, why (PostgreSQL: the home server).
+    /// Whether Redis or the broker answers right now, and if not, why (each PostgreSQL server is
+    /// asked by its own [`Server::probe`]).
     async fn probe(&self, service: Service) -> Result<(), String> {
-        if service == Service::Postgres {
-            return self.home().probe().await;
-        }
         let services = &self.home().reach.services;
         let asked = std::time::Instant::now();
         if self.probes.recently_up(service, asked) {

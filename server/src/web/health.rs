@@ -1,6 +1,6 @@
-//! `GET /healthz`: each dependency, up or down, and every PostgreSQL server with its version. 200 while PostgreSQL is up (the labs that need
-//! only PostgreSQL keep working when Redis or the broker is down: degrade, don't die); 503 when
-//! it is not.
+//! `GET /healthz`: each dependency, up or down, and every PostgreSQL server with its version.
+//! 200 while PostgreSQL is up (the labs that need only PostgreSQL keep working when Redis or the
+//! broker is down: degrade, don't die); 503 when it is not.
 
 use super::AppState;
 use crate::health;

@@ -513,6 +513,28 @@ pub async fn leftovers_by_run(
     left
 }
 
+/// What every run of a lab's test must do: complete, and leave nothing on the server `conn` is
+/// connected to, nor in Redis (nor on the broker, `with_broker`).
+pub async fn completed_and_clean(
+    run: Finished,
+    (scenario, variant): (&str, &str),
+    conn: PgConnection,
+    with_broker: bool,
+) -> Finished {
+    assert_eq!(
+        run.outcome,
+        Outcome::Completed,
+        "{scenario} {variant}: {:?}",
+        run.outcome
+    );
+    assert_eq!(
+        wait_until_clean_on(conn, &run.run_id, with_broker).await,
+        Leftovers::NONE,
+        "{scenario} {variant}: leftovers"
+    );
+    run
+}
+
 /// Waits (polling, up to 15 s) until a run has left nothing behind; returns what is left.
 pub async fn wait_until_clean(run_id: &str) -> Leftovers {
     wait_until_clean_of(run_id, false).await

@@ -63,6 +63,15 @@ pub async fn engine_with_18() -> Arc<Engine> {
     )
 }
 
+/// Plays `scenario`/`variant` on PostgreSQL 18 (an engine on both versions, asked for 18), checks
+/// that its header says so, and returns it with a connection to 18 to look for what it left.
+pub async fn played_on_18(scenario: &str, variant: &str) -> (super::Finished, PgConnection) {
+    let engine = engine_with_18().await;
+    let run = super::play_on(&engine, scenario, variant, 18).await;
+    assert_played_on_18(&run);
+    (run, inspector_18().await)
+}
+
 /// Asserts that `run`'s header names PostgreSQL 18.
 pub fn assert_played_on_18(run: &super::Finished) {
     assert!(
