@@ -345,6 +345,8 @@ pub struct ServerSide {
     pub most_playing: f64,
     /// Each server's most connections in use at once, as sampled, and its budget.
     pub most_in_use: BTreeMap<String, (f64, f64)>,
+    /// Runs' sandboxes reset and played in again rather than made anew.
+    pub reused: f64,
 }
 
 impl ServerSide {
@@ -366,6 +368,7 @@ impl ServerSide {
         let mut side = ServerSide {
             mean_wait_s: mean("racelab_queue_wait_seconds"),
             mean_run_s: mean("racelab_run_duration_seconds"),
+            reused: moved("racelab_sandboxes_reused_total"),
             ..ServerSide::default()
         };
         for name in after.keys().filter(|k| k.starts_with("racelab_runs_finished_total{")) {
@@ -411,11 +414,12 @@ impl fmt::Display for ServerSide {
         )?;
         writeln!(
             f,
-            "  mean wait in line {:.0} ms, mean run {:.0} ms; at most {:.0} waiting, {:.0} playing",
+            "  mean wait in line {:.0} ms, mean run {:.0} ms; at most {:.0} waiting, {:.0} playing; {:.0} sandboxes reused",
             self.mean_wait_s * 1_000.0,
             self.mean_run_s * 1_000.0,
             self.most_waiting,
-            self.most_playing
+            self.most_playing,
+            self.reused
         )?;
         let servers: Vec<String> = self
             .most_in_use
@@ -454,7 +458,8 @@ mod tests {
         let before = samples(
             "# HELP x\nracelab_runs_finished_total{lab=\"isolation\",outcome=\"completed\"} 10\n\
              racelab_queue_wait_seconds_sum 1\nracelab_queue_wait_seconds_count 10\n\
-             racelab_run_duration_seconds_sum 2\nracelab_run_duration_seconds_count 10\nnot a sample\n",
+             racelab_run_duration_seconds_sum 2\nracelab_run_duration_seconds_count 10\n\
+             racelab_sandboxes_reused_total 7\nnot a sample\n",
         );
         let during = [samples(
             "racelab_queue_length 40\nracelab_runs_playing 6\n\
@@ -468,7 +473,8 @@ mod tests {
              racelab_run_duration_seconds_sum 24.4\nracelab_run_duration_seconds_count 112\n\
              racelab_queue_length 0\nracelab_runs_playing 0\n\
              racelab_connections_in_use{server=\"a\",version=\"15\"} 0\n\
-             racelab_connections_budget{server=\"a\",version=\"15\"} 87\n",
+             racelab_connections_budget{server=\"a\",version=\"15\"} 87\n\
+             racelab_sandboxes_reused_total 101\n",
         );
         let side = ServerSide::between(&before, &during, &after);
         assert_eq!(
@@ -478,12 +484,14 @@ mod tests {
         assert!((side.mean_wait_s - 50.0 / 102.0).abs() < 1e-9, "{side:?}");
         assert!((side.mean_run_s - 22.4 / 102.0).abs() < 1e-9, "{side:?}");
         assert_eq!((side.most_waiting, side.most_playing), (40.0, 6.0));
+        assert_eq!(side.reused, 94.0);
         assert_eq!(
             side.most_in_use,
             BTreeMap::from([("{server=\"a\",version=\"15\"}".to_owned(), (18.0, 87.0))])
         );
         let text = side.to_string();
         assert!(text.contains("finished completed 100, failed 2"), "{text}");
+        assert!(text.contains("94 sandboxes reused"), "{text}");
         assert!(text.contains("{server=\"a\",version=\"15\"} 18 of 87"), "{text}");
     }
 

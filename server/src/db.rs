@@ -150,7 +150,7 @@ async fn connect_server(
     ]);
     // The run connections are every replica's on this server, not this process's alone.
     let leases = Leases::new(pool, budget, config.keep_sessions);
-    let warm = Warm::new(services.clone(), config.warm_sandboxes);
+    let warm = Warm::new(services.clone(), config.warm_sandboxes, runs_at_once(config));
     let reach = Reach {
         options: actor_options,
         settings: Vec::new(),

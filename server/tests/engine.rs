@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::{on_shelf, until_on_shelves};
 use racelab::engine::{BoxFuture, Level, Run, RunError};
 use racelab::labs::{ScenarioDef, actors_at};
 use shared::{EventKind, Mode, Outcome, ServerMsg};
@@ -319,56 +320,49 @@ async fn a_run_past_its_time_limit_fails_and_is_cleaned() {
     assert_eq!(common::wait_until_clean(&run_id).await, common::Leftovers::NONE);
 }
 
-/// Sandboxes made ahead of demand: after a first run of write skew, the engine keeps two ready;
-/// the next run plays in one of them (and prints the tutorial's transcript), which is destroyed
-/// with the run and never offered again, and the shelf fills with new ones; closing the engine
-/// takes every ready sandbox down.
+/// Sandboxes made ahead of demand, and reused: after a first run of write skew the engine keeps
+/// that run's sandbox, reset, and makes one more ahead; the next run plays in the older (and
+/// prints the tutorial's transcript, under its own run id), which goes back on the shelf again;
+/// closing the engine takes every ready sandbox down.
 #[tokio::test]
-async fn ready_sandboxes_are_taken_once_and_taken_down_with_the_engine() {
+async fn ready_sandboxes_are_played_in_by_one_run_at_a_time_and_taken_down_with_the_engine() {
     let _slots = common::db_slots(6).await;
     let mut config = common::config();
     config.warm_sandboxes = 2;
     let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("PostgreSQL"));
-    let until_ready = |count: usize| {
-        let engine = engine.clone();
-        async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-            loop {
-                let ready = engine.ready_sandboxes();
-                if ready.len() == count {
-                    return ready;
-                }
-                assert!(tokio::time::Instant::now() < deadline, "{ready:?} ready, not {count}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    };
     let first = common::play(&engine, "isolation/write-skew", "serializable").await;
     assert_eq!(first.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
-    let ready = until_ready(2).await;
-    assert!(
-        !ready.contains(&first.run_id),
-        "a run's own sandbox is never offered again"
+    let ready = until_on_shelves(&engine, 2).await;
+    assert_eq!(
+        on_shelf(&ready, &first.run_id),
+        Some(1),
+        "the first run's sandbox, reset: {ready:?}"
     );
 
     let second = common::play(&engine, "isolation/write-skew", "serializable").await;
-    assert!(
-        ready.contains(&second.run_id),
-        "{} played in a ready sandbox {ready:?}",
-        second.run_id
-    );
+    assert_ne!(second.run_id, first.run_id, "every run has its own id");
     assert_eq!(second.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
-    assert_eq!(common::wait_until_clean(&second.run_id).await, common::Leftovers::NONE);
-    let again = until_ready(2).await;
-    assert!(!again.contains(&second.run_id), "taken once: {again:?}");
+    let again = until_on_shelves(&engine, 2).await;
+    assert_eq!(
+        on_shelf(&again, &first.run_id),
+        Some(2),
+        "the second run played in the first's sandbox: {again:?}"
+    );
+    assert_eq!(
+        common::wait_until_clean(&second.run_id).await,
+        common::Leftovers::NONE,
+        "nothing is named for the second run"
+    );
 
-    // A third run takes one; its `done` starts making the next, and the engine closes at once,
-    // while that one is being made: closing waits for it and takes it down too.
+    // A third run takes one; its `done` puts it back, and the engine closes at once: closing
+    // takes every ready sandbox down, and one being made too.
     let third = common::play(&engine, "isolation/write-skew", "serializable").await;
+    assert_eq!(third.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
+    let mut metrics = String::new();
+    engine.metrics(&mut metrics);
     assert!(
-        again.contains(&third.run_id),
-        "{} played in a ready sandbox",
-        third.run_id
+        metrics.lines().any(|l| l == "racelab_sandboxes_reused_total 3"),
+        "each of the three runs' sandboxes was reset and put back:\n{metrics}"
     );
     assert_eq!(engine.close(Duration::from_secs(5), Duration::from_secs(5)).await, 0);
     assert!(engine.ready_sandboxes().is_empty());
@@ -383,13 +377,113 @@ async fn ready_sandboxes_are_taken_once_and_taken_down_with_the_engine() {
     .await
     .expect("leftovers");
     assert_eq!(left, (0, 0), "registry rows and schemas left when close returned");
-    for run_id in again {
+    for sandbox in again {
         assert_eq!(
-            common::wait_until_clean(&run_id).await,
+            common::wait_until_clean(&sandbox.run_id).await,
             common::Leftovers::NONE,
-            "{run_id}"
+            "{sandbox:?}"
         );
     }
+}
+
+/// Leaves the isolation lab's sandbox nothing like it was made: more expenses (the identity
+/// sequence moved on), the team's numbers changed, a second team.
+static DIRTIES_ITS_SANDBOX: ScenarioDef = test_scenario(
+    "test/dirties-its-sandbox",
+    "A run that changes every row it can",
+    false,
+    |_| actors_at(&["carol"], "autocommit"),
+    |run, _| {
+        Box::pin(async move {
+            let carol = run.actor("carol", Level::Autocommit).await?;
+            for sql in [
+                "INSERT INTO expenses (team_id, amount, approved_by) VALUES ('design', 700, 'carol'), ('design', 800, 'carol')",
+                "UPDATE teams SET budget = 1, spent = 1500",
+                "INSERT INTO teams (id, name, budget) VALUES ('ops', 'Ops', 10)",
+            ] {
+                carol.query(sql, &[]).await?;
+            }
+            Ok::<(), RunError>(())
+        })
+    },
+);
+
+/// Changes what the sandbox is, not what it holds: a column more.
+static ALTERS_ITS_SANDBOX: ScenarioDef = test_scenario(
+    "test/alters-its-sandbox",
+    "A run that adds a column",
+    false,
+    |_| actors_at(&["carol"], "autocommit"),
+    |run, _| {
+        Box::pin(async move {
+            let carol = run.actor("carol", Level::Autocommit).await?;
+            carol.query("ALTER TABLE teams ADD COLUMN note text", &[]).await?;
+            Ok::<(), RunError>(())
+        })
+    },
+);
+
+/// A finished run's sandbox is put back exactly as the isolation lab's schema makes it (its
+/// seed row, no expenses, the ids starting at 1 again) before another run may take it, and
+/// that run plays the tutorial's transcript in it. A run that changed the sandbox's shape
+/// leaves it destroyed, not reset, as does a run that failed.
+#[tokio::test]
+async fn a_sandbox_is_played_in_again_only_as_it_was_made() {
+    let _slots = common::db_slots(6).await;
+    let mut config = common::config();
+    config.warm_sandboxes = 1;
+    let engine = Arc::new(racelab::db::connect_engine(&config).await.expect("PostgreSQL"));
+    let mut inspector = common::inspector().await;
+
+    let dirty = common::play_def(&engine, &DIRTIES_ITS_SANDBOX, "only").await;
+    assert_eq!(dirty.outcome, Outcome::Completed);
+    let ready = until_on_shelves(&engine, 1).await;
+    assert_eq!(on_shelf(&ready, &dirty.run_id), Some(1), "{ready:?}");
+    let schema = racelab::sandbox::schema_name(&dirty.run_id, "");
+    let seen: (String, i64, i64, i64, bool) = sqlx::query_as(&format!(
+        "SELECT (SELECT string_agg(concat_ws('|', id, name, budget, spent), ',' ORDER BY id) FROM {schema}.teams),
+                (SELECT count(*) FROM {schema}.expenses),
+                (SELECT count(*) FROM sandboxes WHERE run_id = $1 AND created_at > now() - interval '10 s'),
+                last_value, is_called
+           FROM {schema}.expenses_id_seq"
+    ))
+    .bind(&dirty.run_id)
+    .fetch_one(&mut inspector)
+    .await
+    .expect("the reset sandbox");
+    let seed = format!(
+        "{TEAM}|Design|{BUDGET}|0",
+        TEAM = racelab::labs::isolation::TEAM,
+        BUDGET = racelab::labs::isolation::BUDGET
+    );
+    assert_eq!(
+        seen,
+        (seed, 0, 1, 1, false),
+        "rows, expenses, registry row, the ids' sequence"
+    );
+
+    let next = common::play(&engine, "isolation/write-skew", "serializable").await;
+    assert_eq!(next.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
+    let ids: Vec<i64> = sqlx::query_scalar(&format!("SELECT id FROM {schema}.expenses ORDER BY id"))
+        .fetch_all(&mut inspector)
+        .await
+        .expect("expenses");
+    assert!(ids.is_empty(), "reset again after write skew: {ids:?}");
+    assert_eq!(on_shelf(&until_on_shelves(&engine, 1).await, &dirty.run_id), Some(2));
+
+    // It takes the ready sandbox, adds a column and completes: destroyed, and a new one is made.
+    let alters = common::play_def(&engine, &ALTERS_ITS_SANDBOX, "only").await;
+    assert_eq!(alters.outcome, Outcome::Completed);
+    assert_eq!(common::wait_until_clean(&dirty.run_id).await, common::Leftovers::NONE);
+    let ready = until_on_shelves(&engine, 1).await;
+    assert_eq!(ready[0].runs, 0, "made ahead, not the altered one: {ready:?}");
+
+    // A failed run's sandbox is destroyed too.
+    let made_ahead = ready[0].run_id.clone();
+    let failed = common::play_def(&engine, &NEVER_WAITS, "only").await;
+    assert!(matches!(failed.outcome, Outcome::Failed { .. }), "{:?}", failed.outcome);
+    assert_eq!(common::wait_until_clean(&made_ahead).await, common::Leftovers::NONE);
+    assert_eq!(engine.close(Duration::from_secs(5), Duration::from_secs(5)).await, 0);
 }
 
 /// Leaves every kind of session state behind it: changed settings, a session advisory lock, a

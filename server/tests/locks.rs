@@ -182,6 +182,47 @@ fn fenced_update_refuses(run: Finished) {
     assert_eq!(run.verdict().kind, VerdictKind::Prevented);
 }
 
+/// A sandbox played in again (reset after its run: `engine::warm`) is the lab's as made in
+/// Redis as in PostgreSQL: the first run's fence key is gone, and the second fencing run in it
+/// prints the same lines and leaves the same wallet.
+#[tokio::test]
+async fn a_reset_sandbox_plays_fencing_again_with_the_same_fences() {
+    let _slot = db_slot().await;
+    let mut config = common::config();
+    config.warm_sandboxes = 1;
+    let engine = std::sync::Arc::new(racelab::db::connect_engine(&config).await.expect("PostgreSQL"));
+    let first = play(&engine, "locks/fencing", "fence").await;
+    let sandbox = first.run_id.clone();
+    fenced_update_refuses(first);
+    assert_eq!(
+        common::on_shelf(&common::until_on_shelves(&engine, 1).await, &sandbox),
+        Some(1)
+    );
+    assert_eq!(
+        common::redis_keys_of(&sandbox).await,
+        0,
+        "the first run's fence key went with the reset"
+    );
+    let second = play(&engine, "locks/fencing", "fence").await;
+    assert_ne!(second.run_id, sandbox);
+    fenced_update_refuses(second);
+    assert_eq!(
+        common::on_shelf(&common::until_on_shelves(&engine, 1).await, &sandbox),
+        Some(2)
+    );
+    assert_eq!(
+        engine
+            .close(std::time::Duration::from_secs(5), std::time::Duration::from_secs(5))
+            .await,
+        0
+    );
+    assert_eq!(
+        wait_until_clean(&sandbox).await,
+        Leftovers::NONE,
+        "taken down with the engine"
+    );
+}
+
 #[tokio::test]
 async fn without_the_fence_the_stale_write_lands_and_the_fence_goes_back() {
     let run = locks("locks/fencing", "no-fence").await;

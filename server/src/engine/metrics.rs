@@ -126,7 +126,16 @@ impl Metrics {
 
 /// A gauge, with its help and type lines.
 pub fn gauge(out: &mut String, name: &str, help: &str, samples: &[(&str, f64)]) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+    family(out, (name, "gauge"), help, samples);
+}
+
+/// A counter read from its owner when scraped, with its help and type lines.
+pub fn counter(out: &mut String, name: &str, help: &str, samples: &[(&str, f64)]) {
+    family(out, (name, "counter"), help, samples);
+}
+
+fn family(out: &mut String, (name, kind): (&str, &str), help: &str, samples: &[(&str, f64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
     for (labels, value) in samples {
         let _ = writeln!(out, "{name}{labels} {value}");
     }

@@ -253,7 +253,7 @@ impl Engine {
     /// waits and durations, the line, runs playing, sandboxes alive (playing and made ahead),
     /// and PostgreSQL connections in use of the budget, by server.
     pub fn metrics(&self, out: &mut String) {
-        use super::metrics::{gauge, label};
+        use super::metrics::{counter, gauge, label};
         self.metrics.render(out);
         let waiting = self.admission.waiting();
         let live = *self.live.count.borrow();
@@ -276,6 +276,13 @@ impl Engine {
             "racelab_sandboxes_alive",
             "Sandboxes of runs playing, and made ahead of demand.",
             &[("", (playing + ready) as f64)],
+        );
+        let reused: u64 = self.servers.iter().map(|s| s.warm.reused()).sum();
+        counter(
+            out,
+            "racelab_sandboxes_reused_total",
+            "Sandboxes of completed runs reset and put back for the next run, instead of destroyed and made again.",
+            &[("", reused as f64)],
         );
         let (labels, held): (Vec<String>, Vec<(u32, u32)>) = self
             .servers
@@ -381,8 +388,8 @@ impl Engine {
         self.admission.kept_sessions()
     }
 
-    /// The run ids of the sandboxes made ahead of demand and not taken yet.
-    pub fn ready_sandboxes(&self) -> Vec<String> {
+    /// The sandboxes ready for the next runs (made ahead of demand, or reset after a run).
+    pub fn ready_sandboxes(&self) -> Vec<super::warm::ReadySandbox> {
         self.servers.iter().flat_map(|s| s.warm.ready()).collect()
     }
 
@@ -531,12 +538,14 @@ impl Engine {
         };
         // Where it plays (the home server if it was never admitted, for the header's version).
         let server = self.servers[admitted.as_ref().map_or(0, |a| a.server)].clone();
-        // A sandbox made ahead of demand if one is ready: its run id becomes the run's.
+        // A sandbox ready on the shelf if there is one (made ahead, or reset after another run):
+        // it keeps the id it was made with, the run has its own. A sandbox made for this run
+        // takes the run's id.
         let ready = admitted
             .as_ref()
             .ok()
             .and_then(|_| server.warm.take(scenario.sandbox()));
-        let run_id = ready.as_ref().map_or_else(sandbox::new_run_id, |s| s.run_id.clone());
+        let run_id = sandbox::new_run_id();
         updates.send(ServerMsg::Started { run_id: run_id.clone() });
         let mut pipe = EventPipe::new(&updates);
         let info = scenario.info();
@@ -602,10 +611,14 @@ impl Engine {
         });
         let events = pipe.drain();
         // Stored and cleaned at once (neither needs the other); `done` only after both, so a
-        // reader who has it finds the run stored and nothing of it left.
+        // reader who has it finds the run stored and nothing of it left (a completed run's
+        // sandbox, reset, may wait on the shelf for the next run: `engine::warm`).
         let (stored, destroyed) =
             tokio::join!(self.store.save(&run_id, &info.id, &variant, &outcome, &events), async {
                 match &sandbox {
+                    Some(sandbox) if outcome == Outcome::Completed => {
+                        server.warm.take_back(sandbox.clone(), scenario.sandbox()).await
+                    }
                     Some(sandbox) => sandbox.destroy(&server.reach.services).await,
                     None => Ok(()),
                 }

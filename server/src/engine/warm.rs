@@ -2,15 +2,20 @@
 //! (schemas created and seeded, topics made), and a new one is made in the background for the
 //! next reader.
 //!
-//! A sandbox is never used twice: a run destroys its own when it ends, as always. What the shelf
-//! keeps is only ever fresh: a kind of sandbox nobody asked for in [`UNWANTED_AFTER`] is taken
-//! down, and one that waited longer than [`STALE_AFTER`] is replaced (another replica's startup
-//! sweep removes registered sandboxes older than a run may live, and a shelf's must never look
-//! like that). Every sandbox on a shelf is registered like any other, so a crash leaves nothing
-//! the sweep cannot find. `RACELAB_WARM_SANDBOXES` says how many to keep ready per kind; the
-//! tests keep none, so each test's leftovers are its own runs'.
+//! A sandbox is played in by one run at a time, and comes back as new: when a run completes, its
+//! sandbox is reset ([`Sandbox::reset`]: its rows, sequences and Redis keys put back as made, no
+//! DDL) and put back on the shelf for the next run of its lab ([`Warm::take_back`]). A run that
+//! failed or was cancelled destroys its sandbox, as does one whose lab has broker topics, one
+//! the run changed the shape of, one that held [`MOST_RUNS`] runs, and one the shelf has no room
+//! for. What the shelf keeps is only ever fresh: a kind of sandbox nobody asked for in
+//! [`UNWANTED_AFTER`] is taken down, and one that waited longer than [`STALE_AFTER`] is replaced
+//! (another replica's startup sweep removes registered sandboxes older than a run may live, and a
+//! shelf's must never look like that; a reset renews its registry row). Every sandbox on a shelf
+//! is registered like any other, so a crash leaves nothing the sweep cannot find.
+//! `RACELAB_WARM_SANDBOXES` says how many to make ready per kind; the tests keep none (and so
+//! reuse none), so each test's leftovers are its own runs'.
 
-use crate::sandbox::{Sandbox, Services, Spec, new_run_id};
+use crate::sandbox::{Sandbox, SandboxError, Services, Spec, new_run_id};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -24,17 +29,37 @@ const STALE_AFTER: Duration = Duration::from_secs(10 * 60);
 const FILLS_END_WITHIN: Duration = Duration::from_secs(15);
 /// How often the shelves are looked over.
 const LOOK_OVER_EVERY: Duration = Duration::from_secs(30);
+/// Runs one sandbox holds before it is destroyed rather than reset: every reset leaves the
+/// deleted rows behind as dead tuples until a vacuum, and on a server with autovacuum off
+/// nothing else would bound them (a hundred runs' worth is a few pages).
+pub const MOST_RUNS: u32 = 100;
+/// The most reset sandboxes a shelf keeps, whatever the runs at once.
+const MOST_ON_A_SHELF: usize = 32;
 
 pub struct Warm {
     services: Services,
-    /// Ready sandboxes to keep per kind that readers ask for.
+    /// Ready sandboxes to make per kind that readers ask for.
     keep: usize,
+    /// How many a shelf keeps when runs give theirs back: as many as may play at once, so that
+    /// a crowd's runs take turns in the same few sandboxes (never fewer than `keep`).
+    room: usize,
     shelves: Mutex<Vec<Shelf>>,
     /// Emptied for good (the engine is closing): nothing is made or kept any more.
     closed: std::sync::atomic::AtomicBool,
+    /// Sandboxes reset and put back on a shelf so far.
+    reused: std::sync::atomic::AtomicU64,
     /// Fill tasks running: [`Warm::empty`] waits for them, so a sandbox being made as the
     /// server stops is destroyed before the process exits, not left half made.
     fills: tokio::sync::watch::Sender<usize>,
+}
+
+/// A sandbox on a shelf, as the engine reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadySandbox {
+    /// The run it was made for: its namespaces carry this id.
+    pub run_id: String,
+    /// How many runs have played in it (0: made ahead and not taken yet).
+    pub runs: u32,
 }
 
 /// The ready sandboxes of one kind (one lab's [`Spec`]).
@@ -57,12 +82,15 @@ fn kind_of(spec: &Spec) -> u64 {
 }
 
 impl Warm {
-    /// Shelves keeping `keep` ready sandboxes per kind (none: every run makes its own).
-    pub fn new(services: Services, keep: usize) -> Arc<Warm> {
+    /// Shelves keeping `keep` ready sandboxes per kind (none: every run makes its own, and
+    /// destroys it), and up to `runs_at_once` that runs gave back.
+    pub fn new(services: Services, keep: usize, runs_at_once: usize) -> Arc<Warm> {
         let warm = Arc::new(Warm {
             services,
             keep,
+            room: runs_at_once.clamp(keep, MOST_ON_A_SHELF.max(keep)),
             shelves: Mutex::new(Vec::new()),
+            reused: std::sync::atomic::AtomicU64::new(0),
             closed: std::sync::atomic::AtomicBool::new(false),
             fills: tokio::sync::watch::Sender::new(0),
         });
@@ -124,6 +152,57 @@ impl Warm {
         }
     }
 
+    /// Takes back the sandbox of a run of `spec` that completed: reset and put on its shelf for
+    /// the next run if it can be ([`Sandbox::reset`]), destroyed if not. An error is the
+    /// destroy's (the caller destroys it again once its services are back); one from the reset
+    /// only means it is destroyed instead.
+    pub async fn take_back(self: &Arc<Self>, mut sandbox: Sandbox, spec: &Spec) -> Result<(), SandboxError> {
+        sandbox.runs += 1;
+        if self.has_room_for(&sandbox, spec) {
+            match sandbox.reset(&self.services, spec).await {
+                Ok(true) => match self.shelve(sandbox, spec) {
+                    None => return Ok(()),
+                    Some(unwanted) => sandbox = unwanted,
+                },
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::info!(run = %sandbox.run_id, %error, "could not reset a sandbox; it is destroyed instead");
+                }
+            }
+        }
+        sandbox.destroy(&self.services).await
+    }
+
+    /// Whether `sandbox` may go back on its shelf: the shelves are open, its kind can be reset,
+    /// it has not held too many runs and its shelf has room.
+    fn has_room_for(&self, sandbox: &Sandbox, spec: &Spec) -> bool {
+        if self.keep == 0 || self.is_closed() || !spec.resettable() || sandbox.runs >= MOST_RUNS {
+            return false;
+        }
+        let kind = kind_of(spec);
+        self.shelves()
+            .iter()
+            .any(|shelf| shelf.kind == kind && shelf.ready.len() < self.room)
+    }
+
+    /// Puts a reset sandbox on its shelf; gives it back if it may not stay (closed meanwhile, or
+    /// the shelf filled up).
+    fn shelve(&self, sandbox: Sandbox, spec: &Spec) -> Option<Sandbox> {
+        if self.is_closed() {
+            return Some(sandbox);
+        }
+        let kind = kind_of(spec);
+        let mut shelves = self.shelves();
+        match shelves.iter_mut().find(|s| s.kind == kind) {
+            Some(shelf) if shelf.ready.len() < self.room => {
+                shelf.ready.push((sandbox, Instant::now()));
+                self.reused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                None
+            }
+            _ => Some(sandbox),
+        }
+    }
+
     /// Starts [`Warm::fill`] on a task of its own, counted in `fills` until it ends.
     fn spawn_fill(self: &Arc<Self>, kind: u64) {
         self.fills.send_modify(|n| *n += 1);
@@ -176,11 +255,21 @@ impl Warm {
         }
     }
 
-    /// The run ids of the sandboxes ready on every shelf.
-    pub fn ready(&self) -> Vec<String> {
+    /// How many sandboxes were reset and put back on a shelf so far.
+    pub fn reused(&self) -> u64 {
+        self.reused.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The sandboxes ready on every shelf.
+    pub fn ready(&self) -> Vec<ReadySandbox> {
         self.shelves()
             .iter()
-            .flat_map(|s| s.ready.iter().map(|(sandbox, _)| sandbox.run_id.clone()))
+            .flat_map(|s| {
+                s.ready.iter().map(|(sandbox, _)| ReadySandbox {
+                    run_id: sandbox.run_id.clone(),
+                    runs: sandbox.runs,
+                })
+            })
             .collect()
     }
 

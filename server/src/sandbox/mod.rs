@@ -20,6 +20,7 @@
 pub mod broker;
 pub mod postgres;
 pub mod redis;
+mod reset;
 mod sweep;
 pub mod vacuum;
 
@@ -53,9 +54,20 @@ pub enum SandboxError {
     Broker(String),
 }
 
+impl Spec {
+    /// Whether a finished run's sandbox of this spec can be put back as made and played in
+    /// again ([`Sandbox::reset`]): it has schemas, and no broker topics (a topic's messages and
+    /// its consumer groups' offsets cannot be taken back).
+    pub fn resettable(&self) -> bool {
+        !self.schemas.is_empty() && self.topics.is_empty()
+    }
+}
+
 /// One run's namespaces. Serialisable: a child process gets its run's sandbox from its parent.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Sandbox {
+    /// The id of the run it was made for: it names every namespace. A sandbox that is reset and
+    /// played in again ([`Sandbox::reset`]) keeps it; each run has an id of its own.
     pub run_id: String,
     pub created_unix: u64,
     /// `(logical name, schema name)`, in the spec's order.
@@ -63,6 +75,13 @@ pub struct Sandbox {
     pub redis_prefix: Option<String>,
     /// `(logical name, topic name, partitions)`.
     pub topics: Vec<(String, String, i32)>,
+    /// Each schema's shape when it was made, in `schemas`' order (`reset::relations`): a reset
+    /// refuses a schema that is not that shape any more.
+    #[serde(skip)]
+    pub shapes: Vec<String>,
+    /// How many runs have played in it.
+    #[serde(skip)]
+    pub runs: u32,
 }
 
 /// A new random run id: 12 hex digits, safe inside identifiers, key prefixes, topic names and
@@ -122,6 +141,8 @@ impl Sandbox {
                 .iter()
                 .map(|(logical, partitions)| ((*logical).to_owned(), broker_name(run_id, logical), *partitions))
                 .collect(),
+            shapes: Vec::new(),
+            runs: 0,
         }
     }
 
@@ -129,13 +150,14 @@ impl Sandbox {
     /// is written with the first schema, in its transaction). If any part fails, what was made
     /// is removed again before the error returns.
     pub async fn create(services: &Services, run_id: &str, spec: &Spec) -> Result<Sandbox, SandboxError> {
-        let sandbox = Sandbox::plan(run_id, spec);
+        let mut sandbox = Sandbox::plan(run_id, spec);
         let made = async {
             if sandbox.schemas.is_empty() {
                 sweep::register(&services.pool, &sandbox).await?;
             }
             for (i, ((_, schema), (_, sql))) in sandbox.schemas.iter().zip(spec.schemas).enumerate() {
-                postgres::create_schema(&services.pool, &sandbox, (schema, sql), i == 0).await?;
+                let shape = postgres::create_schema(&services.pool, &sandbox, (schema, sql), i == 0).await?;
+                sandbox.shapes.push(shape);
             }
             if !sandbox.topics.is_empty() {
                 broker::create_topics(&services.brokers, &sandbox.topics).await?;
@@ -197,6 +219,31 @@ impl Sandbox {
             }
             pause = (pause * 2).min(std::time::Duration::from_secs(15));
         }
+    }
+
+    /// Puts the sandbox back as it was made, for another run of `spec` (the spec it was made
+    /// from) to play in: ends the finished run's sessions, then resets every schema
+    /// (`reset::reset_schemas`: rows, sequences, seed, registry row, in one transaction) and
+    /// removes every Redis key under its prefix. `Ok(false)` if it cannot be reset (a spec with
+    /// topics, a schema the run changed the shape of): the caller destroys it. On an error part
+    /// of it may be reset: the caller destroys it too.
+    pub async fn reset(&self, services: &Services, spec: &Spec) -> Result<bool, SandboxError> {
+        if !spec.resettable() || !self.topics.is_empty() {
+            return Ok(false);
+        }
+        postgres::end_sessions(&services.pool, &self.run_id).await?;
+        let seeds: Vec<Vec<String>> = spec
+            .schemas
+            .iter()
+            .map(|(_, sql)| reset::seed_statements(sql))
+            .collect();
+        if !reset::reset_schemas(&services.pool, self, &seeds).await? {
+            return Ok(false);
+        }
+        if let Some(prefix) = &self.redis_prefix {
+            redis::unlink_prefix(&services.redis, prefix).await?;
+        }
+        Ok(true)
     }
 
     /// Ends every session of the run, then removes every namespace it has (whether the run made

@@ -35,7 +35,7 @@ pub fn quote_ident(name: &str) -> String {
 /// result. Boxed, on a plain connection, through `fetch_many`: sqlx's `execute` on a transaction
 /// inside a boxed `Send` future trips the compiler's lifetime checks ("implementation of
 /// `Executor` is not general enough").
-fn script<'a>(conn: &'a mut PgConnection, sql: &'a str) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+pub(super) fn script<'a>(conn: &'a mut PgConnection, sql: &'a str) -> BoxFuture<'a, Result<(), sqlx::Error>> {
     Box::pin(async move {
         use futures_util::TryStreamExt;
         use sqlx::Executor;
@@ -48,14 +48,15 @@ fn script<'a>(conn: &'a mut PgConnection, sql: &'a str) -> BoxFuture<'a, Result<
 /// Creates `schema` and runs the lab's `sql` (tables and seed rows) inside it, in one
 /// transaction: a schema either exists whole or not at all. With `registers`, the sandbox's
 /// registry row is written in that transaction too: the row and the first schema exist
-/// together or not at all, for one commit instead of two. Boxed: the sandbox's creation awaits
-/// it inside a future that must stay `Send` and small.
+/// together or not at all, for one commit instead of two. Returns the schema's shape as made
+/// (`reset::relations`), which a reset compares before it reuses the schema. Boxed: the
+/// sandbox's creation awaits it inside a future that must stay `Send` and small.
 pub(super) fn create_schema<'a>(
     pool: &'a PgPool,
     sandbox: &'a Sandbox,
     (schema, sql): (&'a str, &'a str),
     registers: bool,
-) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+) -> BoxFuture<'a, Result<String, sqlx::Error>> {
     Box::pin(async move {
         let label = serde_json::to_string(&Label {
             racelab_run: sandbox.run_id.clone(),
@@ -75,7 +76,9 @@ pub(super) fn create_schema<'a>(
         if !sql.trim().is_empty() {
             script(&mut tx, sql).await?;
         }
-        tx.commit().await
+        let shape = super::reset::relations(&mut *tx, schema).await?.shape;
+        tx.commit().await?;
+        Ok(shape)
     })
 }
 
@@ -127,7 +130,7 @@ pub(super) fn drop_schemas<'a>(
 /// Terminates the run's backends (`racelab/<run>/…`, child processes' included) and waits (up to
 /// 10 s) until they are gone, so that dropping a schema does not wait on a lock one of them still
 /// holds, and no advisory lock of the run outlives it.
-async fn end_sessions(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> {
+pub(super) async fn end_sessions(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> {
     let pattern = application_name(run_id, "%");
     let deadline = Instant::now() + Duration::from_secs(10);
     // A terminated backend is usually gone within a millisecond or two: look again soon, then

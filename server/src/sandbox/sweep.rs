@@ -34,6 +34,16 @@ pub(super) async fn unregister<'e>(db: impl sqlx::PgExecutor<'e>, run_id: &str) 
     Ok(())
 }
 
+/// Makes a reused sandbox's row as young as a new one's (in its reset's transaction, see
+/// `reset::reset_schemas`): the sweep takes sandboxes by age, and this one is starting a run.
+pub(super) async fn renew<'e>(db: impl sqlx::PgExecutor<'e>, run_id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE sandboxes SET created_at = now() WHERE run_id = $1")
+        .bind(run_id)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
 /// Removes sandboxes older than `max_age` (runs a crash left behind): every namespace the
 /// registry lists for them, and schemas of racelab's shape that an older version left without a
 /// registry row. Younger ones may belong to runs still playing, here or on another replica, so
@@ -66,6 +76,7 @@ pub async fn sweep(services: &Services, max_age: Duration) -> Result<usize, Sand
             redis_prefix: row.try_get(3)?,
             topics: topics.into_iter().map(|t| (String::new(), t, 0)).collect(),
             run_id,
+            ..Sandbox::default()
         };
         if (!sandbox.topics.is_empty() && !broker_up) || (sandbox.redis_prefix.is_some() && !redis_up) {
             tracing::info!(run = %sandbox.run_id, "a service it used is down; this sandbox waits for the next sweep");

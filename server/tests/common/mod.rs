@@ -35,6 +35,24 @@ pub async fn db_slots(n: u32) -> SemaphorePermit<'static> {
         .expect("the test semaphore is never closed")
 }
 
+/// Waits (at most 20 s) until `engine` has `count` sandboxes on its shelves, and returns them.
+pub async fn until_on_shelves(engine: &Arc<Engine>, count: usize) -> Vec<racelab::engine::warm::ReadySandbox> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let ready = engine.ready_sandboxes();
+        if ready.len() == count {
+            return ready;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{ready:?} ready, not {count}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The ready sandbox made for run `run_id`, if it is on a shelf.
+pub fn on_shelf(ready: &[racelab::engine::warm::ReadySandbox], run_id: &str) -> Option<u32> {
+    ready.iter().find(|r| r.run_id == run_id).map(|r| r.runs)
+}
+
 /// The configuration tests run with: the environment's, else the local defaults.
 pub fn config() -> Config {
     let mut config = Config::from_env().expect("racelab's settings in the environment");
