@@ -15,17 +15,20 @@ TOOLS=${TOOLS:-$PWD/.tools}
 
 rustup target add wasm32-unknown-unknown >/dev/null
 
+# Both are compiled unoptimised (--debug): they run for seconds per build, mostly waiting on
+# rustc and wasm-opt, and compile in a fraction of the time. Measured 5 Dec from an empty
+# CARGO_HOME (downloads included): trunk 3.0 min (optimised: 8.4 min, measured the same way on
+# a busier machine), wasm-bindgen-cli 1.1 min.
 if ! trunk --version 2>/dev/null | grep -q '0.21.14'; then
   # Without its default features (TLS for downloading tools, the update check): it downloads
-  # nothing here (this script installs wasm-bindgen-cli and wasm-opt first on PATH), and compiles
-  # in 502 s where the default took 603 s (one build each, 5 Dec, on 2 busy cores).
-  cargo install trunk --version 0.21.14 --locked --no-default-features
+  # nothing here (this script installs wasm-bindgen-cli and wasm-opt first on PATH).
+  cargo install trunk --version 0.21.14 --locked --no-default-features --debug
 fi
 
 bindgen=$(cargo pkgid -p wasm-bindgen | sed 's/.*@//')
 if ! wasm-bindgen --version 2>/dev/null | grep -q " $bindgen\$"; then
   # Not --locked: its lockfile pins a webpki-roots version the registry lacks.
-  cargo install wasm-bindgen-cli --version "$bindgen"
+  cargo install wasm-bindgen-cli --version "$bindgen" --debug
 fi
 
 if [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ] || [ ! -x "$TOOLS/node_modules/.bin/terser" ]; then

