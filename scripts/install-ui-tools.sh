@@ -15,10 +15,11 @@ TOOLS=${TOOLS:-$PWD/.tools}
 
 rustup target add wasm32-unknown-unknown >/dev/null
 
-# Both are compiled unoptimised (--debug): they run for seconds per build, mostly waiting on
-# rustc and wasm-opt, and compile in a fraction of the time. Measured 5 Dec from an empty
-# CARGO_HOME (downloads included): trunk 3.0 min (optimised: 8.4 min, measured the same way on
-# a busier machine), wasm-bindgen-cli 1.1 min.
+# Both are compiled unoptimised (--debug) and without debug info: they run for seconds per
+# build, mostly waiting on rustc and wasm-opt, and compile in a fraction of the time. Measured
+# 5 Dec, trunk: 153 s (crates already downloaded; with debug info 178 s, side by side; optimised,
+# an earlier day on a busier machine, 502 s); wasm-bindgen-cli about a minute.
+export CARGO_PROFILE_DEV_DEBUG=0
 if ! trunk --version 2>/dev/null | grep -q '0.21.14'; then
   # Without its default features (TLS for downloading tools, the update check): it downloads
   # nothing here (this script installs wasm-bindgen-cli and wasm-opt first on PATH).

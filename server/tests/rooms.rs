@@ -799,6 +799,10 @@ async fn a_room_reaches_pages_on_another_replica() {
     let mut seen_late = caught_up;
     let mut far_trainer = connect(other).await;
     join(&mut far_trainer, &room, Some(&token)).await;
+    // It catches up first, to the pause the run is at: each `next` below then waits for the
+    // pause it leads to, never for one it was only told about (a stale pause answered with a
+    // second `next` would step past the end: `no_run`).
+    until_event(&mut far_trainer, paused).await;
     loop {
         send(&mut far_trainer, trainer_frame(&room, &token, json!({"type": "next"}))).await;
         let more = receive_until(&mut far_trainer, |f| {

@@ -30,6 +30,24 @@ const APP_SOURCES: &[&str] = &[
     "Cargo.lock",
 ];
 
+/// The app's cargo build, as `trunk build --release` runs it (app/index.html, app/embed.html).
+const APP_BUILD: &[&str] = &[
+    "build",
+    "--locked",
+    "--offline",
+    "--quiet",
+    "--target",
+    "wasm32-unknown-unknown",
+    "--profile",
+    "wasm-release",
+    "--package",
+    "racelab-app",
+    "--bin",
+    "racelab-app",
+];
+/// The full app's features (its defaults), then the embed app's.
+const APP_BUILDS: &[&[&str]] = &[&[], &["--no-default-features", "--features", "embed"]];
+
 /// How the server is built for `play`: cargo's dev profile, the one the test command builds too.
 /// A playground serves one reader, and a run plays the same in both (the engine waits on
 /// PostgreSQL, not on its own code); an optimised build took a fresh machine's first start
@@ -81,32 +99,53 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
         .collect::<Option<Vec<_>>>()
         .and_then(|times| times.into_iter().min());
     let sources = APP_SOURCES.iter().filter_map(|p| newest(&root.join(p))).max();
-    // The server compiles while the tools install: on a fresh machine those are compiles of
-    // their own (trunk, wasm-bindgen-cli, in their own target folders) whose single-threaded
-    // stretches leave a core idle. (The app's build shares the server's target folder, so it
-    // waits its turn.)
-    println!("== building the server, while the rest is made ready");
-    let server = Command::new("cargo")
-        .arg("build")
-        .args(SERVER_BUILD)
-        .current_dir(&root)
-        .env("PATH", &tools_path)
-        .spawn();
-    let mut server = match server {
-        Ok(child) => child,
-        Err(error) => {
-            eprintln!("xtask: cannot run cargo: {error}");
-            return ExitCode::FAILURE;
+    let app_stale = app_is_stale(built, sources);
+    if app_stale {
+        // Every crate first (the server's, the app's, the tools' are fetched by their installs),
+        // and the app's target, so that the builds below can all start at once.
+        let fetched = step("fetching crates", "cargo", &["fetch", "--locked"]).and_then(|()| {
+            step(
+                "the wasm target",
+                "rustup",
+                &["target", "add", "wasm32-unknown-unknown"],
+            )
+        });
+        if let Err(code) = fetched {
+            return code;
         }
+    }
+    // The server and the app compile while the tools install: on a fresh machine those are
+    // compiles of their own (trunk, wasm-bindgen-cli, in their own target folders) whose
+    // single-threaded stretches (linking, the app's whole-program optimisation) leave a core
+    // idle. Each build has its own folder under target/, so none waits for another's lock.
+    println!("== building the server, while the rest is made ready");
+    let mut server = match spawn(&root, &tools_path, &[&["build"], SERVER_BUILD].concat()) {
+        Ok(child) => child,
+        Err(code) => return code,
     };
+    let app = app_stale.then(|| {
+        let (root, tools_path) = (root.clone(), tools_path.clone());
+        std::thread::spawn(move || {
+            // What `trunk build --release` asks cargo for, for each of the two apps: trunk then
+            // finds them built. A failure here is trunk's to report, below.
+            for features in APP_BUILDS {
+                let args = [APP_BUILD, features].concat();
+                if let Ok(mut child) = spawn(&root, &tools_path, &args) {
+                    let _ = child.wait();
+                }
+            }
+        })
+    });
     let result = (|| {
-        if app_is_stale(built, sources) {
+        if app_stale {
             step(
                 "the app's build tools (installed once, from the package registries)",
                 "bash",
                 &["scripts/install-ui-tools.sh", "--build-only"],
             )?;
-            step("fetching crates", "cargo", &["fetch", "--locked"])?;
+            if let Some(app) = app {
+                let _ = app.join();
+            }
             step("building the browser app into dist/", "trunk", &["build", "--release"])?;
         } else {
             println!("== the browser app in dist/ is up to date");
@@ -152,6 +191,19 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
         .exec();
     eprintln!("xtask: cannot run cargo: {error}");
     ExitCode::FAILURE
+}
+
+/// Starts `cargo args` in `root` with the tools on `PATH`.
+fn spawn(root: &Path, tools_path: &OsString, args: &[&str]) -> Result<std::process::Child, ExitCode> {
+    Command::new("cargo")
+        .args(args)
+        .current_dir(root)
+        .env("PATH", tools_path)
+        .spawn()
+        .map_err(|error| {
+            eprintln!("xtask: cannot run cargo: {error}");
+            ExitCode::FAILURE
+        })
 }
 
 /// Whether the user said it: one of `variables` is set, or `args` has one of `flags`
