@@ -28,8 +28,9 @@ fi
 
 bindgen=$(cargo pkgid -p wasm-bindgen | sed 's/.*@//')
 if ! wasm-bindgen --version 2>/dev/null | grep -q " $bindgen\$"; then
-  # Not --locked: its lockfile pins a webpki-roots version the registry lacks.
-  cargo install wasm-bindgen-cli --version "$bindgen" --debug
+  # Not --locked: its lockfile pins a webpki-roots version the registry lacks. Only the
+  # `wasm-bindgen` binary: trunk needs no test runner.
+  cargo install wasm-bindgen-cli --version "$bindgen" --debug --bin wasm-bindgen
 fi
 
 if [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ] || [ ! -x "$TOOLS/node_modules/.bin/terser" ]; then
