@@ -226,6 +226,24 @@ pub fn needed_by(service: shared::Service) -> String {
 mod tests {
     use super::*;
 
+    /// What a reset writes back into a finished run's sandbox (`sandbox::reset`): each lab's
+    /// seed rows, read from its schema SQL; tables only, nothing.
+    #[test]
+    fn a_reset_writes_back_each_labs_seed_rows() {
+        use crate::sandbox::seed_statements;
+        assert_eq!(
+            seed_statements(isolation::SCHEMA),
+            ["INSERT INTO teams (id, name, budget) VALUES ('design', 'Design', 5000)"]
+        );
+        assert_eq!(
+            seed_statements(locks::SCHEMA),
+            ["INSERT INTO wallets (id, balance) VALUES (42, 100)"]
+        );
+        for (_, sql) in idempotency::SANDBOX.schemas.iter().chain(outbox::SANDBOX.schemas) {
+            assert!(seed_statements(sql).is_empty(), "{sql}");
+        }
+    }
+
     #[test]
     fn the_labs_needing_a_service_come_from_the_catalog() {
         assert_eq!(needed_by(shared::Service::Kafka), "the outbox lab needs it");

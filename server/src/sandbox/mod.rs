@@ -26,6 +26,7 @@ pub mod vacuum;
 
 pub use crate::services::Services;
 pub use postgres::application_name;
+pub use reset::seed_statements;
 pub use sweep::sweep;
 
 use std::time::{SystemTime, UNIX_EPOCH};
