@@ -29,7 +29,8 @@ use std::collections::BTreeMap;
 const LOCK_TIMEOUT_MS: u32 = 2_000;
 
 /// The relations of one schema, as the catalog has them now: each relation's shape (one text
-/// per relation, sorted by name), and for the reset the tables with the tables they reference,
+/// per relation, sorted by name: its columns by name, type and nullability, so a column added,
+/// dropped or retyped shows), and for the reset the tables with the tables they reference,
 /// and the sequences with their start.
 const RELATIONS: &str = "
 SELECT c.relname::text,
@@ -39,7 +40,9 @@ SELECT c.relname::text,
                   WHERE f.conrelid = c.oid AND f.contype = 'f'
                     AND p.relnamespace = c.relnamespace AND p.oid <> c.oid), '{}'),
        (SELECT s.seqstart FROM pg_sequence s WHERE s.seqrelid = c.oid),
-       concat_ws(':', c.relname, c.relkind, c.relnatts, c.relchecks, c.relacl::text, c.relrowsecurity,
+       concat_ws(':', c.relname, c.relkind, c.relchecks, c.relacl::text, c.relrowsecurity,
+                 (SELECT string_agg(concat_ws(' ', a.attname, a.atttypid, a.atttypmod, a.attnotnull), ',' ORDER BY a.attnum)
+                    FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
                  (SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = c.oid),
                  (SELECT count(*) FROM pg_constraint k WHERE k.conrelid = c.oid),
                  (SELECT count(*) FROM pg_attrdef d WHERE d.adrelid = c.oid),
