@@ -50,9 +50,9 @@ const APP_BUILDS: &[&[&str]] = &[&[], &["--no-default-features", "--features", "
 
 /// How the server is built for `play`: cargo's dev profile, the one the test command builds too.
 /// A playground serves one reader, and a run plays the same in both (the engine waits on
-/// PostgreSQL, not on its own code); an optimised build took a fresh machine's first start
-/// about 4 minutes more (the container and `racelab serve --release` for a crowd are optimised:
-/// docs/deploy.md).
+/// PostgreSQL, not on its own code). Compiled alone from nothing the server took 2.6 min here in
+/// this profile, its dependencies included; in release the racelab crate alone took 1 min 54 s
+/// (5 Dec). The container, and a crowd (docs/deploy.md), use release builds.
 const SERVER_BUILD: &[&str] = &["--locked", "--quiet", "--package", "racelab"];
 
 fn main() -> ExitCode {
@@ -74,11 +74,7 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
     let tools_path = tools_path(&root);
     let step = |title: &str, program: &str, args: &[&str]| -> Result<(), ExitCode> {
         println!("== {title}");
-        let status = Command::new(program)
-            .args(args)
-            .current_dir(&root)
-            .env("PATH", &tools_path)
-            .status();
+        let status = command(&root, &tools_path, program).args(args).status();
         match status {
             Ok(status) if status.success() => Ok(()),
             Ok(status) => {
@@ -181,29 +177,29 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
     println!("== starting racelab (it prints its URL when it is ready)");
     // `cargo run` replaces itself with racelab, and this process with it: Ctrl-C and SIGTERM
     // reach racelab directly, which stops its private services on the way out.
-    let error = Command::new("cargo")
+    let error = command(&root, &tools_path, "cargo")
         .arg("run")
         .args(SERVER_BUILD)
         .args(["--", "serve"])
         .args(with_postgres_18_unless_told(on_loopback_unless_told(serve_args)))
-        .current_dir(&root)
-        .env("PATH", &tools_path)
         .exec();
     eprintln!("xtask: cannot run cargo: {error}");
     ExitCode::FAILURE
 }
 
-/// Starts `cargo args` in `root` with the tools on `PATH`.
+/// `program`, run in `root` with the tools on `PATH`: every command `play` runs.
+fn command(root: &Path, tools_path: &OsString, program: &str) -> Command {
+    let mut command = Command::new(program);
+    command.current_dir(root).env("PATH", tools_path);
+    command
+}
+
+/// Starts `cargo args` (see [`command`]).
 fn spawn(root: &Path, tools_path: &OsString, args: &[&str]) -> Result<std::process::Child, ExitCode> {
-    Command::new("cargo")
-        .args(args)
-        .current_dir(root)
-        .env("PATH", tools_path)
-        .spawn()
-        .map_err(|error| {
-            eprintln!("xtask: cannot run cargo: {error}");
-            ExitCode::FAILURE
-        })
+    command(root, tools_path, "cargo").args(args).spawn().map_err(|error| {
+        eprintln!("xtask: cannot run cargo: {error}");
+        ExitCode::FAILURE
+    })
 }
 
 /// Whether the user said it: one of `variables` is set, or `args` has one of `flags`

@@ -16,8 +16,10 @@ pub(super) struct Label {
     pub created_unix: u64,
 }
 
-/// How long one DROP of a sandbox may wait for its locks, and how many times it is tried.
-const DROP_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long cleaning a sandbox (one DROP of it, or its reset) may wait for a lock someone
+/// outside the run holds on it (a reader's psql in an open transaction), and how many times a
+/// DROP is tried. A reset that gives up is followed by a DROP.
+pub(super) const CLEANUP_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
 const DROP_TRIES: usize = 3;
 
 /// The `application_name` of `who`'s session in run `run_id` (`racelab/3fa9c0e1b2d4/bob`): how
@@ -86,7 +88,7 @@ pub(super) fn create_schema<'a>(
 /// registry row in the same transaction (nothing of the sandbox is left outside PostgreSQL).
 /// Safe to call twice.
 ///
-/// The DROP waits at most [`DROP_LOCK_TIMEOUT`] for its locks (someone outside the run may be
+/// The DROP waits at most [`CLEANUP_LOCK_TIMEOUT`] for its locks (someone outside the run may be
 /// reading the sandbox from psql in an open transaction) and is tried a few times, ending the
 /// run's sessions again before each try; a schema still there afterwards is left to the periodic
 /// sweep, and the error says so. Cleanup never hangs a supervisor.
@@ -109,7 +111,7 @@ pub(super) fn drop_schemas<'a>(
             }
             let drop = format!(
                 "SET LOCAL lock_timeout = '{}ms'; DROP SCHEMA IF EXISTS {} CASCADE",
-                DROP_LOCK_TIMEOUT.as_millis(),
+                CLEANUP_LOCK_TIMEOUT.as_millis(),
                 names.join(", ")
             );
             let mut tx = pool.begin().await?;

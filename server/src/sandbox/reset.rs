@@ -20,13 +20,9 @@
 //! reset is refused and the sandbox is destroyed as before.
 
 use super::Sandbox;
-use super::postgres::{quote_ident, script};
+use super::postgres::{CLEANUP_LOCK_TIMEOUT, quote_ident, script};
 use sqlx::{PgPool, Row};
 use std::collections::BTreeMap;
-
-/// How long a reset waits for a lock someone outside the run holds on the sandbox (a reader's
-/// psql in an open transaction): after that it gives up and the sandbox is destroyed instead.
-const LOCK_TIMEOUT_MS: u32 = 2_000;
 
 /// The relations of one schema, as the catalog has them now: each relation's shape (one text
 /// per relation, sorted by name: its columns by name, type and nullability, so a column added,
@@ -183,7 +179,10 @@ pub(super) async fn reset_schemas(
         return Ok(false);
     }
     let mut tx = pool.begin().await?;
-    script(&mut tx, &format!("SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'")).await?;
+    // A lock someone outside the run holds waits this long at most; then the sandbox is
+    // destroyed instead.
+    let wait = format!("SET LOCAL lock_timeout = '{}ms'", CLEANUP_LOCK_TIMEOUT.as_millis());
+    script(&mut tx, &wait).await?;
     // First: each schema's reset moves the search path into it.
     super::sweep::renew(&mut *tx, &sandbox.run_id).await?;
     for (((_, schema), made), seed) in sandbox.schemas.iter().zip(&sandbox.shapes).zip(seeds) {
