@@ -15,24 +15,8 @@ TOOLS=${TOOLS:-$PWD/.tools}
 
 rustup target add wasm32-unknown-unknown >/dev/null
 
-# Both are compiled unoptimised (--debug) and without debug info: they run for seconds per
-# build, mostly waiting on rustc and wasm-opt, and compile in a fraction of the time. Measured
-# 5 Dec, trunk: 153 s (crates already downloaded; with debug info 178 s, side by side; optimised,
-# an earlier day on a busier machine, 502 s); wasm-bindgen-cli about a minute.
-export CARGO_PROFILE_DEV_DEBUG=0
-if ! trunk --version 2>/dev/null | grep -q '0.21.14'; then
-  # Without its default features (TLS for downloading tools, the update check): it downloads
-  # nothing here (this script installs wasm-bindgen-cli and wasm-opt first on PATH).
-  cargo install trunk --version 0.21.14 --locked --no-default-features --debug
-fi
-
-bindgen=$(cargo pkgid -p wasm-bindgen | sed 's/.*@//')
-if ! wasm-bindgen --version 2>/dev/null | grep -q " $bindgen\$"; then
-  # Not --locked: its lockfile pins a webpki-roots version the registry lacks. Only the
-  # `wasm-bindgen` binary: trunk needs no test runner.
-  cargo install wasm-bindgen-cli --version "$bindgen" --debug --bin wasm-bindgen
-fi
-
+# The downloads first: `cargo xtask play` runs this while the server and the app compile, so
+# what waits on the network overlaps their compiles rather than following trunk's.
 if [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ] || [ ! -x "$TOOLS/node_modules/.bin/terser" ]; then
   mkdir -p "$TOOLS"
   # terser minifies wasm-bindgen's JS glue in release builds (scripts/trunk-post-build.sh).
@@ -48,6 +32,24 @@ if ! command -v zopfli >/dev/null; then
   else
     echo "no zopfli (apt install zopfli): the bundle is compressed with gzip -9 instead" >&2
   fi
+fi
+
+# Both are compiled unoptimised (--debug) and without debug info: they run for seconds per
+# build, mostly waiting on rustc and wasm-opt, and compile in a fraction of the time. Measured
+# 5 Dec, trunk: 153 s (crates already downloaded; with debug info 178 s, side by side; optimised,
+# an earlier day on a busier machine, 502 s); wasm-bindgen-cli about a minute.
+export CARGO_PROFILE_DEV_DEBUG=0
+if ! trunk --version 2>/dev/null | grep -q '0.21.14'; then
+  # Without its default features (TLS for downloading tools, the update check): it downloads
+  # nothing here (this script installs wasm-bindgen-cli and wasm-opt first on PATH).
+  cargo install trunk --version 0.21.14 --locked --no-default-features --debug
+fi
+
+bindgen=$(cargo pkgid -p wasm-bindgen | sed 's/.*@//')
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $bindgen\$"; then
+  # Not --locked: its lockfile pins a webpki-roots version the registry lacks. Only the
+  # `wasm-bindgen` binary: trunk needs no test runner. Without TLS: it downloads nothing here.
+  cargo install wasm-bindgen-cli --version "$bindgen" --debug --bin wasm-bindgen --no-default-features
 fi
 
 if [ "${1:-}" = "--build-only" ]; then

@@ -1,2 +1,2 @@
 # Source me: puts the app's build tools on PATH (see install-ui-tools.sh).
-export PATH="$HOME/.cargo/bin:${TOOLS:-$PWD/.tools}/node_modules/.bin:$PATH"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:${TOOLS:-$PWD/.tools}/node_modules/.bin:$PATH"

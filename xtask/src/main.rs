@@ -55,6 +55,13 @@ const APP_BUILDS: &[&[&str]] = &[&[], &["--no-default-features", "--features", "
 /// (5 Dec). The container, and a crowd (docs/deploy.md), use release builds.
 const SERVER_BUILD: &[&str] = &["--locked", "--quiet", "--package", "racelab"];
 
+/// The C flags the server's build gives librdkafka (the outbox lab's Kafka client, which
+/// rdkafka-sys compiles from source with its own `-O2 -g` unless CFLAGS says otherwise): no
+/// optimisation and no debug info, as the dev profile compiles everything else. Its C was the
+/// largest piece of the server's build: 71 CPU-s as shipped, 21 like this (5 Dec, alone on two
+/// cores). A playground's few messages never notice. A user's own CFLAGS win.
+const LIBRDKAFKA_CFLAGS: &str = "-O0 -g0";
+
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     match args.next().and_then(|a| a.into_string().ok()).as_deref() {
@@ -115,9 +122,17 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
     // single-threaded stretches (linking, the app's whole-program optimisation) leave a core
     // idle. Each build has its own folder under target/, so none waits for another's lock.
     println!("== building the server, while the rest is made ready");
-    let mut server = match spawn(&root, &tools_path, &[&["build"], SERVER_BUILD].concat()) {
+    let mut server = command(&root, &tools_path, "cargo");
+    server.arg("build").args(SERVER_BUILD);
+    if std::env::var_os("CFLAGS").is_none() {
+        server.env("CFLAGS", LIBRDKAFKA_CFLAGS);
+    }
+    let mut server = match server.spawn() {
         Ok(child) => child,
-        Err(code) => return code,
+        Err(error) => {
+            eprintln!("xtask: cannot run cargo: {error}");
+            return ExitCode::FAILURE;
+        }
     };
     let app = app_stale.then(|| {
         let (root, tools_path) = (root.clone(), tools_path.clone());
@@ -126,9 +141,7 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
             // finds them built. A failure here is trunk's to report, below.
             for features in APP_BUILDS {
                 let args = [APP_BUILD, features].concat();
-                if let Ok(mut child) = spawn(&root, &tools_path, &args) {
-                    let _ = child.wait();
-                }
+                let _ = command(&root, &tools_path, "cargo").args(&args).status();
             }
         })
     });
@@ -194,14 +207,6 @@ fn command(root: &Path, tools_path: &OsString, program: &str) -> Command {
     command
 }
 
-/// Starts `cargo args` (see [`command`]).
-fn spawn(root: &Path, tools_path: &OsString, args: &[&str]) -> Result<std::process::Child, ExitCode> {
-    command(root, tools_path, "cargo").args(args).spawn().map_err(|error| {
-        eprintln!("xtask: cannot run cargo: {error}");
-        ExitCode::FAILURE
-    })
-}
-
 /// Whether the user said it: one of `variables` is set, or `args` has one of `flags`
 /// (`--flag value` or `--flag=value`).
 fn told(args: &[OsString], flags: &[&str], variables: &[&str]) -> bool {
@@ -244,7 +249,10 @@ fn with_postgres_18_unless_told(args: Vec<OsString>) -> Vec<OsString> {
 /// PATH with the app's build tools first (what `scripts/ui-env.sh` sets).
 fn tools_path(root: &Path) -> OsString {
     let mut dirs: Vec<PathBuf> = Vec::new();
-    if let Some(home) = std::env::var_os("HOME") {
+    // Where `cargo install` puts trunk and wasm-bindgen: `$CARGO_HOME/bin`, by default ~/.cargo/bin.
+    if let Some(cargo_home) = std::env::var_os("CARGO_HOME") {
+        dirs.push(PathBuf::from(cargo_home).join("bin"));
+    } else if let Some(home) = std::env::var_os("HOME") {
         dirs.push(PathBuf::from(home).join(".cargo/bin"));
     }
     let tools = std::env::var_os("TOOLS").map_or_else(|| root.join(".tools"), PathBuf::from);
