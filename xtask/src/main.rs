@@ -55,13 +55,6 @@ const APP_BUILDS: &[&[&str]] = &[&[], &["--no-default-features", "--features", "
 /// (5 Dec). The container, and a crowd (docs/deploy.md), use release builds.
 const SERVER_BUILD: &[&str] = &["--locked", "--quiet", "--package", "racelab"];
 
-/// The C flags the server's build gives librdkafka (the outbox lab's Kafka client, which
-/// rdkafka-sys compiles from source with its own `-O2 -g` unless CFLAGS says otherwise): no
-/// optimisation and no debug info, as the dev profile compiles everything else. Its C was the
-/// largest piece of the server's build: 71 CPU-s as shipped, 21 like this (5 Dec, alone on two
-/// cores). A playground's few messages never notice. A user's own CFLAGS win.
-const LIBRDKAFKA_CFLAGS: &str = "-O0 -g0";
-
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     match args.next().and_then(|a| a.into_string().ok()).as_deref() {
@@ -122,12 +115,11 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
     // single-threaded stretches (linking, the app's whole-program optimisation) leave a core
     // idle. Each build has its own folder under target/, so none waits for another's lock.
     println!("== building the server, while the rest is made ready");
-    let mut server = command(&root, &tools_path, "cargo");
-    server.arg("build").args(SERVER_BUILD);
-    if std::env::var_os("CFLAGS").is_none() {
-        server.env("CFLAGS", LIBRDKAFKA_CFLAGS);
-    }
-    let mut server = match server.spawn() {
+    let mut server = match command(&root, &tools_path, "cargo")
+        .arg("build")
+        .args(SERVER_BUILD)
+        .spawn()
+    {
         Ok(child) => child,
         Err(error) => {
             eprintln!("xtask: cannot run cargo: {error}");
