@@ -637,11 +637,11 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
                         Ok(()) => {
                             tracing::info!(
                                 runs = now.1 - vacuumed_at,
-                                server,
+                                %server,
                                 "vacuumed the catalog the runs churned"
                             )
                         }
-                        Err(error) => tracing::warn!(%error, server, "could not vacuum the catalog"),
+                        Err(error) => tracing::warn!(%error, %server, "could not vacuum the catalog"),
                     }
                 }
                 vacuumed_at = now.1;
@@ -665,8 +665,8 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
             }
             tokio::time::sleep(std::time::Duration::from_secs(300)).await;
             for (server, services) in sweeper.services_of() {
-                if let Err(error) = crate::sandbox::sweep(services, max_age).await {
-                    tracing::warn!(%error, server, "periodic sweep of old sandboxes failed");
+                if let Err(error) = crate::sandbox::sweep(&services, max_age).await {
+                    tracing::warn!(%error, %server, "periodic sweep of old sandboxes failed");
                 }
             }
         }

@@ -1,9 +1,11 @@
 //! Connecting to racelab's own database: create it if missing, migrate it, sweep old sandboxes.
 
+mod migrations;
+
 use crate::config::Config;
 use crate::engine::leases::Leases;
 use crate::engine::run::Reach;
-use crate::engine::servers::Server;
+use crate::engine::servers::{Connect, JOIN_TIMEOUT, Joining, Server, Servers, Waiting};
 use crate::engine::warm::Warm;
 use crate::engine::{Admission, Capacity, Engine, Limits};
 use crate::sandbox::{self, Services};
@@ -22,6 +24,8 @@ pub enum StartupError {
     BadUrl(sqlx::Error),
     #[error("cannot reach PostgreSQL at {url}: {source}")]
     Unreachable { url: String, source: sqlx::Error },
+    #[error("PostgreSQL at {url} did not answer in {} s", after.as_secs())]
+    NoAnswer { url: String, after: Duration },
     #[error("cannot migrate racelab's tables: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("database: {0}")]
@@ -42,7 +46,9 @@ const SPARE: u32 = 5;
 
 /// Connects the engine: every server's database (created and migrated if missing), a sweep of
 /// sandboxes older than a run may live, and each server's run budget sized to its
-/// max_connections.
+/// max_connections. The first server must answer (racelab's store is in its database); another
+/// that does not answer waits outside the rotation and joins when it does
+/// ([`crate::engine::servers`]).
 pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
     let limits = Limits {
         statement_timeout: Duration::from_millis(config.statement_timeout_ms),
@@ -58,14 +64,43 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         None => std::env::current_exe().map_err(StartupError::NoBinary)?,
     };
     let redis = redis::Client::open(config.redis_url.as_str()).map_err(StartupError::BadRedisUrl)?;
-    let urls = config.server_urls();
-    let connected = futures_util::future::try_join_all(
-        urls.map(|url| connect_server(url, config, &limits, (&redis, &actor_binary))),
-    )
-    .await?;
+    let urls: Vec<&str> = config.server_urls().collect();
+    let connected = futures_util::future::join_all(urls.iter().enumerate().map(|(place, url)| {
+        let connecting = connect_server(url, config, &limits, (&redis, &actor_binary));
+        async move {
+            match place {
+                // The home server: racelab cannot start without it, however long it takes.
+                0 => connecting.await,
+                _ => tokio::time::timeout(JOIN_TIMEOUT, connecting)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(StartupError::NoAnswer {
+                            url: crate::config::redact(url),
+                            after: JOIN_TIMEOUT,
+                        })
+                    }),
+            }
+        }
+    }))
+    .await;
     let mut servers = Vec::new();
+    let mut waiting = Vec::new();
     let mut slots = Vec::new();
-    for (server, budget, leases) in connected {
+    for (place, (url, connected)) in urls.iter().zip(connected).enumerate() {
+        let (server, budget, leases) = match connected {
+            Ok(joining) => joining,
+            Err(error @ (StartupError::Unreachable { .. } | StartupError::NoAnswer { .. })) if place > 0 => {
+                let name = crate::health::host_port(url, 5432);
+                tracing::warn!(server = %name, "{error}; runs play on the other servers, and on this one once it answers");
+                waiting.push(Waiting {
+                    url: (*url).to_owned(),
+                    name,
+                    why: error.to_string(),
+                });
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
         if servers.iter().any(|s: &Arc<Server>| s.name == server.name) {
             tracing::warn!(server = %server.name, "named twice among the servers; playing on it once");
             continue;
@@ -74,13 +109,20 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         servers.push(Arc::new(server));
         slots.push((budget, Some(leases)));
     }
-    if let Some(asked) = config.postgres {
-        crate::engine::servers::of_major(&servers, Some(asked))?;
+    if let Some(asked) = config.postgres
+        && let Err(missing) = crate::engine::servers::of_major(&servers, Some(asked))
+    {
+        // The version asked for may be a waiting server's.
+        if waiting.is_empty() {
+            return Err(missing.into());
+        }
+        tracing::warn!("{missing}: runs on PostgreSQL {asked} wait for a server that has not answered yet");
     }
     let store = Store::new(servers[0].reach.services.pool.clone());
+    let connect = (!waiting.is_empty()).then(|| joining_later(config, &limits, &redis, &actor_binary));
     Ok(Engine {
         default_postgres: config.postgres,
-        servers,
+        servers: Servers::new(servers, waiting, connect),
         store,
         admission: Admission::on_servers(slots, Capacity::default()).playing_at_most(runs_at_once(config)),
         limits,
@@ -89,6 +131,40 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         probes: Default::default(),
         metrics: Default::default(),
     })
+}
+
+/// How a server down when racelab started is reached when it answers: as at the start.
+fn joining_later(config: &Config, limits: &Limits, redis: &redis::Client, actor_binary: &std::path::Path) -> Connect {
+    let (config, limits, redis, actor_binary) = (
+        config.clone(),
+        limits.clone(),
+        redis.clone(),
+        actor_binary.to_path_buf(),
+    );
+    Box::new(move |url: String| {
+        Box::pin(join_server(
+            url,
+            config.clone(),
+            limits.clone(),
+            redis.clone(),
+            actor_binary.clone(),
+        ))
+    })
+}
+
+/// [`connect_server`] on values it owns: a future that is `Send` for the task that joins it
+/// (over borrowed ones, sqlx's executors make the compiler ask for every lifetime at once).
+async fn join_server(
+    url: String,
+    config: Config,
+    limits: Limits,
+    redis: redis::Client,
+    actor_binary: std::path::PathBuf,
+) -> Result<Joining, String> {
+    connect_server(&url, &config, &limits, (&redis, &actor_binary))
+        .await
+        .map(|(server, budget, leases)| Joining { server, budget, leases })
+        .map_err(|error| error.to_string())
 }
 
 /// Connects one server at `url`: its racelab database, migrated and swept; how runs reach it;
@@ -121,7 +197,7 @@ async fn connect_server(
             url: crate::config::redact(url),
             source,
         })?;
-    sqlx::migrate!("../migrations").run(&pool).await?;
+    migrations::migrator().run(&pool).await?;
     let services = Services {
         pool: pool.clone(),
         redis: redis.clone(),
@@ -212,7 +288,9 @@ async fn ensure_database(options: &PgConnectOptions, url: &str) -> Result<(), St
                 source,
             })?;
     let create = format!("CREATE DATABASE \"{}\"", name.replace('"', "\"\""));
-    match sqlx::raw_sql(&create).execute(&mut admin).await {
+    // Through the executor's own (boxed) future: `raw_sql(…).execute(&mut admin)` makes this
+    // future not provably `Send`, which the task that joins a server later needs.
+    match sqlx::Executor::execute(&mut admin, create.as_str()).await {
         Ok(_) => tracing::info!(database = %name, "created racelab's database"),
         // Another process created it first: 42P04 if it had finished, 23505 (on
         // pg_database_datname_index) if both were creating it at the same moment.

@@ -12,15 +12,8 @@ pub struct Store {
     pool: PgPool,
 }
 
-/// A row of `runs`, as stored.
-#[derive(sqlx::FromRow)]
-struct RunRow {
-    id: String,
-    scenario: String,
-    variant: String,
-    outcome: Json<Outcome>,
-    events: Json<Vec<Event>>,
-}
+/// A row of `runs`, as stored: id, scenario, variant, outcome, events.
+type RunRow = (String, String, String, Json<Outcome>, Json<Vec<Event>>);
 
 impl Store {
     pub fn new(pool: PgPool) -> Self {
@@ -83,12 +76,12 @@ impl Store {
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(row.map(|r| StoredRun {
-            id: r.id,
-            scenario: r.scenario,
-            variant: r.variant,
-            outcome: r.outcome.0,
-            events: r.events.0,
+        Ok(row.map(|(id, scenario, variant, outcome, events)| StoredRun {
+            id,
+            scenario,
+            variant,
+            outcome: outcome.0,
+            events: events.0,
         }))
     }
 

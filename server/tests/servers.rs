@@ -381,6 +381,111 @@ async fn a_crowd_spreads_over_two_servers_and_one_that_stops_is_passed_over_unti
 }
 
 #[tokio::test]
+async fn a_server_down_when_racelab_starts_joins_when_it_answers() {
+    let _slots = db_slots(4).await;
+    let mut servers = TwoServers::start().await;
+    let (a, b) = (servers.a.port, servers.b_port());
+    let stopped = servers.b.take().expect("b runs").stop_keeping_data().await;
+    let mut config = config();
+    config.database_url = servers.a.url();
+    config.servers = vec![format!("postgres://postgres@127.0.0.1:{b}/racelab")];
+    let engine = Arc::new(
+        racelab::db::connect_engine(&config)
+            .await
+            .expect("racelab starts without b"),
+    );
+    let address = common::serve_engine(engine.clone(), common::config(), std::path::Path::new("no-such-dist")).await;
+
+    // b waits outside the rotation: /healthz shows it down and why, the picker does not offer it.
+    let health = common::get_json(address, "/healthz").await;
+    let listed = health["servers"].as_array().expect("/healthz lists the servers");
+    assert_eq!(listed.len(), 2, "{health}");
+    assert_eq!(listed[0]["name"], json!(format!("127.0.0.1:{a}")));
+    assert_eq!(listed[0]["up"], json!(true));
+    assert_eq!(listed[1]["name"], json!(format!("127.0.0.1:{b}")));
+    assert_eq!(listed[1]["up"], json!(false));
+    let why = listed[1]["detail"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("not reached since racelab started: cannot reach PostgreSQL"),
+        "{why}"
+    );
+    assert_eq!(
+        health["postgres"]["up"],
+        json!(true),
+        "the home server answers: {health}"
+    );
+    let picker = common::get_json(address, "/api/servers").await;
+    assert_eq!(picker.as_array().map(Vec::len), Some(1), "{picker}");
+
+    // Runs play on a meanwhile.
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let sampler = sample(vec![a, b], seen.clone());
+    let first = ends(crowd(std::slice::from_ref(&engine), 6).await).await;
+    assert!(
+        first.iter().all(correct),
+        "{:?}",
+        first.iter().map(|r| &r.outcome).collect::<Vec<_>>()
+    );
+    let mut every: Vec<String> = first.iter().map(|r| r.run_id.clone()).collect();
+
+    // b starts: the next asks reach it, and it joins with its own budget.
+    servers.b = Some(stopped.start(&servers.bin).await.expect("b starts"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let states = engine.servers().await;
+        if states.len() == 2 && states.iter().all(|s| s.up) {
+            assert_eq!(states[1].name, format!("127.0.0.1:{b}"));
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "b joins: {states:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(engine.waiting_servers().is_empty());
+    let health = common::get_json(address, "/healthz").await;
+    assert!(
+        health["servers"]
+            .as_array()
+            .is_some_and(|s| s.len() == 2 && s.iter().all(|s| s["up"] == json!(true))),
+        "{health}"
+    );
+
+    // Runs now spread over both.
+    seen.lock().unwrap_or_else(|p| p.into_inner()).runs.clear();
+    let runs = ends(crowd(std::slice::from_ref(&engine), 40).await).await;
+    assert!(
+        runs.iter().all(correct),
+        "{:?}",
+        runs.iter().map(|r| &r.outcome).collect::<Vec<_>>()
+    );
+    let ids: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
+    every.extend(ids.iter().cloned());
+    let on_b = seen
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .runs
+        .get(&b)
+        .map_or(0, |r| r.iter().filter(|id| ids.contains(id)).count());
+    assert!(on_b > 0, "runs reach b once it has joined");
+    sampler.abort();
+
+    engine.close(Duration::from_secs(5), Duration::from_secs(10)).await;
+    for port in [a, b] {
+        assert_eq!(
+            clean_on(port, &every, Duration::from_secs(20)).await,
+            BTreeMap::new(),
+            "left on {port}"
+        );
+    }
+    drop(engine);
+    let TwoServers { dir, a, b, .. } = servers;
+    a.process.stop().await;
+    if let Some(b) = b {
+        b.process.stop().await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
 async fn the_first_spec_runs_on_a_fresh_server_all_play_at_once() {
     // A server no spec ever ran on: the atlas's 39 runs on a new version start this way, each
     // making the specs database if it is not there yet (two making it at the same moment once

@@ -74,8 +74,9 @@ fn unit_of(service: Service) -> &'static str {
 
 /// The gate runs pass through before they open any connection.
 pub struct Admission {
-    /// Each PostgreSQL server's connections, in the servers' order.
-    servers: Vec<Slots>,
+    /// Each PostgreSQL server's connections, in the servers' order. A server that joins later
+    /// (down when racelab started) is added at the end, so a server's place never changes.
+    servers: std::sync::RwLock<Arc<[Slots]>>,
     /// One fair semaphore per other pooled service, in [`POOLED`] order.
     pools: Vec<(Service, Arc<Semaphore>, u32)>,
     /// Places for runs that play by themselves, and how many (none: no such limit).
@@ -87,6 +88,7 @@ pub struct Admission {
 
 /// One server's connections: a fair semaphore of this process's runs, its size, and the budget
 /// shared with other replicas (none in unit tests of the line).
+#[derive(Clone)]
 struct Slots {
     pool: Arc<Semaphore>,
     size: u32,
@@ -128,14 +130,12 @@ impl Admission {
     /// Pools of `capacity` but PostgreSQL's, which is each server's: `(connections, leases)`.
     pub fn on_servers(servers: Vec<(u32, Option<Arc<Leases>>)>, capacity: Capacity) -> Self {
         Admission {
-            servers: servers
-                .into_iter()
-                .map(|(size, leases)| Slots {
-                    pool: Arc::new(Semaphore::new(size as usize)),
-                    size,
-                    leases,
-                })
-                .collect(),
+            servers: std::sync::RwLock::new(
+                servers
+                    .into_iter()
+                    .map(|(size, leases)| Slots::new(size, leases))
+                    .collect(),
+            ),
             playing: None,
             pools: POOLED
                 .iter()
@@ -149,6 +149,21 @@ impl Admission {
             line: Mutex::new(VecDeque::new()),
             moved: watch::Sender::new(()),
         }
+    }
+
+    /// The servers' connections now (a server that joins later is not in an older copy).
+    fn slots(&self) -> Arc<[Slots]> {
+        self.servers.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Adds a server that joined after racelab started (it was down then), with `size`
+    /// connections shared with other replicas through `leases`; returns its place.
+    pub fn add_server(&self, size: u32, leases: Option<Arc<Leases>>) -> usize {
+        let mut servers = self.servers.write().unwrap_or_else(|p| p.into_inner());
+        let mut grown = servers.to_vec();
+        grown.push(Slots::new(size, leases));
+        *servers = grown.into();
+        servers.len() - 1
     }
 
     /// At most `runs` runs play by themselves at once; the others wait in the same fair line.
@@ -221,11 +236,12 @@ impl Admission {
         }
         // Its own sessions and the monitor, on a server big enough for them.
         let connections = budget.sessions();
+        let servers = self.slots();
         let fits: Vec<usize> = placement
             .allowed
             .iter()
             .copied()
-            .filter(|&i| self.servers.get(i).is_some_and(|s| s.size >= connections))
+            .filter(|&i| servers.get(i).is_some_and(|s| s.size >= connections))
             .collect();
         if fits.is_empty() {
             return Err(TooBig {
@@ -233,7 +249,7 @@ impl Admission {
                 capacity: placement
                     .allowed
                     .iter()
-                    .filter_map(|&i| self.servers.get(i).map(|s| s.size))
+                    .filter_map(|&i| servers.get(i).map(|s| s.size))
                     .max()
                     .unwrap_or(0),
                 what: unit_of(Service::Postgres),
@@ -256,7 +272,7 @@ impl Admission {
             {
                 held.push(place);
             }
-            let (server, connections_held) = self.place(&fits, &placement, connections).await;
+            let (server, connections_held) = self.place(&servers, &fits, &placement, connections).await;
             held.extend(connections_held);
             for (pool, needed, _, _) in needs {
                 if needed > 0 {
@@ -266,7 +282,7 @@ impl Admission {
                     }
                 }
             }
-            let (lease, kept) = match &self.servers[server].leases {
+            let (lease, kept) = match &servers[server].leases {
                 Some(leases) => {
                     let (lease, kept) = leases
                         .take(connections)
@@ -323,6 +339,7 @@ impl Admission {
     /// Returns its place in the servers' order.
     async fn place(
         &self,
+        servers: &[Slots],
         fits: &[usize],
         placement: &Placement<'_>,
         connections: u32,
@@ -333,15 +350,15 @@ impl Admission {
             // went.
             let candidates = if answering.is_empty() { fits.to_vec() } else { answering };
             let mut by_room = candidates.clone();
-            by_room.sort_by_key(|&i| std::cmp::Reverse(self.servers[i].pool.available_permits()));
+            by_room.sort_by_key(|&i| std::cmp::Reverse(servers[i].pool.available_permits()));
             for &i in &by_room {
                 // Fair: permits are free only while nobody waits for them.
-                if let Ok(permit) = self.servers[i].pool.clone().try_acquire_many_owned(connections) {
+                if let Ok(permit) = servers[i].pool.clone().try_acquire_many_owned(connections) {
                     return (i, Some(permit));
                 }
             }
             let waits = candidates.iter().map(|&i| {
-                let pool = self.servers[i].pool.clone();
+                let pool = servers[i].pool.clone();
                 Box::pin(async move { (i, pool.acquire_many_owned(connections).await.ok()) })
             });
             // The waits not chosen are dropped, giving back what they were assigned.
@@ -359,7 +376,7 @@ impl Admission {
     /// Closes the sessions kept between runs; none are kept from now on.
     pub async fn close_kept(&self) {
         futures_util::future::join_all(
-            self.servers
+            self.slots()
                 .iter()
                 .filter_map(|s| s.leases.as_ref())
                 .map(|l| l.close_kept()),
@@ -369,14 +386,14 @@ impl Admission {
 
     /// Whether a finished run's sessions are kept for the next runs.
     pub fn keeps_sessions(&self) -> bool {
-        self.servers
+        self.slots()
             .iter()
             .any(|s| s.leases.as_ref().is_some_and(|l| l.keeps()))
     }
 
     /// How many sessions are kept for the next runs, on every server.
     pub fn kept_sessions(&self) -> usize {
-        self.servers
+        self.slots()
             .iter()
             .filter_map(|s| s.leases.as_ref())
             .map(|l| l.kept_sessions())
@@ -386,7 +403,7 @@ impl Admission {
     /// The size of `service`'s pool (PostgreSQL's: every server's together).
     pub fn capacity(&self, service: Service) -> u32 {
         if service == Service::Postgres {
-            return self.servers.iter().map(|s| s.size).sum();
+            return self.slots().iter().map(|s| s.size).sum();
         }
         self.pools
             .iter()
@@ -398,7 +415,7 @@ impl Admission {
     /// server's together; [`Admission::connections_in_use`] for one).
     pub fn in_use(&self, service: Service) -> (u32, u32) {
         if service == Service::Postgres {
-            return (0..self.servers.len())
+            return (0..self.slots().len())
                 .map(|i| self.connections_in_use(i))
                 .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
         }
@@ -411,7 +428,7 @@ impl Admission {
     /// How many of server `server`'s connections runs of this process hold now, and how many
     /// they may.
     pub fn connections_in_use(&self, server: usize) -> (u32, u32) {
-        self.servers.get(server).map_or((0, 0), |s| in_use(&s.pool, s.size))
+        self.slots().get(server).map_or((0, 0), |s| in_use(&s.pool, s.size))
     }
 
     /// How many runs are in line (waiting, or passing through on their way in).
@@ -422,6 +439,16 @@ impl Admission {
     fn position(&self, ticket: u64) -> usize {
         let line = self.line.lock().unwrap_or_else(|p| p.into_inner());
         line.iter().position(|t| *t == ticket).map_or(1, |i| i + 1)
+    }
+}
+
+impl Slots {
+    fn new(size: u32, leases: Option<Arc<Leases>>) -> Slots {
+        Slots {
+            pool: Arc::new(Semaphore::new(size as usize)),
+            size,
+            leases,
+        }
     }
 }
 

@@ -10,13 +10,20 @@
 //!
 //! A server that stops answering is taken out of the rotation: a run that fails on it is told
 //! which server went, starts probe it again at most once a second ([`RETRY_DOWN_AFTER`]), and it
-//! rejoins as soon as a probe finds it answering.
+//! rejoins as soon as a probe finds it answering. A server that was already down when racelab
+//! started (any but the first, whose database holds the run store) waits outside the rotation
+//! with the reason, shown by `/healthz`; starts and the servers' list try it again, at most once
+//! a second, and it joins (migrated, swept, its budget read) as soon as it answers.
 
+use super::BoxFuture;
+use super::leases::Leases;
 use super::probes::Probes;
 use super::run::Reach;
+use super::supervisor::Engine;
 use super::warm::Warm;
 use shared::Service;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// A server found down is not asked again for this long: a crowd's starts would otherwise each
@@ -112,6 +119,172 @@ impl Server {
             up: probed.up,
             detail: probed.detail,
         }
+    }
+}
+
+/// How long reaching a server may take (connecting, migrating, sweeping) before it is left
+/// waiting: a host that drops packets would otherwise hold racelab's start, or a join, for the
+/// system's two minutes of TCP retries.
+pub const JOIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A server reached: what runs need of it, its connection budget, and the leases every replica
+/// takes on that budget.
+pub struct Joining {
+    pub server: Server,
+    pub budget: u32,
+    pub leases: Arc<Leases>,
+}
+
+/// How a server is reached at its URL, or why it could not be: given by what made the engine
+/// (`db::connect_engine`), which knows the configuration.
+pub type Connect = Box<dyn Fn(String) -> BoxFuture<'static, Result<Joining, String>> + Send + Sync>;
+
+/// The servers runs play on, in their places: those that answered when racelab started, then
+/// those that joined later. A server keeps its place (admission counts its connections by it).
+pub struct Servers {
+    /// The first server, always in the first place.
+    home: Arc<Server>,
+    joined: RwLock<Arc<[Arc<Server>]>>,
+    /// Named in the configuration, not answered since racelab started: `(url, name, why)`.
+    waiting: Mutex<Vec<Waiting>>,
+    connect: Option<Connect>,
+    /// One attempt to reach the waiting servers at a time, at most once per [`RETRY_DOWN_AFTER`].
+    trying: AtomicBool,
+    tried_at: Mutex<Option<Instant>>,
+}
+
+/// A server that has not answered since racelab started.
+pub struct Waiting {
+    pub url: String,
+    /// `127.0.0.1:5433`
+    pub name: String,
+    pub why: String,
+}
+
+impl Servers {
+    /// `joined` (the first is the home server) and those `waiting`, reached later by `connect`.
+    /// Panics without a first server: `connect_engine` never makes an engine without one.
+    pub fn new(joined: Vec<Arc<Server>>, waiting: Vec<Waiting>, connect: Option<Connect>) -> Servers {
+        Servers {
+            home: joined[0].clone(),
+            joined: RwLock::new(joined.into()),
+            waiting: Mutex::new(waiting),
+            connect,
+            trying: AtomicBool::new(false),
+            tried_at: Mutex::new(None),
+        }
+    }
+
+    /// The servers in the rotation now, in their places.
+    pub fn all(&self) -> Arc<[Arc<Server>]> {
+        self.joined.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The first server: racelab's store is in its database.
+    pub fn home(&self) -> &Arc<Server> {
+        &self.home
+    }
+
+    /// The servers not reached since racelab started, as `/healthz` shows them: down, with why.
+    pub fn waiting(&self) -> Vec<ServerState> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|w| ServerState {
+                name: w.name.clone(),
+                version: String::new(),
+                major: 0,
+                up: false,
+                detail: format!("not reached since racelab started: {}", w.why),
+            })
+            .collect()
+    }
+
+    /// The waiting servers' URLs, if it is time to try them again (and marks the attempt).
+    fn due(&self) -> Option<Vec<String>> {
+        let urls: Vec<String> = {
+            let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            waiting.iter().map(|w| w.url.clone()).collect()
+        };
+        if urls.is_empty() || self.connect.is_none() {
+            return None;
+        }
+        let mut tried_at = self.tried_at.lock().unwrap_or_else(|p| p.into_inner());
+        if tried_at.is_some_and(|at| at.elapsed() < RETRY_DOWN_AFTER) {
+            return None;
+        }
+        if self.trying.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        *tried_at = Some(Instant::now());
+        Some(urls)
+    }
+
+    fn still_waiting(&self, url: &str, why: String) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(w) = waiting.iter_mut().find(|w| w.url == url) {
+            w.why = why;
+        }
+    }
+
+    fn stop_waiting(&self, url: &str) {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|w| w.url != url);
+    }
+
+    /// Puts `server` in the next place; returns the place.
+    fn push(&self, server: Arc<Server>) -> usize {
+        let mut joined = self.joined.write().unwrap_or_else(|p| p.into_inner());
+        let mut grown = joined.to_vec();
+        grown.push(server);
+        *joined = grown.into();
+        joined.len() - 1
+    }
+}
+
+impl Engine {
+    /// Tries the servers not reached since racelab started, in the background, if it is time
+    /// (see [`Servers`]): whoever asked does not wait on a server that may be gone.
+    pub(crate) fn join_waiting(self: &Arc<Self>) {
+        let Some(urls) = self.servers.due() else {
+            return;
+        };
+        let engine = self.clone();
+        tokio::spawn(async move {
+            for url in urls {
+                let Some(connect) = engine.servers.connect.as_ref() else {
+                    break;
+                };
+                match tokio::time::timeout(JOIN_TIMEOUT, connect(url.clone())).await {
+                    Ok(Ok(joining)) if !engine.is_closing() => engine.join(&url, joining),
+                    Ok(Ok(_)) => break,
+                    Ok(Err(why)) => engine.servers.still_waiting(&url, why),
+                    Err(_) => engine
+                        .servers
+                        .still_waiting(&url, format!("no answer in {} s", JOIN_TIMEOUT.as_secs())),
+                }
+            }
+            engine.servers.trying.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// A waiting server answered: it takes the next place, in admission as in the rotation.
+    fn join(&self, url: &str, joining: Joining) {
+        let Joining { server, budget, leases } = joining;
+        self.servers.stop_waiting(url);
+        if self.servers.all().iter().any(|s| s.name == server.name) {
+            tracing::warn!(server = %server.name, "named twice among the servers; playing on it once");
+            return;
+        }
+        // Admission first: a run placed on the new place must find its connections there.
+        let place = self.admission.add_server(budget, Some(leases));
+        let (name, version) = (server.name.clone(), server.version.clone());
+        let at = self.servers.push(Arc::new(server));
+        debug_assert_eq!(place, at, "a server's place is the same in admission and the rotation");
+        tracing::info!(server = %name, %version, connections = budget, "a server down when racelab started answers: runs play here too");
     }
 }
 

@@ -10,7 +10,7 @@
 use super::admission::Placement;
 use super::events::EventSink;
 use super::run::{Gate, Limits, Run};
-use super::servers::{NoSuchVersion, Server, ServerState};
+use super::servers::{NoSuchVersion, Server, ServerState, Servers};
 use super::signal::raised;
 use super::{Admission, RunError, Scenario};
 use crate::sandbox::{self, Sandbox};
@@ -25,8 +25,9 @@ use tokio::sync::{mpsc, watch};
 /// Everything runs need: the PostgreSQL servers they play on, the queue and the store.
 pub struct Engine {
     /// The servers runs play on, the first racelab's home: the store lives in its database,
-    /// and its version is the one a run plays on unless asked for another.
-    pub(crate) servers: Vec<Arc<Server>>,
+    /// and its version is the one a run plays on unless asked for another. Those down when
+    /// racelab started join when they answer.
+    pub(crate) servers: Servers,
     /// The version a run plays on unless asked for another (`--postgres`); none: the home
     /// server's.
     pub(crate) default_postgres: Option<u32>,
@@ -39,6 +40,21 @@ pub struct Engine {
     pub(crate) probes: super::probes::Probes,
     /// Runs started and finished, their waits and durations (`/metrics`).
     pub(crate) metrics: super::metrics::Metrics,
+}
+
+/// The services' state, PostgreSQL's being the home server's.
+fn health_of(
+    home: Option<&ServerState>,
+    (redis, kafka): (crate::health::Dependency, crate::health::Dependency),
+) -> crate::health::Health {
+    crate::health::Health {
+        postgres: crate::health::Dependency {
+            up: home.is_some_and(|s| s.up),
+            detail: home.map_or_else(String::new, |s| s.detail.clone()),
+        },
+        redis,
+        kafka,
+    }
 }
 
 /// How long runs take lately (a moving average), to tell a reader refused by a full line when
@@ -214,8 +230,12 @@ pub enum StartError {
 impl Engine {
     /// The home server: racelab's store is in its database.
     fn home(&self) -> &Arc<Server> {
-        // `connect_engine` never makes an engine without one.
-        &self.servers[0]
+        self.servers.home()
+    }
+
+    /// Whether the engine is closing: no new runs, and no server joins.
+    pub(crate) fn is_closing(&self) -> bool {
+        *self.live.closing.borrow()
     }
 
     /// Whether Redis or the broker answers right now, and if not, why (each PostgreSQL server is
@@ -241,6 +261,26 @@ impl Engine {
         let found = if dependency.up { Ok(()) } else { Err(dependency.detail) };
         self.probes.answer(service, started, found.clone());
         found
+    }
+
+    /// Why a run asking for a version no server in the rotation has is refused: that version
+    /// is not played here, or (while a server has not answered since racelab started, and may
+    /// be of that version) its server may be the one that is down.
+    fn not_yet_joined(&self, scenario: String, missing: NoSuchVersion) -> StartError {
+        let waiting = self.servers.waiting();
+        if waiting.is_empty() {
+            return StartError::NoSuchVersion(missing);
+        }
+        let down = waiting
+            .iter()
+            .map(|s| format!("{} ({})", s.name, s.detail))
+            .collect::<Vec<_>>()
+            .join("; ");
+        StartError::ServiceDown {
+            scenario,
+            service: Service::Postgres.label(),
+            detail: format!("no server of PostgreSQL {} answers; {down}", missing.asked),
+        }
     }
 
     /// Runs playing or waiting now, and runs finished since the engine started: what the
@@ -277,15 +317,15 @@ impl Engine {
             "Sandboxes of runs playing, and made ahead of demand.",
             &[("", (playing + ready) as f64)],
         );
-        let reused: u64 = self.servers.iter().map(|s| s.warm.reused()).sum();
+        let servers = self.servers.all();
+        let reused: u64 = servers.iter().map(|s| s.warm.reused()).sum();
         counter(
             out,
             "racelab_sandboxes_reused_total",
             "Sandboxes of completed runs reset and put back for the next run, instead of destroyed and made again.",
             &[("", reused as f64)],
         );
-        let (labels, held): (Vec<String>, Vec<(u32, u32)>) = self
-            .servers
+        let (labels, held): (Vec<String>, Vec<(u32, u32)>) = servers
             .iter()
             .enumerate()
             .map(|(i, server)| {
@@ -314,26 +354,51 @@ impl Engine {
         );
     }
 
-    /// Every service's state right now (for `/healthz` and the catalog), remembered so that a
-    /// start right after a probe found a service down asks again instead of trusting an older
-    /// answer.
+    /// Every service's state right now (for the catalog), remembered so that a start right
+    /// after a probe found a service down asks again instead of trusting an older answer.
     pub async fn health(&self) -> crate::health::Health {
+        let home = self.home();
+        let (postgres, others) = tokio::join!(home.state(), self.redis_and_broker());
+        health_of(Some(&postgres), others)
+    }
+
+    /// `/healthz`'s answer: every service, and every server in the rotation, each asked once
+    /// (the home server is the `postgres` service).
+    pub async fn health_and_servers(self: &Arc<Self>) -> (crate::health::Health, Vec<ServerState>) {
+        let (servers, others) = tokio::join!(self.servers(), self.redis_and_broker());
+        // The home server is always the first.
+        (health_of(servers.first(), others), servers)
+    }
+
+    /// Redis's and the broker's state right now, remembered (see [`Engine::health`]).
+    async fn redis_and_broker(&self) -> (crate::health::Dependency, crate::health::Dependency) {
         let started = std::time::Instant::now();
-        let health = crate::health::check(&self.home().reach.services).await;
-        for service in [Service::Redis, Service::Kafka] {
-            self.probes.record(service, health.is_up(service), started);
-        }
-        health
+        let home = self.home();
+        let services = &home.reach.services;
+        let (redis, kafka) = tokio::join!(
+            crate::health::redis(&services.redis_url),
+            crate::health::kafka(&services.brokers)
+        );
+        let redis = crate::health::explained(services, Service::Redis, redis);
+        let kafka = crate::health::explained(services, Service::Kafka, kafka);
+        self.probes.record(Service::Redis, redis.up, started);
+        self.probes.record(Service::Kafka, kafka.up, started);
+        (redis, kafka)
     }
 
     /// Every server's URL, in the servers' order.
     pub fn server_urls(&self) -> Vec<String> {
-        self.servers.iter().map(|s| s.reach.database_url.clone()).collect()
+        self.servers
+            .all()
+            .iter()
+            .map(|s| s.reach.database_url.clone())
+            .collect()
     }
 
     /// The URL of the first server of PostgreSQL `major` (where a proof plays a run again).
     pub fn url_of(&self, major: u32) -> Option<String> {
         self.servers
+            .all()
             .iter()
             .find(|s| s.major == major)
             .map(|s| s.reach.database_url.clone())
@@ -345,9 +410,17 @@ impl Engine {
     }
 
     /// Every PostgreSQL server runs play on, with its version, asked afresh (a server found
-    /// down is taken out of the rotation; one found up rejoins it).
-    pub async fn servers(&self) -> Vec<ServerState> {
-        futures_util::future::join_all(self.servers.iter().map(|s| s.state())).await
+    /// down is taken out of the rotation; one found up rejoins it). A server not reached since
+    /// racelab started is tried again meanwhile ([`Engine::waiting_servers`] lists them).
+    pub async fn servers(self: &Arc<Self>) -> Vec<ServerState> {
+        self.join_waiting();
+        futures_util::future::join_all(self.servers.all().iter().map(|s| s.state())).await
+    }
+
+    /// The servers named in the configuration that have not answered since racelab started,
+    /// each down with the reason: they join the rotation when they answer.
+    pub fn waiting_servers(&self) -> Vec<ServerState> {
+        self.servers.waiting()
     }
 
     /// Where runs on the home server reach their shared services (and where the sweep cleans
@@ -358,10 +431,11 @@ impl Engine {
 
     /// The services of every server runs play on, in the servers' order, with each server's
     /// name.
-    pub fn services_of(&self) -> Vec<(&str, &crate::sandbox::Services)> {
+    pub fn services_of(&self) -> Vec<(String, crate::sandbox::Services)> {
         self.servers
+            .all()
             .iter()
-            .map(|s| (s.name.as_str(), &s.reach.services))
+            .map(|s| (s.name.clone(), s.reach.services.clone()))
             .collect()
     }
 
@@ -376,8 +450,9 @@ impl Engine {
         let _ = tokio::time::timeout(cleanup, count.wait_for(|n| *n == 0)).await;
         let left = *count.borrow();
         // No run takes a ready sandbox or a kept session any more: they go too.
+        let servers = self.servers.all();
         tokio::join!(
-            futures_util::future::join_all(self.servers.iter().map(|s| s.warm.empty())),
+            futures_util::future::join_all(servers.iter().map(|s| s.warm.empty())),
             self.admission.close_kept()
         );
         left
@@ -390,7 +465,7 @@ impl Engine {
 
     /// The sandboxes ready for the next runs (made ahead of demand, or reset after a run).
     pub fn ready_sandboxes(&self) -> Vec<super::warm::ReadySandbox> {
-        self.servers.iter().flat_map(|s| s.warm.ready()).collect()
+        self.servers.all().iter().flat_map(|s| s.warm.ready()).collect()
     }
 
     /// PostgreSQL connections runs may hold at once (every replica together).
@@ -457,15 +532,18 @@ impl Engine {
         if mode == Mode::Step && !info.steppable {
             return Err(StartError::NotSteppable(info.id));
         }
-        let allowed = super::servers::of_major(&self.servers, postgres.or(self.default_postgres))?;
-        let answers = futures_util::future::join_all(allowed.iter().map(|&i| self.servers[i].probe())).await;
+        self.join_waiting();
+        let servers = self.servers.all();
+        let allowed = super::servers::of_major(&servers, postgres.or(self.default_postgres))
+            .map_err(|missing| self.not_yet_joined(info.id.clone(), missing))?;
+        let answers = futures_util::future::join_all(allowed.iter().map(|&i| servers[i].probe())).await;
         if answers.iter().all(Result::is_err) {
             let detail = allowed
                 .iter()
                 .zip(answers)
                 .map(|(&i, answer)| {
                     let why = answer.err().unwrap_or_default();
-                    format!("{} at {}: {why}", self.servers[i].version, self.servers[i].name)
+                    format!("{} at {}: {why}", servers[i].version, servers[i].name)
                 })
                 .collect::<Vec<_>>()
                 .join("; ");
@@ -519,7 +597,7 @@ impl Engine {
         let budget = scenario.budget(&variant);
         // The engine outlives every run, so its flags' senders do too.
         let mut closing = self.live.closing.subscribe();
-        let servers = &self.servers;
+        let servers = self.servers.all();
         let passed_over = move |i: usize| servers.get(i).is_none_or(|s| s.seems_down());
         let placement = Placement {
             allowed,
@@ -537,7 +615,7 @@ impl Engine {
             }
         };
         // Where it plays (the home server if it was never admitted, for the header's version).
-        let server = self.servers[admitted.as_ref().map_or(0, |a| a.server)].clone();
+        let server = self.servers.all()[admitted.as_ref().map_or(0, |a| a.server)].clone();
         // A sandbox ready on the shelf if there is one (made ahead, or reset after another run):
         // it keeps the id it was made with, the run has its own. A sandbox made for this run
         // takes the run's id.
@@ -562,7 +640,7 @@ impl Engine {
             Err(refused) => {
                 let message = match refused {
                     super::admission::NotAdmitted::Postgres { server, error } => {
-                        let server = &self.servers[*server];
+                        let server = self.servers.all()[*server].clone();
                         // Asked afresh, so that the next runs pass it over while it is down.
                         let _ = server.probe_afresh().await;
                         format!(
