@@ -81,6 +81,67 @@ async fn a_reader_picks_the_version_and_the_server_lists_each_one() {
 }
 
 #[tokio::test]
+async fn a_room_plays_on_the_version_its_trainer_picks() {
+    let _slots = db_slots(2).await;
+    let engine = engine_with_18().await;
+    let address = common::serve_engine(engine.clone(), config(), std::path::Path::new("no-such-dist")).await;
+    let response = reqwest::Client::new()
+        .post(format!("http://{address}/api/rooms"))
+        .send()
+        .await
+        .expect("POST /api/rooms");
+    assert_eq!(response.status().as_u16(), 201);
+    let opened: serde_json::Value = serde_json::from_str(&response.text().await.expect("a body")).expect("JSON");
+    let room = opened["id"].as_str().expect("a room").to_owned();
+    let token = opened["trainer_token"].as_str().expect("a token").to_owned();
+    let mut trainer = connect(address).await;
+    let mut follower = connect(address).await;
+    for (socket, token) in [(&mut trainer, Some(&token)), (&mut follower, None)] {
+        let mut join = json!({"v": 1, "type": "join", "room": room});
+        if let Some(token) = token {
+            join["token"] = json!(token);
+        }
+        send(socket, join).await;
+        receive_until(socket, |f| common::socket::is_type(f, "room")).await;
+    }
+    let header = |frames: &[serde_json::Value]| {
+        frames
+            .iter()
+            .find(|f| common::socket::event_type(f) == Some("run_started"))
+            .and_then(|f| f["event"]["server"].as_str().map(str::to_owned))
+    };
+    // The trainer picks 18, then the first server's version; a version that is not a number is
+    // refused, as a reader's is.
+    for (postgres, wanted) in [(json!("18"), "PostgreSQL 18."), (json!(null), "PostgreSQL 15.")] {
+        let mut start = json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "serializable",
+                               "room": room, "token": token});
+        if !postgres.is_null() {
+            start["postgres"] = postgres.clone();
+        }
+        send(&mut trainer, start).await;
+        let seen = receive_until(&mut follower, |f| common::socket::is_type(f, "done")).await;
+        let server = header(&seen).expect("the follower sees the run's header");
+        assert!(
+            server.starts_with(wanted),
+            "the trainer picked {postgres}, the room's run played on {server}"
+        );
+        let done = seen.last().expect("done");
+        assert_eq!(done["outcome"]["status"], json!("completed"), "{done}");
+        receive_until(&mut trainer, |f| common::socket::is_type(f, "done")).await;
+    }
+    send(
+        &mut trainer,
+        json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "serializable",
+               "room": room, "token": token, "postgres": "eighteen"}),
+    )
+    .await;
+    let refused = receive_until(&mut trainer, |f| common::socket::is_type(f, "error")).await;
+    let refused = refused.last().expect("an error");
+    assert_eq!(refused["code"], json!("unknown_variant"), "{refused}");
+    engine.close(Duration::from_secs(5), Duration::from_secs(10)).await;
+}
+
+#[tokio::test]
 async fn racelab_run_plays_on_the_version_asked_for() {
     let _slots = db_slots(2).await;
     // Told where PostgreSQL 18 is, as a user would (`--servers`); `--postgres 18` picks it.

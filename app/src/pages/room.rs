@@ -296,7 +296,17 @@ fn TrainerControls(
             replace_query(&[("scenario", &scenario), ("variant", &variant)]);
         }
     });
-    let start = move |mode: Mode| socket.start_on(&chosen.get_untracked(), &chosen_variant.get_untracked(), mode, "");
+    // The version the room's runs play on, where racelab plays on more than one.
+    let version = RwSignal::new(String::new());
+    let versions = crate::components::version_picker::load_versions();
+    let start = move |mode: Mode| {
+        socket.start_on(
+            &chosen.get_untracked(),
+            &chosen_variant.get_untracked(),
+            mode,
+            &version.get_untracked(),
+        )
+    };
     let steppable = move || current.with(|c| c.as_ref().is_some_and(|c| c.steppable));
     // Each scenario and variant the trainer settles on is the room's next round, with its
     // question if the scenario asks one: sent once the room has said what it asks now, and only
@@ -352,6 +362,7 @@ fn TrainerControls(
             {move || current.get().map(|info| view! {
                 <VariantPicker variants=info.variants chosen=chosen_variant disabled=frozen />
             })}
+            <crate::components::version_picker::VersionPicker chosen=version versions=versions disabled=frozen />
             {question}
             <div class="rl-controls">
                 <button class="rl-run" on:click=move |_| start(Mode::Auto) disabled=move || frozen.get()>"Run"</button>

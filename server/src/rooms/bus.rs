@@ -124,6 +124,9 @@ pub enum Forwarded {
         scenario: String,
         variant: String,
         mode: Mode,
+        /// Absent from a replica that predates versions in rooms: the first server's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        postgres: Option<u32>,
     },
     Next,
     Cancel,
@@ -142,11 +145,13 @@ impl From<Order> for Forwarded {
                 scenario,
                 variant,
                 mode,
+                postgres,
                 slot: _,
             } => Forwarded::Start {
                 scenario,
                 variant,
                 mode,
+                postgres,
             },
             Order::Next => Forwarded::Next,
             Order::Cancel => Forwarded::Cancel,
@@ -163,10 +168,12 @@ impl From<Forwarded> for Order {
                 scenario,
                 variant,
                 mode,
+                postgres,
             } => Order::Start {
                 scenario,
                 variant,
                 mode,
+                postgres,
                 slot: None,
             },
             Forwarded::Next => Order::Next,
@@ -626,6 +633,7 @@ mod tests {
                 scenario: "isolation/write-skew".into(),
                 variant: "serializable".into(),
                 mode: Mode::Step,
+                postgres: Some(18),
             },
         };
         let text = serde_json::to_string(&note).expect("JSON");
@@ -638,7 +646,21 @@ mod tests {
             back,
             ToHolder::Order {
                 number: 7,
-                order: Forwarded::Start { mode: Mode::Step, .. },
+                order: Forwarded::Start {
+                    mode: Mode::Step,
+                    postgres: Some(18),
+                    ..
+                },
+                ..
+            }
+        ));
+        // From a replica that sends no version: the first server's.
+        let older = r#"{"note":"order","replica":"r1","number":8,"order":{"order":"start","scenario":"isolation/write-skew","variant":"serializable","mode":"auto"}}"#;
+        let back: ToHolder = serde_json::from_str(older).expect("an older replica's start reads");
+        assert!(matches!(
+            back,
+            ToHolder::Order {
+                order: Forwarded::Start { postgres: None, .. },
                 ..
             }
         ));

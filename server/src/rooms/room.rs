@@ -36,6 +36,8 @@ pub enum Order {
         scenario: String,
         variant: String,
         mode: Mode,
+        /// The PostgreSQL version the run plays on (a major version); none: the first server's.
+        postgres: Option<u32>,
         /// The run's place in its trainer's per-address count, held as long as the run goes.
         slot: Option<Slot>,
     },
@@ -585,6 +587,7 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
             scenario,
             variant,
             mode,
+            postgres,
             slot,
         } => {
             if run.is_some() {
@@ -597,7 +600,7 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
                 Ok(def) => def,
                 Err(refusal) => return Some(refusal.into()),
             };
-            match engine.start(def, &variant, mode).await {
+            match engine.start_on(def, &variant, mode, postgres).await {
                 Ok(handle) => {
                     room.question_played(&scenario, &variant, true);
                     room.feed.begin_run();

@@ -371,13 +371,17 @@ async fn in_room(
                 "only the room's trainer starts, steps or cancels its runs (their frames carry its token)",
             ));
         }
-        // A room's runs play on the first server's version (a room's orders do not carry one yet).
+        // A room's run plays on the version its trainer picked, as a reader's does.
         ClientMsg::Start {
             scenario,
             variant,
             mode,
-            postgres: _,
+            postgres,
         } => {
+            let postgres = match crate::control::postgres_version(postgres.as_deref()) {
+                Ok(postgres) => postgres,
+                Err(why) => return Some(error(ErrorCode::UnknownVariant, &why)),
+            };
             // A room's runs count against its trainer's address like any reader's.
             let slot = match reader.admit() {
                 Ok(slot) => slot,
@@ -387,6 +391,7 @@ async fn in_room(
                 scenario,
                 variant,
                 mode,
+                postgres,
                 slot,
             }
         }
