@@ -5,24 +5,10 @@
 mod common;
 
 use common::socket::{Socket, connect, event_type, is_type, receive, receive_until, send};
-use common::{WRITE_SKEW_SERIALIZABLE, db_slot, lines, wait_until_clean};
+use common::{WRITE_SKEW_SERIALIZABLE, db_slot, lines, open_room, wait_until_clean};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::time::Duration;
-
-/// A room opened with `POST /api/rooms`: its code and trainer token.
-async fn open_room(address: SocketAddr) -> (String, String) {
-    let response = reqwest::Client::new()
-        .post(format!("http://{address}/api/rooms"))
-        .send()
-        .await
-        .expect("POST /api/rooms");
-    assert_eq!(response.status().as_u16(), 201);
-    let room: Value = serde_json::from_str(&response.text().await.expect("a body")).expect("JSON");
-    let id = room["id"].as_str().expect("an id").to_owned();
-    assert_eq!(room["url"], format!("/room/{id}"));
-    (id, room["trainer_token"].as_str().expect("a token").to_owned())
-}
 
 /// Redis keys of `room` (its claim and its run's log), which must leave with the room.
 async fn keys_of(room: &str) -> Vec<String> {

@@ -85,15 +85,7 @@ async fn a_room_plays_on_the_version_its_trainer_picks() {
     let _slots = db_slots(2).await;
     let engine = engine_with_18().await;
     let address = common::serve_engine(engine.clone(), config(), std::path::Path::new("no-such-dist")).await;
-    let response = reqwest::Client::new()
-        .post(format!("http://{address}/api/rooms"))
-        .send()
-        .await
-        .expect("POST /api/rooms");
-    assert_eq!(response.status().as_u16(), 201);
-    let opened: serde_json::Value = serde_json::from_str(&response.text().await.expect("a body")).expect("JSON");
-    let room = opened["id"].as_str().expect("a room").to_owned();
-    let token = opened["trainer_token"].as_str().expect("a token").to_owned();
+    let (room, token) = common::open_room(address).await;
     let mut trainer = connect(address).await;
     let mut follower = connect(address).await;
     for (socket, token) in [(&mut trainer, Some(&token)), (&mut follower, None)] {
@@ -272,6 +264,31 @@ async fn ends(handles: Vec<racelab::engine::RunHandle>) -> Vec<Finished> {
     futures_util::future::join_all(handles.into_iter().map(follow)).await
 }
 
+/// A crowd of `n` on `replicas`, every run correct: the runs' ids, and how many of them the
+/// sampler saw on the server at `port`.
+async fn correct_crowd_seen_on(
+    replicas: &[Arc<Engine>],
+    n: usize,
+    seen: &Mutex<Seen>,
+    port: u16,
+) -> (Vec<String>, usize) {
+    seen.lock().unwrap_or_else(|p| p.into_inner()).runs.clear();
+    let runs = ends(crowd(replicas, n).await).await;
+    assert!(
+        runs.iter().all(correct),
+        "{:?}",
+        runs.iter().map(|r| &r.outcome).collect::<Vec<_>>()
+    );
+    let ids: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
+    let on_port = seen
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .runs
+        .get(&port)
+        .map_or(0, |r| r.iter().filter(|id| ids.contains(id)).count());
+    (ids, on_port)
+}
+
 fn correct(run: &Finished) -> bool {
     run.outcome == Outcome::Completed && run.transcript() == lines(WRITE_SKEW_SERIALIZABLE)
 }
@@ -403,21 +420,8 @@ async fn a_crowd_spreads_over_two_servers_and_one_that_stops_is_passed_over_unti
         assert!(tokio::time::Instant::now() < deadline, "b is seen up again: {states:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    seen.lock().unwrap_or_else(|p| p.into_inner()).runs.clear();
-    let runs = ends(crowd(&replicas, 40).await).await;
-    assert!(
-        runs.iter().all(correct),
-        "{:?}",
-        runs.iter().map(|r| &r.outcome).collect::<Vec<_>>()
-    );
-    let back: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
-    every.extend(back.iter().cloned());
-    let on_b = seen
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .runs
-        .get(&b)
-        .map_or(0, |r| r.iter().filter(|id| back.contains(id)).count());
+    let (back, on_b) = correct_crowd_seen_on(&replicas, 40, &seen, b).await;
+    every.extend(back);
     assert!(on_b > 0, "runs reach server b again once it is back");
     sampler.abort();
 
@@ -511,21 +515,8 @@ async fn a_server_down_when_racelab_starts_joins_when_it_answers() {
     );
 
     // Runs now spread over both.
-    seen.lock().unwrap_or_else(|p| p.into_inner()).runs.clear();
-    let runs = ends(crowd(std::slice::from_ref(&engine), 40).await).await;
-    assert!(
-        runs.iter().all(correct),
-        "{:?}",
-        runs.iter().map(|r| &r.outcome).collect::<Vec<_>>()
-    );
-    let ids: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
-    every.extend(ids.iter().cloned());
-    let on_b = seen
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .runs
-        .get(&b)
-        .map_or(0, |r| r.iter().filter(|id| ids.contains(id)).count());
+    let (ids, on_b) = correct_crowd_seen_on(std::slice::from_ref(&engine), 40, &seen, b).await;
+    every.extend(ids);
     assert!(on_b > 0, "runs reach b once it has joined");
     sampler.abort();
 

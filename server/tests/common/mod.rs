@@ -585,6 +585,20 @@ pub async fn server_with_dist(dist: &std::path::Path) -> SocketAddr {
     serve_engine(engine().await, config(), dist).await
 }
 
+/// A room opened with `POST /api/rooms`: its code and trainer token.
+pub async fn open_room(address: SocketAddr) -> (String, String) {
+    let response = reqwest::Client::new()
+        .post(format!("http://{address}/api/rooms"))
+        .send()
+        .await
+        .expect("POST /api/rooms");
+    assert_eq!(response.status().as_u16(), 201);
+    let room: serde_json::Value = serde_json::from_str(&response.text().await.expect("a body")).expect("JSON");
+    let id = room["id"].as_str().expect("an id").to_owned();
+    assert_eq!(room["url"], format!("/room/{id}"));
+    (id, room["trainer_token"].as_str().expect("a token").to_owned())
+}
+
 /// The real router on `engine` (one a test already holds), serving the app from `dist`, on a
 /// free loopback port.
 pub async fn serve_engine(engine: Arc<Engine>, config: Config, dist: &std::path::Path) -> SocketAddr {
