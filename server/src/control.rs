@@ -98,6 +98,15 @@ pub fn postgres_version(asked: Option<&str>) -> Result<Option<u32>, String> {
     }
 }
 
+/// [`postgres_version`] for a websocket `start`: a version that is not a number is refused with
+/// `unknown_variant`, as an unknown version is.
+pub fn postgres_of_start(asked: Option<&str>) -> Result<Option<u32>, Refusal> {
+    postgres_version(asked).map_err(|message| Refusal {
+        code: ErrorCode::UnknownVariant,
+        message,
+    })
+}
+
 /// The error frame for a start the engine refused.
 pub fn start_refusal(refused: &StartError) -> ServerMsg {
     error(code_of_refusal(refused), &refused.to_string())

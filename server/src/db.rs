@@ -5,7 +5,7 @@ mod migrations;
 use crate::config::Config;
 use crate::engine::leases::Leases;
 use crate::engine::run::Reach;
-use crate::engine::servers::{Connect, JOIN_TIMEOUT, Joining, Server, Servers, Waiting};
+use crate::engine::servers::{Connect, JOIN_TIMEOUT, Joining, Server, Servers, Waiting, named_twice};
 use crate::engine::warm::Warm;
 use crate::engine::{Admission, Capacity, Engine, Limits};
 use crate::sandbox::{self, Services};
@@ -101,8 +101,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
             }
             Err(error) => return Err(error),
         };
-        if servers.iter().any(|s: &Arc<Server>| s.name == server.name) {
-            tracing::warn!(server = %server.name, "named twice among the servers; playing on it once");
+        if named_twice(&servers, &server) {
             continue;
         }
         tracing::info!(server = %server.name, version = %server.version, connections = budget, "runs play here");

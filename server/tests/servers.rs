@@ -187,6 +187,15 @@ impl TwoServers {
         }
     }
 
+    /// Stops both (b if it runs) and removes their data.
+    async fn stop(self) {
+        self.a.process.stop().await;
+        if let Some(b) = self.b {
+            b.process.stop().await;
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+
     fn b_port(&self) -> u16 {
         self.b.as_ref().map_or(0, |b| b.port)
     }
@@ -437,12 +446,7 @@ async fn a_crowd_spreads_over_two_servers_and_one_that_stops_is_passed_over_unti
         replica.close(Duration::from_secs(5), Duration::from_secs(10)).await;
     }
     drop(replicas);
-    let TwoServers { dir, a, b, .. } = servers;
-    a.process.stop().await;
-    if let Some(b) = b {
-        b.process.stop().await;
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    servers.stop().await;
 }
 
 #[tokio::test]
@@ -529,12 +533,7 @@ async fn a_server_down_when_racelab_starts_joins_when_it_answers() {
         );
     }
     drop(engine);
-    let TwoServers { dir, a, b, .. } = servers;
-    a.process.stop().await;
-    if let Some(b) = b {
-        b.process.stop().await;
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    servers.stop().await;
 }
 
 #[tokio::test]

@@ -24,6 +24,7 @@
 use super::BoxFuture;
 use super::budget::{Budget, Capacity, POOLED};
 use super::leases::{Lease, Leases};
+use super::servers::Places;
 use shared::{Mode, Service};
 use sqlx::postgres::PgConnection;
 use std::collections::VecDeque;
@@ -76,7 +77,7 @@ fn unit_of(service: Service) -> &'static str {
 pub struct Admission {
     /// Each PostgreSQL server's connections, in the servers' order. A server that joins later
     /// (down when racelab started) is added at the end, so a server's place never changes.
-    servers: std::sync::RwLock<Arc<[Slots]>>,
+    servers: Places<Slots>,
     /// One fair semaphore per other pooled service, in [`POOLED`] order.
     pools: Vec<(Service, Arc<Semaphore>, u32)>,
     /// Places for runs that play by themselves, and how many (none: no such limit).
@@ -130,7 +131,7 @@ impl Admission {
     /// Pools of `capacity` but PostgreSQL's, which is each server's: `(connections, leases)`.
     pub fn on_servers(servers: Vec<(u32, Option<Arc<Leases>>)>, capacity: Capacity) -> Self {
         Admission {
-            servers: std::sync::RwLock::new(
+            servers: Places::new(
                 servers
                     .into_iter()
                     .map(|(size, leases)| Slots::new(size, leases))
@@ -153,17 +154,13 @@ impl Admission {
 
     /// The servers' connections now (a server that joins later is not in an older copy).
     fn slots(&self) -> Arc<[Slots]> {
-        self.servers.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.servers.now()
     }
 
     /// Adds a server that joined after racelab started (it was down then), with `size`
     /// connections shared with other replicas through `leases`; returns its place.
     pub fn add_server(&self, size: u32, leases: Option<Arc<Leases>>) -> usize {
-        let mut servers = self.servers.write().unwrap_or_else(|p| p.into_inner());
-        let mut grown = servers.to_vec();
-        grown.push(Slots::new(size, leases));
-        *servers = grown.into();
-        servers.len() - 1
+        self.servers.push(Slots::new(size, leases))
     }
 
     /// At most `runs` runs play by themselves at once; the others wait in the same fair line.
@@ -415,8 +412,10 @@ impl Admission {
     /// server's together; [`Admission::connections_in_use`] for one).
     pub fn in_use(&self, service: Service) -> (u32, u32) {
         if service == Service::Postgres {
-            return (0..self.slots().len())
-                .map(|i| self.connections_in_use(i))
+            return self
+                .slots()
+                .iter()
+                .map(|s| in_use(&s.pool, s.size))
                 .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
         }
         self.pools

@@ -22,7 +22,6 @@ use super::run::Reach;
 use super::supervisor::Engine;
 use super::warm::Warm;
 use shared::Service;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -139,18 +138,59 @@ pub struct Joining {
 /// (`db::connect_engine`), which knows the configuration.
 pub type Connect = Box<dyn Fn(String) -> BoxFuture<'static, Result<Joining, String>> + Send + Sync>;
 
+/// A list that only grows, read as a snapshot: an item keeps its place for good. The servers in
+/// the rotation and their connections in admission are both such lists, counted by the same
+/// places.
+pub(crate) struct Places<T>(RwLock<Arc<[T]>>);
+
+impl<T: Clone> Places<T> {
+    pub(crate) fn new(items: Vec<T>) -> Self {
+        Places(RwLock::new(items.into()))
+    }
+
+    /// The items now (one added later is not in this copy).
+    pub(crate) fn now(&self) -> Arc<[T]> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Adds `item` in the next place; returns the place.
+    pub(crate) fn push(&self, item: T) -> usize {
+        let mut items = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut grown = items.to_vec();
+        grown.push(item);
+        *items = grown.into();
+        items.len() - 1
+    }
+}
+
+/// Whether `server` is already among `servers` (two URLs naming one server): it is played on
+/// once, and the second name is logged and dropped.
+pub(crate) fn named_twice(servers: &[Arc<Server>], server: &Server) -> bool {
+    let twice = servers.iter().any(|s| s.name == server.name);
+    if twice {
+        tracing::warn!(server = %server.name, "named twice among the servers; playing on it once");
+    }
+    twice
+}
+
 /// The servers runs play on, in their places: those that answered when racelab started, then
 /// those that joined later. A server keeps its place (admission counts its connections by it).
 pub struct Servers {
     /// The first server, always in the first place.
     home: Arc<Server>,
-    joined: RwLock<Arc<[Arc<Server>]>>,
-    /// Named in the configuration, not answered since racelab started: `(url, name, why)`.
+    joined: Places<Arc<Server>>,
+    /// Named in the configuration, not answered since racelab started.
     waiting: Mutex<Vec<Waiting>>,
     connect: Option<Connect>,
     /// One attempt to reach the waiting servers at a time, at most once per [`RETRY_DOWN_AFTER`].
-    trying: AtomicBool,
-    tried_at: Mutex<Option<Instant>>,
+    tries: Mutex<Tries>,
+}
+
+/// The attempts to reach the waiting servers: whether one is under way, and when the last began.
+#[derive(Default)]
+struct Tries {
+    under_way: bool,
+    last: Option<Instant>,
 }
 
 /// A server that has not answered since racelab started.
@@ -167,17 +207,16 @@ impl Servers {
     pub fn new(joined: Vec<Arc<Server>>, waiting: Vec<Waiting>, connect: Option<Connect>) -> Servers {
         Servers {
             home: joined[0].clone(),
-            joined: RwLock::new(joined.into()),
+            joined: Places::new(joined),
             waiting: Mutex::new(waiting),
             connect,
-            trying: AtomicBool::new(false),
-            tried_at: Mutex::new(None),
+            tries: Mutex::default(),
         }
     }
 
     /// The servers in the rotation now, in their places.
     pub fn all(&self) -> Arc<[Arc<Server>]> {
-        self.joined.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.joined.now()
     }
 
     /// The first server: racelab's store is in its database.
@@ -210,14 +249,14 @@ impl Servers {
         if urls.is_empty() || self.connect.is_none() {
             return None;
         }
-        let mut tried_at = self.tried_at.lock().unwrap_or_else(|p| p.into_inner());
-        if tried_at.is_some_and(|at| at.elapsed() < RETRY_DOWN_AFTER) {
+        let mut tries = self.tries.lock().unwrap_or_else(|p| p.into_inner());
+        if tries.under_way || tries.last.is_some_and(|at| at.elapsed() < RETRY_DOWN_AFTER) {
             return None;
         }
-        if self.trying.swap(true, Ordering::SeqCst) {
-            return None;
-        }
-        *tried_at = Some(Instant::now());
+        *tries = Tries {
+            under_way: true,
+            last: Some(Instant::now()),
+        };
         Some(urls)
     }
 
@@ -235,13 +274,9 @@ impl Servers {
             .retain(|w| w.url != url);
     }
 
-    /// Puts `server` in the next place; returns the place.
-    fn push(&self, server: Arc<Server>) -> usize {
-        let mut joined = self.joined.write().unwrap_or_else(|p| p.into_inner());
-        let mut grown = joined.to_vec();
-        grown.push(server);
-        *joined = grown.into();
-        joined.len() - 1
+    /// The attempt to reach the waiting servers has ended.
+    fn tried(&self) {
+        self.tries.lock().unwrap_or_else(|p| p.into_inner()).under_way = false;
     }
 }
 
@@ -267,7 +302,7 @@ impl Engine {
                         .still_waiting(&url, format!("no answer in {} s", JOIN_TIMEOUT.as_secs())),
                 }
             }
-            engine.servers.trying.store(false, Ordering::SeqCst);
+            engine.servers.tried();
         });
     }
 
@@ -275,14 +310,13 @@ impl Engine {
     fn join(&self, url: &str, joining: Joining) {
         let Joining { server, budget, leases } = joining;
         self.servers.stop_waiting(url);
-        if self.servers.all().iter().any(|s| s.name == server.name) {
-            tracing::warn!(server = %server.name, "named twice among the servers; playing on it once");
+        if named_twice(&self.servers.all(), &server) {
             return;
         }
         // Admission first: a run placed on the new place must find its connections there.
         let place = self.admission.add_server(budget, Some(leases));
         let (name, version) = (server.name.clone(), server.version.clone());
-        let at = self.servers.push(Arc::new(server));
+        let at = self.servers.joined.push(Arc::new(server));
         debug_assert_eq!(place, at, "a server's place is the same in admission and the rotation");
         tracing::info!(server = %name, %version, connections = budget, "a server down when racelab started answers: runs play here too");
     }

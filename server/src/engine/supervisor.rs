@@ -373,14 +373,7 @@ impl Engine {
     /// Redis's and the broker's state right now, remembered (see [`Engine::health`]).
     async fn redis_and_broker(&self) -> (crate::health::Dependency, crate::health::Dependency) {
         let started = std::time::Instant::now();
-        let home = self.home();
-        let services = &home.reach.services;
-        let (redis, kafka) = tokio::join!(
-            crate::health::redis(&services.redis_url),
-            crate::health::kafka(&services.brokers)
-        );
-        let redis = crate::health::explained(services, Service::Redis, redis);
-        let kafka = crate::health::explained(services, Service::Kafka, kafka);
+        let (redis, kafka) = crate::health::redis_and_broker(&self.home().reach.services).await;
         self.probes.record(Service::Redis, redis.up, started);
         self.probes.record(Service::Kafka, kafka.up, started);
         (redis, kafka)
@@ -597,8 +590,9 @@ impl Engine {
         let budget = scenario.budget(&variant);
         // The engine outlives every run, so its flags' senders do too.
         let mut closing = self.live.closing.subscribe();
+        // Admission places the run among these (a server joining later is not one of them).
         let servers = self.servers.all();
-        let passed_over = move |i: usize| servers.get(i).is_none_or(|s| s.seems_down());
+        let passed_over = |i: usize| servers.get(i).is_none_or(|s| s.seems_down());
         let placement = Placement {
             allowed,
             passed_over: &passed_over,
@@ -615,7 +609,7 @@ impl Engine {
             }
         };
         // Where it plays (the home server if it was never admitted, for the header's version).
-        let server = self.servers.all()[admitted.as_ref().map_or(0, |a| a.server)].clone();
+        let server = servers[admitted.as_ref().map_or(0, |a| a.server)].clone();
         // A sandbox ready on the shelf if there is one (made ahead, or reset after another run):
         // it keeps the id it was made with, the run has its own. A sandbox made for this run
         // takes the run's id.
@@ -640,7 +634,7 @@ impl Engine {
             Err(refused) => {
                 let message = match refused {
                     super::admission::NotAdmitted::Postgres { server, error } => {
-                        let server = self.servers.all()[*server].clone();
+                        let server = &servers[*server];
                         // Asked afresh, so that the next runs pass it over while it is down.
                         let _ = server.probe_afresh().await;
                         format!(

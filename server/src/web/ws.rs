@@ -298,9 +298,9 @@ async fn act(text: &str, this: &mut Socket, state: &AppState, reader: &Reader) -
                 Ok(place) => place,
                 Err(refusal) => return Some(refusal.into()),
             };
-            let postgres = match crate::control::postgres_version(postgres.as_deref()) {
+            let postgres = match crate::control::postgres_of_start(postgres.as_deref()) {
                 Ok(postgres) => postgres,
-                Err(why) => return Some(error(ErrorCode::UnknownVariant, &why)),
+                Err(refusal) => return Some(refusal.into()),
             };
             match state.engine.start_on(def, &variant, mode, postgres).await {
                 Ok(handle) => {
@@ -378,9 +378,9 @@ async fn in_room(
             mode,
             postgres,
         } => {
-            let postgres = match crate::control::postgres_version(postgres.as_deref()) {
+            let postgres = match crate::control::postgres_of_start(postgres.as_deref()) {
                 Ok(postgres) => postgres,
-                Err(why) => return Some(error(ErrorCode::UnknownVariant, &why)),
+                Err(refusal) => return Some(refusal.into()),
             };
             // A room's runs count against its trainer's address like any reader's.
             let slot = match reader.admit() {
