@@ -218,17 +218,13 @@ impl RunSocket {
     /// Starts a run. What the socket showed stays until the server says the new run started
     /// (a refused start, say a run still going, then changes nothing).
     /// Runs play on PostgreSQL `postgres` (a major version, `"18"`; empty: the server's first).
-    /// (An embed plays on the first: its budget has no room for a picker.)
-    pub fn start_on(&self, scenario: &str, variant: &str, mode: Mode, #[cfg(not(feature = "embed"))] postgres: &str) {
+    pub fn start_on(&self, scenario: &str, variant: &str, mode: Mode, postgres: &str) {
         self.state.update(|s| s.refused = None);
         self.send(ClientMsg::Start {
             scenario: scenario.to_owned(),
             variant: variant.to_owned(),
             mode,
-            #[cfg(not(feature = "embed"))]
             postgres: (!postgres.is_empty()).then(|| postgres.to_owned()),
-            #[cfg(feature = "embed")]
-            postgres: None,
         });
     }
 

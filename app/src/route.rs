@@ -15,6 +15,8 @@ pub struct EmbedOptions {
     pub compact: bool,
     /// Predict, then run (`predict=1`).
     pub predict: bool,
+    /// The PostgreSQL version runs play on (`postgres=18`); empty: the server's first.
+    pub postgres: String,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -108,6 +110,7 @@ fn embed_options(query: &str) -> EmbedOptions {
         autoplay: Autoplay::parse(query_param(query, "autoplay").as_deref()),
         compact: query_param(query, "view").as_deref() != Some("detailed"),
         predict: query_param(query, "predict").is_some_and(|v| v == "1" || v == "true"),
+        postgres: query_param(query, "postgres").unwrap_or_default(),
     }
 }
 

@@ -58,6 +58,30 @@ async fn oembed_answers_for_our_scenario_and_run_links_and_refuses_the_rest() {
         "{html}"
     );
 
+    // A page on a version this racelab plays embeds on it, and says so.
+    let home = engine.default_postgres();
+    let (status, _, body) = get(
+        address,
+        &oembed_path(
+            &format!("{site}/lab/isolation/write-skew?variant=serializable&postgres={home}"),
+            "",
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        answer["title"],
+        format!("Write skew: two managers overspend a budget (serializable, PostgreSQL {home})")
+    );
+    let html = answer["html"].as_str().unwrap_or_default();
+    assert!(
+        html.contains(&format!(
+            r#"src="{site}/embed/isolation/write-skew?variant=serializable&amp;postgres={home}""#
+        )),
+        "{html}"
+    );
+
     // A narrow column and a short one: the answer stays inside both.
     let (_, _, body) = get(
         address,
@@ -85,6 +109,8 @@ async fn oembed_answers_for_our_scenario_and_run_links_and_refuses_the_rest() {
         ("http://elsewhere.example/lab/isolation/write-skew".to_owned(), "", 404),
         (format!("{site}/lab/isolation/no-such-scenario"), "", 404),
         (format!("{site}/lab/isolation/write-skew?variant=nope"), "", 404),
+        (format!("{site}/lab/isolation/write-skew?postgres=99"), "", 404),
+        (format!("{site}/embed/isolation/write-skew?postgres=eighteen"), "", 400),
         (format!("{site}/runs/000000000000"), "", 404),
         (format!("{site}/api/labs"), "", 404),
         (format!("{site}/lab/isolation/write-skew"), "&format=xml", 501),

@@ -146,3 +146,123 @@ async fn the_atlas_shows_a_column_per_version() {
     })
     .await;
 }
+
+/// The embed panel's snippet, as a blog author copies it.
+async fn snippet(b: &Browser, kind: &str) -> String {
+    let text = b
+        .js(
+            "return document.querySelector(`textarea.rl-snippet-text[data-kind=\"${arguments[0]}\"]`).value;",
+            vec![serde_json::json!(kind)],
+        )
+        .await;
+    text.as_str().expect("the snippet's text").to_owned()
+}
+
+/// A blog author on the page at PostgreSQL 18 opens "Embed this": the snippets name 18 (and
+/// nothing when they pick the first version, every embed's default). Pasted into a post on
+/// another site, the embed says it plays on 18, and its run played there. An embed asking for
+/// a version no server plays says so instead of playing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blog_author_embeds_the_race_on_postgresql_18() {
+    let engine = common::versions::engine_with_18().await;
+    let home = engine.default_postgres();
+    run_on("versions-embed", Readers::Anonymous, Some(engine), async |b| {
+        b.goto("/lab/isolation/write-skew?variant=serializable&postgres=18").await;
+        b.click(".rl-embed-code > summary").await;
+        b.wait_for(".rl-embed-postgres").await;
+        let options = b.texts(".rl-embed-postgres option").await;
+        assert_eq!(options.len(), 2, "{options:?}");
+        assert_eq!(options[1], "PostgreSQL 18.6");
+        assert_eq!(
+            b.js("return document.querySelector('.rl-embed-postgres').value;", vec![]).await,
+            serde_json::json!("18"),
+            "the page's version is the embed's"
+        );
+        let component = snippet(b, "component").await;
+        assert!(
+            component.starts_with(
+                "<racelab-scenario scenario=\"isolation/write-skew\" variant=\"serializable\" theme=\"host\" autoplay=\"visible\" postgres=\"18\"></racelab-scenario>"
+            ),
+            "{component}"
+        );
+        assert!(snippet(b, "iframe").await.contains("&amp;postgres=18\""));
+        assert_eq!(
+            snippet(b, "link").await,
+            format!("{}/lab/isolation/write-skew?variant=serializable&postgres=18", b.base)
+        );
+        // The first version goes unnamed: an embed plays on it unless told otherwise.
+        b.select(".rl-embed-postgres", &home.to_string()).await;
+        assert!(!snippet(b, "component").await.contains("postgres"));
+        b.select(".rl-embed-postgres", "18").await;
+        b.select_label(".rl-embed-autoplay", "as soon as the page loads").await;
+        let component = snippet(b, "component").await;
+        b.screenshot("embed-panel-18").await;
+
+        let host = harness::Host::start().await;
+        host.paste("white", &format!("<p>A post about PostgreSQL 18.</p>{component}"));
+        b.goto_url(&host.url()).await;
+        b.wait_for("racelab-scenario iframe").await;
+        b.client.enter_frame(0).await.expect("the embed");
+        b.wait_for_within(".rl-verdict", Duration::from_secs(30)).await;
+        assert_eq!(
+            b.text(".rl-embed-by").await.as_deref(),
+            Some("· racelab on PostgreSQL 18"),
+            "the embed says where it plays"
+        );
+        let run = b.attr(".rl-permalink", "href").await.unwrap_or_default();
+        let server = b
+            .js(
+                "return fetch('/api' + arguments[0]).then(r => r.json()).then(r => r.events[0].server);",
+                vec![serde_json::json!(run)],
+            )
+            .await;
+        assert_eq!(server, serde_json::json!("PostgreSQL 18.6"), "run {run}");
+        b.screenshot("embed-18").await;
+        b.client.enter_parent_frame().await.expect("the post");
+
+        // A version no server plays: a clear refusal, no run.
+        b.goto("/embed/isolation/write-skew?variant=serializable&postgres=17&autoplay=1").await;
+        b.wait_for(".rl-status .rl-refused").await;
+        let refused = b.text(".rl-status .rl-refused").await.unwrap_or_default();
+        assert!(
+            refused.contains(&format!("no PostgreSQL 17 server here; runs play on PostgreSQL {home} or 18")),
+            "{refused}"
+        );
+        assert_eq!(b.count(".rl-verdict").await, 0);
+    })
+    .await;
+}
+
+/// A trainer picks PostgreSQL 18 in the room: the room's run plays there, and both the trainer's
+/// page and a participant's say where it played.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trainer_plays_the_rooms_race_on_postgresql_18() {
+    let engine = common::versions::engine_with_18().await;
+    run_on("versions-room", Readers::Anonymous, Some(engine), async |b| {
+        b.goto("/lab/isolation/write-skew?variant=serializable").await;
+        b.click("button.rl-teach").await;
+        b.wait_for(".rl-room[data-trainer=\"true\"] .rl-room-controls .rl-version select")
+            .await;
+        let room = b.attr(".rl-room", "data-room").await.expect("a room code");
+        let trainer = b.client.window().await.expect("the trainer's window");
+        let participant = b.client.new_window(false).await.expect("a window").handle;
+        b.client.switch_to_window(participant.clone()).await.expect("switch");
+        b.goto(&format!("/room/{room}")).await;
+        b.wait_for(".rl-room[data-trainer=\"false\"]").await;
+        assert_eq!(b.count(".rl-version").await, 0, "only the trainer picks");
+
+        b.client.switch_to_window(trainer.clone()).await.expect("switch");
+        b.select(".rl-room-controls .rl-version select", "18").await;
+        b.click(".rl-room-controls button.rl-run").await;
+        for (window, who) in [(trainer.clone(), "trainer"), (participant.clone(), "participant")] {
+            b.client.switch_to_window(window).await.expect("switch");
+            assert_eq!(
+                played_on(b, ".rl-room").await,
+                "played on PostgreSQL 18.6",
+                "the {who}'s page"
+            );
+            b.screenshot(&format!("room-18-{who}")).await;
+        }
+    })
+    .await;
+}

@@ -98,6 +98,8 @@ pub struct Embed {
     pub autoplay: Autoplay,
     /// Played one step at a time, the reader pressing Next.
     pub step: bool,
+    /// The PostgreSQL version it plays on, a major version (`"18"`); empty: the server's first.
+    pub postgres: String,
 }
 
 /// The height an iframe starts at before its page reports its own (the loader then sets it).
@@ -114,6 +116,7 @@ impl Embed {
             detailed: false,
             autoplay: Autoplay::WhenSeen,
             step: false,
+            postgres: String::new(),
         }
     }
 
@@ -129,6 +132,9 @@ impl Embed {
             options.push(("mode", "step"));
         }
         options.extend(self.autoplay.id().map(|a| ("autoplay", a)));
+        if !self.postgres.is_empty() {
+            options.push(("postgres", &self.postgres));
+        }
         options
     }
 
@@ -171,9 +177,15 @@ impl Embed {
         )
     }
 
-    /// The scenario's own page at this variant, for platforms that strip iframes and scripts.
+    /// The scenario's own page at this variant (and version), for platforms that strip iframes
+    /// and scripts.
     pub fn link(&self, origin: &str) -> String {
-        format!("{origin}/lab/{}?variant={}", self.scenario, encode(&self.variant))
+        let mut link = format!("{origin}/lab/{}?variant={}", self.scenario, encode(&self.variant));
+        if !self.postgres.is_empty() {
+            link.push_str("&postgres=");
+            link.push_str(&encode(&self.postgres));
+        }
+        link
     }
 }
 
@@ -251,6 +263,28 @@ mod tests {
         assert_eq!(
             embed.link(ORIGIN),
             "https://racelab.example/lab/isolation/write-skew?variant=read-committed"
+        );
+    }
+
+    #[test]
+    fn a_version_is_named_in_url_tag_and_link_only_when_picked() {
+        let mut embed = Embed::new("isolation/write-skew", "serializable");
+        assert!(!embed.src(ORIGIN).contains("postgres"), "{}", embed.src(ORIGIN));
+        embed.postgres = "18".into();
+        assert_eq!(
+            embed.src(ORIGIN),
+            "https://racelab.example/embed/isolation/write-skew?variant=serializable&theme=host&autoplay=visible&postgres=18"
+        );
+        assert!(
+            embed
+                .web_component(ORIGIN)
+                .starts_with("<racelab-scenario scenario=\"isolation/write-skew\" variant=\"serializable\" theme=\"host\" autoplay=\"visible\" postgres=\"18\">"),
+            "{}",
+            embed.web_component(ORIGIN)
+        );
+        assert_eq!(
+            embed.link(ORIGIN),
+            "https://racelab.example/lab/isolation/write-skew?variant=serializable&postgres=18"
         );
     }
 

@@ -124,15 +124,11 @@ impl ClientFrame {
         };
         let mut json = format!(r#"{{"v":{},"type":"{kind}""#, self.v);
         // Members written only when present: a start's version, a room and its token.
-        #[cfg(feature = "versions")]
         let postgres = match &self.msg {
             ClientMsg::Start { postgres, .. } => postgres,
             _ => &None,
         };
-        #[cfg(feature = "versions")]
         let room = [("postgres", postgres), ("room", &self.room), ("token", &self.token)];
-        #[cfg(not(feature = "versions"))]
-        let room = [("room", &self.room), ("token", &self.token)];
         let room = room.iter().filter_map(|(name, value)| Some((*name, value.as_deref()?)));
         for (name, value) in members.into_iter().chain(room) {
             json.push_str(",\"");
@@ -301,8 +297,7 @@ mod tests {
                 scenario: "locks/lease".into(),
                 variant: "fenced".into(),
                 mode: Mode::Auto,
-                // Written only where the browser picks versions (not the embed's build).
-                postgres: cfg!(feature = "versions").then(|| "18".into()),
+                postgres: Some("18".into()),
             },
             ClientMsg::Next,
             ClientMsg::Cancel,

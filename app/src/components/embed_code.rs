@@ -4,6 +4,7 @@
 //! a blog author picks, and below them a live preview of exactly what will be pasted. The
 //! snippets are `shared::embed`'s.
 
+use super::version_picker::Versions;
 use crate::api::{copy_to_clipboard, load_embed_loader, origin};
 use leptos::prelude::*;
 use shared::ScenarioInfo;
@@ -14,10 +15,24 @@ pub fn EmbedCode(
     scenario: ScenarioInfo,
     /// The variant on the page: the embed's until the author picks another here.
     variant: Signal<String>,
+    /// The PostgreSQL version picked on the page (empty: the first): likewise the embed's.
+    version: RwSignal<String>,
+    /// The versions racelab plays on; the embed names one only where there are two or more.
+    versions: Versions,
 ) -> impl IntoView {
     let base = origin();
     let chosen = RwSignal::new(variant.get_untracked());
     Effect::new(move |_| chosen.set(variant.get()));
+    // The version as the author sees it: the page's, or the first one's number.
+    let first = move || versions.with(|v| v.iter().flatten().flatten().next().map(|(major, _)| major.to_string()));
+    let postgres = RwSignal::new(version.get_untracked());
+    Effect::new(move |_| postgres.set(version.get()));
+    let picked = move || {
+        Some(postgres.get())
+            .filter(|p| !p.is_empty())
+            .or_else(first)
+            .unwrap_or_default()
+    };
     let theme = RwSignal::new(Theme::Host);
     let detailed = RwSignal::new(false);
     let autoplay = RwSignal::new(Autoplay::WhenSeen);
@@ -31,6 +46,10 @@ pub fn EmbedCode(
             detailed: detailed.get(),
             autoplay: autoplay.get(),
             step: step.get(),
+            // The first version is every embed's default: it goes unnamed.
+            postgres: Some(picked())
+                .filter(|p| Some(p) != first().as_ref())
+                .unwrap_or_default(),
         }
     });
     // The preview loads only once the panel is opened: it is a real embed, and may play a run.
@@ -48,6 +67,21 @@ pub fn EmbedCode(
         .iter()
         .map(|v| view! { <option value=v.id.clone()>{v.label.clone()}</option> })
         .collect_view();
+    let version_choice = move || {
+        let versions = versions.get().flatten().filter(|v| v.len() > 1)?;
+        let options = versions
+            .into_iter()
+            .map(|(major, label)| view! { <option value=major.to_string()>{label}</option> })
+            .collect_view();
+        Some(view! {
+            <label>
+                "Plays on "
+                <select class="rl-embed-postgres" prop:value=picked on:change=move |e| postgres.set(event_target_value(&e))>
+                    {options}
+                </select>
+            </label>
+        })
+    };
     let title = scenario.title.clone();
     let (for_component, for_iframe, for_link, for_preview) = (base.clone(), base.clone(), base.clone(), base);
     view! {
@@ -69,6 +103,7 @@ pub fn EmbedCode(
                     options=Autoplay::ALL.iter().map(|a| (*a, a.label())).collect() />
                 <Pick class="rl-embed-mode" label="Pace " chosen=step
                     options=vec![(false, "plays through"), (true, "the reader steps")] />
+                {version_choice}
             </div>
             <Snippet
                 kind="component"

@@ -56,11 +56,8 @@ pub fn RunPanel(
     let socket = RunSocket::new();
     let state = socket.state;
     let chosen = RwSignal::new(variant);
-    // An embed plays on the server's first version (its budget has no room for a picker).
-    #[cfg(not(feature = "embed"))]
+    // An embed plays on the version its address names (`postgres=18`), picked by its author.
     let version = RwSignal::new(postgres);
-    #[cfg(feature = "embed")]
-    let _ = postgres;
     let id = scenario.id.clone();
     let is_load_test = scenario.workload;
     let steppable = scenario.steppable;
@@ -99,10 +96,7 @@ pub fn RunPanel(
         let id = id.clone();
         move |mode: Mode| {
             stepping.set(mode == Mode::Step);
-            #[cfg(not(feature = "embed"))]
             socket.start_on(&id, &chosen.get_untracked(), mode, &version.get_untracked());
-            #[cfg(feature = "embed")]
-            socket.start_on(&id, &chosen.get_untracked(), mode);
         }
     };
     if !blocked && !untrack(unpicked) {
@@ -197,13 +191,14 @@ pub fn RunPanel(
         view! { <VariantPicker variants=scenario.variants.clone() chosen=chosen disabled=active /> }
     });
     #[cfg(not(feature = "embed"))]
-    let (embed_code, teach, compare_link, version_picker) = {
+    let (embed_code, teach, compare_link, version_picker, played_on) = {
         let variant = Signal::derive(move || chosen.get());
         let full = chrome == Chrome::Full;
         let comparable = full && scenario.variants.len() > 1 && !is_load_test;
+        let played_on = view! { <super::version_picker::PlayedOn state=state /> };
         // The version runs play on, and a link to play this variant on each, side by side.
-        let version_picker = full.then(|| {
-            let versions = super::version_picker::load_versions();
+        let versions = full.then(super::version_picker::load_versions);
+        let version_picker = versions.map(|versions| {
             let id = id.clone();
             let compare_versions = move || {
                 let versions = versions.get().flatten().filter(|v| v.len() > 1 && !is_load_test)?;
@@ -216,28 +211,22 @@ pub fn RunPanel(
                 {compare_versions}
             }
         });
-        // Where the run on the page played: its header's server, without the distribution's
-        // suffix.
-        let played_on = move || {
-            state.with(|s| {
-                let (_, server) = s.header()?;
-                let server = shared::versions::short(server);
-                Some(view! { <span class="rl-played-on">{format!("played on {server}")}</span> })
-            })
-        };
-        let version_picker = (version_picker, played_on);
         (
-            full.then(|| view! { <EmbedCode scenario=scenario.clone() variant=variant /> }),
+            versions.map(|versions| {
+                view! { <EmbedCode scenario=scenario.clone() variant=variant version=version versions=versions /> }
+            }),
             full.then(|| view! { <TeachThis scenario=id.clone() variant=variant /> }),
             comparable.then(|| {
                 view! { <a class="rl-compare-link" href=format!("/lab/{id}/compare")>"Compare all variants side by side"</a> }
             }),
             version_picker,
+            played_on,
         )
     };
-    // The embed app has no full page, so no embed code, room, compare page or version to pick.
+    // The embed app has no full page, so no embed code, room, compare page or version to pick
+    // (an embed's title says the version its author picked).
     #[cfg(feature = "embed")]
-    let (embed_code, teach, compare_link, version_picker) = ((), (), (), ());
+    let (embed_code, teach, compare_link, version_picker, played_on) = ((), (), (), (), ());
 
     // The full page keeps its state in its address (a reload or a shared link lands on the same
     // variant, view and pace) and takes the stepping keys.
@@ -278,6 +267,7 @@ pub fn RunPanel(
                 {move || active.get().then(|| view! { <button class="rl-cancel" on:click=cancel>"Cancel"</button> })}
                 {compare_link}
                 {version_picker}
+                {played_on}
                 {open_as_spec}
                 {teach}
                 {(!is_load_test && chrome != Chrome::Column).then(|| view! { <ViewToggle compact=compact /> })}

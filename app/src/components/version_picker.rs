@@ -1,10 +1,11 @@
 //! Which PostgreSQL a run plays on: the servers racelab plays on (`GET /api/servers`), one
 //! choice per version. Shown only where there is a choice (two versions or more); an empty
-//! choice is the server's first version.
+//! choice is the server's first version. Then, once a run starts, where it played.
 
 use crate::api::{fetch_json, fetched};
 use leptos::prelude::*;
 use shared::catalog::PostgresServer;
+use shared::run_state::RunState;
 
 /// The versions racelab plays on, `(15, "PostgreSQL 15.20")`: `None` while loading, then
 /// `None` inside if the server did not answer.
@@ -47,6 +48,19 @@ pub fn VersionPicker(
                 <select aria-label="PostgreSQL version" disabled=move || disabled.get()
                     on:change=move |ev| chosen.set(event_target_value(&ev))>{options}</select>
             </label>
+        })
+    }
+}
+
+/// Where the run in `state` played: its header's server, without the distribution's suffix
+/// ("played on PostgreSQL 18.6"); nothing until it starts.
+#[component]
+pub fn PlayedOn(state: RwSignal<RunState>) -> impl IntoView {
+    move || {
+        state.with(|s| {
+            let (_, server) = s.header()?;
+            let server = shared::versions::short(server);
+            Some(view! { <span class="rl-played-on">{format!("played on {server}")}</span> })
         })
     }
 }

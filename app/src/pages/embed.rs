@@ -18,13 +18,18 @@ pub fn EmbedPage(id: String, options: EmbedOptions) -> impl IntoView {
             Ok(found) => {
                 let variant = found.variant_or_first(options.variant.as_deref());
                 let scenario_id = found.scenario.id.clone();
+                // The version its author picked, if any: the runs here play on it.
+                let by = match options.postgres.as_str() {
+                    "" => " · racelab".to_owned(),
+                    postgres => format!(" · racelab on PostgreSQL {postgres}"),
+                };
                 view! {
                     <article class="rl-scenario" data-scenario=scenario_id.clone()>
                         <p class="rl-embed-title">
                             <a href=format!("/lab/{scenario_id}") target="_blank" rel="noopener">
                                 {found.scenario.title.clone()}
                             </a>
-                            <span class="rl-embed-by">" · racelab"</span>
+                            <span class="rl-embed-by">{by}</span>
                         </p>
                         <RunPanel
                             scenario=found.scenario
@@ -35,6 +40,7 @@ pub fn EmbedPage(id: String, options: EmbedOptions) -> impl IntoView {
                             step=options.step
                             compact=options.compact
                             predict=options.predict
+                            postgres=options.postgres.clone()
                         />
                     </article>
                 }

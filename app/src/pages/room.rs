@@ -129,7 +129,11 @@ pub fn RoomPage(
             {move || catalog.get().and_then(|c| c.err()).map(|message| view! { <ErrorView message=message /> })}
             {move || catalog.with(Option::is_none).then(|| loading("Loading the scenarios…"))}
             {controls}
-            {move || (!is_load_test.get()).then(|| view! { <div class="rl-room-view"><ViewToggle compact=compact /></div> })}
+            // Where the room's run played (the trainer picks the version), and the timeline's view.
+            <div class="rl-room-view">
+                <crate::components::version_picker::PlayedOn state=state />
+                {move || (!is_load_test.get()).then(|| view! { <ViewToggle compact=compact /> })}
+            </div>
             <RunView socket=socket is_load_test=is_load_test compact=compact />
         </article>
     }

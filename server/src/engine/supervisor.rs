@@ -397,6 +397,11 @@ impl Engine {
             .map(|s| s.reach.database_url.clone())
     }
 
+    /// Whether a server here plays PostgreSQL `major`; if none does, which versions there are.
+    pub fn plays(&self, major: u32) -> Result<(), super::servers::NoSuchVersion> {
+        super::servers::of_major(&self.servers.all(), Some(major)).map(|_| ())
+    }
+
     /// The PostgreSQL version runs play on unless asked for another.
     pub fn default_postgres(&self) -> u32 {
         self.default_postgres.unwrap_or(self.home().major)

@@ -2,7 +2,8 @@
 //
 // It does three things, for every racelab embed on the page, whenever it was added:
 //  1. <racelab-scenario scenario="isolation/write-skew" variant="…" theme="…" view="…"
-//     mode="…" autoplay="…"> becomes an iframe of that embed (the element keeps its place);
+//     mode="…" autoplay="…" postgres="…"> becomes an iframe of that embed (the element keeps
+//     its place);
 //  2. every racelab iframe (the element's, or one pasted as an <iframe>) takes the height its
 //     page reports, so the finished run is never cut off behind a scrollbar;
 //  3. an embed with theme=host is told the host's colours where it sits (light or dark text,
@@ -12,7 +13,7 @@
 (function () {
   var script = document.currentScript;
   var origin = new URL(script ? script.src : location.href).origin;
-  var OPTIONS = ["variant", "mode", "theme", "autoplay", "view"];
+  var OPTIONS = ["variant", "mode", "theme", "autoplay", "view", "postgres"];
 
   // Whether `frame` shows a racelab embed of this server.
   function isEmbed(frame) {

@@ -48,8 +48,13 @@ pub struct Answer {
 /// Which embeddable page of this racelab a URL is.
 #[derive(Debug, PartialEq)]
 pub enum Page {
-    /// `/lab/{lab}/{scenario}` or `/embed/{lab}/{scenario}`, with `?variant=` if given.
-    Scenario { id: String, variant: Option<String> },
+    /// `/lab/{lab}/{scenario}` or `/embed/{lab}/{scenario}`, with `?variant=` and
+    /// `?postgres=` if given.
+    Scenario {
+        id: String,
+        variant: Option<String>,
+        postgres: Option<String>,
+    },
     /// `/runs/{id}`.
     Run { id: String },
 }
@@ -69,21 +74,21 @@ pub fn page(url: &str, authority: &str) -> Option<Page> {
         return None;
     }
     let parts: Vec<&str> = url.path_segments()?.filter(|p| !p.is_empty()).collect();
-    let variant = url
-        .query_pairs()
-        .find(|(k, _)| k == "variant")
-        .map(|(_, v)| v.into_owned());
+    let asked = |name: &str| url.query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+    let (variant, postgres) = (asked("variant"), asked("postgres"));
     match parts.as_slice() {
         ["s" | "embed", "s", ..] | ["s", _] => {
             let id = parts.last()?;
             Some(Page::Scenario {
                 id: format!("spec/{id}"),
                 variant,
+                postgres,
             })
         }
         ["lab" | "embed", lab, scenario] => Some(Page::Scenario {
             id: format!("{lab}/{scenario}"),
             variant,
+            postgres,
         }),
         ["runs", id] => Some(Page::Run { id: (*id).to_owned() }),
         _ => None,
@@ -143,7 +148,7 @@ pub async fn handler(
     let (width, height) = size(request.maxwidth, request.maxheight);
     let (title, src) = match page(url, &authority) {
         None => return not_found(),
-        Some(Page::Scenario { id, variant }) => {
+        Some(Page::Scenario { id, variant, postgres }) => {
             let Ok(scenario) = crate::control::scenario_for(&id, &state.engine.store).await else {
                 return not_found();
             };
@@ -159,7 +164,19 @@ pub async fn handler(
                 .map_or_else(|| id.clone(), |spec| format!("s/{spec}"));
             let mut src = Url::parse(&format!("{origin}/embed/{path}")).expect("an origin and a path make a URL");
             src.query_pairs_mut().append_pair("variant", &variant);
-            (format!("{} ({variant})", info.title), src.to_string())
+            // A page on another version embeds on it, and its title says so.
+            let played = match crate::control::postgres_version(postgres.as_deref()).map_err(ApiError::BadRequest)? {
+                None => variant,
+                Some(major) => {
+                    state
+                        .engine
+                        .plays(major)
+                        .map_err(|e| ApiError::NotFound(e.to_string()))?;
+                    src.query_pairs_mut().append_pair("postgres", &major.to_string());
+                    format!("{variant}, PostgreSQL {major}")
+                }
+            };
+            (format!("{} ({played})", info.title), src.to_string())
         }
         Some(Page::Run { id }) => match state.engine.store.load(&id).await {
             Ok(Some(run)) => {
@@ -205,7 +222,8 @@ mod tests {
             ),
             Some(Page::Scenario {
                 id: "isolation/write-skew".into(),
-                variant: Some("serializable".into())
+                variant: Some("serializable".into()),
+                postgres: None
             })
         );
         assert_eq!(
@@ -218,14 +236,27 @@ mod tests {
             page("http://racelab.example:8080/s/0123456789abcdef?variant=p2", host),
             Some(Page::Scenario {
                 id: "spec/0123456789abcdef".into(),
-                variant: Some("p2".into())
+                variant: Some("p2".into()),
+                postgres: None
             })
         );
         assert_eq!(
             page("http://racelab.example:8080/embed/s/0123456789abcdef", host),
             Some(Page::Scenario {
                 id: "spec/0123456789abcdef".into(),
-                variant: None
+                variant: None,
+                postgres: None
+            })
+        );
+        assert_eq!(
+            page(
+                "http://racelab.example:8080/embed/locks/fencing?postgres=18&variant=fenced",
+                host
+            ),
+            Some(Page::Scenario {
+                id: "locks/fencing".into(),
+                variant: Some("fenced".into()),
+                postgres: Some("18".into())
             })
         );
         assert_eq!(page("http://elsewhere.example/lab/isolation/write-skew", host), None);
