@@ -21,17 +21,6 @@ use std::time::Duration;
 /// WebDriver's → key.
 const ARROW_RIGHT: char = '\u{e014}';
 
-/// The embed panel's snippets, as a blog author copies them.
-async fn snippet(b: &Browser, kind: &str) -> String {
-    let text = b
-        .js(
-            "return document.querySelector(`textarea.rl-snippet-text[data-kind=\"${arguments[0]}\"]`).value;",
-            vec![json!(kind)],
-        )
-        .await;
-    text.as_str().expect("the snippet's text").to_owned()
-}
-
 /// Inside frame `index` of the page: waits for the finished run, then returns the embed page's
 /// own height, its `<html>` theme attributes and its body's background.
 async fn finished_embed(b: &Browser, index: u16) -> (u64, Json) {
@@ -68,7 +57,7 @@ async fn a_pasted_component_and_a_pasted_iframe_grow_to_the_finished_run_on_anot
         );
         assert_eq!(b.count(".rl-snippet button.rl-copy").await, 3);
         // The defaults a blog wants: the host's colours, playing when scrolled into view.
-        let component = snippet(b, "component").await;
+        let component = b.snippet("component").await;
         assert_eq!(
             component,
             format!(
@@ -78,12 +67,12 @@ async fn a_pasted_component_and_a_pasted_iframe_grow_to_the_finished_run_on_anot
         );
         // This post plays the race as it loads (the next test scrolls to one).
         b.select_label(".rl-embed-autoplay", "as soon as the page loads").await;
-        let component = snippet(b, "component").await;
-        let iframe = snippet(b, "iframe").await;
+        let component = b.snippet("component").await;
+        let iframe = b.snippet("iframe").await;
         assert!(component.contains(" autoplay></racelab-scenario>"), "{component}");
         assert!(iframe.contains("autoplay=1") && iframe.contains("theme=host"), "{iframe}");
         assert_eq!(
-            snippet(b, "link").await,
+            b.snippet("link").await,
             format!("{}/lab/isolation/write-skew?variant=serializable", b.base)
         );
         // The live preview is the embed that will be pasted, sized by the same loader.

@@ -147,17 +147,6 @@ async fn the_atlas_shows_a_column_per_version() {
     .await;
 }
 
-/// The embed panel's snippet, as a blog author copies it.
-async fn snippet(b: &Browser, kind: &str) -> String {
-    let text = b
-        .js(
-            "return document.querySelector(`textarea.rl-snippet-text[data-kind=\"${arguments[0]}\"]`).value;",
-            vec![serde_json::json!(kind)],
-        )
-        .await;
-    text.as_str().expect("the snippet's text").to_owned()
-}
-
 /// A blog author on the page at PostgreSQL 18 opens "Embed this": the snippets name 18 (and
 /// nothing when they pick the first version, every embed's default). Pasted into a post on
 /// another site, the embed says it plays on 18, and its run played there. An embed asking for
@@ -178,24 +167,24 @@ async fn a_blog_author_embeds_the_race_on_postgresql_18() {
             serde_json::json!("18"),
             "the page's version is the embed's"
         );
-        let component = snippet(b, "component").await;
+        let component = b.snippet("component").await;
         assert!(
             component.starts_with(
                 "<racelab-scenario scenario=\"isolation/write-skew\" variant=\"serializable\" theme=\"host\" autoplay=\"visible\" postgres=\"18\"></racelab-scenario>"
             ),
             "{component}"
         );
-        assert!(snippet(b, "iframe").await.contains("&amp;postgres=18\""));
+        assert!(b.snippet("iframe").await.contains("&amp;postgres=18\""));
         assert_eq!(
-            snippet(b, "link").await,
+            b.snippet("link").await,
             format!("{}/lab/isolation/write-skew?variant=serializable&postgres=18", b.base)
         );
         // The first version goes unnamed: an embed plays on it unless told otherwise.
         b.select(".rl-embed-postgres", &home.to_string()).await;
-        assert!(!snippet(b, "component").await.contains("postgres"));
+        assert!(!b.snippet("component").await.contains("postgres"));
         b.select(".rl-embed-postgres", "18").await;
         b.select_label(".rl-embed-autoplay", "as soon as the page loads").await;
-        let component = snippet(b, "component").await;
+        let component = b.snippet("component").await;
         b.screenshot("embed-panel-18").await;
 
         let host = harness::Host::start().await;

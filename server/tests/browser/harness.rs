@@ -693,6 +693,18 @@ impl Browser {
         }
     }
 
+    /// The "Embed this" panel's snippet of `kind` (`component`, `iframe`, `link`), as a blog
+    /// author copies it.
+    pub async fn snippet(&self, kind: &str) -> String {
+        let text = self
+            .js(
+                "return document.querySelector(`textarea.rl-snippet-text[data-kind=\"${arguments[0]}\"]`).value;",
+                vec![json!(kind)],
+            )
+            .await;
+        text.as_str().expect("the snippet's text").to_owned()
+    }
+
     /// Whether the page scrolls sideways (wider than the window).
     pub async fn scrolls_sideways(&self) -> bool {
         self.js(
