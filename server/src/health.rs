@@ -111,6 +111,14 @@ pub async fn version_at(url: &str) -> Option<String> {
     version
 }
 
+/// Drops the probes' kept connection to PostgreSQL: the next probe connects anew. After a run
+/// lost its connection because the server is stopping, the kept session may not have been told
+/// yet (the server signals its sessions one by one) and would answer once more; a new
+/// connection is refused as soon as the stop begins.
+pub async fn forget_kept_connection(services: &Services) {
+    services.probe.lock().await.take();
+}
+
 /// Probes PostgreSQL (its version) on racelab's probe session. A session lost since the last
 /// probe (PostgreSQL restarted) is replaced and asked again, so a server that is back is seen up.
 pub async fn postgres(services: &Services) -> Dependency {

@@ -664,3 +664,29 @@ async fn a_run_s_sessions_are_kept_clean_for_the_next_run() {
     assert_eq!(engine.kept_sessions(), 0);
     common::until_no_kept_sessions(&mut inspector).await;
 }
+
+/// The backend behind the health probes' kept connection, if there is one.
+async fn kept_probe_backend(services: &racelab::services::Services) -> Option<i32> {
+    let mut kept = services.probe.lock().await;
+    let conn = kept.as_mut()?;
+    sqlx::query_scalar("select pg_backend_pid()").fetch_one(conn).await.ok()
+}
+
+/// After a run lost its connection, whether its server still answers is asked on a connection
+/// made from then on: the kept probe session may not have heard yet that the server is stopping
+/// (seen in tests/servers.rs: a run failed with 57P01 while the kept session answered once more,
+/// so the run's message did not name the server that stopped).
+#[tokio::test]
+async fn asking_afresh_whether_postgresql_answers_is_asked_on_a_new_session() {
+    let engine = common::engine().await;
+    let services = engine.services();
+    assert!(racelab::health::postgres(services).await.up);
+    let before = kept_probe_backend(services).await.expect("a kept probe session");
+    assert!(racelab::health::postgres(services).await.up);
+    assert_eq!(kept_probe_backend(services).await, Some(before), "kept between probes");
+
+    racelab::health::forget_kept_connection(services).await;
+    assert!(racelab::health::postgres(services).await.up);
+    let after = kept_probe_backend(services).await.expect("a new probe session");
+    assert_ne!(after, before, "asked on a new session");
+}

@@ -86,6 +86,15 @@ impl Probes {
             .map(|answer| answer.found)
     }
 
+    /// What the latest-started probe of `service` found, if it started at or after `since`: the
+    /// service as it is since then. (A probe already under way at `since` may have had its answer
+    /// before: it found a server up that stopped a moment later, when a run on it failed.)
+    pub fn started_since(&self, service: Service, since: Instant) -> Option<Result<(), String>> {
+        self.latest(service)
+            .filter(|answer| answer.started >= since)
+            .map(|answer| answer.found)
+    }
+
     /// What the latest-started probe of `service` found, however long ago.
     pub fn last_found(&self, service: Service) -> Option<Result<(), String>> {
         self.latest(service).map(|answer| answer.found)
@@ -207,5 +216,30 @@ mod tests {
             Some(Err("no answer in time".into()))
         );
         assert!(!probes.recently_up(Service::Postgres, Instant::now()));
+    }
+
+    #[test]
+    fn a_probe_under_way_when_asked_is_shared_but_says_nothing_of_the_service_since() {
+        let probes = Probes::default();
+        // A probe starts, then a run fails, then the probe ends (now): it found the server up.
+        let started = Instant::now() - Duration::from_millis(20);
+        let failed = started + Duration::from_millis(10);
+        probes.answer(Service::Postgres, started, Ok(()));
+        assert_eq!(
+            probes.answered_since(Service::Postgres, failed),
+            Some(Ok(())),
+            "a start shares it"
+        );
+        assert_eq!(
+            probes.started_since(Service::Postgres, failed),
+            None,
+            "the failed run asks again"
+        );
+        // The probe the failed run makes is its answer.
+        probes.answer(Service::Postgres, failed, Err("refused".into()));
+        assert_eq!(
+            probes.started_since(Service::Postgres, failed),
+            Some(Err("refused".into()))
+        );
     }
 }

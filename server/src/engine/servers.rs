@@ -78,16 +78,29 @@ impl Server {
         self.probe_since(asked).await
     }
 
-    /// Whether it answers, asked now whatever an earlier probe found (a run on it just failed).
+    /// Whether it answers, asked now whatever an earlier probe found (a run on it just failed),
+    /// on a connection made from now: only a probe started from now counts, not one under way,
+    /// which may have found it up just before it stopped, and the probes' kept connection is
+    /// dropped ([`crate::health::forget_kept_connection`]).
     pub async fn probe_afresh(&self) -> Result<(), String> {
-        self.probe_since(Instant::now()).await
+        crate::health::forget_kept_connection(&self.reach.services).await;
+        self.probe_unless(Instant::now(), Probes::started_since).await
     }
 
     /// Asks it in its turn, unless a probe that ended after `since` answered meanwhile (a start
     /// that waited for another's probe takes its answer).
     async fn probe_since(&self, since: Instant) -> Result<(), String> {
+        self.probe_unless(since, Probes::answered_since).await
+    }
+
+    /// Asks it in its turn, unless `answered` finds an answer since `since` meanwhile.
+    async fn probe_unless(
+        &self,
+        since: Instant,
+        answered: fn(&Probes, Service, Instant) -> Option<Result<(), String>>,
+    ) -> Result<(), String> {
         let _turn = self.probes.turn(Service::Postgres).await;
-        if let Some(found) = self.probes.answered_since(Service::Postgres, since) {
+        if let Some(found) = answered(&self.probes, Service::Postgres, since) {
             return found;
         }
         let probed = self.ask().await;
