@@ -52,9 +52,15 @@ fn App() -> impl IntoView {
             view! { <pages::replay::ReplayPage id=id compact=compact /> }.into_any()
         }
         #[cfg(not(feature = "embed"))]
-        Route::Room { id, scenario, variant } => {
+        Route::Room {
+            id,
+            scenario,
+            variant,
+            postgres,
+        } => {
             let token = api::fragment().strip_prefix("trainer=").map(str::to_owned);
-            view! { <pages::room::RoomPage id=id token=token scenario=scenario variant=variant /> }.into_any()
+            view! { <pages::room::RoomPage id=id token=token scenario=scenario variant=variant postgres=postgres /> }
+                .into_any()
         }
         #[cfg(not(feature = "embed"))]
         Route::Write => view! { <pages::write::WritePage /> }.into_any(),

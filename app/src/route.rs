@@ -54,6 +54,8 @@ pub enum Route {
         id: String,
         scenario: Option<String>,
         variant: Option<String>,
+        /// The PostgreSQL version its runs play on (`postgres=18`).
+        postgres: Option<String>,
     },
     NotFound {
         path: String,
@@ -89,6 +91,7 @@ impl Route {
                 id: id.to_ascii_uppercase(),
                 scenario: query_param(query, "scenario"),
                 variant: query_param(query, "variant"),
+                postgres: query_param(query, "postgres"),
             },
             ["embed", "runs", id] => Route::EmbedRun {
                 id: (*id).to_owned(),

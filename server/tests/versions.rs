@@ -222,16 +222,36 @@ async fn a_blog_author_embeds_the_race_on_postgresql_18() {
     .await;
 }
 
-/// A trainer picks PostgreSQL 18 in the room: the room's run plays there, and both the trainer's
-/// page and a participant's say where it played.
+/// A trainer on the page at PostgreSQL 18 opens a room: its runs play on 18 until the trainer
+/// picks another version there, and both the trainer's page and a participant's say where each
+/// run played.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trainer_plays_the_rooms_race_on_postgresql_18() {
     let engine = common::versions::engine_with_18().await;
+    let home = engine.default_postgres();
     run_on("versions-room", Readers::Anonymous, Some(engine), async |b| {
-        b.goto("/lab/isolation/write-skew?variant=serializable").await;
+        b.goto("/lab/isolation/write-skew?variant=serializable&postgres=18")
+            .await;
         b.click("button.rl-teach").await;
         b.wait_for(".rl-room[data-trainer=\"true\"] .rl-room-controls .rl-version select")
             .await;
+        assert_eq!(
+            b.js(
+                "return document.querySelector('.rl-room-controls .rl-version select').value;",
+                vec![]
+            )
+            .await,
+            serde_json::json!("18"),
+            "the room starts on the page's version"
+        );
+        assert!(
+            b.js("return location.search;", vec![])
+                .await
+                .as_str()
+                .unwrap_or_default()
+                .contains("postgres=18"),
+            "a reload keeps it"
+        );
         let room = b.attr(".rl-room", "data-room").await.expect("a room code");
         let trainer = b.client.window().await.expect("the trainer's window");
         let participant = b.client.new_window(false).await.expect("a window").handle;
@@ -240,18 +260,33 @@ async fn a_trainer_plays_the_rooms_race_on_postgresql_18() {
         b.wait_for(".rl-room[data-trainer=\"false\"]").await;
         assert_eq!(b.count(".rl-version").await, 0, "only the trainer picks");
 
-        b.client.switch_to_window(trainer.clone()).await.expect("switch");
-        b.select(".rl-room-controls .rl-version select", "18").await;
-        b.click(".rl-room-controls button.rl-run").await;
-        for (window, who) in [(trainer.clone(), "trainer"), (participant.clone(), "participant")] {
-            b.client.switch_to_window(window).await.expect("switch");
-            assert_eq!(
-                played_on(b, ".rl-room").await,
-                "played on PostgreSQL 18.6",
-                "the {who}'s page"
-            );
-            b.screenshot(&format!("room-18-{who}")).await;
+        // On 18 as opened, then on the first version, picked in the room.
+        for (pick, wanted) in [
+            (None, "played on PostgreSQL 18.6".to_owned()),
+            (Some(home), format!("played on PostgreSQL {home}.")),
+        ] {
+            b.client.switch_to_window(trainer.clone()).await.expect("switch");
+            if let Some(version) = pick {
+                b.select(".rl-room-controls .rl-version select", &version.to_string()).await;
+            }
+            b.click(".rl-room-controls button.rl-run").await;
+            for (window, who) in [(trainer.clone(), "trainer"), (participant.clone(), "participant")] {
+                b.client.switch_to_window(window).await.expect("switch");
+                b.wait_js(
+                    &format!("the {who}'s page to say where the run played"),
+                    "const p = document.querySelector('.rl-room .rl-played-on'); \
+                     return !!p && p.textContent.startsWith(arguments[0]) && !!document.querySelector('.rl-room .rl-verdict');",
+                    vec![serde_json::json!(wanted)],
+                )
+                .await;
+                b.screenshot(&format!("room-{}-{who}", pick.unwrap_or(18))).await;
+            }
         }
+        // Closed as a trainer closes it: nothing of the room is left in Redis.
+        b.client.switch_to_window(trainer.clone()).await.expect("switch");
+        b.click("button.rl-room-close").await;
+        b.click("button.rl-room-close-yes").await;
+        b.wait_for(".rl-room[data-closed=\"true\"] .rl-room-ended").await;
     })
     .await;
 }

@@ -215,7 +215,7 @@ pub fn RunPanel(
             versions.map(|versions| {
                 view! { <EmbedCode scenario=scenario.clone() variant=variant version=version versions=versions /> }
             }),
-            full.then(|| view! { <TeachThis scenario=id.clone() variant=variant /> }),
+            full.then(|| view! { <TeachThis scenario=id.clone() variant=variant version=version /> }),
             comparable.then(|| {
                 view! { <a class="rl-compare-link" href=format!("/lab/{id}/compare")>"Compare all variants side by side"</a> }
             }),

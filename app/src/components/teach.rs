@@ -84,7 +84,12 @@ fn remember(rooms: &[Remembered]) {
 }
 
 #[component]
-pub fn TeachThis(scenario: String, variant: Signal<String>) -> impl IntoView {
+pub fn TeachThis(
+    scenario: String,
+    variant: Signal<String>,
+    /// The PostgreSQL version picked on the page (empty: the first): the room's to start with.
+    version: RwSignal<String>,
+) -> impl IntoView {
     let failed = RwSignal::new(None::<String>);
     let opening = RwSignal::new(false);
     // The rooms this browser opened that the server says are still open.
@@ -109,6 +114,10 @@ pub fn TeachThis(scenario: String, variant: Signal<String>) -> impl IntoView {
     let open = move |_| {
         let scenario = scenario.clone();
         let variant = variant.get_untracked();
+        let postgres = match version.get_untracked() {
+            v if v.is_empty() => String::new(),
+            v => format!("&postgres={v}"),
+        };
         opening.set(true);
         failed.set(None);
         leptos::task::spawn_local(async move {
@@ -125,7 +134,7 @@ pub fn TeachThis(scenario: String, variant: Signal<String>) -> impl IntoView {
                     );
                     remember(&rooms);
                     go_to(&format!(
-                        "/room/{}?scenario={scenario}&variant={variant}#trainer={}",
+                        "/room/{}?scenario={scenario}&variant={variant}{postgres}#trainer={}",
                         room.id, room.trainer_token
                     ));
                 }

@@ -23,9 +23,11 @@ pub fn RoomPage(
     id: String,
     /// The trainer token, on the trainer's page only.
     token: Option<String>,
-    /// The scenario and variant to start with ("Teach this", or the trainer's last choice).
+    /// The scenario, variant and PostgreSQL version to start with ("Teach this", or the
+    /// trainer's last choice).
     scenario: Option<String>,
     variant: Option<String>,
+    postgres: Option<String>,
 ) -> impl IntoView {
     let socket = RunSocket::new();
     socket.follow(&id, token.as_deref());
@@ -112,7 +114,7 @@ pub fn RoomPage(
         })
     };
     let controls = if trainer {
-        view! { <TrainerControls socket=socket scenarios=scenarios chosen=chosen variant=variant closed=closed /> }
+        view! { <TrainerControls socket=socket scenarios=scenarios chosen=chosen variant=variant postgres=postgres closed=closed /> }
             .into_any()
     } else {
         view! {
@@ -272,6 +274,7 @@ fn TrainerControls(
     scenarios: Signal<Vec<ScenarioInfo>>,
     chosen: RwSignal<String>,
     variant: Option<String>,
+    postgres: Option<String>,
     closed: Signal<bool>,
 ) -> impl IntoView {
     let state = socket.state;
@@ -293,15 +296,20 @@ fn TrainerControls(
             chosen_variant.set(first.id.clone());
         }
     });
+    // The version the room's runs play on, where racelab plays on more than one: the page's
+    // that opened the room, until the trainer picks another.
+    let version = RwSignal::new(postgres.unwrap_or_default());
     // The choice stays in the address, so a reload (or a second screen) lands on it.
     Effect::new(move |_| {
         let (scenario, variant) = (chosen.get(), chosen_variant.get());
         if !variant.is_empty() {
-            replace_query(&[("scenario", &scenario), ("variant", &variant)]);
+            replace_query(&[
+                ("scenario", &scenario),
+                ("variant", &variant),
+                ("postgres", &version.get()),
+            ]);
         }
     });
-    // The version the room's runs play on, where racelab plays on more than one.
-    let version = RwSignal::new(String::new());
     let versions = crate::components::version_picker::load_versions();
     let start = move |mode: Mode| {
         socket.start_on(
