@@ -44,7 +44,8 @@ async fn a_reader_picks_the_version_and_the_server_lists_each_one() {
     assert_eq!(listed[1]["version"], json!("PostgreSQL 18.6"));
 
     let mut socket = connect(address).await;
-    for (postgres, wanted) in [(Some("18"), "PostgreSQL 18."), (None, "PostgreSQL 15.")] {
+    let first = format!("PostgreSQL {home}.");
+    for (postgres, wanted) in [(Some("18"), "PostgreSQL 18."), (None, first.as_str())] {
         let mut frame = json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "serializable"});
         if let Some(postgres) = postgres {
             frame["postgres"] = json!(postgres);
@@ -84,6 +85,7 @@ async fn a_reader_picks_the_version_and_the_server_lists_each_one() {
 async fn a_room_plays_on_the_version_its_trainer_picks() {
     let _slots = db_slots(2).await;
     let engine = engine_with_18().await;
+    let first = format!("PostgreSQL {}.", engine.default_postgres());
     let address = common::serve_engine(engine.clone(), config(), std::path::Path::new("no-such-dist")).await;
     let (room, token) = common::open_room(address).await;
     let mut trainer = connect(address).await;
@@ -104,7 +106,7 @@ async fn a_room_plays_on_the_version_its_trainer_picks() {
     };
     // The trainer picks 18, then the first server's version; a version that is not a number is
     // refused, as a reader's is.
-    for (postgres, wanted) in [(json!("18"), "PostgreSQL 18."), (json!(null), "PostgreSQL 15.")] {
+    for (postgres, wanted) in [(json!("18"), "PostgreSQL 18."), (json!(null), first.as_str())] {
         let mut start = json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "serializable",
                                "room": room, "token": token});
         if !postgres.is_null() {
