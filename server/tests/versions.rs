@@ -11,6 +11,16 @@ mod harness;
 use harness::{Browser, Readers, run_on};
 use std::time::Duration;
 
+/// The server a stored run's header names, read through the API from its permalink
+/// (`/runs/<id>`).
+async fn stored_server(b: &Browser, run: &str) -> serde_json::Value {
+    b.js(
+        "return fetch('/api' + arguments[0]).then(r => r.json()).then(r => r.events[0].server);",
+        vec![serde_json::json!(run)],
+    )
+    .await
+}
+
 /// The run on the page finished, and says where it played.
 async fn played_on(b: &Browser, panel: &str) -> String {
     b.wait_for_within(&format!("{panel} .rl-verdict"), Duration::from_secs(30))
@@ -130,12 +140,7 @@ async fn the_atlas_shows_a_column_per_version() {
             )
             .await
             .unwrap_or_default();
-        let stored = b
-            .js(
-                "return fetch('/api' + arguments[0]).then(r => r.json()).then(r => r.events[0].server);",
-                vec![serde_json::json!(run)],
-            )
-            .await;
+        let stored = stored_server(b, &run).await;
         assert_eq!(stored, serde_json::json!("PostgreSQL 18.6"));
         // Both versions agree with the documentation (tests/atlas.rs), so with each other.
         assert_eq!(b.count(".rl-atlas-cell[data-differs=\"true\"]").await, 0);
@@ -199,12 +204,7 @@ async fn a_blog_author_embeds_the_race_on_postgresql_18() {
             "the embed says where it plays"
         );
         let run = b.attr(".rl-permalink", "href").await.unwrap_or_default();
-        let server = b
-            .js(
-                "return fetch('/api' + arguments[0]).then(r => r.json()).then(r => r.events[0].server);",
-                vec![serde_json::json!(run)],
-            )
-            .await;
+        let server = stored_server(b, &run).await;
         assert_eq!(server, serde_json::json!("PostgreSQL 18.6"), "run {run}");
         b.screenshot("embed-18").await;
         b.client.enter_parent_frame().await.expect("the post");

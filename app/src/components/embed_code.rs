@@ -16,7 +16,7 @@ pub fn EmbedCode(
     /// The variant on the page: the embed's until the author picks another here.
     variant: Signal<String>,
     /// The PostgreSQL version picked on the page (empty: the first): likewise the embed's.
-    version: RwSignal<String>,
+    version: Signal<String>,
     /// The versions racelab plays on; the embed names one only where there are two or more.
     versions: Versions,
 ) -> impl IntoView {

@@ -213,9 +213,9 @@ pub fn RunPanel(
         });
         (
             versions.map(|versions| {
-                view! { <EmbedCode scenario=scenario.clone() variant=variant version=version versions=versions /> }
+                view! { <EmbedCode scenario=scenario.clone() variant=variant version=version.into() versions=versions /> }
             }),
-            full.then(|| view! { <TeachThis scenario=id.clone() variant=variant version=version /> }),
+            full.then(|| view! { <TeachThis scenario=id.clone() variant=variant version=version.into() /> }),
             comparable.then(|| {
                 view! { <a class="rl-compare-link" href=format!("/lab/{id}/compare")>"Compare all variants side by side"</a> }
             }),

@@ -88,7 +88,7 @@ pub fn TeachThis(
     scenario: String,
     variant: Signal<String>,
     /// The PostgreSQL version picked on the page (empty: the first): the room's to start with.
-    version: RwSignal<String>,
+    version: Signal<String>,
 ) -> impl IntoView {
     let failed = RwSignal::new(None::<String>);
     let opening = RwSignal::new(false);

@@ -75,7 +75,8 @@ impl Server {
         {
             return Err(why);
         }
-        self.probe_since(asked).await
+        // In its turn; a start that waited for another's probe takes that probe's answer.
+        self.probe_unless(asked, Probes::answered_since).await
     }
 
     /// Whether it answers, asked now whatever an earlier probe found (a run on it just failed),
@@ -87,13 +88,9 @@ impl Server {
         self.probe_unless(Instant::now(), Probes::started_since).await
     }
 
-    /// Asks it in its turn, unless a probe that ended after `since` answered meanwhile (a start
-    /// that waited for another's probe takes its answer).
-    async fn probe_since(&self, since: Instant) -> Result<(), String> {
-        self.probe_unless(since, Probes::answered_since).await
-    }
-
-    /// Asks it in its turn, unless `answered` finds an answer since `since` meanwhile.
+    /// Asks it in its turn, unless `answered` finds an answer since `since` meanwhile: one that
+    /// ended since ([`Probes::answered_since`], for a start) or that started since
+    /// ([`Probes::started_since`], after a failure).
     async fn probe_unless(
         &self,
         since: Instant,
