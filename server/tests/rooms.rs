@@ -5,52 +5,12 @@
 mod common;
 
 use common::socket::{Socket, connect, event_type, is_type, receive, receive_until, send};
-use common::{WRITE_SKEW_SERIALIZABLE, db_slot, lines, open_room, wait_until_clean};
+use common::{
+    WRITE_SKEW_SERIALIZABLE, close_room, db_slot, delete_room, keys_of, lines, open_room, until_no_keys,
+    wait_until_clean,
+};
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::time::Duration;
-
-/// Redis keys of `room` (its claim and its run's log), which must leave with the room.
-async fn keys_of(room: &str) -> Vec<String> {
-    let client = redis::Client::open(common::config().redis_url.as_str()).expect("a Redis URL");
-    let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
-    redis::cmd("KEYS")
-        .arg(format!("racelab:room:{room}*"))
-        .query_async(&mut conn)
-        .await
-        .expect("KEYS")
-}
-
-/// The trainer closes `room` through `address` (any replica); its keys leave Redis with it.
-async fn close_room(address: SocketAddr, room: &str, token: &str) {
-    assert_eq!(delete_room(address, room, token).await, 204);
-    until_no_keys(room).await;
-}
-
-/// `DELETE /api/rooms/<room>` through `address` with `token`: its status.
-async fn delete_room(address: SocketAddr, room: &str, token: &str) -> u16 {
-    reqwest::Client::new()
-        .delete(format!("http://{address}/api/rooms/{room}"))
-        .header("authorization", format!("Bearer {token}"))
-        .send()
-        .await
-        .expect("DELETE")
-        .status()
-        .as_u16()
-}
-
-/// Waits until `room`'s keys have left Redis (a closed room's holder removes them).
-async fn until_no_keys(room: &str) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !keys_of(room).await.is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "room {room}'s keys left: {:?}",
-            keys_of(room).await
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// Joins `room` (with `token`, as its trainer); returns the participants the room reported.
 async fn join(socket: &mut Socket, room: &str, token: Option<&str>) -> u64 {

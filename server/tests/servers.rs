@@ -132,6 +132,8 @@ async fn a_room_plays_on_the_version_its_trainer_picks() {
     let refused = receive_until(&mut trainer, |f| common::socket::is_type(f, "error")).await;
     let refused = refused.last().expect("an error");
     assert_eq!(refused["code"], json!("unknown_variant"), "{refused}");
+    // Closed as its trainer closes it: nothing of the room is left in Redis.
+    common::close_room(address, &room, &token).await;
     engine.close(Duration::from_secs(5), Duration::from_secs(10)).await;
 }
 

@@ -599,6 +599,48 @@ pub async fn open_room(address: SocketAddr) -> (String, String) {
     (id, room["trainer_token"].as_str().expect("a token").to_owned())
 }
 
+/// Redis keys of `room` (its claim and its run's log), which must leave with the room.
+pub async fn keys_of(room: &str) -> Vec<String> {
+    let client = redis::Client::open(config().redis_url.as_str()).expect("a Redis URL");
+    let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
+    redis::cmd("KEYS")
+        .arg(format!("racelab:room:{room}*"))
+        .query_async(&mut conn)
+        .await
+        .expect("KEYS")
+}
+
+/// The trainer closes `room` through `address` (any replica); its keys leave Redis with it.
+pub async fn close_room(address: SocketAddr, room: &str, token: &str) {
+    assert_eq!(delete_room(address, room, token).await, 204);
+    until_no_keys(room).await;
+}
+
+/// `DELETE /api/rooms/<room>` through `address` with `token`: its status.
+pub async fn delete_room(address: SocketAddr, room: &str, token: &str) -> u16 {
+    reqwest::Client::new()
+        .delete(format!("http://{address}/api/rooms/{room}"))
+        .header("authorization", format!("Bearer {token}"))
+        .send()
+        .await
+        .expect("DELETE")
+        .status()
+        .as_u16()
+}
+
+/// Waits until `room`'s keys have left Redis (a closed room's holder removes them).
+pub async fn until_no_keys(room: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !keys_of(room).await.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "room {room}'s keys left: {:?}",
+            keys_of(room).await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The real router on `engine` (one a test already holds), serving the app from `dist`, on a
 /// free loopback port.
 pub async fn serve_engine(engine: Arc<Engine>, config: Config, dist: &std::path::Path) -> SocketAddr {
