@@ -191,6 +191,10 @@ async fn a_blog_author_embeds_the_race_on_postgresql_18() {
         b.select_label(".rl-embed-autoplay", "as soon as the page loads").await;
         let component = b.snippet("component").await;
         b.screenshot("embed-panel-18").await;
+        b.set_viewport(360, 800).await;
+        assert!(!b.scrolls_sideways().await, "the embed panel fits a phone");
+        b.screenshot("embed-panel-18-360").await;
+        b.reset_viewport().await;
 
         let host = harness::Host::start().await;
         host.paste("white", &format!("<p>A post about PostgreSQL 18.</p>{component}"));
@@ -280,6 +284,9 @@ async fn a_trainer_plays_the_rooms_race_on_postgresql_18() {
                 )
                 .await;
                 b.screenshot(&format!("room-{}-{who}", pick.unwrap_or(18))).await;
+                b.set_viewport(360, 800).await;
+                assert!(!b.scrolls_sideways().await, "the {who}'s page fits a phone");
+                b.reset_viewport().await;
             }
         }
         // Closed as a trainer closes it: nothing of the room is left in Redis.
