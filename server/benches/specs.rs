@@ -64,14 +64,9 @@ fn database_url() -> String {
     std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned())
 }
 
-/// The bare program's database: the specs database racelab plays in, so both sides' tables
-/// live on the same server and database.
+/// The bare program's database: racelab's own, on the same server as the run databases.
 fn bare_url() -> String {
-    let url = database_url();
-    match url.rsplit_once('/') {
-        Some((server, _)) => format!("{server}/{}", specs::confine::DATABASE),
-        None => url,
-    }
+    database_url()
 }
 
 async fn racelab_round(spec: &shared::spec::Spec, limits: &Limits, round: usize) -> Result<usize, BoxError> {

@@ -101,7 +101,15 @@ enum Command {
 }
 
 impl Cli {
+    /// Runs the command; then drops the spare databases readers' specs left in this process's
+    /// pools (`specs::confine`), as nothing after it will use them.
     pub async fn execute(self) -> ExitCode {
+        let code = self.execute_command().await;
+        crate::specs::confine::drain().await;
+        code
+    }
+
+    async fn execute_command(self) -> ExitCode {
         match self.command {
             Command::List => {
                 print!("{}", list());

@@ -60,7 +60,9 @@ async fn spec_roles(url: &str) -> i64 {
     tokio::spawn(connection);
     client
         .query_one(
-            "SELECT count(*) FROM pg_roles WHERE rolname LIKE 'racelab\\_spec\\_%'",
+            "SELECT count(*) FROM pg_roles r WHERE rolname LIKE 'racelab\\_spec\\_%' \
+             AND (rolconnlimit <> 0 OR EXISTS (SELECT 1 FROM pg_stat_activity a \
+                                                WHERE a.usename = r.rolname OR a.datname = r.rolname))",
             &[],
         )
         .await

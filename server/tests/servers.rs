@@ -543,8 +543,7 @@ async fn a_server_down_when_racelab_starts_joins_when_it_answers() {
 #[tokio::test]
 async fn the_first_spec_runs_on_a_fresh_server_all_play_at_once() {
     // A server no spec ever ran on: the atlas's 39 runs on a new version start this way, each
-    // making the specs database if it is not there yet (two making it at the same moment once
-    // failed with 23505 on pg_database_datname_index).
+    // needing the template that run databases are copied from, made once, by one of them.
     let _slots = db_slots(4).await;
     let bin = find_binaries().expect("PostgreSQL's binaries (the machine's)");
     let dir = std::env::temp_dir().join(format!("racelab-fresh-test-{}", std::process::id()));
@@ -575,16 +574,17 @@ async fn the_first_spec_runs_on_a_fresh_server_all_play_at_once() {
         .filter_map(|p| p.as_ref().err().map(ToString::to_string))
         .collect();
     assert!(failed.is_empty(), "{} of 20 failed: {failed:?}", failed.len());
-    // And the database they share is closed to PUBLIC, whoever made it.
+    // And the databases they played in are closed to PUBLIC.
     let mut conn = PgConnection::connect(&url.replace("/racelab", "/postgres"))
         .await
         .expect("the fresh server");
     let open: bool = sqlx::query_scalar(
-        "SELECT has_database_privilege('public', datname, 'CONNECT') FROM pg_database WHERE datname LIKE '%spec%'",
+        "SELECT bool_or(has_database_privilege('public', datname, 'CONNECT')) FROM pg_database \
+         WHERE datname LIKE 'racelab\\_spec\\_%'",
     )
     .fetch_one(&mut conn)
     .await
-    .expect("the specs database");
+    .expect("the run databases");
     assert!(!open, "PUBLIC may not connect to the specs database");
     drop(conn);
     fresh.process.stop().await;

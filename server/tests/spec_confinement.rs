@@ -63,44 +63,49 @@ async fn admin() -> tokio_postgres::Client {
     client
 }
 
-/// What run `name` left behind, counted: its role, its schema in the specs database, its
-/// sessions, its prepared transactions, advisory locks its sessions hold in the specs database
-/// (this run's only: the tests of this file run at once, and one of them holds such a lock on
-/// purpose).
-async fn left_by(name: &str) -> i64 {
-    let id = run_id(name);
-    let role = format!("racelab_spec_{id}");
-    let client = admin().await;
+/// What run `name` left behind on the server at `url`, counted: sessions in its database or as
+/// its role, its prepared transactions and advisory locks, objects its role still owns or has
+/// been granted there, memberships but the readers' role, settings but the one made, and a role
+/// still open to logins. A run's database is handed out again only once clean (and is dropped
+/// otherwise), so a database another run has taken since counts as clean; a spec refused before
+/// it played took none.
+async fn left_on(url: &str, name: &str) -> i64 {
+    let Some(place) = specs::confine::place_of(&run_id(name)) else {
+        return 0;
+    };
+    let client = admin_on(url, "postgres").await;
     let row = client
         .query_one(
-            "SELECT (SELECT count(*) FROM pg_roles WHERE rolname = $1)
-                  + (SELECT count(*) FROM pg_stat_activity WHERE usename = $1 OR application_name LIKE $2)
-                  + (SELECT count(*) FROM pg_prepared_xacts WHERE owner = $1)
+            "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = $1 OR usename = $1)
+                  + (SELECT count(*) FROM pg_prepared_xacts WHERE database = $1 OR owner = $1)
                   + (SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-                     JOIN pg_stat_activity a ON a.pid = l.pid
-                     WHERE l.locktype = 'advisory' AND d.datname = 'racelab_specs' AND a.usename = $1)",
-            &[&role, &format!("racelab/{id}/%")],
+                     WHERE l.locktype = 'advisory' AND d.datname = $1)
+                  + (SELECT count(*) FROM pg_shdepend s JOIN pg_roles r ON r.oid = s.refobjid
+                     WHERE s.dbid <> 0 AND r.rolname = $1)
+                  + (SELECT count(*) FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid
+                     JOIN pg_roles m ON m.oid = a.member
+                     WHERE (g.rolname = $1 OR m.rolname = $1) AND g.rolname <> 'racelab_reader')
+                  + (SELECT count(*) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole
+                     WHERE r.rolname = $1 AND s.setconfig <> ARRAY['temp_file_limit=65536kB'])
+                  + (SELECT count(*) FROM pg_roles WHERE rolname = $1 AND rolconnlimit <> 0)",
+            &[&place.database],
         )
         .await
         .expect("the leak query");
-    let mut left: i64 = row.get(0);
-    let mut specs_config: tokio_postgres::Config = database_url().parse().expect("a database URL");
-    specs_config.dbname("racelab_specs");
-    let (specs_db, connection) = specs_config
-        .connect(tokio_postgres::NoTls)
-        .await
-        .expect("the specs database");
+    // Asked after the query: a database taken again meanwhile was clean when taken.
+    if place.taken_again() { 0 } else { row.get(0) }
+}
+
+async fn left_by(name: &str) -> i64 {
+    left_on(&database_url(), name).await
+}
+
+async fn admin_on(url: &str, dbname: &str) -> tokio_postgres::Client {
+    let mut config: tokio_postgres::Config = url.parse().expect("a database URL");
+    config.dbname(dbname);
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.expect("PostgreSQL answers");
     tokio::spawn(connection);
-    let schemas: i64 = specs_db
-        .query_one(
-            "SELECT count(*) FROM pg_namespace WHERE nspname = $1",
-            &[&format!("spec_{id}")],
-        )
-        .await
-        .expect("the schema query")
-        .get(0);
-    left += schemas;
-    left
+    client
 }
 
 /// Plays a one-step spec doing `sql`, and asserts the server refused it with `refusal`, and
@@ -123,23 +128,42 @@ async fn it_cannot_read_racelabs_own_tables() {
 }
 
 #[tokio::test]
-async fn it_cannot_read_or_change_another_run() {
-    // Run A makes a table and holds its session a while; run B tries to read and drop it.
+async fn it_cannot_read_change_hear_or_signal_another_run() {
+    // Run A makes a table, listens, holds an advisory lock and its session a while; run B, told
+    // A's database name (every role can read it in pg_database), tries to read and drop A's
+    // table, reach A's channel and lock, and end A's session.
     let a = "setup { CREATE TABLE secrets (v text); INSERT INTO secrets VALUES ('hers'); }\n\
-             session a step hold { SELECT pg_sleep(1.5); }\n";
-    let a_schema = format!("spec_{}", run_id("otherruna"));
-    let b = format!(
-        "session b\nstep peek {{ SELECT * FROM {a_schema}.secrets; }}\nstep drop {{ DROP TABLE {a_schema}.secrets; }}\n\
-         step kill {{ SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'racelab_spec_{}'; }}\n",
-        run_id("otherruna")
-    );
-    let (a_lines, b_lines) = tokio::join!(play("otherruna", a), async {
-        tokio::time::sleep(Duration::from_millis(700)).await;
-        play("otherrunb", &b).await
-    });
+             session a step listen { LISTEN news; SELECT pg_advisory_lock(7) IS NOT NULL AS locked; }\n\
+             step hold { SELECT pg_sleep(1.5); }\n";
+    let b = async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let a_db = loop {
+            if let Some(place) = specs::confine::place_of(&run_id("otherruna")) {
+                break place.database;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "A took a database");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let b = format!(
+            "session b\nstep peek {{ SELECT * FROM {a_db}.public.secrets; }}\n\
+             step drop {{ DROP TABLE {a_db}.public.secrets; }}\n\
+             step lock {{ SELECT pg_try_advisory_lock(7) AS free; }}\n\
+             step shout {{ NOTIFY news, 'from b'; }}\n\
+             step kill {{ SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{a_db}'; }}\n"
+        );
+        (play("otherrunb", &b).await, a_db)
+    };
+    let (a_lines, (b_lines, a_db)) = tokio::join!(play("otherruna", a), b);
     assert!(
-        b_lines.contains(&format!("ERROR:  permission denied for schema {a_schema}")),
+        b_lines.contains(&format!(
+            "ERROR:  cross-database references are not implemented: \"{a_db}.public.secrets\""
+        )),
         "{b_lines}"
+    );
+    assert!(
+        b_lines.contains("free\n----\nt   \n(1 row)"),
+        "A's lock is not B's: {b_lines}"
     );
     assert!(
         b_lines.contains("ERROR:  permission denied to terminate process")
@@ -150,6 +174,7 @@ async fn it_cannot_read_or_change_another_run() {
         a_lines.contains("step hold: SELECT pg_sleep(1.5);\npg_sleep"),
         "A played on: {a_lines}"
     );
+    assert!(!a_lines.contains("from b"), "A heard B's NOTIFY: {a_lines}");
     assert_eq!(left_by("otherruna").await + left_by("otherrunb").await, 0);
 }
 
@@ -280,15 +305,15 @@ async fn it_cannot_change_server_or_role_settings() {
     )
     .await;
     refused(
-        "publicschema",
-        "CREATE TABLE public.evil (k int);",
-        "ERROR:  permission denied for schema public",
+        "racelabschema",
+        "CREATE TABLE racelab.evil (k int);",
+        "ERROR:  permission denied for schema racelab",
     )
     .await;
     refused(
         "newschema",
         "CREATE SCHEMA evil;",
-        "ERROR:  permission denied for database racelab_specs",
+        "ERROR:  permission denied for database racelab_spec_",
     )
     .await;
 }
@@ -416,15 +441,12 @@ async fn a_session_that_never_unblocks_is_cancelled_by_the_testers_rule() {
 
 #[tokio::test]
 async fn temporary_files_are_limited() {
-    let limits = Limits {
-        temp_file_limit_kb: 1024,
-        ..Limits::default()
-    };
-    let spec = "session s\nstep sort { SET work_mem = '64kB'; SELECT count(*) FROM (SELECT g FROM generate_series(1, 2000000) g ORDER BY g DESC) s; }\n";
-    let (lines, ended) = play_with("tempfiles", spec, limits).await;
+    // A sort of about 130 MB, spilled to disk at a work_mem of 64 kB.
+    let spec = "session s\nstep sort { SET work_mem = '64kB'; SELECT sum(length(pad)) FROM (SELECT g, repeat('x', 100) || g AS pad FROM generate_series(1, 1000000) g ORDER BY g DESC) s; }\n";
+    let (lines, ended) = play_with("tempfiles", spec, Limits::default()).await;
     ended.expect("the run ends");
     assert!(
-        lines.contains("ERROR:  temporary file size exceeds temp_file_limit (1024kB)"),
+        lines.contains("ERROR:  temporary file size exceeds temp_file_limit (65536kB)"),
         "{lines}"
     );
     assert_eq!(left_by("tempfiles").await, 0);

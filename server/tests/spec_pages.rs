@@ -147,6 +147,28 @@ async fn a_spec_that_does_not_read_is_refused_with_where_and_why_and_not_saved()
         "{refused}"
     );
 
+    // A NUL byte (PostgreSQL takes none in text) and too many listed steps: 400, naming what
+    // was counted, not a 500 from the store.
+    let (status, refused) = save(address, "session s\nstep a { SELECT '\0'; }\n").await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("NUL byte at line 2, column 18"),
+        "{refused}"
+    );
+    let listed = format!("session s\nstep a {{ SELECT 1; }}\npermutation {}\n", "a ".repeat(2001));
+    let (status, refused) = save(address, &listed).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("name 2001 steps in all"),
+        "{refused}"
+    );
+
     let mut ws = socket::connect(address).await;
     send(
         &mut ws,

@@ -64,16 +64,34 @@ async fn psql(sql: &str) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
-/// What run `run_id` left: its role, schema, sessions, prepared transactions.
-async fn left_by(run_id: &str) -> String {
+/// The run databases (and roles) on the server now, by name.
+async fn spec_databases() -> String {
+    psql(
+        "SELECT coalesce(string_agg(name, ','), '') FROM (SELECT rolname AS name FROM pg_roles \
+         UNION SELECT datname FROM pg_database) n WHERE name LIKE 'racelab\\_spec\\_%'",
+    )
+    .await
+}
+
+/// What the commands run since `before` (the names [`spec_databases`] gave then) left behind: a
+/// run database in use (a session, open to logins), or one made since and not dropped (a
+/// command drops its spares as it exits). The tests that run commands take turns
+/// ([`ONE_AT_A_TIME`]), so nothing else makes one meanwhile.
+async fn left_since(before: &str) -> String {
     psql(&format!(
-        "SELECT (SELECT count(*) FROM pg_roles WHERE rolname = 'racelab_spec_{run_id}')
-              + (SELECT count(*) FROM pg_stat_activity WHERE usename = 'racelab_spec_{run_id}'
-                   OR application_name LIKE 'racelab/{run_id}/%')
-              + (SELECT count(*) FROM pg_prepared_xacts WHERE owner = 'racelab_spec_{run_id}')"
+        "SELECT count(*) FROM (SELECT rolname AS name FROM pg_roles UNION SELECT datname FROM pg_database) n \
+         LEFT JOIN pg_roles r ON r.rolname = n.name \
+         WHERE n.name LIKE 'racelab\\_spec\\_%' \
+           AND (coalesce(r.rolconnlimit, 0) <> 0 \
+                OR EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.usename = n.name OR a.datname = n.name) \
+                OR n.name <> ALL (string_to_array('{before}', ',')) \
+                OR EXISTS (SELECT 1 FROM pg_prepared_xacts p WHERE p.database = n.name))"
     ))
     .await
 }
+
+/// The tests that run commands on specs take turns, so that [`left_since`] sees only theirs.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn fresh_id(name: &str) -> String {
     let stem: String = name
@@ -86,6 +104,7 @@ fn fresh_id(name: &str) -> String {
 
 #[tokio::test]
 async fn every_spec_prints_what_postgresqls_isolation_tester_prints() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let Some(tester) = tester() else {
         eprintln!(
             "SKIPPED: no isolationtester at {TESTER} (install postgresql-client-15, or set RACELAB_ISOLATIONTESTER)"
@@ -125,6 +144,7 @@ async fn every_spec_prints_what_postgresqls_isolation_tester_prints() {
             child.wait_with_output().await.expect("the tester ends")
         };
         let run_id = fresh_id(&name);
+        let before = spec_databases().await;
         let path = spec.to_string_lossy().into_owned();
         let ours = racelab(&["run", &path, "--run-id", &run_id, "--step-limit", STEP_LIMIT], None).await;
         if theirs.stdout != ours.stdout || theirs.status.code() != ours.status.code() {
@@ -137,7 +157,7 @@ async fn every_spec_prints_what_postgresqls_isolation_tester_prints() {
                 String::from_utf8_lossy(&ours.stderr),
             ));
         }
-        assert_eq!(left_by(&run_id).await, "0", "{name} left its sandbox behind");
+        assert_eq!(left_since(&before).await, "0", "{name} left its sandbox behind");
     }
     psql(&format!("DROP DATABASE IF EXISTS {oracle_db}")).await;
     assert!(differences.is_empty(), "{}", differences.join("\n\n"));
@@ -145,6 +165,7 @@ async fn every_spec_prints_what_postgresqls_isolation_tester_prints() {
 
 #[tokio::test]
 async fn a_spec_with_a_mistake_is_refused_at_its_line_before_anything_runs() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let bad = "setup { CREATE TABLE t (k int); }\n\nsession s\nstep { SELECT 1; }\n";
     let out = racelab(&["run", "-"], Some(bad)).await;
     assert_eq!(out.status.code(), Some(1));
@@ -171,6 +192,8 @@ async fn a_spec_with_a_mistake_is_refused_at_its_line_before_anything_runs() {
 
 #[tokio::test]
 async fn a_failing_setup_stops_the_run_as_the_tester_does_and_leaves_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let before = spec_databases().await;
     let spec = "setup { CREATE TABLE t (k int); SELECT * FROM no_such_table; }\nsession s step a { SELECT 1; }\n";
     let run_id = fresh_id("failingsetup");
     let out = racelab(&["run", "-", "--run-id", &run_id], Some(spec)).await;
@@ -184,11 +207,12 @@ async fn a_failing_setup_stops_the_run_as_the_tester_does_and_leaves_nothing() {
         stderr.contains("setup failed: ERROR:  relation \"no_such_table\" does not exist"),
         "{stderr}"
     );
-    assert_eq!(left_by(&run_id).await, "0");
+    assert_eq!(left_since(&before).await, "0");
 }
 
 #[tokio::test]
 async fn checks_give_each_permutation_a_verdict_on_stderr() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let path = specs_dir().join("write-skew.spec");
     let out = racelab(&["run", &path.to_string_lossy()], None).await;
     assert!(out.status.success());
@@ -217,6 +241,8 @@ async fn checks_give_each_permutation_a_verdict_on_stderr() {
 
 #[tokio::test]
 async fn an_interrupted_run_removes_its_sandbox_before_it_exits() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let before = spec_databases().await;
     let spec = "setup { CREATE TABLE t (k int); }\nsession s step wait { SELECT pg_sleep(30); }\n";
     let run_id = fresh_id("interrupted");
     let mut child = Command::new(env!("CARGO_BIN_EXE_racelab"))
@@ -235,9 +261,10 @@ async fn an_interrupted_run_removes_its_sandbox_before_it_exits() {
     // Until its session is in its step.
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let waiting = psql(&format!(
-            "SELECT count(*) FROM pg_stat_activity WHERE usename = 'racelab_spec_{run_id}' AND query LIKE '%pg_sleep(30)%' AND state = 'active'"
-        ))
+        let waiting = psql(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename LIKE 'racelab\\_spec\\_%' \
+             AND query LIKE '%pg_sleep(30)%' AND state = 'active'",
+        )
         .await;
         if waiting == "1" {
             break;
@@ -257,5 +284,5 @@ async fn an_interrupted_run_removes_its_sandbox_before_it_exits() {
         .expect("racelab exits soon")
         .expect("racelab ends");
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(left_by(&run_id).await, "0", "nothing left once it has exited");
+    assert_eq!(left_since(&before).await, "0", "nothing left once it has exited");
 }

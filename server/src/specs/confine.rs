@@ -1,41 +1,95 @@
-//! Where a spec runs: a database of its own, and per run a role with nothing but its own schema.
+//! Where a spec runs: a database of its own, taken from a pool of ready ones, that only the run's
+//! own role may connect to.
 //!
-//! A spec is SQL from anyone on the internet. Its sessions log in as a role made for the run
-//! (`racelab_spec_<run>`): no superuser, no CREATEDB or CREATEROLE, no membership in any other
-//! role, CONNECT and TEMPORARY on the specs database alone, owner of one schema that is its
-//! search path. So it cannot read or change racelab's tables or the labs' sandboxes (another
-//! database), nor another run (another role's schema), nor run programs or read files on the
-//! server, create extensions (that needs CREATE on the database), set superuser-only settings,
-//! see other sessions' queries in `pg_stat_activity`, or signal backends not its own. Its
-//! settings bound what it can spend: a statement, lock and idle timeout, a temporary-file limit.
-//! One superuser setting is granted, `deadlock_timeout`, as PostgreSQL's own deadlock specs set
-//! it: it only changes how soon the role's own waits look for a cycle (PostgreSQL 15 onwards,
-//! `GRANT SET ON PARAMETER`).
+//! A spec is SQL from anyone on the internet. Each run plays in a database made for runs
+//! (`racelab_spec_<random>`), as a role of the same name: no superuser, no CREATEDB or
+//! CREATEROLE, CONNECT and TEMPORARY on that database alone, CREATE in its `public` schema.
+//! A database of its own, not a schema in a shared one, because so much of PostgreSQL is per
+//! database: `LISTEN`/`NOTIFY` channels, advisory locks, the catalogs (another run's function
+//! bodies, view definitions, comments, column defaults), the objects one could lock by oid, and
+//! names (`public.x` reads as in the isolation tester). What stays shared is the cluster's own
+//! catalogs (roles, databases), and there a run can only read: the names it sees there are
+//! random, and name no run (a run's id is how its stored transcript is fetched).
 //!
-//! The specs get a database apart from racelab's own because advisory locks, `LISTEN` channels
-//! and `pg_stat_activity`'s database filter are per database: a spec must not be able to take
-//! a lab's advisory lock key or hear a lab's notifications.
+//! Every run database is a copy of one template ([`TEMPLATE`]) holding an event trigger that
+//! refuses any grant, policy or default privilege naming a role other than the run's own: such a
+//! grant would tie another run's role to this database, and that run could not drop its role
+//! until this one ends.
 //!
-//! When the run ends, whatever happened, [`Confined::close`] terminates the role's backends,
-//! rolls back any transaction it prepared (`PREPARE TRANSACTION` outlives its session), drops
-//! everything the role owns and the role itself. [`sweep`] does the same for roles a crash left.
+//! The pool: making a database costs a copy of the template (about 60 ms here) and dropping one a
+//! checkpoint (1.2 to 1.8 s), so a finished run's database is not dropped but reset
+//! ([`Confined::close`]): its backends terminated, any prepared transaction rolled back,
+//! everything the role owns there dropped, the role's settings, password and memberships put
+//! back, and it goes back to the pool, ready for the next run on that server. After
+//! [`MAX_USES`] runs, or when a reset fails, it is dropped and a new one made when needed.
+//!
+//! Cleanup cannot be held: every statement racelab runs for a run has a lock timeout, and while
+//! a cleanup waits for a lock, a watchdog terminates the backends that hold it if they belong to
+//! readers' roles (a run that is over, or the run that holds the lock on purpose). So no run's
+//! duration or leftovers depend on another run.
 
 use crate::sandbox::postgres::quote_ident;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio_postgres::{Client, NoTls};
 
-/// The database every spec runs in.
-pub const DATABASE: &str = "racelab_specs";
-/// Every run's role starts so; the sweep finds leftovers by it.
-const ROLE_PREFIX: &str = "racelab_spec_";
+/// Every run database, and its role, is named so, then 16 random hex digits; the sweep finds
+/// leftovers by it.
+pub const PREFIX: &str = "racelab_spec_";
+/// The database every run database is copied from (its name does not start with [`PREFIX`]).
+pub const TEMPLATE: &str = "racelab_template_spec_v1";
+/// The role every run's role is a member of: it holds `SET` on `deadlock_timeout`, once, so runs
+/// do not each rewrite that parameter's one shared catalog row.
+pub const READERS: &str = "racelab_reader";
+/// A database is reset for this many runs, then dropped (its catalogs churn with every run).
+pub const MAX_USES: u32 = 100;
+/// The most ready databases one server's pool keeps; a database returned to a full pool is
+/// dropped.
+pub const MAX_READY: usize = 32;
+/// Temporary files one session may write (`temp_file_limit`, a setting a run cannot raise).
+pub const TEMP_FILE_LIMIT_KB: u64 = 64 * 1024;
+/// How long any cleanup statement waits for a lock, at most. The watchdog ends a reader's
+/// backend that holds one far sooner ([`WATCHDOG_EVERY`]); this bounds a wait on anything else.
+pub const CLEANUP_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often a cleanup in progress is looked at for readers' backends that block it.
+const WATCHDOG_EVERY: Duration = Duration::from_millis(20);
 
-/// What a run's role may spend.
+/// The template's contents: `public` open to create in (its owner is the database's, racelab),
+/// and the guard against grants to other roles. The guard runs after every DDL command of the
+/// run's role, inside its transaction, so a refused grant is rolled back with the statement; it
+/// reads `pg_shdepend`, where PostgreSQL records every reference from this database to a role.
+/// The run's role has the database's name. The function is fixed to `pg_catalog`, so nothing a
+/// run defines can stand in for what it calls.
+const TEMPLATE_SQL: &str = "
+GRANT CREATE ON SCHEMA public TO PUBLIC;
+CREATE SCHEMA racelab;
+REVOKE ALL ON SCHEMA racelab FROM PUBLIC;
+CREATE FUNCTION racelab.no_other_roles() RETURNS event_trigger LANGUAGE plpgsql
+SET search_path = pg_catalog AS $guard$
+BEGIN
+  IF EXISTS (
+    SELECT 1 FROM pg_catalog.pg_shdepend d JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) d.refobjid
+    WHERE d.dbid OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database
+                                          WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_authid'::pg_catalog.regclass
+      AND r.rolname OPERATOR(pg_catalog.<>) pg_catalog.current_database()
+      AND NOT r.rolsuper)
+  THEN
+    RAISE EXCEPTION 'a spec may grant to no role but its own' USING ERRCODE = '42501';
+  END IF;
+END
+$guard$;
+CREATE EVENT TRIGGER racelab_no_other_roles ON ddl_command_end EXECUTE FUNCTION racelab.no_other_roles();
+";
+
+/// What a run's sessions may spend (each a setting of the sessions' own, given at connect: a
+/// spec may change them, and the player's step limit still holds).
 #[derive(Clone, Copy, Debug)]
 pub struct Bounds {
     pub statement_timeout: Duration,
     pub lock_timeout: Duration,
     pub idle_timeout: Duration,
-    pub temp_file_limit_kb: u64,
     /// Sessions the role may open: the spec's and the control connection.
     pub connections: usize,
 }
@@ -46,33 +100,6 @@ pub enum ConfineError {
     Unreachable { url: String, reason: String },
     #[error("could not make the spec's sandbox: {0}")]
     Make(String),
-}
-
-/// A run's role and schema, alive until [`Confined::close`], or until dropped: a run the reader
-/// cancelled is dropped mid-play, and its sandbox is removed on a task of its own.
-pub struct Confined {
-    /// `None` once closed.
-    admin: Option<Client>,
-    pub role: String,
-    pub schema: String,
-    sessions: tokio_postgres::Config,
-}
-
-/// Connects as racelab's own user to `dbname`.
-async fn admin(url: &str, dbname: &str) -> Result<Client, ConfineError> {
-    let unreachable = |reason: String| ConfineError::Unreachable {
-        url: crate::health::host_port(url, 5432),
-        reason,
-    };
-    let mut config: tokio_postgres::Config = url
-        .parse()
-        .map_err(|e: tokio_postgres::Error| unreachable(e.to_string()))?;
-    config.dbname(dbname);
-    config.application_name("racelab/specs");
-    config.connect_timeout(Duration::from_secs(5));
-    let (client, connection) = config.connect(NoTls).await.map_err(|e| unreachable(describe(&e)))?;
-    tokio::spawn(connection);
-    Ok(client)
 }
 
 /// A driver error in words: the server's message, or the cause under tokio-postgres's own
@@ -91,239 +118,644 @@ fn make_error(e: tokio_postgres::Error) -> ConfineError {
     ConfineError::Make(describe(&e))
 }
 
-/// The specs database, made if it is not there yet, with nothing granted to PUBLIC (said once,
-/// by whoever makes it: every change to the database's privileges rewrites its one catalog row,
-/// which concurrent runs would fight over).
-async fn ensure_database(url: &str) -> Result<Client, ConfineError> {
-    // The maintenance database: racelab's own may not be made yet (the CLI makes none).
-    let main = admin(url, "postgres").await?;
-    let exists = main
-        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&DATABASE])
-        .await
-        .map_err(make_error)?
-        .is_some();
-    let mut made = false;
-    if !exists {
-        match main
-            .batch_execute(&format!("CREATE DATABASE {}", quote_ident(DATABASE)))
-            .await
-        {
-            Ok(()) => made = true,
-            // Made meanwhile by another run: 42P04 if it had finished, 23505 (on
-            // pg_database_datname_index) if both were making it at the same moment (the first
-            // runs on a fresh server, as the atlas's 39 do).
-            Err(e)
-                if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE)
-                    || e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {}
-            Err(e) => return Err(make_error(e)),
-        }
-    }
-    let specs = admin(url, DATABASE).await?;
-    // Made by a run that has not closed it yet (its default privileges, NULL, still let PUBLIC
-    // in): this run closes it too before it goes on.
-    let still_open = !made
-        && main
-            .query_one(
-                "SELECT datacl IS NULL FROM pg_database WHERE datname = $1",
-                &[&DATABASE],
-            )
-            .await
-            .map_err(make_error)?
-            .get::<_, bool>(0);
-    if made || still_open {
-        let close = format!(
-            "REVOKE ALL ON DATABASE {} FROM PUBLIC; REVOKE ALL ON SCHEMA public FROM PUBLIC;",
-            quote_ident(DATABASE)
-        );
-        retrying(&specs, &close).await.map_err(make_error)?;
-    }
-    Ok(specs)
-}
-
-/// Runs `sql` (one implicit transaction), again if it lost a race for a shared catalog row
-/// ("tuple concurrently updated": two runs granting on the one database or parameter at once).
-async fn retrying(client: &Client, sql: &str) -> Result<(), tokio_postgres::Error> {
-    let mut tries = 0;
-    loop {
-        match client.batch_execute(sql).await {
-            Err(e) if tries < 20 && e.as_db_error().is_some_and(|db| db.message().contains("concurrently")) => {
-                tries += 1;
-                let pause = {
-                    use rand::Rng;
-                    rand::rng().random_range(1..=10u64 * tries)
-                };
-                tokio::time::sleep(Duration::from_millis(pause)).await;
-            }
-            other => return other,
-        }
-    }
-}
-
 fn now_unix() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
+fn random_hex(digits: usize) -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..digits)
+        .map(|_| format!("{:x}", rng.random_range(0..16u8)))
+        .collect()
+}
+
+/// Connects as racelab's own user to `dbname`, every statement under a lock timeout, and
+/// `pg_catalog` the only schema it looks in (it may run in a run's database, among whatever the
+/// run defined).
+async fn admin(url: &str, dbname: &str) -> Result<(Client, i32), ConfineError> {
+    let unreachable = |reason: String| ConfineError::Unreachable {
+        url: crate::health::host_port(url, 5432),
+        reason,
+    };
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e: tokio_postgres::Error| unreachable(e.to_string()))?;
+    config.dbname(dbname);
+    config.application_name("racelab/specs");
+    config.options(format!(
+        "-c lock_timeout={} -c statement_timeout=30000 -c search_path=pg_catalog",
+        CLEANUP_LOCK_TIMEOUT.as_millis()
+    ));
+    config.connect_timeout(Duration::from_secs(5));
+    let (client, connection) = config.connect(NoTls).await.map_err(|e| unreachable(describe(&e)))?;
+    tokio::spawn(connection);
+    let pid = client
+        .query_one("SELECT pg_catalog.pg_backend_pid()", &[])
+        .await
+        .map_err(make_error)?
+        .get(0);
+    Ok((client, pid))
+}
+
+/// One ready database (and its role, of the same name).
+#[derive(Clone, Debug)]
+struct Ready {
+    name: String,
+    password: String,
+    /// Runs played in it so far.
+    uses: u32,
+}
+
+/// One server's ready databases.
+struct Pool {
+    url: String,
+    ready: Mutex<Vec<Ready>>,
+    /// A connection to the maintenance database, made again when it closes (a test's runtime
+    /// ends, the server restarts).
+    admin: tokio::sync::Mutex<Option<(Arc<Client>, i32)>>,
+    /// A second one, for the watchdog over what the first waits on.
+    watchdog: tokio::sync::Mutex<Option<(Arc<Client>, i32)>>,
+    /// The template and the readers' role exist on this server.
+    prepared: tokio::sync::OnceCell<()>,
+}
+
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// A kept connection to the maintenance database and its backend's pid, made again when it has
+/// closed (a test's runtime ends, the server restarts).
+async fn kept(
+    slot: &tokio::sync::Mutex<Option<(Arc<Client>, i32)>>,
+    url: &str,
+) -> Result<(Arc<Client>, i32), ConfineError> {
+    let mut kept = slot.lock().await;
+    if let Some((client, pid)) = kept.as_ref().filter(|(c, _)| !c.is_closed()) {
+        return Ok((client.clone(), *pid));
+    }
+    let (client, pid) = admin(url, "postgres").await?;
+    let client = Arc::new(client);
+    *kept = Some((client.clone(), pid));
+    Ok((client, pid))
+}
+
+/// The pools, one per server URL.
+static POOLS: LazyLock<Mutex<HashMap<String, Arc<Pool>>>> = LazyLock::new(Default::default);
+/// The databases this process holds (ready or in a run): its own sweep leaves them alone.
+static HELD: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
+/// Which database each recent run played in, and as which of its uses (for `remove_run` and the
+/// tests); the oldest are forgotten past [`REMEMBERED`].
+static RUNS: LazyLock<Mutex<Vec<(String, RunPlace)>>> = LazyLock::new(Default::default);
+const REMEMBERED: usize = 4096;
+/// Each database's uses so far, by name.
+static USES: LazyLock<Mutex<HashMap<String, u32>>> = LazyLock::new(Default::default);
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Where a run played: its database (and role) and which use of it the run was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunPlace {
+    pub database: String,
+    pub use_number: u32,
+}
+
+impl RunPlace {
+    /// Whether the database has been taken by a later run since: it was reset to be (a database
+    /// is only handed out again once clean).
+    pub fn taken_again(&self) -> bool {
+        lock(&USES).get(&self.database).is_some_and(|n| *n > self.use_number)
+    }
+}
+
+/// Where run `run_id` played, if this process played it recently.
+pub fn place_of(run_id: &str) -> Option<RunPlace> {
+    lock(&RUNS)
+        .iter()
+        .rev()
+        .find(|(id, _)| id == run_id)
+        .map(|(_, p)| p.clone())
+}
+
+fn pool(url: &str) -> Arc<Pool> {
+    lock(&POOLS)
+        .entry(url.to_owned())
+        .or_insert_with(|| {
+            Arc::new(Pool {
+                url: url.to_owned(),
+                ready: Mutex::new(Vec::new()),
+                admin: tokio::sync::Mutex::new(None),
+                watchdog: tokio::sync::Mutex::new(None),
+                prepared: tokio::sync::OnceCell::new(),
+            })
+        })
+        .clone()
+}
+
+impl Pool {
+    async fn admin(&self) -> Result<Arc<Client>, ConfineError> {
+        Ok(kept(&self.admin, &self.url).await?.0)
+    }
+
+    /// Runs `work` on the pool's connection, with the watchdog ([`unheld`]) on its second.
+    async fn unheld<T>(
+        &self,
+        work: impl FnOnce(Arc<Client>) -> BoxFuture<'static, Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, ConfineError> {
+        let (admin, pid) = kept(&self.admin, &self.url).await?;
+        let (watch, _) = kept(&self.watchdog, &self.url).await?;
+        unheld(&watch, pid, work(admin)).await.map_err(make_error)
+    }
+
+    /// The template and the readers' role, made once per server (under an advisory lock, as
+    /// another racelab may be making them at the same moment).
+    async fn prepare(&self) -> Result<(), ConfineError> {
+        self.prepared
+            .get_or_try_init(|| async {
+                let (main, _) = admin(&self.url, "postgres").await?;
+                main.batch_execute("SELECT pg_catalog.pg_advisory_lock(7262, 1)")
+                    .await
+                    .map_err(make_error)?;
+                let made = make_template(&self.url, &main).await;
+                // The lock goes with the session anyway; unlocking is only sooner.
+                let _ = main
+                    .batch_execute("SELECT pg_catalog.pg_advisory_unlock(7262, 1)")
+                    .await;
+                made
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// A new ready database: the role, then the copy of the template, then its privileges.
+    async fn make(&self) -> Result<Ready, ConfineError> {
+        self.prepare().await?;
+        let admin = self.admin().await?;
+        let ready = Ready {
+            name: format!("{PREFIX}{}", random_hex(16)),
+            password: random_hex(32),
+            uses: 0,
+        };
+        lock(&HELD).insert(ready.name.clone());
+        let n = quote_ident(&ready.name);
+        let made = async {
+            admin
+                .batch_execute(&format!(
+                    "CREATE ROLE {n} LOGIN PASSWORD '{p}' NOSUPERUSER NOCREATEDB NOCREATEROLE INHERIT \
+                       NOREPLICATION NOBYPASSRLS CONNECTION LIMIT 0 IN ROLE {READERS};
+                     COMMENT ON ROLE {n} IS 'racelab spec database, made {t}'",
+                    p = ready.password,
+                    t = now_unix()
+                ))
+                .await?;
+            admin
+                .batch_execute(&format!("CREATE DATABASE {n} TEMPLATE {}", quote_ident(TEMPLATE)))
+                .await?;
+            admin
+                .batch_execute(&format!(
+                    "REVOKE ALL ON DATABASE {n} FROM PUBLIC; GRANT CONNECT, TEMPORARY ON DATABASE {n} TO {n};
+                     ALTER ROLE {n} IN DATABASE {n} SET temp_file_limit = '{TEMP_FILE_LIMIT_KB}kB'"
+                ))
+                .await
+        }
+        .await;
+        if let Err(error) = made {
+            drop_database(&self.url, &ready.name).await;
+            lock(&HELD).remove(&ready.name);
+            return Err(make_error(error));
+        }
+        Ok(ready)
+    }
+
+    /// A ready database for a run of `connections` sessions: one from the pool, or a new one.
+    /// Taking it opens it to its role's logins (a ready database takes none) and stamps it.
+    /// Returns it with the number of this use of it (counted before it is opened, so that a
+    /// look at a run's database knows whether another run has it now).
+    async fn take(&self, connections: usize) -> Result<(Ready, u32), ConfineError> {
+        for _ in 0..3 {
+            let popped = lock(&self.ready).pop();
+            let ready = match popped {
+                Some(ready) => ready,
+                None => self.make().await?,
+            };
+            let use_number = {
+                let mut uses = lock(&USES);
+                let n = uses.entry(ready.name.clone()).or_insert(0);
+                *n += 1;
+                *n
+            };
+            let sql = format!(
+                "ALTER ROLE {n} CONNECTION LIMIT {connections};
+                 COMMENT ON ROLE {n} IS 'racelab spec database, taken {t}'",
+                n = quote_ident(&ready.name),
+                t = now_unix()
+            );
+            let opened = self
+                .unheld(move |admin| Box::pin(async move { admin.batch_execute(&sql).await }))
+                .await;
+            match opened {
+                Ok(()) => return Ok((ready, use_number)),
+                Err(error) => {
+                    // Swept meanwhile by another racelab (it was idle past the sweep's age), or
+                    // held by something no watchdog may end: the next one, or a new one.
+                    tracing::warn!("spec database {} not taken ({error}); passed over", ready.name);
+                    let pool = pool(&self.url);
+                    tokio::spawn(async move { pool.give_back(ready, false).await });
+                }
+            }
+        }
+        Err(ConfineError::Make("no ready database could be taken".to_owned()))
+    }
+
+    /// Puts `ready` back as it was made, and in the pool; drops it if it cannot be, if it has
+    /// served its runs, if the pool is full, or when `keep` is false.
+    async fn give_back(&self, mut ready: Ready, keep: bool) {
+        ready.uses += 1;
+        let keep = keep && ready.uses < MAX_USES && lock(&self.ready).len() < MAX_READY;
+        let reset = if keep { reset(self, &ready).await } else { Ok(()) };
+        match reset {
+            Ok(()) if keep => lock(&self.ready).push(ready),
+            outcome => {
+                if let Err(error) = outcome {
+                    tracing::warn!("spec database {} not reset ({error}); dropped instead", ready.name);
+                }
+                drop_database(&self.url, &ready.name).await;
+                lock(&HELD).remove(&ready.name);
+            }
+        }
+    }
+}
+
+/// Makes [`TEMPLATE`] and [`READERS`] where they are missing. The template is built under a
+/// name of its own and renamed once complete, so a racelab killed half-way leaves no template
+/// that lacks its guard.
+async fn make_template(url: &str, main: &Client) -> Result<(), ConfineError> {
+    let has_readers = main
+        .query_opt("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1", &[&READERS])
+        .await
+        .map_err(make_error)?
+        .is_some();
+    if !has_readers {
+        main.batch_execute(&format!(
+            "CREATE ROLE {r} NOLOGIN; GRANT SET ON PARAMETER deadlock_timeout TO {r}",
+            r = quote_ident(READERS)
+        ))
+        .await
+        .map_err(make_error)?;
+    }
+    let exists = main
+        .query_opt("SELECT 1 FROM pg_catalog.pg_database WHERE datname = $1", &[&TEMPLATE])
+        .await
+        .map_err(make_error)?
+        .is_some();
+    if exists {
+        return Ok(());
+    }
+    let building = format!("{TEMPLATE}_building");
+    let b = quote_ident(&building);
+    main.batch_execute(&format!("DROP DATABASE IF EXISTS {b} WITH (FORCE)"))
+        .await
+        .map_err(make_error)?;
+    main.batch_execute(&format!("CREATE DATABASE {b} TEMPLATE template0"))
+        .await
+        .map_err(make_error)?;
+    {
+        let (inside, _) = admin(url, &building).await?;
+        inside.batch_execute(TEMPLATE_SQL).await.map_err(make_error)?;
+    }
+    main.batch_execute(&format!(
+        "ALTER DATABASE {b} RENAME TO {t}; ALTER DATABASE {t} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false",
+        t = quote_ident(TEMPLATE)
+    ))
+    .await
+    .map_err(make_error)
+}
+
+/// Runs `work` (on the session whose backend is `pid`) while a watchdog, on `watch`, terminates
+/// every reader's backend that blocks it: the runs that hold a cleanup's locks are over, or are
+/// holding them on purpose.
+async fn unheld<T>(watch: &Client, pid: i32, work: impl std::future::Future<Output = T>) -> T {
+    let work = std::pin::pin!(work);
+    let mut work = work;
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            () = tokio::time::sleep(WATCHDOG_EVERY) => {}
+        }
+        let ended = watch
+            .query(
+                "SELECT pg_catalog.pg_terminate_backend(a.pid) FROM pg_catalog.pg_stat_activity a \
+                 WHERE a.pid OPERATOR(pg_catalog.=) ANY (pg_catalog.pg_blocking_pids($1)) \
+                   AND a.usename OPERATOR(pg_catalog.~~) 'racelab\\_spec\\_%'",
+                &[&pid],
+            )
+            .await;
+        if let Ok(rows) = ended
+            && !rows.is_empty()
+        {
+            tracing::info!(
+                blockers = rows.len(),
+                "ended readers' backends that held a cleanup's lock"
+            );
+        }
+    }
+}
+
+/// Terminates every backend in database `name` or of its role but `spare` (racelab's own in it),
+/// until none is left (a backend takes a moment
+/// to go; at most 5 s).
+async fn end_sessions(admin: &Client, name: &str, spare: i32) -> Result<(), tokio_postgres::Error> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let left: i64 = admin
+            .query_one(
+                "SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity \
+                 WHERE (datname OPERATOR(pg_catalog.=) $1 OR usename OPERATOR(pg_catalog.=) $1) \
+                   AND pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() AND pid OPERATOR(pg_catalog.<>) $2",
+                &[&name, &spare],
+            )
+            .await?
+            .get(0);
+        if left == 0 || tokio::time::Instant::now() >= deadline {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Resets `ready` after a run: no session, no prepared transaction, nothing owned by its role,
+/// no membership but [`READERS`], the role's settings and password as made, closed to logins.
+async fn reset(pool: &Pool, ready: &Ready) -> Result<(), ConfineError> {
+    let main = pool.admin().await?;
+    let n = quote_ident(&ready.name);
+    let (inside, pid) = admin(&pool.url, &ready.name).await?;
+    let work = async {
+        inside
+            .batch_execute(&format!("ALTER ROLE {n} CONNECTION LIMIT 0"))
+            .await?;
+        end_sessions(&main, &ready.name, pid).await?;
+        for row in inside
+            .query(
+                "SELECT gid FROM pg_catalog.pg_prepared_xacts WHERE database OPERATOR(pg_catalog.=) $1",
+                &[&ready.name],
+            )
+            .await?
+        {
+            let gid: String = row.get(0);
+            inside
+                .batch_execute(&format!("ROLLBACK PREPARED '{}'", gid.replace('\'', "''")))
+                .await?;
+        }
+        let memberships = inside
+            .query(
+                "SELECT g.rolname, m.rolname FROM pg_catalog.pg_auth_members a \
+                 JOIN pg_catalog.pg_roles g ON g.oid OPERATOR(pg_catalog.=) a.roleid \
+                 JOIN pg_catalog.pg_roles m ON m.oid OPERATOR(pg_catalog.=) a.member \
+                 WHERE (g.rolname OPERATOR(pg_catalog.=) $1 OR m.rolname OPERATOR(pg_catalog.=) $1) \
+                   AND g.rolname OPERATOR(pg_catalog.<>) $2",
+                &[&ready.name, &READERS],
+            )
+            .await?;
+        let mut sql = format!("DROP OWNED BY {n};");
+        for row in memberships {
+            let (group, member): (String, String) = (row.get(0), row.get(1));
+            sql.push_str(&format!(
+                "REVOKE {} FROM {};",
+                quote_ident(&group),
+                quote_ident(&member)
+            ));
+        }
+        sql.push_str(&format!(
+            "GRANT CONNECT, TEMPORARY ON DATABASE {n} TO {n};
+             ALTER ROLE {n} RESET ALL; ALTER ROLE {n} IN DATABASE {n} RESET ALL;
+             ALTER ROLE {n} IN DATABASE {n} SET temp_file_limit = '{TEMP_FILE_LIMIT_KB}kB';
+             ALTER ROLE {n} PASSWORD '{p}';
+             COMMENT ON ROLE {n} IS 'racelab spec database, ready {t}'",
+            p = ready.password,
+            t = now_unix()
+        ));
+        inside.batch_execute(&sql).await
+    };
+    let reset = unheld(&main, pid, work).await.map_err(make_error);
+    // racelab's own session in it goes too, before the database is handed out again.
+    drop(inside);
+    end_sessions(&main, &ready.name, 0).await.map_err(make_error)?;
+    reset
+}
+
+/// Drops database `name` and its role, ending whoever is in it; what cannot be dropped now is
+/// logged, and left to the sweep.
+async fn drop_database(url: &str, name: &str) {
+    let dropped = async {
+        let (main, pid) = admin(url, "postgres").await?;
+        let (watch, _) = admin(url, "postgres").await?;
+        let n = quote_ident(name);
+        let work = async {
+            main.batch_execute(&format!("DROP DATABASE IF EXISTS {n} WITH (FORCE)"))
+                .await?;
+            let role = main
+                .query_opt("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1", &[&name])
+                .await?;
+            if role.is_some() {
+                end_sessions(&main, name, pid).await?;
+                main.batch_execute(&format!("DROP OWNED BY {n}; DROP ROLE {n}")).await?;
+            }
+            Ok::<(), tokio_postgres::Error>(())
+        };
+        unheld(&watch, pid, work).await.map_err(make_error)
+    };
+    if let Err(error) = dropped.await {
+        tracing::warn!("spec database {name} not dropped yet ({error}); the sweep will");
+    }
+}
+
+/// A run's database, its own until [`Confined::close`], or until dropped: a run the reader
+/// cancelled is dropped mid-play, and its database is reset on a task of its own.
+pub struct Confined {
+    pool: Arc<Pool>,
+    /// `None` once closed.
+    ready: Option<Ready>,
+    sessions: tokio_postgres::Config,
+    /// The part of the database's name after [`PREFIX`]: names the run's sessions.
+    token: String,
+    /// The watch over the run's memory and disk, while it plays.
+    watch: Option<tokio::task::JoinHandle<()>>,
+}
+
 impl Confined {
-    /// Makes run `run_id`'s role and schema on the PostgreSQL at `url` (racelab's own database
+    /// Takes a database for run `run_id` on the PostgreSQL at `url` (racelab's own database
     /// URL, whose user may create roles and databases).
     pub async fn open(url: &str, run_id: &str, bounds: Bounds) -> Result<Confined, ConfineError> {
-        let admin = ensure_database(url).await?;
-        let role = format!("{ROLE_PREFIX}{run_id}");
-        let schema = format!("spec_{run_id}");
-        let password: String = {
-            use rand::Rng;
-            let mut rng = rand::rng();
-            (0..32).map(|_| format!("{:x}", rng.random_range(0..16u8))).collect()
-        };
-        let (r, s, d) = (quote_ident(&role), quote_ident(&schema), quote_ident(DATABASE));
-        let ms = |d: Duration| d.as_millis();
-        let make = format!(
-            "CREATE ROLE {r} LOGIN PASSWORD '{password}' NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT \
-               NOREPLICATION NOBYPASSRLS CONNECTION LIMIT {connections};
-             COMMENT ON ROLE {r} IS 'racelab spec run {run_id}, made {made}';
-             GRANT CONNECT, TEMPORARY ON DATABASE {d} TO {r};
-             GRANT SET ON PARAMETER deadlock_timeout TO {r};
-             CREATE SCHEMA {s} AUTHORIZATION {r};
-             ALTER ROLE {r} IN DATABASE {d} SET search_path = {s};
-             ALTER ROLE {r} IN DATABASE {d} SET statement_timeout = {statement};
-             ALTER ROLE {r} IN DATABASE {d} SET lock_timeout = {lock};
-             ALTER ROLE {r} IN DATABASE {d} SET idle_in_transaction_session_timeout = {idle};
-             ALTER ROLE {r} IN DATABASE {d} SET temp_file_limit = '{temp}kB';",
-            connections = bounds.connections,
-            made = now_unix(),
-            statement = ms(bounds.statement_timeout),
-            lock = ms(bounds.lock_timeout),
-            idle = ms(bounds.idle_timeout),
-            temp = bounds.temp_file_limit_kb,
-        );
+        let pool = pool(url);
+        let (ready, use_number) = pool.take(bounds.connections).await?;
+        {
+            let mut runs = lock(&RUNS);
+            if runs.len() >= REMEMBERED {
+                runs.remove(0);
+            }
+            runs.push((
+                run_id.to_owned(),
+                RunPlace {
+                    database: ready.name.clone(),
+                    use_number,
+                },
+            ));
+        }
         let mut sessions: tokio_postgres::Config = url
             .parse()
             .map_err(|e: tokio_postgres::Error| ConfineError::Make(e.to_string()))?;
-        sessions.dbname(DATABASE).user(&role).password(password.as_bytes());
-        sessions.connect_timeout(Duration::from_secs(5));
-        let confined = Confined {
-            admin: Some(admin),
-            role,
-            schema,
+        let ms = |d: Duration| d.as_millis();
+        sessions
+            .dbname(&ready.name)
+            .user(&ready.name)
+            .password(ready.password.as_bytes())
+            .options(format!(
+                "-c statement_timeout={} -c lock_timeout={} -c idle_in_transaction_session_timeout={}",
+                ms(bounds.statement_timeout),
+                ms(bounds.lock_timeout),
+                ms(bounds.idle_timeout)
+            ))
+            .connect_timeout(Duration::from_secs(5));
+        Ok(Confined {
+            pool,
+            token: ready.name.trim_start_matches(PREFIX).to_owned(),
+            ready: Some(ready),
             sessions,
-        };
-        let made = match &confined.admin {
-            Some(admin) => retrying(admin, &make).await,
-            None => Ok(()),
-        };
-        if let Err(error) = made {
-            let error = make_error(error);
-            confined.close().await;
-            return Err(error);
-        }
-        Ok(confined)
+            watch: None,
+        })
     }
 
-    /// How a session of the run connects (as the run's role), named `racelab/<run>/<who>` in
-    /// `pg_stat_activity`.
-    pub fn session_config(&self, run_id: &str, who: &str) -> tokio_postgres::Config {
+    /// The run's database (and role) name.
+    pub fn database(&self) -> &str {
+        self.ready.as_ref().map_or("", |r| r.name.as_str())
+    }
+
+    /// How a session of the run connects (as the run's role), named `racelab/<token>/<who>` in
+    /// `pg_stat_activity`: the token is the database's, which every role can see anyway; the
+    /// run's id appears nowhere.
+    pub fn session_config(&self, who: &str) -> tokio_postgres::Config {
         let mut config = self.sessions.clone();
-        config.application_name(crate::sandbox::postgres::application_name(run_id, who));
+        config.application_name(crate::sandbox::postgres::application_name(&self.token, who));
         config
     }
 
-    /// Ends the run's sessions and removes everything it made. Never fails: what cannot be
-    /// removed now is left to [`sweep`], and logged.
+    /// Watches the run's memory and disk while it plays ([`super::watch`]), telling `lane` what
+    /// it stopped.
+    pub async fn watch(&mut self, lane: crate::engine::Lane) {
+        if let (Ok(admin), Some(ready)) = (self.pool.admin().await, &self.ready) {
+            self.watch = Some(tokio::spawn(super::watch::watch(admin, ready.name.clone(), lane)));
+        }
+    }
+
+    /// Ends the run's sessions and puts its database back as made. Never fails: what cannot be
+    /// reset is dropped, and what cannot be dropped now is left to [`sweep`], and logged.
     pub async fn close(mut self) {
-        if let Some(admin) = self.admin.take() {
-            removed(&admin, &self.role).await;
+        if let Some(watch) = self.watch.take() {
+            watch.abort();
+        }
+        if let Some(ready) = self.ready.take() {
+            self.pool.give_back(ready, true).await;
         }
     }
 }
 
 impl Drop for Confined {
     fn drop(&mut self) {
-        let Some(admin) = self.admin.take() else { return };
-        let role = std::mem::take(&mut self.role);
+        if let Some(watch) = self.watch.take() {
+            watch.abort();
+        }
+        let Some(ready) = self.ready.take() else { return };
+        let pool = self.pool.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { removed(&admin, &role).await });
+            runtime.spawn(async move { pool.give_back(ready, true).await });
         }
     }
 }
 
-/// [`remove`], logging what could not be removed yet (the sweep will).
-async fn removed(admin: &Client, role: &str) {
-    if let Err(error) = remove(admin, role).await {
-        tracing::warn!(
-            "spec run role {role} not removed yet ({}); the sweep will",
-            describe(&error)
-        );
-    }
-}
+/// How long a ready database may stand idle before any racelab's sweep drops it.
+pub const READY_AGE: Duration = Duration::from_secs(600);
 
-/// Terminates `role`'s backends, rolls back its prepared transactions, drops what it owns and
-/// the role.
-async fn remove(admin: &Client, role: &str) -> Result<(), tokio_postgres::Error> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let left: i64 = admin
-            .query_one(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
-                 WHERE usename = $1 AND pid <> pg_backend_pid()",
-                &[&role],
-            )
-            .await?
-            .get(0);
-        if left == 0 || tokio::time::Instant::now() >= deadline {
-            break;
+/// Drops every ready database this process's pools hold: a command about to exit (or a server
+/// on its way down) keeps none for runs that will not come.
+pub async fn drain() {
+    let pools: Vec<Arc<Pool>> = lock(&POOLS).values().cloned().collect();
+    for pool in pools {
+        let ready: Vec<Ready> = std::mem::take(&mut *lock(&pool.ready));
+        for spare in ready {
+            drop_database(&pool.url, &spare.name).await;
+            lock(&HELD).remove(&spare.name);
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    for row in admin
-        .query("SELECT gid FROM pg_prepared_xacts WHERE owner = $1", &[&role])
-        .await?
-    {
-        let gid: String = row.get(0);
-        admin
-            .batch_execute(&format!("ROLLBACK PREPARED '{}'", gid.replace('\'', "''")))
-            .await?;
-    }
-    let exists = admin
-        .query_opt("SELECT 1 FROM pg_roles WHERE rolname = $1", &[&role])
-        .await?
-        .is_some();
-    if exists {
-        let r = quote_ident(role);
-        retrying(admin, &format!("DROP OWNED BY {r} CASCADE; DROP ROLE {r};")).await?;
-    }
-    Ok(())
 }
 
-/// Removes run `run_id`'s sandbox, whatever is left of it (a command interrupted mid-run).
+/// Removes what is left of run `run_id`'s database (a command interrupted mid-run): the dropped
+/// play has handed it back already, or is handing it back; this makes sure, by dropping it.
 pub async fn remove_run(url: &str, run_id: &str) {
-    match admin(url, DATABASE).await {
-        Ok(admin) => removed(&admin, &format!("{ROLE_PREFIX}{run_id}")).await,
-        Err(error) => tracing::warn!(%error, "spec run {run_id} not removed yet; the sweep will"),
+    if let Some(place) = place_of(run_id).filter(|p| !p.taken_again()) {
+        lock(&pool(url).ready).retain(|r| r.name != place.database);
+        drop_database(url, &place.database).await;
+        lock(&HELD).remove(&place.database);
     }
 }
 
-/// Removes spec roles that no session uses and that were made more than `older_than` ago: what
-/// a killed racelab left behind. Returns how many.
+/// Drops run databases (and roles) no session uses, that no pool of this process holds, made or
+/// taken more than `older_than` ago, or ready and idle for [`READY_AGE`]: what a killed racelab
+/// left behind, and the spares of one that stopped (a racelab that is still up and finds a spare
+/// gone passes over it). Returns how many.
 pub async fn sweep(url: &str, older_than: Duration) -> Result<usize, ConfineError> {
-    let admin = ensure_database(url).await?;
-    let rows = admin
+    let (main, _) = admin(url, "postgres").await?;
+    let rows = main
         .query(
-            "SELECT r.rolname, coalesce(shobj_description(r.oid, 'pg_authid'), '') FROM pg_roles r \
-             WHERE r.rolname LIKE $1 \
-               AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.usename = r.rolname)",
-            &[&format!("{ROLE_PREFIX}%")],
+            "SELECT n.name, coalesce(pg_catalog.shobj_description(r.oid, 'pg_authid'), '') \
+             FROM (SELECT rolname AS name FROM pg_catalog.pg_roles UNION SELECT datname FROM pg_catalog.pg_database) n \
+             LEFT JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) n.name \
+             WHERE n.name OPERATOR(pg_catalog.~~) 'racelab\\_spec\\_%' \
+               AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a \
+                               WHERE a.usename OPERATOR(pg_catalog.=) n.name OR a.datname OPERATOR(pg_catalog.=) n.name)",
+            &[],
         )
         .await
         .map_err(make_error)?;
     let cutoff = now_unix().saturating_sub(older_than.as_secs());
     let mut removed = 0;
     for row in rows {
-        let (role, comment): (String, String) = (row.get(0), row.get(1));
-        let made: u64 = comment.rsplit(' ').next().and_then(|t| t.parse().ok()).unwrap_or(0);
-        if made <= cutoff {
-            remove(&admin, &role).await.map_err(make_error)?;
+        let (name, comment): (String, String) = (row.get(0), row.get(1));
+        if lock(&HELD).contains(&name) {
+            continue;
+        }
+        // A database without its role (a make cut short) has no stamp: it is swept at once. A
+        // ready one is another racelab's spare, or a stopped one's: swept once idle a while.
+        let stamped: u64 = comment.rsplit(' ').next().and_then(|t| t.parse().ok()).unwrap_or(0);
+        let ready = comment.contains(", ready ");
+        if stamped <= cutoff || (ready && stamped <= now_unix().saturating_sub(READY_AGE.as_secs())) {
+            drop_database(url, &name).await;
             removed += 1;
         }
     }
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_random_and_never_the_run_id() {
+        let a = random_hex(16);
+        assert_eq!(a.len(), 16);
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(a, random_hex(16));
+        assert!(!TEMPLATE.starts_with(PREFIX) && !READERS.starts_with(PREFIX));
+    }
+
+    #[test]
+    fn a_place_is_taken_again_only_by_a_later_use() {
+        lock(&USES).insert("racelab_spec_test".to_owned(), 3);
+        let place = |use_number| RunPlace {
+            database: "racelab_spec_test".to_owned(),
+            use_number,
+        };
+        assert!(place(2).taken_again());
+        assert!(!place(3).taken_again());
+    }
 }

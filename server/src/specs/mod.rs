@@ -16,6 +16,7 @@ pub mod player;
 pub mod scenario;
 pub mod session;
 pub mod table;
+pub mod watch;
 pub mod witness;
 
 use crate::engine::Lane;
@@ -27,6 +28,10 @@ use shared::spec::{Invalid, ParseError, PermutationStep, Spec};
 use shared::{EventKind, Moment};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The longest a page's spec run may take, every permutation and its setup and teardown: a
+/// run of 120 permutations of two-session steps plays in about 6 s here.
+pub const PAGE_WALL: Duration = Duration::from_secs(120);
 
 /// What one spec run may hold and spend.
 #[derive(Clone, Copy, Debug)]
@@ -41,7 +46,9 @@ pub struct Limits {
     /// Interleavings played when the spec has no permutation lines; `None`: all, as the
     /// tester does.
     pub max_permutations: Option<u64>,
-    pub temp_file_limit_kb: u64,
+    /// The longest a whole run may take, setup to teardown of its last permutation; `None`:
+    /// no limit but the step limit (the command line, on the reader's own machine).
+    pub max_wall: Option<Duration>,
 }
 
 impl Limits {
@@ -51,6 +58,7 @@ impl Limits {
         Limits {
             step_wait,
             max_permutations: None,
+            max_wall: None,
             ..Limits::default()
         }
     }
@@ -69,7 +77,7 @@ impl Default for Limits {
             max_sessions: shared::spec::MAX_SESSIONS,
             max_steps: 100,
             max_permutations: Some(120),
-            temp_file_limit_kb: 64 * 1024,
+            max_wall: Some(PAGE_WALL),
         }
     }
 }
@@ -86,6 +94,12 @@ pub enum SpecError {
     TooManySessions { count: usize, limit: usize },
     #[error("the spec has {count} steps; at most {limit} are played")]
     TooManySteps { count: usize, limit: usize },
+    #[error("the spec's permutation lines name {count} steps in all; at most {limit} are played")]
+    TooManyListed { count: usize, limit: usize },
+    #[error("the spec has a NUL byte at line {line}, column {column}: PostgreSQL cannot take one in SQL")]
+    Nul { line: usize, column: usize },
+    #[error("the run stopped at its limit of {0} s, before its end")]
+    TooLong(u64),
     #[error(
         "without permutation lines this spec has {count} interleavings, and at most {limit} are played \
          at once: add permutation lines for the ones you want to see"
@@ -111,6 +125,13 @@ pub fn read(text: &str, limits: &Limits) -> Result<Spec, SpecError> {
             limit: limits.max_bytes,
         });
     }
+    if let Some(at) = text.find('\0') {
+        let before = &text[..at];
+        return Err(SpecError::Nul {
+            line: before.matches('\n').count() + 1,
+            column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+        });
+    }
     let spec = shared::spec::parse(text)?;
     spec.validate()?;
     if spec.sessions.len() > limits.max_sessions {
@@ -123,10 +144,16 @@ pub fn read(text: &str, limits: &Limits) -> Result<Spec, SpecError> {
     // name many, so they may together name up to LISTED_PER_STEP times as many).
     let defined: usize = spec.sessions.iter().map(|s| s.steps.len()).sum();
     let listed: usize = spec.permutations.iter().map(|p| p.steps.len()).sum();
-    if defined > limits.max_steps || defined + listed > limits.max_steps * LISTED_PER_STEP {
+    if defined > limits.max_steps {
         return Err(SpecError::TooManySteps {
             count: defined,
             limit: limits.max_steps,
+        });
+    }
+    if listed > limits.max_steps * LISTED_PER_STEP {
+        return Err(SpecError::TooManyListed {
+            count: listed,
+            limit: limits.max_steps * LISTED_PER_STEP,
         });
     }
     if let (true, Some(limit)) = (spec.permutations.is_empty(), limits.max_permutations) {
@@ -263,26 +290,30 @@ pub async fn play_on(
         statement_timeout: limits.step_wait * 2 + Duration::from_secs(5),
         lock_timeout: limits.step_wait * 2 + Duration::from_secs(5),
         idle_timeout: limits.step_wait * 4 + Duration::from_secs(60),
-        temp_file_limit_kb: limits.temp_file_limit_kb,
         connections: spec.sessions.len() + 1,
     };
-    let confined = Confined::open(url, run_id, bounds).await?;
-    let played = play_confined(&confined, run_id, spec, limits, choice, lane).await;
+    let mut confined = Confined::open(url, run_id, bounds).await?;
+    let control_lane = lane(TESTER, choice == Choice::Matrix);
+    confined.watch(control_lane.clone()).await;
+    let playing = play_confined(&confined, spec, limits, choice, lane, &control_lane);
+    let played = match limits.max_wall {
+        Some(wall) => tokio::time::timeout(wall, playing)
+            .await
+            .unwrap_or(Err(SpecError::TooLong(wall.as_secs()))),
+        None => playing.await,
+    };
     confined.close().await;
     played
 }
 
-async fn play_confined(
+/// Connects the control connection and one per session, as the run's role.
+async fn connect_all(
     confined: &Confined,
-    run_id: &str,
     spec: &Spec,
-    limits: &Limits,
-    choice: Choice,
-    lane: &(dyn Fn(&str, bool) -> Lane + Send + Sync),
-) -> Result<Vec<Played>, SpecError> {
+    keep: Keep,
+) -> Result<(SpecSession, Vec<SpecSession>), SpecError> {
     let connect = |who: &str| {
-        let config = confined.session_config(run_id, who);
-        let keep = limits.keep;
+        let config = confined.session_config(who);
         async move {
             SpecSession::connect(&config, keep)
                 .await
@@ -297,9 +328,20 @@ async fn play_confined(
             other => other,
         })?);
     }
+    Ok((control, sessions))
+}
+
+async fn play_confined(
+    confined: &Confined,
+    spec: &Spec,
+    limits: &Limits,
+    choice: Choice,
+    lane: &(dyn Fn(&str, bool) -> Lane + Send + Sync),
+    control_lane: &Lane,
+) -> Result<Vec<Played>, SpecError> {
+    let (control, sessions) = connect_all(confined, spec, limits.keep).await?;
     let quiet = choice == Choice::Matrix;
     let lanes: Vec<Lane> = spec.sessions.iter().map(|s| lane(&s.name, quiet)).collect();
-    let control_lane = lane(TESTER, quiet);
     let mut player = Player::new(spec, control, sessions, control_lane.clone(), lanes, limits.step_wait).await?;
     if choice != Choice::Matrix {
         player.witness();
@@ -312,62 +354,74 @@ async fn play_confined(
     };
     let mut played = Vec::new();
     for (index, steps) in chosen {
-        if choice == Choice::One(index) {
-            player.play_setup(steps).await?;
-            let before = player.snapshot().await;
-            control_lane.emit(EventKind::Ledger {
-                moment: Moment::Before,
-                ledger: before,
-            });
-            player.play_steps(steps).await?;
-        } else {
-            player.play(steps).await?;
-        }
-        let mut checks = Vec::with_capacity(spec.checks.len());
-        for check in &spec.checks {
-            checks.push(judge(&check.sql, &player.ask(&check.sql).await));
-        }
-        let verdict_checks: Vec<shared::Check> = checks.iter().map(CheckResult::as_check).collect();
-        match choice {
-            Choice::One(_) => {
-                let after = player.snapshot().await;
-                control_lane.emit(EventKind::Ledger {
-                    moment: Moment::After,
-                    ledger: after,
-                });
-                control_lane.emit(EventKind::Verdict {
-                    verdict: verdict(verdict_checks),
-                });
-                if let Some(proof) = player.proof().await {
-                    control_lane.emit(EventKind::Proof { proof: Box::new(proof) });
-                }
-            }
-            Choice::Matrix => control_lane.emit_always(EventKind::Permutation {
-                index: u32::try_from(index).unwrap_or(u32::MAX),
-                steps: player.played().to_vec(),
-                outcome: shared::spec::matrix::outcome(player.played(), &verdict_checks),
-            }),
-            Choice::All => {}
-        }
-        let proof = match choice {
-            Choice::All => player.proof().await,
-            _ => None,
-        };
-        if let Some(proof) = &proof {
-            // In the stream too (`racelab run --json`); printed as text by the command line.
-            control_lane.emit(EventKind::Proof {
-                proof: Box::new(proof.clone()),
-            });
-        }
-        player.teardown().await;
-        played.push(Played {
-            steps: steps.iter().map(|s| s.name.clone()).collect(),
-            checks,
-            proof,
-            played: player.played().to_vec(),
-        });
+        played.push(play_one(&mut player, spec, choice, index, steps, control_lane).await?);
     }
     Ok(played)
+}
+
+/// Plays one permutation: its setup, steps, checks, what is told of it, and its teardown.
+async fn play_one(
+    player: &mut Player<'_>,
+    spec: &Spec,
+    choice: Choice,
+    index: usize,
+    steps: &[PermutationStep],
+    control_lane: &Lane,
+) -> Result<Played, SpecError> {
+    if choice == Choice::One(index) {
+        player.play_setup(steps).await?;
+        let before = player.snapshot().await;
+        control_lane.emit(EventKind::Ledger {
+            moment: Moment::Before,
+            ledger: before,
+        });
+        player.play_steps(steps).await?;
+    } else {
+        player.play(steps).await?;
+    }
+    let mut checks = Vec::with_capacity(spec.checks.len());
+    for check in &spec.checks {
+        checks.push(judge(&check.sql, &player.ask(&check.sql).await?));
+    }
+    let verdict_checks: Vec<shared::Check> = checks.iter().map(CheckResult::as_check).collect();
+    match choice {
+        Choice::One(_) => {
+            let after = player.snapshot().await;
+            control_lane.emit(EventKind::Ledger {
+                moment: Moment::After,
+                ledger: after,
+            });
+            control_lane.emit(EventKind::Verdict {
+                verdict: verdict(verdict_checks),
+            });
+            if let Some(proof) = player.proof().await {
+                control_lane.emit(EventKind::Proof { proof: Box::new(proof) });
+            }
+        }
+        Choice::Matrix => control_lane.emit_always(EventKind::Permutation {
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            steps: player.played().to_vec(),
+            outcome: shared::spec::matrix::outcome(player.played(), &verdict_checks),
+        }),
+        Choice::All => {}
+    }
+    let proof = match choice {
+        Choice::All => player.proof().await,
+        _ => None,
+    };
+    if let Some(proof) = &proof {
+        // In the stream too (`racelab run --json`); printed as text by the command line.
+        control_lane.emit(EventKind::Proof {
+            proof: Box::new(proof.clone()),
+        });
+    }
+    player.teardown().await?;
+    Ok(Played {
+        steps: steps.iter().map(|s| s.name.clone()).collect(),
+        checks,
+        proof,
+        played: player.played().to_vec(),
+    })
 }
 
 /// The lane of the tester's own connection: the header, each permutation's start, the setup's

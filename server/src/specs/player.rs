@@ -46,6 +46,8 @@ pub enum Stopped {
     MutuallyBlocking,
     #[error("lock wait query failed: {0}")]
     WaitQuery(String),
+    #[error("{what} did not end within {seconds} seconds")]
+    Overran { what: String, seconds: u64 },
 }
 
 /// Writes the tester's output, a line at a time, through the lane it belongs to (quiet lanes,
@@ -216,7 +218,7 @@ impl<'a> Player<'a> {
         self.printer.print(&self.control_lane, &line);
 
         for sql in &self.spec.setup {
-            let answer = self.control.exec(sql).await;
+            let answer = self.bounded(None, "the setup", sql).await?;
             self.control.take_notices();
             if let Some(failure) = &answer.failure {
                 return Err(Stopped::Setup(failure.line()));
@@ -227,7 +229,8 @@ impl<'a> Player<'a> {
             let Some(sql) = &self.spec.sessions[i].setup else {
                 continue;
             };
-            let answer = self.sessions[i].exec(sql).await;
+            let what = format!("the setup of session {}", self.spec.sessions[i].name);
+            let answer = self.bounded(Some(i), &what, sql).await?;
             self.print_notices(i);
             if let Some(failure) = &answer.failure {
                 return Err(Stopped::SessionSetup {
@@ -279,18 +282,27 @@ impl<'a> Player<'a> {
         Ok(())
     }
 
-    /// Every table of the run's schema, as it is now (at most 1,000 rows and 20 tables), for
-    /// the ledger: the tables the setup made, before the steps and after. Values keep their
-    /// types (each row is read as a JSON array), so the ledger compares numbers as numbers.
+    /// Every table of the run's `public` schema, as it is now (at most 1,000 rows and 20
+    /// tables), for the ledger: the tables the setup made, before the steps and after. Values
+    /// keep their types (each row is read as a JSON array), so the ledger compares numbers as
+    /// numbers. Every name is qualified, so no function or operator the spec defined stands in
+    /// for PostgreSQL's own; each query is bounded as the reader's SQL is, and a table that
+    /// cannot be read in time is left out.
     pub async fn snapshot(&mut self) -> shared::Ledger {
-        let listed = self
-            .control
-            .exec(
-                "SELECT c.oid::int8, c.relname FROM pg_catalog.pg_class c \
-                 WHERE c.relnamespace = pg_catalog.current_schema()::regnamespace \
-                   AND c.relkind IN ('r', 'p') ORDER BY 2 LIMIT 20",
+        let mut ledger = shared::Ledger::default();
+        let Ok(listed) = self
+            .bounded(
+                None,
+                "the ledger",
+                "SELECT c.oid::pg_catalog.int8, c.relname FROM pg_catalog.pg_class c \
+                 WHERE c.relnamespace OPERATOR(pg_catalog.=) 'public'::pg_catalog.regnamespace \
+                   AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p}'::pg_catalog.\"char\"[]) \
+                 ORDER BY 2 LIMIT 20",
             )
-            .await;
+            .await
+        else {
+            return ledger;
+        };
         let tables: Vec<(String, String)> = listed
             .sets
             .first()
@@ -301,73 +313,111 @@ impl<'a> Player<'a> {
                     .collect()
             })
             .unwrap_or_default();
-        let mut ledger = shared::Ledger::default();
         for (oid, name) in tables {
-            let columns = self
-                .control
-                .exec(&format!(
-                    "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = {} \
-                     AND attnum > 0 AND NOT attisdropped ORDER BY attnum LIMIT 100",
-                    oid.parse::<i64>().unwrap_or(0)
-                ))
-                .await;
-            let columns: Vec<String> = columns
-                .sets
-                .first()
-                .map(|set| set.rows.iter().filter_map(|r| r.first().cloned().flatten()).collect())
-                .unwrap_or_default();
-            if columns.is_empty() {
-                continue;
+            if let Ok(Some(table)) = self.read_table(&oid, name).await {
+                ledger.tables.push(table);
             }
-            let quoted: Vec<String> = columns
-                .iter()
-                .map(|c| crate::sandbox::postgres::quote_ident(c))
-                .collect();
-            let rows = self
-                .control
-                .exec(&format!(
-                    "SELECT json_build_array({})::text FROM {} ORDER BY 1 LIMIT 1000",
-                    quoted.join(", "),
-                    crate::sandbox::postgres::quote_ident(&name)
-                ))
-                .await;
-            self.control.take_notices();
-            let rows = rows
-                .sets
-                .into_iter()
-                .next()
-                .map(|set| {
-                    set.rows
-                        .into_iter()
-                        .filter_map(|r| r.into_iter().next().flatten())
-                        .map(|text| typed_row(&text, columns.len()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            ledger.tables.push(shared::Table {
-                name,
-                key_columns: 1,
-                columns,
-                rows,
-            });
         }
+        self.control.take_notices();
         ledger
     }
 
+    /// One table of the ledger: its columns and its first 1,000 rows.
+    async fn read_table(&mut self, oid: &str, name: String) -> Result<Option<shared::Table>, Stopped> {
+        let columns = self
+            .bounded(
+                None,
+                "the ledger",
+                &format!(
+                    "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) {} \
+                     AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped ORDER BY attnum LIMIT 100",
+                    oid.parse::<i64>().unwrap_or(0)
+                ),
+            )
+            .await?;
+        let columns: Vec<String> = columns
+            .sets
+            .first()
+            .map(|set| set.rows.iter().filter_map(|r| r.first().cloned().flatten()).collect())
+            .unwrap_or_default();
+        if columns.is_empty() {
+            return Ok(None);
+        }
+        let quote = crate::sandbox::postgres::quote_ident;
+        let quoted: Vec<String> = columns.iter().map(|c| quote(c)).collect();
+        let rows = self
+            .bounded(
+                None,
+                "the ledger",
+                &format!(
+                    "SELECT pg_catalog.json_build_array({})::pg_catalog.text AS r FROM public.{} \
+                     ORDER BY 1 LIMIT 1000",
+                    quoted.join(", "),
+                    quote(&name)
+                ),
+            )
+            .await?;
+        let rows = rows
+            .sets
+            .into_iter()
+            .next()
+            .map(|set| {
+                set.rows
+                    .into_iter()
+                    .filter_map(|r| r.into_iter().next().flatten())
+                    .map(|text| typed_row(&text, columns.len()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Some(shared::Table {
+            name,
+            key_columns: 1,
+            columns,
+            rows,
+        }))
+    }
+
     /// Runs `sql` on the control connection, printing nothing: a `# check:` query.
-    pub async fn ask(&mut self, sql: &str) -> Answer {
-        let answer = self.control.exec(sql).await;
+    pub async fn ask(&mut self, sql: &str) -> Result<Answer, Stopped> {
+        let answer = self.bounded(None, "a check", sql).await?;
         self.control.take_notices();
-        answer
+        Ok(answer)
+    }
+
+    /// Runs SQL the reader wrote that is not a step (a setup, a check, a teardown) on `session`
+    /// (the control connection when `None`), under the step limit as a step is: cancelled past
+    /// it, given up at twice it. The tester waits for these as long as they take; a page cannot.
+    async fn bounded(&mut self, session: Option<usize>, what: &str, sql: &str) -> Result<Answer, Stopped> {
+        let lost = |_| Answer {
+            failure: Some(Failure::Lost("the session's query task stopped".into())),
+            ..Answer::default()
+        };
+        let connection = session.map_or(&self.control, |i| &self.sessions[i]);
+        let mut answer = connection.send(sql);
+        if let Ok(answer) = tokio::time::timeout(self.step_wait, &mut answer).await {
+            return Ok(answer.unwrap_or_else(lost));
+        }
+        let _ = connection.cancel().await;
+        let lane = session.map_or(&self.control_lane, |i| &self.lanes[i]).clone();
+        let line = format!("racelab: canceling {what} after {} seconds\n", self.step_wait.as_secs());
+        self.printer.print(&lane, &line);
+        match tokio::time::timeout(self.step_wait, answer).await {
+            Ok(answer) => Ok(answer.unwrap_or_else(lost)),
+            Err(_) => Err(Stopped::Overran {
+                what: what.to_owned(),
+                seconds: (self.step_wait * 2).as_secs(),
+            }),
+        }
     }
 
     /// The permutation's teardown: each session's, then the spec's.
-    pub async fn teardown(&mut self) {
+    pub async fn teardown(&mut self) -> Result<(), Stopped> {
         for i in 0..self.sessions.len() {
             let Some(sql) = &self.spec.sessions[i].teardown else {
                 continue;
             };
-            let answer = self.sessions[i].exec(sql).await;
+            let what = format!("the teardown of session {}", self.spec.sessions[i].name);
+            let answer = self.bounded(Some(i), &what, sql).await?;
             self.print_notices(i);
             match &answer.failure {
                 // The tester says so on stderr and goes on.
@@ -380,13 +430,14 @@ impl<'a> Player<'a> {
             }
         }
         if let Some(sql) = &self.spec.teardown {
-            let answer = self.control.exec(sql).await;
+            let answer = self.bounded(None, "the teardown", sql).await?;
             self.control.take_notices();
             match &answer.failure {
                 Some(failure) => tracing::warn!("teardown failed: {}", failure.line()),
                 None => self.print_last(None, &answer),
             }
         }
+        Ok(())
     }
 
     fn session_of(&self, step: &PermutationStep) -> usize {

@@ -193,7 +193,15 @@ impl SpecSession {
     }
 }
 
-/// Runs `sql` and collects every result set, keeping at most `keep` of their rows.
+/// The bytes `rows` rows print as, at `widths` (the tester pads every value, NULL included, to
+/// its column's width): a header, a rule, the rows, each with a separator per column.
+fn printed_size(widths: &[usize], rows: usize) -> usize {
+    (rows + 2) * (widths.iter().sum::<usize>() + widths.len())
+}
+
+/// Runs `sql` and collects every result set, keeping at most `keep` of their rows: at most
+/// `keep.rows` a set, and as many as print in `keep.bytes` in all (counted as printed, padding
+/// included: a column of NULLs beside one long value prints as wide as that value on every row).
 async fn run(client: &Client, sql: &str, keep: Keep) -> Answer {
     let mut answer = Answer::default();
     let stream = match client.simple_query_raw(sql).await {
@@ -204,22 +212,29 @@ async fn run(client: &Client, sql: &str, keep: Keep) -> Answer {
         }
     };
     futures_util::pin_mut!(stream);
-    let mut open: Option<ResultSet> = None;
-    let mut bytes = 0usize;
+    let mut open: Option<(ResultSet, Vec<usize>)> = None;
+    // What the sets already complete print as.
+    let mut spent = 0usize;
     while let Some(message) = stream.next().await {
         match message {
             Ok(SimpleQueryMessage::RowDescription(columns)) => {
-                open = Some(ResultSet {
+                let set = ResultSet {
                     columns: columns.iter().map(|c| c.name().to_owned()).collect(),
                     ..ResultSet::default()
-                });
+                };
+                let widths = set.columns.iter().map(String::len).collect();
+                open = Some((set, widths));
             }
             Ok(SimpleQueryMessage::Row(row)) => {
-                let Some(set) = open.as_mut() else { continue };
+                let Some((set, widths)) = open.as_mut() else { continue };
                 let values: Vec<Option<String>> = (0..row.len()).map(|i| row.get(i).map(str::to_owned)).collect();
-                let size: usize = values.iter().map(|v| v.as_ref().map_or(0, String::len)).sum();
-                if set.rows.len() < keep.rows && bytes + size <= keep.bytes {
-                    bytes += size;
+                let wider: Vec<usize> = widths
+                    .iter()
+                    .enumerate()
+                    .map(|(j, w)| (*w).max(values.get(j).and_then(|v| v.as_ref()).map_or(0, String::len)))
+                    .collect();
+                if set.rows.len() < keep.rows && spent + printed_size(&wider, set.rows.len() + 1) <= keep.bytes {
+                    *widths = wider;
                     set.rows.push(values);
                 } else {
                     set.rows_dropped += 1;
@@ -227,7 +242,8 @@ async fn run(client: &Client, sql: &str, keep: Keep) -> Answer {
             }
             Ok(SimpleQueryMessage::CommandComplete(_)) => {
                 answer.ends_with_rows = open.is_some();
-                if let Some(set) = open.take() {
+                if let Some((set, widths)) = open.take() {
+                    spent += printed_size(&widths, set.rows.len());
                     answer.sets.push(set);
                 }
             }
@@ -239,4 +255,23 @@ async fn run(client: &Client, sql: &str, keep: Keep) -> Answer {
         }
     }
     answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_set_prints_as_is_counted_with_its_padding() {
+        let set = ResultSet {
+            columns: vec!["a".into(), "b".into()],
+            rows: vec![vec![Some("x".repeat(100)), None], vec![None, Some("yy".into())]],
+            rows_dropped: 0,
+        };
+        let footer = "(2 rows)\n\n".len();
+        assert_eq!(
+            printed_size(&[100, 2], 2),
+            super::super::table::print(&set).len() - footer
+        );
+    }
 }

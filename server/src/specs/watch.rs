@@ -1,0 +1,182 @@
+//! The watch over a spec run's memory and disk, while it plays.
+//!
+//! PostgreSQL lets any role raise the settings that size its memory (`work_mem`,
+//! `hash_mem_multiplier`, `maintenance_work_mem`, `temp_buffers`: a plain `SET`, or a function's
+//! `SET` clause, or dynamic SQL) and has no quota on a database's size; `temp_file_limit`, which a
+//! run cannot raise, covers sorts' and hashes' spill files but not temporary tables. So what a
+//! run holds is measured instead, every [`EVERY`]:
+//! - **memory**: each of the run's backends (parallel workers too) by its private anonymous
+//!   memory (`RssAnon` in `/proc/<pid>/status`: what `work_mem` and `temp_buffers` allocate,
+//!   not the shared buffers every backend maps). Past [`MEMORY_PER_BACKEND`] its statement is
+//!   cancelled; a backend still past it a second later is terminated. Only where PostgreSQL runs
+//!   on racelab's own machine (the backend's process is there, and says it serves the run's
+//!   database); elsewhere memory is not watched, and the docs say so.
+//! - **disk**: the run's database (`pg_database_size`, its tables and its temporary tables
+//!   alike) past [`DISK_ABOVE_START`] more than it held when the run began: every backend of
+//!   the run is terminated, and the run ends.
+//!
+//! What it stops, it says on the run's transcript, in a line of its own (`racelab: …`).
+
+use crate::engine::Lane;
+use shared::EventKind;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_postgres::Client;
+
+/// How often the run is measured. A hash join can allocate about 1 GB a second on this machine,
+/// so a backend is stopped within about 50 MB of its bound.
+pub const EVERY: Duration = Duration::from_millis(50);
+/// Private memory one backend of a run may hold.
+pub const MEMORY_PER_BACKEND: u64 = 256 << 20;
+/// How much a run's database may grow while it plays (the same as `temp_file_limit`).
+pub const DISK_ABOVE_START: i64 = 64 << 20;
+/// Disk is measured every this many looks (a directory walk, dearer than reading `/proc`).
+const DISK_EVERY: u32 = 4;
+
+/// A backend's private anonymous memory, in bytes, if its process is on this machine and serves
+/// `database` (a pid on another machine names some other process here, or none).
+pub fn private_memory(pid: i32, database: &str) -> Option<u64> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let title = String::from_utf8_lossy(&cmdline);
+    if !title.starts_with("postgres") || !title.contains(database) {
+        return None;
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    rss_anon(&status)
+}
+
+/// `RssAnon` from a `/proc/<pid>/status` text, in bytes.
+fn rss_anon(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("RssAnon:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// `bytes` in words: `1,074 MB`.
+pub fn megabytes(bytes: u64) -> String {
+    let mb = bytes / (1 << 20);
+    let text = mb.to_string();
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i > 0 && (text.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{out} MB")
+}
+
+/// Watches database `database`'s backends from `admin` (racelab's own connection) until
+/// aborted, saying on `lane` what it stopped.
+pub async fn watch(admin: Arc<Client>, database: String, lane: Lane) {
+    let size = |admin: Arc<Client>, database: String| async move {
+        admin
+            .query_one("SELECT pg_catalog.pg_database_size($1)", &[&database])
+            .await
+            .ok()
+            .map(|row| row.get::<_, i64>(0))
+    };
+    let Some(start) = size(admin.clone(), database.clone()).await else {
+        return;
+    };
+    // Backends cancelled for their memory, and when: one still past the bound a second later
+    // is ended (a cancelled statement frees its memory at once).
+    let mut over: HashMap<i32, Instant> = HashMap::new();
+    let mut look = 0u32;
+    loop {
+        tokio::time::sleep(EVERY).await;
+        look += 1;
+        if look.is_multiple_of(DISK_EVERY)
+            && let Some(now) = size(admin.clone(), database.clone()).await
+            && now - start > DISK_ABOVE_START
+        {
+            say(
+                &lane,
+                format!(
+                    "racelab: the run's database grew by {}, more than {}: its sessions are ended",
+                    megabytes(u64::try_from(now - start).unwrap_or(0)),
+                    megabytes(u64::try_from(DISK_ABOVE_START).unwrap_or(0))
+                ),
+            );
+            let _ = admin
+                .query(
+                    "SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity \
+                     WHERE datname OPERATOR(pg_catalog.=) $1",
+                    &[&database],
+                )
+                .await;
+            return;
+        }
+        let Ok(rows) = admin
+            .query(
+                "SELECT pid, coalesce(leader_pid, pid), coalesce(application_name, '') \
+                 FROM pg_catalog.pg_stat_activity WHERE datname OPERATOR(pg_catalog.=) $1",
+                &[&database],
+            )
+            .await
+        else {
+            continue;
+        };
+        let mut still_over = HashMap::new();
+        for row in rows {
+            let (pid, leader, name): (i32, i32, String) = (row.get(0), row.get(1), row.get(2));
+            let Some(held) = private_memory(pid, &database).filter(|m| *m > MEMORY_PER_BACKEND) else {
+                continue;
+            };
+            let who = name.rsplit('/').next().unwrap_or("a session").to_owned();
+            let since = over.get(&pid).copied();
+            let (verb, function) = match since {
+                None => ("its statement is cancelled", "pg_cancel_backend"),
+                Some(at) if at.elapsed() >= Duration::from_secs(1) => ("it is ended", "pg_terminate_backend"),
+                Some(at) => {
+                    still_over.insert(pid, at);
+                    continue;
+                }
+            };
+            say(
+                &lane,
+                format!(
+                    "racelab: {who} held {} of memory, more than {}: {verb}",
+                    megabytes(held),
+                    megabytes(MEMORY_PER_BACKEND)
+                ),
+            );
+            let _ = admin
+                .query(&format!("SELECT pg_catalog.{function}($1)"), &[&leader])
+                .await;
+            still_over.insert(pid, since.unwrap_or_else(Instant::now));
+        }
+        over = still_over;
+    }
+}
+
+/// A line of racelab's own on the run's transcript.
+fn say(lane: &Lane, line: String) {
+    lane.emit(EventKind::Say { actor: None, line });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_memory_is_read_from_rss_anon() {
+        let status = "Name:\tpostgres\nVmRSS:\t  300000 kB\nRssAnon:\t    2048 kB\nRssShmem:\t  290000 kB\n";
+        assert_eq!(rss_anon(status), Some(2048 * 1024));
+        assert_eq!(rss_anon("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn megabytes_are_grouped_by_thousands() {
+        assert_eq!(megabytes(1_126_170_624), "1,074 MB");
+        assert_eq!(megabytes(256 << 20), "256 MB");
+        assert_eq!(megabytes(0), "0 MB");
+    }
+
+    #[test]
+    fn a_process_that_serves_no_such_database_is_not_measured() {
+        let me = i32::try_from(std::process::id()).unwrap_or(0);
+        assert_eq!(private_memory(me, "racelab_spec_0000"), None);
+    }
+}

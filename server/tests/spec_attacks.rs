@@ -1,0 +1,478 @@
+//! A public server takes SQL from anyone: each test here is one way a hostile reader's spec
+//! could stall, starve or read another reader's run, or spend past its limits, played on
+//! PostgreSQL 15 and on 18 as a reader's would be. Each fails if the attack works. Beside each
+//! hostile run plays a benign one (a control), so that "refused" or "stopped" is seen to mean
+//! something: the benign run completes, correctly, in its own time, and both leave nothing.
+
+mod common;
+
+use racelab::engine::BoxFuture;
+use racelab::engine::lane::Stage;
+use racelab::specs::{self, Choice, Limits, SpecError};
+use shared::{EventKind, Service};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn database_url() -> String {
+    std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned())
+}
+
+/// Both servers: the machine's PostgreSQL (15) and the private PostgreSQL 18.
+fn servers() -> [(u32, String); 2] {
+    [(15, database_url()), (18, common::versions::postgres_18())]
+}
+
+/// Keeps a run's transcript lines and its ledgers.
+#[derive(Default)]
+struct Kept {
+    lines: Mutex<Vec<String>>,
+    ledgers: Mutex<Vec<shared::Ledger>>,
+}
+
+impl Stage for Kept {
+    fn emit(&self, kind: EventKind) {
+        match kind {
+            EventKind::Say { line, .. } => self.lines.lock().expect("lines").push(line),
+            EventKind::Ledger { ledger, .. } => self.ledgers.lock().expect("ledgers").push(ledger),
+            _ => {}
+        }
+    }
+    fn gate<'a>(&'a self, _: &'a str, _: Service, _: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+fn run_id(name: &str, version: u32) -> String {
+    format!("a{name}{version}x{}", std::process::id())
+}
+
+/// A played run: its transcript, its ledgers, how it ended, how long it took (its database's
+/// reset included).
+struct Played {
+    lines: String,
+    ledgers: Vec<shared::Ledger>,
+    ended: Result<(), SpecError>,
+    took: Duration,
+}
+
+async fn play_as(url: &str, id: &str, text: &str, limits: Limits, choice: Choice) -> Played {
+    let kept = Arc::new(Kept::default());
+    let started = Instant::now();
+    let ended = match specs::read(text, &limits) {
+        Ok(spec) => {
+            let stage: Arc<dyn Stage> = kept.clone();
+            let lane = move |name: &str, quiet: bool| racelab::engine::Lane::new(name, stage.clone(), quiet);
+            specs::play_on(url, id, &spec, &limits, choice, &lane).await.map(|_| ())
+        }
+        Err(error) => Err(error),
+    };
+    let took = started.elapsed();
+    let lines = kept.lines.lock().expect("lines").join("\n");
+    let ledgers = kept.ledgers.lock().expect("ledgers").clone();
+    Played {
+        lines,
+        ledgers,
+        ended,
+        took,
+    }
+}
+
+/// The benign control: two sessions, a table, a write skew at REPEATABLE READ, about 0.3 s.
+const BENIGN: &str = "setup { CREATE TABLE doctors (name text PRIMARY KEY, on_call bool NOT NULL);
+  INSERT INTO doctors VALUES ('alice', true), ('bob', true); }
+teardown { DROP TABLE doctors; }
+session alice
+setup { BEGIN ISOLATION LEVEL REPEATABLE READ; }
+step a_count { SELECT count(*) FROM doctors WHERE on_call; }
+step a_leave { UPDATE doctors SET on_call = false WHERE name = 'alice'; SELECT pg_sleep(0.3); }
+step a_commit { COMMIT; }
+session bob
+setup { BEGIN ISOLATION LEVEL REPEATABLE READ; }
+step b_count { SELECT count(*) FROM doctors WHERE on_call; }
+step b_leave { UPDATE doctors SET on_call = false WHERE name = 'bob'; }
+step b_commit { COMMIT; }
+permutation a_count b_count a_leave b_leave a_commit b_commit
+";
+
+/// The control's transcript, from its constants: both see 2 on call, both leave.
+fn assert_benign_played(played: &Played, who: &str) {
+    assert!(played.ended.is_ok(), "{who}: {:?}\n{}", played.ended, played.lines);
+    for line in [
+        "step a_count: SELECT count(*) FROM doctors WHERE on_call;\ncount\n-----\n    2\n(1 row)",
+        "step b_count: SELECT count(*) FROM doctors WHERE on_call;\ncount\n-----\n    2\n(1 row)",
+        "step b_commit: COMMIT;",
+    ] {
+        assert!(played.lines.contains(line), "{who}: no {line:?} in\n{}", played.lines);
+    }
+}
+
+/// What run `id` left on the server at `url` (as `spec_confinement.rs` counts it).
+async fn left_on(url: &str, id: &str) -> i64 {
+    let Some(place) = specs::confine::place_of(id) else {
+        return 0;
+    };
+    let client = admin_on(url).await;
+    let left: i64 = client
+        .query_one(
+            "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = $1 OR usename = $1)
+                  + (SELECT count(*) FROM pg_shdepend s JOIN pg_roles r ON r.oid = s.refobjid
+                     WHERE s.dbid <> 0 AND r.rolname = $1)
+                  + (SELECT count(*) FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid
+                     JOIN pg_roles m ON m.oid = a.member
+                     WHERE (g.rolname = $1 OR m.rolname = $1) AND g.rolname <> 'racelab_reader')
+                  + (SELECT count(*) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole
+                     WHERE r.rolname = $1 AND s.setconfig <> ARRAY['temp_file_limit=65536kB'])
+                  + (SELECT count(*) FROM pg_roles WHERE rolname = $1 AND rolconnlimit <> 0)",
+            &[&place.database],
+        )
+        .await
+        .expect("the leak query")
+        .get(0);
+    // Asked after the query: a database taken again meanwhile was clean when taken.
+    if place.taken_again() { 0 } else { left }
+}
+
+async fn admin_on(url: &str) -> tokio_postgres::Client {
+    let mut config: tokio_postgres::Config = url.parse().expect("a database URL");
+    config.dbname("postgres");
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.expect("PostgreSQL answers");
+    tokio::spawn(connection);
+    client
+}
+
+/// The database run `id` plays in, once it has taken one.
+async fn database_of(id: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(place) = specs::confine::place_of(id) {
+            return place.database;
+        }
+        assert!(Instant::now() < deadline, "{id} took a database");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The benign run plays alone once, then beside `hostile` (started once the benign run has its
+/// database, and told its name): the benign run must complete as alone, within 1 s of its time
+/// alone, and both must leave nothing. Returns the hostile run.
+async fn beside_benign(name: &str, version: u32, url: &str, hostile: impl Fn(&str) -> String) -> Played {
+    let alone_id = run_id(&format!("{name}alone"), version);
+    let alone = play_as(url, &alone_id, BENIGN, Limits::default(), Choice::All).await;
+    assert_benign_played(&alone, "the benign run alone");
+    let benign_id = run_id(&format!("{name}benign"), version);
+    let hostile_id = run_id(&format!("{name}hostile"), version);
+    let (benign, hostile) = tokio::join!(
+        play_as(url, &benign_id, BENIGN, Limits::default(), Choice::All),
+        async {
+            let victim = database_of(&benign_id).await;
+            play_as(url, &hostile_id, &hostile(&victim), Limits::default(), Choice::All).await
+        }
+    );
+    assert_benign_played(&benign, &format!("the benign run beside {name} on {version}"));
+    assert!(
+        benign.took < alone.took + Duration::from_secs(1),
+        "{name} on {version} slowed the benign run: {:?} beside it, {:?} alone",
+        benign.took,
+        alone.took
+    );
+    for id in [&alone_id, &benign_id, &hostile_id] {
+        assert_eq!(left_on(url, id).await, 0, "{id} on {version} left something behind");
+    }
+    hostile
+}
+
+#[tokio::test]
+async fn a_grant_to_another_runs_role_is_refused_and_cannot_hold_its_cleanup() {
+    for (version, url) in servers() {
+        let hostile = beside_benign("grant", version, &url, |victim| {
+            format!(
+                "setup {{ CREATE TABLE bait (k int); CREATE FUNCTION bait_fn() RETURNS int LANGUAGE sql AS 'SELECT 1'; }}\n\
+                 session h\n\
+                 step grant {{ GRANT SELECT ON bait TO {victim}; }}\n\
+                 step usage {{ GRANT EXECUTE ON FUNCTION bait_fn() TO {victim}; }}\n\
+                 step defaults {{ ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO {victim}; }}\n\
+                 step policy {{ CREATE POLICY p ON bait TO {victim} USING (true); }}\n\
+                 step hold {{ BEGIN; LOCK TABLE bait; SELECT pg_sleep(2); }}\n"
+            )
+        })
+        .await;
+        assert!(hostile.ended.is_ok(), "{:?}", hostile.ended);
+        assert_eq!(
+            hostile
+                .lines
+                .matches("ERROR:  a spec may grant to no role but its own")
+                .count(),
+            4,
+            "every grant naming the other run's role is refused on {version}: {}",
+            hostile.lines
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_membership_granted_to_another_runs_role_cannot_stall_its_cleanup() {
+    // PostgreSQL 15 lets a role grant membership in itself (16 onwards refuses): held open in a
+    // transaction, it could hold the other run's role while its cleanup waits.
+    for (version, url) in servers() {
+        let hostile = beside_benign("member", version, &url, |victim| {
+            format!(
+                "session h\n\
+                 step grant {{ BEGIN; DO $$ BEGIN EXECUTE format('GRANT %I TO %I', current_user, '{victim}'); END $$; }}\n\
+                 step hold {{ SELECT pg_sleep(3); }}\n\
+                 step done {{ COMMIT; }}\n"
+            )
+        })
+        .await;
+        assert!(
+            hostile.ended.is_ok() || hostile.lines.contains("terminat"),
+            "{:?}",
+            hostile.ended
+        );
+    }
+}
+
+#[tokio::test]
+async fn setups_checks_and_teardowns_are_bounded_like_steps() {
+    let limits = Limits {
+        step_wait: Duration::from_millis(800),
+        ..Limits::default()
+    };
+    let forever = "SET statement_timeout = 0; SELECT pg_sleep(1000);";
+    let cases = [
+        (
+            "setup",
+            format!("setup {{ {forever} }}\nsession s\nstep a {{ SELECT 1; }}\n"),
+            "the setup",
+        ),
+        (
+            "sessionsetup",
+            format!("session s\nsetup {{ {forever} }}\nstep a {{ SELECT 1; }}\n"),
+            "the setup of session s",
+        ),
+        (
+            "check",
+            "# check: SELECT pg_sleep(1000) IS NULL\nsession s\nstep a { SET statement_timeout = 0; }\n".to_owned(),
+            "a check",
+        ),
+        (
+            "teardown",
+            format!("teardown {{ {forever} }}\nsession s\nstep a {{ SELECT 1; }}\n"),
+            "the teardown",
+        ),
+        (
+            "sessionteardown",
+            format!("session s\nstep a {{ SELECT 1; }}\nteardown {{ {forever} }}\n"),
+            "the teardown of session s",
+        ),
+    ];
+    for (version, url) in servers() {
+        for (name, text, what) in &cases {
+            let id = run_id(name, version);
+            let played = play_as(&url, &id, text, limits, Choice::All).await;
+            assert!(
+                played.took < Duration::from_secs(5),
+                "{name} on {version} held the run {:?}",
+                played.took
+            );
+            assert!(
+                played
+                    .lines
+                    .contains(&format!("racelab: canceling {what} after 0 seconds")),
+                "{name} on {version}: {}",
+                played.lines
+            );
+            assert_eq!(left_on(&url, &id).await, 0, "{name} on {version} left something behind");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_run_ends_at_its_wall_limit() {
+    let limits = Limits {
+        max_wall: Some(Duration::from_secs(2)),
+        ..Limits::default()
+    };
+    // Each permutation sleeps 0.4 s; 20 of them would take 8 s.
+    let text = "session a step a1 { SELECT pg_sleep(0.2); } step a2 { SELECT 1; } step a3 { SELECT 1; }\n\
+                session b step b1 { SELECT pg_sleep(0.2); } step b2 { SELECT 1; } step b3 { SELECT 1; }\n";
+    for (version, url) in servers() {
+        let id = run_id("wall", version);
+        let played = play_as(&url, &id, text, limits, Choice::All).await;
+        assert!(
+            matches!(played.ended, Err(SpecError::TooLong(2))),
+            "{version}: {:?}",
+            played.ended
+        );
+        assert!(played.took < Duration::from_secs(4), "{version}: {:?}", played.took);
+        assert_eq!(left_on(&url, &id).await, 0, "{version}: left something behind");
+    }
+}
+
+#[tokio::test]
+async fn memory_past_its_bound_is_cancelled_whatever_work_mem_says() {
+    // A sort of about 600 MB, in memory at a work_mem of 2 GB.
+    let text = "session s\nstep sort { SET work_mem = '2GB'; SELECT count(*) FROM \
+                (SELECT g, md5(g::text) AS h FROM generate_series(1, 6000000) g ORDER BY h) s; }\n\
+                step after { SELECT 1 AS alive; }\n";
+    for (version, url) in servers() {
+        let id = run_id("memory", version);
+        let played = play_as(&url, &id, text, Limits::default(), Choice::All).await;
+        assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
+        assert!(
+            played.lines.contains("more than 256 MB: its statement is cancelled"),
+            "{version}: {}",
+            played.lines
+        );
+        assert!(
+            played.lines.contains("ERROR:  canceling statement due to user request"),
+            "{version}: {}",
+            played.lines
+        );
+        assert!(
+            played.lines.contains("alive\n-----\n    1"),
+            "the session goes on: {}",
+            played.lines
+        );
+        assert_eq!(left_on(&url, &id).await, 0, "{version}: left something behind");
+    }
+}
+
+#[tokio::test]
+async fn a_temporary_table_past_the_disk_bound_ends_the_run() {
+    // About 200 MB of temporary table; temp_file_limit does not count it.
+    let text = "session s\nstep fill { CREATE TEMPORARY TABLE t AS SELECT g, repeat('x', 1000) AS pad \
+                FROM generate_series(1, 200000) g; }\nstep after { SELECT 1; }\n";
+    for (version, url) in servers() {
+        let id = run_id("tempdisk", version);
+        let played = play_as(&url, &id, text, Limits::default(), Choice::All).await;
+        assert!(
+            played.lines.contains("racelab: the run's database grew by"),
+            "{version}: {}",
+            played.lines
+        );
+        assert_eq!(left_on(&url, &id).await, 0, "{version}: left something behind");
+    }
+}
+
+#[tokio::test]
+async fn output_is_bounded_by_what_is_printed() {
+    // One value of 1 MB beside 999 NULLs: every NULL prints padded to its column's width.
+    let text = "session s\nstep wide { SELECT repeat('x', 1000000) AS a, 1 AS b \
+                UNION ALL SELECT NULL, g FROM generate_series(1, 999) g; }\n";
+    for (version, url) in servers() {
+        let id = run_id("padding", version);
+        let played = play_as(&url, &id, text, Limits::default(), Choice::All).await;
+        assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
+        assert!(
+            played.lines.len() < 1_100_000,
+            "{version}: printed {} bytes",
+            played.lines.len()
+        );
+        assert!(played.lines.contains("more rows not kept\n(1000 rows)"), "{version}");
+        assert_eq!(left_on(&url, &id).await, 0, "{version}: left something behind");
+    }
+}
+
+#[tokio::test]
+async fn functions_a_spec_defines_cannot_make_its_ledger_lie() {
+    // An exact match for the ledger's json_build_array(int, text), and a search path that puts
+    // the spec's schema before pg_catalog.
+    let text = "setup { CREATE TABLE budget (id int PRIMARY KEY, note text); INSERT INTO budget VALUES (1, 'true');
+  CREATE FUNCTION public.json_build_array(int, text) RETURNS json LANGUAGE sql AS $$ SELECT '[666, \"lie\"]'::json $$;
+  CREATE FUNCTION public.text(json) RETURNS text LANGUAGE sql AS $$ SELECT '[666, \"lie\"]' $$; }
+session s
+setup { SET search_path = public, pg_catalog; }
+step look { SELECT json_build_array(id, note) FROM budget; }
+";
+    for (version, url) in servers() {
+        let id = run_id("shadow", version);
+        let played = play_as(&url, &id, text, Limits::default(), Choice::One(0)).await;
+        assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
+        assert!(
+            played.lines.contains("[666, \"lie\"]"),
+            "the spec's own call is its own: {}",
+            played.lines
+        );
+        assert_eq!(played.ledgers.len(), 2, "{version}: a ledger before and after");
+        for ledger in &played.ledgers {
+            let rows = &ledger.table("budget").expect("the budget table").rows;
+            assert_eq!(
+                rows,
+                &vec![vec![shared::Value::Int(1), shared::Value::Text("true".into())]],
+                "{version}: the ledger is the table's"
+            );
+        }
+        assert_eq!(left_on(&url, &id).await, 0, "{version}: left something behind");
+    }
+}
+
+#[tokio::test]
+async fn a_run_changing_its_own_role_leaves_nothing_for_the_next() {
+    let text = "session s\nstep mine { ALTER ROLE CURRENT_USER SET work_mem = '1GB'; \
+                ALTER ROLE CURRENT_USER PASSWORD 'taken'; SELECT 1 AS changed; }\n";
+    for (version, url) in servers() {
+        let id = run_id("ownrole", version);
+        let played = play_as(&url, &id, text, Limits::default(), Choice::All).await;
+        assert!(played.lines.contains("changed"), "{version}: {}", played.lines);
+        assert_eq!(left_on(&url, &id).await, 0, "{version}: its settings stayed");
+        // The next run on the same database logs in as it was made.
+        let next = play_as(
+            &url,
+            &run_id("ownrolenext", version),
+            BENIGN,
+            Limits::default(),
+            Choice::All,
+        )
+        .await;
+        assert_benign_played(&next, "the run after");
+    }
+}
+
+#[tokio::test]
+async fn no_name_postgresql_shows_carries_the_run_id() {
+    let text = "session s\nstep wait { SELECT pg_sleep(0.6); }\n";
+    for (version, url) in servers() {
+        let id = run_id("names", version);
+        let (played, names) = tokio::join!(play_as(&url, &id, text, Limits::default(), Choice::All), async {
+            database_of(&id).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let client = admin_on(&url).await;
+            let rows = client
+                .query(
+                    "SELECT rolname::text FROM pg_roles UNION ALL SELECT datname::text FROM pg_database
+                     UNION ALL SELECT application_name FROM pg_stat_activity
+                     UNION ALL SELECT coalesce(shobj_description(oid, 'pg_authid'), '') FROM pg_roles",
+                    &[],
+                )
+                .await
+                .expect("the names");
+            rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<String>>()
+        });
+        assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
+        let place = specs::confine::place_of(&id).expect("a place");
+        assert!(
+            names.iter().any(|n| n.contains(&place.database)),
+            "the names were read while it played"
+        );
+        assert!(
+            !names.iter().any(|n| n.contains(&id)),
+            "{version}: a name shows the run id {id}: {names:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_nul_byte_and_too_many_listed_steps_are_refused_naming_what_was_counted() {
+    let limits = Limits::default();
+    let error = specs::read("session s\nstep a { SELECT '\0'; }\n", &limits).expect_err("refused");
+    assert_eq!(
+        error.to_string(),
+        "the spec has a NUL byte at line 2, column 18: PostgreSQL cannot take one in SQL"
+    );
+    let listed = format!("session s\nstep a {{ SELECT 1; }}\npermutation {}\n", "a ".repeat(2001));
+    let error = specs::read(&listed, &limits).expect_err("refused");
+    assert_eq!(
+        error.to_string(),
+        "the spec's permutation lines name 2001 steps in all; at most 2000 are played"
+    );
+}
