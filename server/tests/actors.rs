@@ -587,7 +587,9 @@ async fn a_sandbox_with_two_databases_gives_each_actor_its_own_schema() {
     let _slot = common::db_slot().await;
     let run = play_def(&engine().await, &TWO_DATABASES, "only").await;
     assert_eq!(run.outcome, Outcome::Completed, "{:?}", run.outcome);
-    let id = &run.run_id;
+    // Named by its sandbox's id, never the run's.
+    let id = &common::named(&run.run_id);
+    assert_ne!(id, &run.run_id);
     assert_eq!(
         run.transcript(),
         vec![

@@ -348,7 +348,7 @@ async fn ready_sandboxes_are_played_in_by_one_run_at_a_time_and_taken_down_with_
     assert_eq!(first.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
     let ready = until_on_shelves(&engine, 2).await;
     assert_eq!(
-        on_shelf(&ready, &first.run_id),
+        on_shelf(&ready, &common::named(&first.run_id)),
         Some(1),
         "the first run's sandbox, reset: {ready:?}"
     );
@@ -358,15 +358,16 @@ async fn ready_sandboxes_are_played_in_by_one_run_at_a_time_and_taken_down_with_
     assert_eq!(second.transcript(), common::lines(common::WRITE_SKEW_SERIALIZABLE));
     let again = until_on_shelves(&engine, 2).await;
     assert_eq!(
-        on_shelf(&again, &first.run_id),
+        on_shelf(&again, &common::named(&first.run_id)),
         Some(2),
         "the second run played in the first's sandbox: {again:?}"
     );
     assert_eq!(
-        common::wait_until_clean(&second.run_id).await,
-        common::Leftovers::NONE,
-        "nothing is named for the second run"
+        common::named(&second.run_id),
+        common::named(&first.run_id),
+        "the second run's names are the first's sandbox's"
     );
+    assert_ne!(common::named(&first.run_id), first.run_id, "no name carries a run's id");
 
     // A third run takes one; its `done` puts it back, and the engine closes at once: closing
     // takes every ready sandbox down, and one being made too.
@@ -455,8 +456,8 @@ async fn a_sandbox_is_played_in_again_only_as_it_was_made() {
     let dirty = common::play_def(&engine, &DIRTIES_ITS_SANDBOX, "only").await;
     assert_eq!(dirty.outcome, Outcome::Completed);
     let ready = until_on_shelves(&engine, 1).await;
-    assert_eq!(on_shelf(&ready, &dirty.run_id), Some(1), "{ready:?}");
-    let schema = racelab::sandbox::schema_name(&dirty.run_id, "");
+    assert_eq!(on_shelf(&ready, &common::named(&dirty.run_id)), Some(1), "{ready:?}");
+    let schema = racelab::sandbox::schema_name(&common::named(&dirty.run_id), "");
     let seen: (String, i64, i64, i64, bool) = sqlx::query_as(&format!(
         "SELECT (SELECT string_agg(concat_ws('|', id, name, budget, spent), ',' ORDER BY id) FROM {schema}.teams),
                 (SELECT count(*) FROM {schema}.expenses),
@@ -464,7 +465,7 @@ async fn a_sandbox_is_played_in_again_only_as_it_was_made() {
                 last_value, is_called
            FROM {schema}.expenses_id_seq"
     ))
-    .bind(&dirty.run_id)
+    .bind(common::named(&dirty.run_id))
     .fetch_one(&mut inspector)
     .await
     .expect("the reset sandbox");
@@ -486,7 +487,10 @@ async fn a_sandbox_is_played_in_again_only_as_it_was_made() {
         .await
         .expect("expenses");
     assert!(ids.is_empty(), "reset again after write skew: {ids:?}");
-    assert_eq!(on_shelf(&until_on_shelves(&engine, 1).await, &dirty.run_id), Some(2));
+    assert_eq!(
+        on_shelf(&until_on_shelves(&engine, 1).await, &common::named(&dirty.run_id)),
+        Some(2)
+    );
 
     // It takes the ready sandbox, changes a column and completes: destroyed, and a new one is made.
     let alters = common::play_def(&engine, &ALTERS_ITS_SANDBOX, "only").await;
@@ -603,14 +607,15 @@ async fn a_run_s_sessions_are_kept_clean_for_the_next_run() {
 
     let look = common::play_def(&engine, &LOOKS_AROUND, "only").await;
     assert_eq!(look.outcome, Outcome::Completed);
-    let schema = racelab::sandbox::Sandbox::plan(&look.run_id, &racelab::labs::isolation::SANDBOX)
+    let schema = racelab::sandbox::Sandbox::plan(&common::named(&look.run_id), &racelab::labs::isolation::SANDBOX)
         .default_schema()
         .expect("a schema")
         .to_owned();
     let clean = |who: &str| {
         format!(
             "racelab/{}/{who} | lock_timeout {} | schema {schema} | advisory 0 | row locks 0 | temp 0 | listening 0 | prepared 0",
-            look.run_id, config.lock_timeout_ms
+            common::named(&look.run_id),
+            config.lock_timeout_ms
         )
     };
     let transcript = look.transcript();

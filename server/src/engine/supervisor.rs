@@ -616,8 +616,7 @@ impl Engine {
         // Where it plays (the home server if it was never admitted, for the header's version).
         let server = servers[admitted.as_ref().map_or(0, |a| a.server)].clone();
         // A sandbox ready on the shelf if there is one (made ahead, or reset after another run):
-        // it keeps the id it was made with, the run has its own. A sandbox made for this run
-        // takes the run's id.
+        // it keeps the id it was made with; the run has its own.
         let ready = admitted
             .as_ref()
             .ok()
@@ -745,10 +744,12 @@ impl Engine {
             reach.settings = vec![("lock_timeout", idle.clone()), ("statement_timeout", idle)];
         }
         // The monitor and the actors' sessions connect while the sandbox is made: none waits
-        // for another.
+        // for another. A sandbox made for this run gets an id of its own, never the run's: its
+        // names are seen by every role on the server, and the run's id fetches its transcript.
         let names = ready
             .clone()
-            .unwrap_or_else(|| Sandbox::plan(run_id, scenario.sandbox()));
+            .unwrap_or_else(|| Sandbox::plan(&sandbox::new_run_id(), scenario.sandbox()));
+        sandbox::remember(run_id, &names.run_id);
         let ahead = scenario.sessions_ahead(variant);
         // Its budget and its monitor: the most sessions of its own the run may hold.
         let most = usize::try_from(scenario.budget(variant).sessions()).unwrap_or(usize::MAX);
@@ -756,7 +757,7 @@ impl Engine {
             async {
                 match ready {
                     Some(sandbox) => Ok(sandbox),
-                    None => Sandbox::create(services, run_id, scenario.sandbox()).await,
+                    None => Sandbox::create(services, &names.run_id, scenario.sandbox()).await,
                 }
             },
             Run::connect_sessions(&names, &reach, &ahead, kept, (self.admission.keeps_sessions(), most))

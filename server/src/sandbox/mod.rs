@@ -67,8 +67,9 @@ impl Spec {
 /// One run's namespaces. Serialisable: a child process gets its run's sandbox from its parent.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Sandbox {
-    /// The id of the run it was made for: it names every namespace. A sandbox that is reset and
-    /// played in again ([`Sandbox::reset`]) keeps it; each run has an id of its own.
+    /// Its own id, made with it: it names every namespace. Never a run's id (see
+    /// [`sandbox_id_of`]); a sandbox that is reset and played in again ([`Sandbox::reset`])
+    /// keeps it.
     pub run_id: String,
     pub created_unix: u64,
     /// `(logical name, schema name)`, in the spec's order.
@@ -89,6 +90,34 @@ pub struct Sandbox {
 /// application names.
 pub fn new_run_id() -> String {
     format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
+}
+
+/// Which sandbox each recent run of this process played in, by run id: the id its names carry.
+/// A run's own id (which fetches its stored transcript) appears in no name a service shows every
+/// role (`pg_stat_activity`'s application names, schemas, keys, topics), so a reader's spec that
+/// reads them learns nothing it could fetch; this is how racelab itself, and its tests, find a
+/// run's names again. The oldest are forgotten past [`REMEMBERED`].
+static PLAYED_IN: std::sync::LazyLock<std::sync::Mutex<std::collections::VecDeque<(String, String)>>> =
+    std::sync::LazyLock::new(Default::default);
+const REMEMBERED: usize = 4096;
+
+/// Remembers that run `run_id` plays in the sandbox named by `sandbox_id`.
+pub fn remember(run_id: &str, sandbox_id: &str) {
+    let mut played = PLAYED_IN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if played.len() >= REMEMBERED {
+        played.pop_front();
+    }
+    played.push_back((run_id.to_owned(), sandbox_id.to_owned()));
+}
+
+/// The id run `run_id`'s sandbox is named by, if this process played it recently.
+pub fn sandbox_id_of(run_id: &str) -> Option<String> {
+    let played = PLAYED_IN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    played
+        .iter()
+        .rev()
+        .find(|(run, _)| run == run_id)
+        .map(|(_, sandbox)| sandbox.clone())
 }
 
 /// Whether `id` has the shape [`new_run_id`] gives (12 hex digits): anything else found in a

@@ -273,12 +273,10 @@ pub fn processes_of(run_id: &str) -> i64 {
 
 /// [`processes_of`] for many runs at once: one look through `/proc`.
 pub fn processes_by_run(run_ids: &[String]) -> BTreeMap<String, i64> {
-    let mut found = processes_of_every_run();
-    found.retain(|run, _| run_ids.contains(run));
-    found
+    by_run_id(processes_of_every_run(), run_ids)
 }
 
-/// Every run's processes still running, by run id.
+/// Every run's processes still running, by the id their sandbox is named by.
 pub fn processes_of_every_run() -> BTreeMap<String, i64> {
     let mut found = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -304,6 +302,27 @@ pub fn processes_of_every_run() -> BTreeMap<String, i64> {
     found
 }
 
+/// The id run `run_id`'s sandbox is named by: its names never carry the run's own id. As this
+/// process's engine remembers it; a run another process played (a `racelab` the test started)
+/// is looked for under its own id, and the CI's count of every run's leftovers catches the rest.
+pub fn named(run_id: &str) -> String {
+    racelab::sandbox::sandbox_id_of(run_id).unwrap_or_else(|| run_id.to_owned())
+}
+
+/// `found`, keyed by sandbox ids, for the runs `run_ids` only, keyed by their run ids.
+fn by_run_id<T>(found: BTreeMap<String, T>, run_ids: &[String]) -> BTreeMap<String, T> {
+    let names: Vec<(String, &String)> = run_ids.iter().map(|r| (named(r), r)).collect();
+    found
+        .into_iter()
+        .filter_map(|(sandbox, v)| {
+            names
+                .iter()
+                .find(|(n, _)| *n == sandbox)
+                .map(|(_, run)| ((*run).clone(), v))
+        })
+        .collect()
+}
+
 /// The PostgreSQL side of what a run left behind (spelled here, not borrowed from the code
 /// under test).
 pub async fn leftovers_in_postgres(conn: &mut PgConnection, run_id: &str) -> Leftovers {
@@ -314,8 +333,10 @@ pub async fn leftovers_in_postgres(conn: &mut PgConnection, run_id: &str) -> Lef
 /// [`leftovers_in_postgres`] for many runs at once (one query per kind of leftover); only runs
 /// that left something are in the map.
 pub async fn leftovers_in_postgres_by_run(conn: &mut PgConnection, run_ids: &[String]) -> BTreeMap<String, Leftovers> {
-    // A run's lock space is the first 31 bits of its id; its advisory locks carry it as classid.
-    let spaces: Vec<i64> = run_ids
+    // A run's lock space is the first 31 bits of its sandbox's id; its advisory locks carry it
+    // as classid.
+    let sandbox_ids: Vec<String> = run_ids.iter().map(|r| named(r)).collect();
+    let spaces: Vec<i64> = sandbox_ids
         .iter()
         .map(|id| i64::from_str_radix(&id[..8], 16).expect("a hex run id") & 0x7fff_ffff)
         .collect();
@@ -332,12 +353,13 @@ pub async fn leftovers_in_postgres_by_run(conn: &mut PgConnection, run_ids: &[St
                 (SELECT count(*) FROM sandboxes WHERE run_id = id)
            FROM runs",
     )
-    .bind(run_ids)
+    .bind(&sandbox_ids)
     .bind(&spaces)
     .fetch_all(conn)
     .await
     .expect("leftovers in PostgreSQL");
-    rows.into_iter()
+    let found = rows
+        .into_iter()
         .map(|(id, schemas, sessions, locks, advisory, registry)| {
             let left = Leftovers {
                 schemas,
@@ -349,7 +371,8 @@ pub async fn leftovers_in_postgres_by_run(conn: &mut PgConnection, run_ids: &[St
             (id, left)
         })
         .filter(|(_, left)| *left != Leftovers::NONE)
-        .collect()
+        .collect();
+    by_run_id(found, run_ids)
 }
 
 /// Keys under the run's Redis prefix.
@@ -363,12 +386,11 @@ pub async fn redis_keys_of(run_id: &str) -> i64 {
 
 /// [`redis_keys_of`] for many runs at once: one scan of `racelab:*`.
 pub async fn redis_keys_by_run(run_ids: &[String]) -> BTreeMap<String, i64> {
-    let mut found = redis_keys_of_every_run().await;
-    found.retain(|run, _| run_ids.contains(run));
-    found
+    by_run_id(redis_keys_of_every_run().await, run_ids)
 }
 
-/// Every run's Redis keys (`racelab:<run id>:…`, not the rooms' `racelab:room:…`), by run id.
+/// Every run's Redis keys (`racelab:<sandbox id>:…`, not the rooms' `racelab:room:…`), by the
+/// id their sandbox is named by.
 pub async fn redis_keys_of_every_run() -> BTreeMap<String, i64> {
     let client = redis::Client::open(config().redis_url.as_str()).expect("a Redis URL");
     let mut conn = client.get_multiplexed_async_connection().await.expect("Redis");
@@ -431,10 +453,8 @@ pub async fn broker_names_by_run_at(
     .await
     .expect("join");
     let run_of = |name: &str| {
-        name.strip_prefix("racelab.")
-            .and_then(|rest| rest.split('.').next())
-            .filter(|run| run_ids.iter().any(|id| id == run))
-            .map(str::to_owned)
+        let sandbox = name.strip_prefix("racelab.")?.split('.').next()?;
+        run_ids.iter().find(|id| named(id) == sandbox).cloned()
     };
     let mut found: BTreeMap<String, (Vec<String>, Vec<String>)> = BTreeMap::new();
     for topic in topics {
