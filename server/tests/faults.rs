@@ -38,14 +38,14 @@ async fn step_to_the_end(handle: &mut RunHandle) -> (Outcome, Vec<String>) {
     until_done(handle, Duration::from_secs(60)).await
 }
 
-/// What is left of run `run_id` in the database at `url`: its schemas and its registry row.
+/// What is left of run `run_id` in the database at `url`: its sandbox's schemas and registry row.
 async fn left_in(url: &str, run_id: &str) -> (i64, i64) {
     let mut conn = PgConnection::connect(url).await.expect("PostgreSQL");
     let left = sqlx::query_as(
         "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'run\\_' || $1 || '%'),
                 (SELECT count(*) FROM sandboxes WHERE run_id = $1)",
     )
-    .bind(run_id)
+    .bind(common::named(run_id))
     .fetch_one(&mut conn)
     .await
     .expect("leftovers");

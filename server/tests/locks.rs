@@ -192,7 +192,7 @@ async fn a_reset_sandbox_plays_fencing_again_with_the_same_fences() {
     config.warm_sandboxes = 1;
     let engine = std::sync::Arc::new(racelab::db::connect_engine(&config).await.expect("PostgreSQL"));
     let first = play(&engine, "locks/fencing", "fence").await;
-    let sandbox = first.run_id.clone();
+    let sandbox = common::named(&first.run_id);
     fenced_update_refuses(first);
     assert_eq!(
         common::on_shelf(&common::until_on_shelves(&engine, 1).await, &sandbox),

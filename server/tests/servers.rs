@@ -292,7 +292,8 @@ async fn correct_crowd_seen_on(
         "{:?}",
         runs.iter().map(|r| &r.outcome).collect::<Vec<_>>()
     );
-    let ids: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
+    // By their sandboxes' ids, which their sessions are named by.
+    let ids: Vec<String> = runs.iter().map(|r| common::named(&r.run_id)).collect();
     let on_port = seen
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -349,7 +350,8 @@ async fn a_crowd_spreads_over_two_servers_and_one_that_stops_is_passed_over_unti
         .map(|r| (&r.run_id, &r.outcome))
         .collect();
     assert!(wrong.is_empty(), "{} of 200 runs went wrong: {wrong:?}", wrong.len());
-    let ids: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
+    // By their sandboxes' ids, which their sessions are named by.
+    let ids: Vec<String> = runs.iter().map(|r| common::named(&r.run_id)).collect();
     let mut every = ids.clone();
     {
         let seen = seen.lock().unwrap_or_else(|p| p.into_inner());

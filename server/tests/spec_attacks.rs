@@ -106,30 +106,8 @@ fn assert_benign_played(played: &Played, who: &str) {
     }
 }
 
-/// What run `id` left on the server at `url` (as `spec_confinement.rs` counts it).
 async fn left_on(url: &str, id: &str) -> i64 {
-    let Some(place) = specs::confine::place_of(id) else {
-        return 0;
-    };
-    let client = admin_on(url).await;
-    let left: i64 = client
-        .query_one(
-            "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = $1 OR usename = $1)
-                  + (SELECT count(*) FROM pg_shdepend s JOIN pg_roles r ON r.oid = s.refobjid
-                     WHERE s.dbid <> 0 AND r.rolname = $1)
-                  + (SELECT count(*) FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid
-                     JOIN pg_roles m ON m.oid = a.member
-                     WHERE (g.rolname = $1 OR m.rolname = $1) AND g.rolname <> 'racelab_reader')
-                  + (SELECT count(*) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole
-                     WHERE r.rolname = $1 AND s.setconfig <> ARRAY['temp_file_limit=65536kB'])
-                  + (SELECT count(*) FROM pg_roles WHERE rolname = $1 AND rolconnlimit <> 0)",
-            &[&place.database],
-        )
-        .await
-        .expect("the leak query")
-        .get(0);
-    // Asked after the query: a database taken again meanwhile was clean when taken.
-    if place.taken_again() { 0 } else { left }
+    common::spec_runs::left_by_spec_run(url, id).await
 }
 
 async fn admin_on(url: &str) -> tokio_postgres::Client {
@@ -315,8 +293,7 @@ async fn memory_past_its_bound_is_cancelled_whatever_work_mem_says() {
                 (SELECT g, md5(g::text) AS h FROM generate_series(1, 6000000) g ORDER BY h) s; }\n\
                 step after { SELECT 1 AS alive; }\n";
     for (version, url) in servers() {
-        let id = run_id("memory", version);
-        let played = play_as(&url, &id, text, Limits::default(), Choice::All).await;
+        let played = beside_benign("memory", version, &url, |_| text.to_owned()).await;
         assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
         assert!(
             played.lines.contains("more than 256 MB: its statement is cancelled"),
@@ -333,7 +310,6 @@ async fn memory_past_its_bound_is_cancelled_whatever_work_mem_says() {
             "the session goes on: {}",
             played.lines
         );
-        assert_eq!(left_on(&url, &id).await, 0, "{version}: left something behind");
     }
 }
 
@@ -341,16 +317,14 @@ async fn memory_past_its_bound_is_cancelled_whatever_work_mem_says() {
 async fn a_temporary_table_past_the_disk_bound_ends_the_run() {
     // About 200 MB of temporary table; temp_file_limit does not count it.
     let text = "session s\nstep fill { CREATE TEMPORARY TABLE t AS SELECT g, repeat('x', 1000) AS pad \
-                FROM generate_series(1, 200000) g; }\nstep after { SELECT 1; }\n";
+                FROM generate_series(1, 200000) g; }\nstep after { SELECT pg_sleep(1); }\n";
     for (version, url) in servers() {
-        let id = run_id("tempdisk", version);
-        let played = play_as(&url, &id, text, Limits::default(), Choice::All).await;
+        let played = beside_benign("tempdisk", version, &url, |_| text.to_owned()).await;
         assert!(
             played.lines.contains("racelab: the run's database grew by"),
             "{version}: {}",
             played.lines
         );
-        assert_eq!(left_on(&url, &id).await, 0, "{version}: left something behind");
     }
 }
 
@@ -360,8 +334,7 @@ async fn output_is_bounded_by_what_is_printed() {
     let text = "session s\nstep wide { SELECT repeat('x', 1000000) AS a, 1 AS b \
                 UNION ALL SELECT NULL, g FROM generate_series(1, 999) g; }\n";
     for (version, url) in servers() {
-        let id = run_id("padding", version);
-        let played = play_as(&url, &id, text, Limits::default(), Choice::All).await;
+        let played = beside_benign("padding", version, &url, |_| text.to_owned()).await;
         assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
         assert!(
             played.lines.len() < 1_100_000,
@@ -369,7 +342,6 @@ async fn output_is_bounded_by_what_is_printed() {
             played.lines.len()
         );
         assert!(played.lines.contains("more rows not kept\n(1000 rows)"), "{version}");
-        assert_eq!(left_on(&url, &id).await, 0, "{version}: left something behind");
     }
 }
 
@@ -475,4 +447,39 @@ async fn a_nul_byte_and_too_many_listed_steps_are_refused_naming_what_was_counte
         error.to_string(),
         "the spec's permutation lines name 2001 steps in all; at most 2000 are played"
     );
+}
+
+#[tokio::test]
+async fn a_runs_backends_yield_the_cpu_to_lab_runs() {
+    let text = "session s\nstep wait { SELECT pg_sleep(0.8); }\n";
+    for (version, url) in servers() {
+        let id = run_id("nice", version);
+        let (played, niceness) = tokio::join!(play_as(&url, &id, text, Limits::default(), Choice::All), async {
+            let database = database_of(&id).await;
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            let client = admin_on(&url).await;
+            let pids: Vec<i32> = client
+                .query("SELECT pid FROM pg_stat_activity WHERE datname = $1", &[&database])
+                .await
+                .expect("the run's backends")
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            // The 19th field of /proc/<pid>/stat, after the command's parenthesis.
+            pids.iter()
+                .map(|pid| {
+                    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("a local backend");
+                    let after = stat.rsplit_once(')').expect("a stat line").1;
+                    after
+                        .split_whitespace()
+                        .nth(16)
+                        .expect("a niceness")
+                        .parse::<i32>()
+                        .expect("a number")
+                })
+                .collect::<Vec<i32>>()
+        });
+        assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
+        assert_eq!(niceness, vec![10, 10], "{version}: the control's and s's backends");
+    }
 }

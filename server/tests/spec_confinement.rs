@@ -3,6 +3,8 @@
 //! limits), asserts the server's refusal in the run's own output, and that the run left nothing:
 //! no role, schema, session, prepared transaction or lock.
 
+mod common;
+
 use racelab::engine::BoxFuture;
 use racelab::engine::lane::Stage;
 use racelab::specs::{self, Limits, SpecError};
@@ -63,49 +65,12 @@ async fn admin() -> tokio_postgres::Client {
     client
 }
 
-/// What run `name` left behind on the server at `url`, counted: sessions in its database or as
-/// its role, its prepared transactions and advisory locks, objects its role still owns or has
-/// been granted there, memberships but the readers' role, settings but the one made, and a role
-/// still open to logins. A run's database is handed out again only once clean (and is dropped
-/// otherwise), so a database another run has taken since counts as clean; a spec refused before
-/// it played took none.
 async fn left_on(url: &str, name: &str) -> i64 {
-    let Some(place) = specs::confine::place_of(&run_id(name)) else {
-        return 0;
-    };
-    let client = admin_on(url, "postgres").await;
-    let row = client
-        .query_one(
-            "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = $1 OR usename = $1)
-                  + (SELECT count(*) FROM pg_prepared_xacts WHERE database = $1 OR owner = $1)
-                  + (SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-                     WHERE l.locktype = 'advisory' AND d.datname = $1)
-                  + (SELECT count(*) FROM pg_shdepend s JOIN pg_roles r ON r.oid = s.refobjid
-                     WHERE s.dbid <> 0 AND r.rolname = $1)
-                  + (SELECT count(*) FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid
-                     JOIN pg_roles m ON m.oid = a.member
-                     WHERE (g.rolname = $1 OR m.rolname = $1) AND g.rolname <> 'racelab_reader')
-                  + (SELECT count(*) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole
-                     WHERE r.rolname = $1 AND s.setconfig <> ARRAY['temp_file_limit=65536kB'])
-                  + (SELECT count(*) FROM pg_roles WHERE rolname = $1 AND rolconnlimit <> 0)",
-            &[&place.database],
-        )
-        .await
-        .expect("the leak query");
-    // Asked after the query: a database taken again meanwhile was clean when taken.
-    if place.taken_again() { 0 } else { row.get(0) }
+    common::spec_runs::left_by_spec_run(url, &run_id(name)).await
 }
 
 async fn left_by(name: &str) -> i64 {
     left_on(&database_url(), name).await
-}
-
-async fn admin_on(url: &str, dbname: &str) -> tokio_postgres::Client {
-    let mut config: tokio_postgres::Config = url.parse().expect("a database URL");
-    config.dbname(dbname);
-    let (client, connection) = config.connect(tokio_postgres::NoTls).await.expect("PostgreSQL answers");
-    tokio::spawn(connection);
-    client
 }
 
 /// Plays a one-step spec doing `sql`, and asserts the server refused it with `refusal`, and

@@ -62,24 +62,10 @@ fn said(frames: &[Value]) -> String {
         .join("\n")
 }
 
-/// How many of run `run_id`'s roles, sessions and schemas are left.
+/// What run `run_id` (a spec's, played by this process's engine) left in its database.
 async fn left_by(run_id: &str) -> i64 {
-    let mut config: tokio_postgres::Config = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned())
-        .parse()
-        .expect("a database URL");
-    config.dbname("postgres");
-    let (client, connection) = config.connect(tokio_postgres::NoTls).await.expect("PostgreSQL");
-    tokio::spawn(connection);
-    client
-        .query_one(
-            "SELECT (SELECT count(*) FROM pg_roles WHERE rolname = $1)
-                  + (SELECT count(*) FROM pg_stat_activity WHERE usename = $1 OR application_name LIKE $2)",
-            &[&format!("racelab_spec_{run_id}"), &format!("racelab/{run_id}/%")],
-        )
-        .await
-        .expect("the leak query")
-        .get(0)
+    let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned());
+    common::spec_runs::left_by_spec_run(&url, &common::named(run_id)).await
 }
 
 #[tokio::test]

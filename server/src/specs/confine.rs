@@ -641,10 +641,17 @@ impl Confined {
 
     /// Watches the run's memory and disk while it plays ([`super::watch`]), telling `lane` what
     /// it stopped.
-    pub async fn watch(&mut self, lane: crate::engine::Lane) {
-        if let (Ok(admin), Some(ready)) = (self.pool.admin().await, &self.ready) {
-            self.watch = Some(tokio::spawn(super::watch::watch(admin, ready.name.clone(), lane)));
-        }
+    /// The watch has a connection of its own, made on the run's task: a pool's kept one may
+    /// belong to a runtime that ends first (each test has its own).
+    pub fn watch(&mut self, lane: crate::engine::Lane) {
+        let Some(ready) = &self.ready else { return };
+        let (url, database) = (self.pool.url.clone(), ready.name.clone());
+        self.watch = Some(tokio::spawn(async move {
+            match admin(&url, "postgres").await {
+                Ok((client, _)) => super::watch::watch(Arc::new(client), database, lane).await,
+                Err(error) => tracing::warn!(%error, "a spec run's memory and disk are not watched"),
+            }
+        }));
     }
 
     /// Ends the run's sessions and puts its database back as made. Never fails: what cannot be

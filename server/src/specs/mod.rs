@@ -294,7 +294,7 @@ pub async fn play_on(
     };
     let mut confined = Confined::open(url, run_id, bounds).await?;
     let control_lane = lane(TESTER, choice == Choice::Matrix);
-    confined.watch(control_lane.clone()).await;
+    confined.watch(control_lane.clone());
     let playing = play_confined(&confined, spec, limits, choice, lane, &control_lane);
     let played = match limits.max_wall {
         Some(wall) => tokio::time::timeout(wall, playing)
