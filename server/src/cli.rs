@@ -660,8 +660,15 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
     // readers' specs' roles too (at startup as well: they are not in the engine's registry).
     // Each server's, as each keeps its own.
     let sweeper = engine.clone();
+    let runs_per_client = config.runs_per_client;
     tokio::spawn(async move {
         let max_age = sweeper.limits().sweep_age();
+        // Each server's pool of readers' spec databases, warmed for one reader's runs at once.
+        for url in sweeper.server_urls() {
+            if let Err(error) = crate::specs::confine::warm(&url, runs_per_client).await {
+                tracing::warn!(%error, "no ready databases for readers' specs yet");
+            }
+        }
         loop {
             for url in sweeper.server_urls() {
                 let server = crate::health::host_port(&url, 5432);

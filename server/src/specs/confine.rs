@@ -580,6 +580,8 @@ pub struct Confined {
     token: String,
     /// The watch over the run's memory and disk, while it plays.
     watch: Option<tokio::task::JoinHandle<()>>,
+    /// Why the watch ended the run, if it did.
+    ended: Arc<Mutex<Option<String>>>,
 }
 
 impl Confined {
@@ -622,6 +624,7 @@ impl Confined {
             ready: Some(ready),
             sessions,
             watch: None,
+            ended: Arc::default(),
         })
     }
 
@@ -645,13 +648,18 @@ impl Confined {
     /// belong to a runtime that ends first (each test has its own).
     pub fn watch(&mut self, lane: crate::engine::Lane) {
         let Some(ready) = &self.ready else { return };
-        let (url, database) = (self.pool.url.clone(), ready.name.clone());
+        let (url, database, ended) = (self.pool.url.clone(), ready.name.clone(), self.ended.clone());
         self.watch = Some(tokio::spawn(async move {
             match admin(&url, "postgres").await {
-                Ok((client, _)) => super::watch::watch(Arc::new(client), database, lane).await,
+                Ok((client, _)) => super::watch::watch(Arc::new(client), database, lane, ended).await,
                 Err(error) => tracing::warn!(%error, "a spec run's memory and disk are not watched"),
             }
         }));
+    }
+
+    /// Why the watch over the run's memory and disk ended it, if it did.
+    pub fn ended_by_watch(&self) -> Option<String> {
+        lock(&self.ended).clone()
     }
 
     /// Ends the run's sessions and puts its database back as made. Never fails: what cannot be
@@ -677,6 +685,18 @@ impl Drop for Confined {
             runtime.spawn(async move { pool.give_back(ready, true).await });
         }
     }
+}
+
+/// Makes ready databases on the server at `url` until its pool holds `count`: a server warms
+/// its pools as it starts, so that its first readers' specs do not each wait for a database to
+/// be copied (nor copy several at once while other readers' runs write).
+pub async fn warm(url: &str, count: usize) -> Result<(), ConfineError> {
+    let pool = pool(url);
+    while lock(&pool.ready).len() < count.min(MAX_READY) {
+        let ready = pool.make().await?;
+        lock(&pool.ready).push(ready);
+    }
+    Ok(())
 }
 
 /// How long a ready database may stand idle before any racelab's sweep drops it.

@@ -100,6 +100,8 @@ pub enum SpecError {
     Nul { line: usize, column: usize },
     #[error("the run stopped at its limit of {0} s, before its end")]
     TooLong(u64),
+    #[error("{0}")]
+    Ended(String),
     #[error(
         "without permutation lines this spec has {count} interleavings, and at most {limit} are played \
          at once: add permutation lines for the ones you want to see"
@@ -302,6 +304,11 @@ pub async fn play_on(
             .unwrap_or(Err(SpecError::TooLong(wall.as_secs()))),
         None => playing.await,
     };
+    // A run the watch ended fails for that reason, not for what its sessions saw next.
+    let played = match confined.ended_by_watch() {
+        Some(why) => Err(SpecError::Ended(why)),
+        None => played,
+    };
     confined.close().await;
     played
 }
@@ -495,6 +502,7 @@ mod tests {
             }],
             failure: None,
             ends_with_rows: true,
+            cut_at: None,
         }
     }
 

@@ -759,6 +759,14 @@ impl<'a> Player<'a> {
         for set in &answer.sets {
             self.printer.print(&lane, &table::print(set));
         }
+        if let Some(bytes) = answer.cut_at {
+            let line = format!(
+                "racelab: the step sent {} MB of rows, more than {} MB: cancelled\n",
+                bytes >> 20,
+                super::session::RECEIVED_AT_MOST >> 20
+            );
+            self.printer.print(&lane, &line);
+        }
         match &answer.failure {
             Some(failure) => {
                 if let Some(i) = session {

@@ -53,7 +53,15 @@ pub struct Answer {
     /// Whether the last statement returned rows (libpq's `PQexec` returns only the last
     /// result, so a setup prints a table only then).
     pub ends_with_rows: bool,
+    /// The bytes received when the query was cancelled for sending more than
+    /// [`RECEIVED_AT_MOST`].
+    pub cut_at: Option<usize>,
 }
+
+/// The most bytes of rows racelab reads from one query before it cancels it. Rows past what is
+/// kept are only counted, but each is still sent, read and taken apart: a step selecting a
+/// megabyte a row, a thousand times over, would cost racelab a gigabyte's work for a count.
+pub const RECEIVED_AT_MOST: usize = 8 << 20;
 
 /// How much of a query's rows a run keeps: a spec may select millions.
 #[derive(Clone, Copy, Debug)]
@@ -213,8 +221,9 @@ async fn run(client: &Client, sql: &str, keep: Keep) -> Answer {
     };
     futures_util::pin_mut!(stream);
     let mut open: Option<(ResultSet, Vec<usize>)> = None;
-    // What the sets already complete print as.
+    // What the sets already complete print as, and every value received.
     let mut spent = 0usize;
+    let mut received = 0usize;
     while let Some(message) = stream.next().await {
         match message {
             Ok(SimpleQueryMessage::RowDescription(columns)) => {
@@ -228,6 +237,12 @@ async fn run(client: &Client, sql: &str, keep: Keep) -> Answer {
             Ok(SimpleQueryMessage::Row(row)) => {
                 let Some((set, widths)) = open.as_mut() else { continue };
                 let values: Vec<Option<String>> = (0..row.len()).map(|i| row.get(i).map(str::to_owned)).collect();
+                received += values.iter().map(|v| v.as_ref().map_or(0, String::len)).sum::<usize>();
+                if received > RECEIVED_AT_MOST && answer.cut_at.is_none() {
+                    answer.cut_at = Some(received);
+                    let cancel = client.cancel_token();
+                    tokio::spawn(async move { cancel.cancel_query(NoTls).await });
+                }
                 let wider: Vec<usize> = widths
                     .iter()
                     .enumerate()

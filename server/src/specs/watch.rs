@@ -16,9 +16,9 @@
 //!   the run is terminated, and the run ends.
 //!
 //! - **CPU**: PostgreSQL has no CPU quota, so each of the run's backends on racelab's machine is
-//!   given a lower priority ([`NICENESS`]) as soon as it is seen: where the cores are contended,
-//!   a lab run's backends (priority 0) get about ten times the share of a spec's (Linux's weights
-//!   1024 and 110), and readers' specs among themselves share alike.
+//!   given a lower priority as soon as it is seen ([`lower_priority`]): where the cores are
+//!   contended, everything else (lab runs' backends, racelab itself) gets about ten times a
+//!   spec's share, and readers' specs among themselves share alike.
 //!
 //! What it stops, it says on the run's transcript, in a line of its own (`racelab: …`).
 
@@ -38,17 +38,57 @@ pub const MEMORY_PER_BACKEND: u64 = 256 << 20;
 pub const DISK_ABOVE_START: i64 = 64 << 20;
 /// The niceness a spec run's backends are given.
 pub const NICENESS: i32 = 10;
+/// The CPU weight of the control group readers' backends are moved to, where racelab may make
+/// one: a tenth of everyone else's (cgroup v2's `cpu.weight` default is 100; v1's `cpu.shares`
+/// 1024, so 102 there).
+pub const READERS_CPU_WEIGHT: u32 = 10;
+/// The control group's name, under the CPU controller's root.
+const READERS_GROUP: &str = "racelab-readers";
 
-/// Lowers the priority of process `pid` to [`NICENESS`] (a PostgreSQL backend of a spec run on
-/// this machine). Needs racelab to run as the backend's user or as root; where it may not, the
-/// backend keeps its priority.
+/// Lowers the priority of process `pid`, a PostgreSQL backend of a spec run on this machine: its
+/// niceness to [`NICENESS`], and, where racelab may make a control group, moves it into
+/// [`READERS_GROUP`]. Niceness alone orders a process only among its own *autogroup* (Linux
+/// gives each session one, and them equal shares): PostgreSQL's backends share one, racelab has
+/// another, so a spec burning a core took half of racelab's time in a crowd (measured, benign
+/// p95 2.5× alone). A control group of its own, weighted low, is outside every autogroup. Where
+/// racelab may do neither (not root, not PostgreSQL's user), the backend keeps its priority.
 fn lower_priority(pid: i32) {
-    let Ok(pid) = libc::id_t::try_from(pid) else { return };
+    let Ok(id) = libc::id_t::try_from(pid) else { return };
     // SAFETY: setpriority only reads its three integer arguments; an unknown pid or a refusal
     // is an error return, which is ignored (the backend keeps its priority).
     unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, pid, NICENESS);
+        libc::setpriority(libc::PRIO_PROCESS, id, NICENESS);
     }
+    if let Some(procs) = readers_group() {
+        let _ = std::fs::write(procs, pid.to_string());
+    }
+}
+
+/// The `cgroup.procs` file of [`READERS_GROUP`], made once (cgroup v2, else v1's `cpu`
+/// hierarchy); `None` where this machine does not let racelab make it.
+fn readers_group() -> Option<&'static std::path::Path> {
+    static GROUP: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    GROUP
+        .get_or_init(|| {
+            let v2 = std::path::Path::new("/sys/fs/cgroup");
+            let controllers = std::fs::read_to_string(v2.join("cgroup.controllers")).unwrap_or_default();
+            let (dir, weight_file, weight) = if controllers.split_whitespace().any(|c| c == "cpu") {
+                let _ = std::fs::write(v2.join("cgroup.subtree_control"), "+cpu");
+                (v2.join(READERS_GROUP), "cpu.weight", READERS_CPU_WEIGHT)
+            } else {
+                (
+                    std::path::Path::new("/sys/fs/cgroup/cpu").join(READERS_GROUP),
+                    "cpu.shares",
+                    READERS_CPU_WEIGHT * 1024 / 100,
+                )
+            };
+            if !dir.is_dir() {
+                std::fs::create_dir(&dir).ok()?;
+            }
+            std::fs::write(dir.join(weight_file), weight.to_string()).ok()?;
+            Some(dir.join("cgroup.procs"))
+        })
+        .as_deref()
 }
 
 /// Disk is measured every this many looks: every one (a walk of the run's database directory,
@@ -89,8 +129,8 @@ pub fn megabytes(bytes: u64) -> String {
 }
 
 /// Watches database `database`'s backends from `admin` (racelab's own connection) until
-/// aborted, saying on `lane` what it stopped.
-pub async fn watch(admin: Arc<Client>, database: String, lane: Lane) {
+/// aborted, saying on `lane` what it stopped; a run it ends, it says why in `ended`.
+pub async fn watch(admin: Arc<Client>, database: String, lane: Lane, ended: Arc<std::sync::Mutex<Option<String>>>) {
     let size = |admin: Arc<Client>, database: String| async move {
         admin
             .query_one("SELECT pg_catalog.pg_database_size($1)", &[&database])
@@ -113,14 +153,13 @@ pub async fn watch(admin: Arc<Client>, database: String, lane: Lane) {
             && let Some(now) = size(admin.clone(), database.clone()).await
             && now - start > DISK_ABOVE_START
         {
-            say(
-                &lane,
-                format!(
-                    "racelab: the run's database grew by {}, more than {}: its sessions are ended",
-                    megabytes(u64::try_from(now - start).unwrap_or(0)),
-                    megabytes(u64::try_from(DISK_ABOVE_START).unwrap_or(0))
-                ),
+            let why = format!(
+                "the run's database grew by {}, more than {}: its sessions are ended",
+                megabytes(u64::try_from(now - start).unwrap_or(0)),
+                megabytes(u64::try_from(DISK_ABOVE_START).unwrap_or(0))
             );
+            say(&lane, format!("racelab: {why}"));
+            *ended.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
             let _ = admin
                 .query(
                     "SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity \
