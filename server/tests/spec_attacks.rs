@@ -110,14 +110,6 @@ async fn left_on(url: &str, id: &str) -> i64 {
     common::spec_runs::left_by_spec_run(url, id).await
 }
 
-async fn admin_on(url: &str) -> tokio_postgres::Client {
-    let mut config: tokio_postgres::Config = url.parse().expect("a database URL");
-    config.dbname("postgres");
-    let (client, connection) = config.connect(tokio_postgres::NoTls).await.expect("PostgreSQL answers");
-    tokio::spawn(connection);
-    client
-}
-
 /// The database run `id` plays in, once it has taken one.
 async fn database_of(id: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -413,7 +405,7 @@ async fn no_name_postgresql_shows_carries_the_run_id() {
         let (played, names) = tokio::join!(play_as(&url, &id, text, Limits::default(), Choice::All), async {
             database_of(&id).await;
             tokio::time::sleep(Duration::from_millis(200)).await;
-            let client = admin_on(&url).await;
+            let client = common::spec_runs::admin_on(&url).await;
             let rows = client
                 .query(
                     "SELECT rolname::text FROM pg_roles UNION ALL SELECT datname::text FROM pg_database
@@ -462,7 +454,7 @@ async fn a_runs_backends_yield_the_cpu_to_lab_runs() {
         let (played, niceness) = tokio::join!(play_as(&url, &id, text, Limits::default(), Choice::All), async {
             let database = database_of(&id).await;
             tokio::time::sleep(Duration::from_millis(400)).await;
-            let client = admin_on(&url).await;
+            let client = common::spec_runs::admin_on(&url).await;
             let pids: Vec<i32> = client
                 .query("SELECT pid FROM pg_stat_activity WHERE datname = $1", &[&database])
                 .await

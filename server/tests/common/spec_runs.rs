@@ -2,7 +2,8 @@
 
 use racelab::specs::confine::place_of;
 
-async fn admin_on(url: &str) -> tokio_postgres::Client {
+/// racelab's own user, on the maintenance database of the server at `url`.
+pub async fn admin_on(url: &str) -> tokio_postgres::Client {
     let mut config: tokio_postgres::Config = url.parse().expect("a database URL");
     config.dbname("postgres");
     let (client, connection) = config.connect(tokio_postgres::NoTls).await.expect("PostgreSQL answers");
