@@ -38,9 +38,14 @@ fn run_id(name: &str) -> String {
 
 /// Plays `text` under `limits` as run `name`; its output, and how it ended.
 async fn play_with(name: &str, text: &str, limits: Limits) -> (String, Result<(), SpecError>) {
+    play_on(&database_url(), name, text, limits).await
+}
+
+/// [`play_with`] on the server at `url`.
+async fn play_on(url: &str, name: &str, text: &str, limits: Limits) -> (String, Result<(), SpecError>) {
     let transcript = Arc::new(Transcript::default());
     let ended = match specs::read(text, &limits) {
-        Ok(spec) => specs::play(&database_url(), &run_id(name), &spec, &limits, transcript.clone())
+        Ok(spec) => specs::play(url, &run_id(name), &spec, &limits, transcript.clone())
             .await
             .map(|_| ()),
         Err(error) => Err(error),
@@ -94,6 +99,12 @@ async fn it_cannot_read_racelabs_own_tables() {
 
 #[tokio::test]
 async fn it_cannot_read_change_hear_or_signal_another_run() {
+    for (version, url) in [(15, database_url()), (18, common::versions::postgres_18())] {
+        another_run(version, &url).await;
+    }
+}
+
+async fn another_run(version: u32, url: &str) {
     // Run A makes a table, listens, holds an advisory lock and its session a while; run B, told
     // A's database name (every role can read it in pg_database), tries to read and drop A's
     // table, reach A's channel and lock, and end A's session.
@@ -103,7 +114,7 @@ async fn it_cannot_read_change_hear_or_signal_another_run() {
     let b = async {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         let a_db = loop {
-            if let Some(place) = specs::confine::place_of(&run_id("otherruna")) {
+            if let Some(place) = specs::confine::place_of(&run_id(&format!("otherruna{version}"))) {
                 break place.database;
             }
             assert!(tokio::time::Instant::now() < deadline, "A took a database");
@@ -117,9 +128,21 @@ async fn it_cannot_read_change_hear_or_signal_another_run() {
              step shout {{ NOTIFY news, 'from b'; }}\n\
              step kill {{ SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{a_db}'; }}\n"
         );
-        (play("otherrunb", &b).await, a_db)
+        (
+            play_on(url, &format!("otherrunb{version}"), &b, Limits::default())
+                .await
+                .0,
+            a_db,
+        )
     };
-    let (a_lines, (b_lines, a_db)) = tokio::join!(play("otherruna", a), b);
+    let (a_lines, (b_lines, a_db)) = tokio::join!(
+        async {
+            play_on(url, &format!("otherruna{version}"), a, Limits::default())
+                .await
+                .0
+        },
+        b
+    );
     assert!(
         b_lines.contains(&format!(
             "ERROR:  cross-database references are not implemented: \"{a_db}.public.secrets\""
@@ -140,7 +163,10 @@ async fn it_cannot_read_change_hear_or_signal_another_run() {
         "A played on: {a_lines}"
     );
     assert!(!a_lines.contains("from b"), "A heard B's NOTIFY: {a_lines}");
-    assert_eq!(left_by("otherruna").await + left_by("otherrunb").await, 0);
+    assert_eq!(
+        left_on(url, &format!("otherruna{version}")).await + left_on(url, &format!("otherrunb{version}")).await,
+        0
+    );
 }
 
 #[tokio::test]

@@ -12,6 +12,10 @@
 //! - broker topics (with their partition count) and consumer groups, `racelab.<id>.<name>`
 //!   ([`broker`]).
 //!
+//! `<id>` is the sandbox's own id ([`new_run_id`] when it is made), never a run's: these names
+//! are seen by every role on the server, and a run's id fetches its stored transcript
+//! ([`sandbox_id_of`] finds a run's sandbox again).
+//!
 //! Each sandbox is written to racelab's `sandboxes` table (run id, creation time, what it holds)
 //! *before* anything is created, and removed from it only once everything is gone, so whatever a
 //! crash leaves behind is known and [`sweep`] removes it. The supervisor destroys a sandbox on
