@@ -447,48 +447,53 @@ async fn a_nul_byte_and_too_many_listed_steps_are_refused_naming_what_was_counte
 }
 
 #[tokio::test]
-async fn a_runs_backends_yield_the_cpu_to_lab_runs() {
-    let text = "session s\nstep wait { SELECT pg_sleep(0.8); }\n";
+async fn a_backend_that_burns_the_cpu_yields_it_to_everyone_else() {
+    // s burns a core (a four-deep join of the catalog) until its own timeout; the control
+    // connection idles. Only the one that used the CPU is demoted.
+    let text = "session s\nstep burn { SET statement_timeout = '1500ms'; \
+                SELECT count(*) FROM pg_class a, pg_class b, pg_class c, pg_class d; }\n";
     for (version, url) in servers() {
         let id = run_id("nice", version);
-        let (played, niceness) = tokio::join!(play_as(&url, &id, text, Limits::default(), Choice::All), async {
+        let (played, seen) = tokio::join!(play_as(&url, &id, text, Limits::default(), Choice::All), async {
             let database = database_of(&id).await;
-            tokio::time::sleep(Duration::from_millis(400)).await;
+            tokio::time::sleep(Duration::from_millis(900)).await;
             let client = common::spec_runs::admin_on(&url).await;
-            let pids: Vec<i32> = client
-                .query("SELECT pid FROM pg_stat_activity WHERE datname = $1", &[&database])
+            let rows = client
+                .query(
+                    "SELECT pid, split_part(application_name, '/', 3) FROM pg_stat_activity \
+                     WHERE datname = $1 ORDER BY 2",
+                    &[&database],
+                )
                 .await
-                .expect("the run's backends")
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
+                .expect("the run's backends");
             // The 19th field of /proc/<pid>/stat, after the command's parenthesis; and whether
             // it is in the readers' control group.
-            pids.iter()
-                .map(|pid| {
+            rows.iter()
+                .map(|row| {
+                    let (pid, who): (i32, String) = (row.get(0), row.get(1));
                     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("a local backend");
                     let after = stat.rsplit_once(')').expect("a stat line").1;
                     let nice = after.split_whitespace().nth(16).expect("a niceness");
                     let groups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
                     (
+                        who,
                         nice.parse::<i32>().expect("a number"),
                         groups.contains("racelab-readers"),
                     )
                 })
-                .collect::<Vec<(i32, bool)>>()
+                .collect::<Vec<(String, i32, bool)>>()
         });
         assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
-        // Where racelab may make a control group (root, here and in CI), it holds them too.
+        // Where racelab may make a control group (root, here and in CI), it holds it too.
         let grouped = std::path::Path::new("/sys/fs/cgroup/cpu").is_dir()
             || std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").is_file();
         assert_eq!(
-            niceness,
-            vec![(10, grouped), (10, grouped)],
-            "{version}: the control's and s's backends"
+            seen,
+            vec![("control".to_owned(), 0, false), ("session1".to_owned(), 10, grouped)],
+            "{version}: the idle control connection keeps its priority, the burner is demoted"
         );
     }
 }
-
 #[tokio::test]
 async fn a_step_sending_more_than_racelab_reads_is_cancelled() {
     // 1,000 rows of 900 kB each: 900 MB for a count of rows.

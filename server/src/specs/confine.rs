@@ -462,14 +462,14 @@ async fn unheld<T>(watch: &Client, pid: i32, work: impl std::future::Future<Outp
 }
 
 /// Terminates every backend in database `name` or of its role but `spare` (racelab's own in it),
-/// until none is left (a backend takes a moment
-/// to go; at most 5 s).
+/// until none is left: each termination waits (up to 1 s) for its backend to be gone, and what
+/// is still there is looked at again, for at most 5 s.
 async fn end_sessions(admin: &Client, name: &str, spare: i32) -> Result<(), tokio_postgres::Error> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
         let left: i64 = admin
             .query_one(
-                "SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity \
+                "SELECT count(pg_catalog.pg_terminate_backend(pid, 1000)) FROM pg_catalog.pg_stat_activity \
                  WHERE (datname OPERATOR(pg_catalog.=) $1 OR usename OPERATOR(pg_catalog.=) $1) \
                    AND pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() AND pid OPERATOR(pg_catalog.<>) $2",
                 &[&name, &spare],
@@ -479,7 +479,7 @@ async fn end_sessions(admin: &Client, name: &str, spare: i32) -> Result<(), toki
         if left == 0 || tokio::time::Instant::now() >= deadline {
             return Ok(());
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 
