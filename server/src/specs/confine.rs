@@ -588,6 +588,9 @@ impl Confined {
     /// Takes a database for run `run_id` on the PostgreSQL at `url` (racelab's own database
     /// URL, whose user may create roles and databases).
     pub async fn open(url: &str, run_id: &str, bounds: Bounds) -> Result<Confined, ConfineError> {
+        let mut sessions: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| ConfineError::Make(e.to_string()))?;
         let pool = pool(url);
         let (ready, use_number) = pool.take(bounds.connections).await?;
         {
@@ -603,9 +606,6 @@ impl Confined {
                 },
             ));
         }
-        let mut sessions: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e: tokio_postgres::Error| ConfineError::Make(e.to_string()))?;
         let ms = |d: Duration| d.as_millis();
         sessions
             .dbname(&ready.name)
