@@ -29,7 +29,7 @@
 //! duration or leftovers depend on another run.
 
 use crate::sandbox::postgres::quote_ident;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio_postgres::{Client, NoTls};
@@ -204,7 +204,7 @@ static POOLS: LazyLock<Mutex<HashMap<String, Arc<Pool>>>> = LazyLock::new(Defaul
 static HELD: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
 /// Which database each recent run played in, and as which of its uses (for `remove_run` and the
 /// tests); the oldest are forgotten past [`REMEMBERED`].
-static RUNS: LazyLock<Mutex<Vec<(String, RunPlace)>>> = LazyLock::new(Default::default);
+static RUNS: LazyLock<Mutex<VecDeque<(String, RunPlace)>>> = LazyLock::new(Default::default);
 const REMEMBERED: usize = 4096;
 /// Each database's uses so far, by name.
 static USES: LazyLock<Mutex<HashMap<String, u32>>> = LazyLock::new(Default::default);
@@ -596,9 +596,9 @@ impl Confined {
         {
             let mut runs = lock(&RUNS);
             if runs.len() >= REMEMBERED {
-                runs.remove(0);
+                runs.pop_front();
             }
-            runs.push((
+            runs.push_back((
                 run_id.to_owned(),
                 RunPlace {
                     database: ready.name.clone(),

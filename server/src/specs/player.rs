@@ -388,10 +388,7 @@ impl<'a> Player<'a> {
     /// (the control connection when `None`), under the step limit as a step is: cancelled past
     /// it, given up at twice it. The tester waits for these as long as they take; a page cannot.
     async fn bounded(&mut self, session: Option<usize>, what: &str, sql: &str) -> Result<Answer, Stopped> {
-        let lost = |_| Answer {
-            failure: Some(Failure::Lost("the session's query task stopped".into())),
-            ..Answer::default()
-        };
+        let lost = |_| Answer::lost();
         let connection = session.map_or(&self.control, |i| &self.sessions[i]);
         let mut answer = connection.send(sql);
         if let Ok(answer) = tokio::time::timeout(self.step_wait, &mut answer).await {
@@ -542,10 +539,7 @@ impl<'a> Player<'a> {
             }
             Err(oneshot::error::TryRecvError::Empty) => true,
             Err(oneshot::error::TryRecvError::Closed) => {
-                active.done = Some(Answer {
-                    failure: Some(Failure::Lost("the session's query task stopped".into())),
-                    ..Answer::default()
-                });
+                active.done = Some(Answer::lost());
                 active.answer = None;
                 false
             }
@@ -559,10 +553,7 @@ impl<'a> Player<'a> {
         };
         let Some(receiver) = active.answer.as_mut() else { return };
         if let Ok(answer) = tokio::time::timeout(POLL_EVERY, receiver).await {
-            active.done = Some(answer.unwrap_or_else(|_| Answer {
-                failure: Some(Failure::Lost("the session's query task stopped".into())),
-                ..Answer::default()
-            }));
+            active.done = Some(answer.unwrap_or_else(|_| Answer::lost()));
             active.answer = None;
         }
     }

@@ -58,6 +58,17 @@ pub struct Answer {
     pub cut_at: Option<usize>,
 }
 
+impl Answer {
+    /// The answer of a query whose task stopped before it answered (its connection went with
+    /// it).
+    pub fn lost() -> Answer {
+        Answer {
+            failure: Some(Failure::Lost("the session's query task stopped".into())),
+            ..Answer::default()
+        }
+    }
+}
+
 /// The most bytes of rows racelab reads from one query before it cancels it. Rows past what is
 /// kept are only counted, but each is still sent, read and taken apart: a step selecting a
 /// megabyte a row, a thousand times over, would cost racelab a gigabyte's work for a count.
