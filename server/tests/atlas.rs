@@ -84,6 +84,8 @@ async fn the_atlas_on_postgresql_18_agrees_with_postgresqls_documentation() {
 }
 
 async fn agrees_with_the_documentation(url: &str, version: &str) {
+    // Runs' databases are reset after the runs return: counted once none is being reset.
+    specs::confine::settle().await;
     let before = spec_roles(url).await;
     let observed = specs::atlas::observe(url, &Limits::command_line(std::time::Duration::from_secs(10)))
         .await
@@ -121,6 +123,7 @@ async fn agrees_with_the_documentation(url: &str, version: &str) {
     let text = specs::atlas::render(&observed);
     assert!(text.contains(&observed.server) && text.contains("REPEATABLE READ"));
     assert!(text.lines().filter(|l| l.contains("allowed")).count() >= 8, "{text}");
+    specs::confine::settle().await;
     assert_eq!(spec_roles(url).await, before, "every run's sandbox is gone");
 }
 

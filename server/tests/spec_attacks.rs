@@ -22,11 +22,12 @@ fn servers() -> [(u32, String); 2] {
     [(15, database_url()), (18, common::versions::postgres_18())]
 }
 
-/// Keeps a run's transcript lines and its ledgers.
+/// Keeps a run's transcript lines, its ledgers, and what it said of waits and proofs.
 #[derive(Default)]
 struct Kept {
     lines: Mutex<Vec<String>>,
     ledgers: Mutex<Vec<shared::Ledger>>,
+    told: Mutex<Vec<EventKind>>,
 }
 
 impl Stage for Kept {
@@ -34,6 +35,7 @@ impl Stage for Kept {
         match kind {
             EventKind::Say { line, .. } => self.lines.lock().expect("lines").push(line),
             EventKind::Ledger { ledger, .. } => self.ledgers.lock().expect("ledgers").push(ledger),
+            told @ (EventKind::Blocked { .. } | EventKind::Proof { .. }) => self.told.lock().expect("told").push(told),
             _ => {}
         }
     }
@@ -51,6 +53,8 @@ fn run_id(name: &str, version: u32) -> String {
 struct Played {
     lines: String,
     ledgers: Vec<shared::Ledger>,
+    /// Its `Blocked` and `Proof` events.
+    told: Vec<EventKind>,
     ended: Result<(), SpecError>,
     took: Duration,
 }
@@ -69,9 +73,11 @@ async fn play_as(url: &str, id: &str, text: &str, limits: Limits, choice: Choice
     let took = started.elapsed();
     let lines = kept.lines.lock().expect("lines").join("\n");
     let ledgers = kept.ledgers.lock().expect("ledgers").clone();
+    let told = kept.told.lock().expect("told").clone();
     Played {
         lines,
         ledgers,
+        told,
         ended,
         took,
     }
@@ -371,6 +377,107 @@ step look { SELECT json_build_array(id, note) FROM budget; }
                 "{version}: the ledger is the table's"
             );
         }
+        assert_eq!(left_on(&url, &id).await, 0, "{version}: left something behind");
+    }
+}
+
+/// A lost update at READ COMMITTED in which bob's write waits for alice's row lock, with
+/// operators of the spec's own, for every signature racelab's witness and wait query compare
+/// with, put before `pg_catalog` on every connection: oid, int4 and text equality that never
+/// holds, a timestamptz equality that always does, an int2 `>` and a `"char"` `=` that never
+/// hold, and a type `text` of its own.
+const SHADOWED: &str = "setup { CREATE TABLE budget (id bigint PRIMARY KEY, amount bigint NOT NULL);
+  INSERT INTO budget VALUES (1, 100);
+  CREATE FUNCTION public.never(oid, oid) RETURNS bool LANGUAGE sql AS $$ SELECT false $$;
+  CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = oid, FUNCTION = public.never);
+  CREATE FUNCTION public.never(int4, int4) RETURNS bool LANGUAGE sql AS $$ SELECT false $$;
+  CREATE OPERATOR public.= (LEFTARG = int4, RIGHTARG = int4, FUNCTION = public.never);
+  CREATE FUNCTION public.never(text, text) RETURNS bool LANGUAGE sql AS $$ SELECT false $$;
+  CREATE OPERATOR public.= (LEFTARG = text, RIGHTARG = text, FUNCTION = public.never);
+  CREATE FUNCTION public.never(int2, int2) RETURNS bool LANGUAGE sql AS $$ SELECT false $$;
+  CREATE OPERATOR public.> (LEFTARG = int2, RIGHTARG = int2, FUNCTION = public.never);
+  CREATE FUNCTION public.never(\"char\", \"char\") RETURNS bool LANGUAGE sql AS $$ SELECT false $$;
+  CREATE OPERATOR public.= (LEFTARG = \"char\", RIGHTARG = \"char\", FUNCTION = public.never);
+  CREATE FUNCTION public.always(timestamptz, timestamptz) RETURNS bool LANGUAGE sql AS $$ SELECT true $$;
+  CREATE OPERATOR public.= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = public.always);
+  CREATE TYPE public.text AS (lie int);
+  SET search_path = public, pg_catalog; }
+session alice
+setup { BEGIN; SET search_path = public, pg_catalog; }
+step a_read { SELECT amount FROM budget WHERE id = 1; }
+step a_write { UPDATE budget SET amount = 50 WHERE id = 1; }
+step a_commit { COMMIT; }
+session bob
+setup { BEGIN; SET search_path = public, pg_catalog; }
+step b_read { SELECT amount FROM budget WHERE id = 1; }
+step b_write { UPDATE budget SET amount = 70 WHERE id = 1; }
+step b_commit { COMMIT; }
+permutation a_read b_read a_write b_write a_commit b_commit
+";
+
+#[tokio::test]
+async fn operators_a_spec_defines_cannot_make_its_proof_or_its_waits_lie() {
+    for (version, url) in servers() {
+        let id = run_id("operators", version);
+        let played = play_as(&url, &id, SHADOWED, Limits::default(), Choice::One(0)).await;
+        assert!(played.ended.is_ok(), "{version}: {:?}\n{}", played.ended, played.lines);
+        assert!(
+            played
+                .lines
+                .contains("step b_write: UPDATE budget SET amount = 70 WHERE id = 1; <waiting ...>"),
+            "{version}: {}",
+            played.lines
+        );
+        let waits: Vec<(&str, &[String], Option<&str>)> = played
+            .told
+            .iter()
+            .filter_map(|told| match told {
+                EventKind::Blocked { actor, by, on } => Some((actor.as_str(), by.as_slice(), on.as_deref())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            waits,
+            vec![(
+                "bob",
+                &["alice".to_owned()][..],
+                Some("a row lock (until its holder's transaction ends)")
+            )],
+            "{version}: who bob waits for, and on what"
+        );
+        let proof = played
+            .told
+            .iter()
+            .find_map(|told| match told {
+                EventKind::Proof { proof } => Some(proof),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{version}: no proof\n{}", played.lines));
+        // Two transactions of several statements each (not four reads alone), both committed,
+        // and the lost update's cycle: each read the row the other then overwrote.
+        let txns: Vec<(&str, &shared::proof::End)> = proof.txns.iter().map(|t| (t.session.as_str(), &t.end)).collect();
+        assert_eq!(
+            txns,
+            vec![
+                ("alice", &shared::proof::End::Committed),
+                ("bob", &shared::proof::End::Committed)
+            ],
+            "{version}: {:?}",
+            proof.lines
+        );
+        assert!(!proof.cycle.is_empty(), "{version}: no cycle in {:?}", proof.lines);
+        let amounts = &played
+            .ledgers
+            .last()
+            .expect("a ledger after")
+            .table("budget")
+            .expect("budget")
+            .rows;
+        assert_eq!(
+            amounts,
+            &vec![vec![shared::Value::Int(1), shared::Value::Int(70)]],
+            "{version}"
+        );
         assert_eq!(left_on(&url, &id).await, 0, "{version}: left something behind");
     }
 }

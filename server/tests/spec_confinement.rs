@@ -78,13 +78,36 @@ async fn left_by(name: &str) -> i64 {
     left_on(&database_url(), name).await
 }
 
-/// Plays a one-step spec doing `sql`, and asserts the server refused it with `refusal`, and
-/// that nothing is left.
-async fn refused(name: &str, sql: &str, refusal: &str) {
+/// What PostgreSQL 15 and PostgreSQL 18 say as they refuse (16 reworded many refusals).
+type Refusal = [&'static str; 2];
+
+/// The same words on both.
+const fn alike(words: &'static str) -> Refusal {
+    [words, words]
+}
+
+/// Plays a one-step spec doing `sql` on PostgreSQL 15 and on 18, and asserts each server refused
+/// it in its words, and that nothing is left.
+async fn refused(name: &str, sql: &str, refusal: Refusal) {
     let text = format!("session hostile\nstep try {{ {sql} }}\n");
-    let lines = play(name, &text).await;
-    assert!(lines.contains(refusal), "{name}: expected {refusal:?} in\n{lines}");
-    assert_eq!(left_by(name).await, 0, "{name} left something behind");
+    for ((version, url), refusal) in [(15, database_url()), (18, common::versions::postgres_18())]
+        .into_iter()
+        .zip(refusal)
+    {
+        let (lines, ended) = play_on(&url, name, &text, Limits::default()).await;
+        if let Err(error) = ended {
+            panic!("{name} on {version}: {error}\n{lines}");
+        }
+        assert!(
+            lines.contains(refusal),
+            "{name} on {version}: expected {refusal:?} in\n{lines}"
+        );
+        assert_eq!(
+            left_on(&url, name).await,
+            0,
+            "{name} on {version} left something behind"
+        );
+    }
 }
 
 #[tokio::test]
@@ -92,7 +115,7 @@ async fn it_cannot_read_racelabs_own_tables() {
     refused(
         "racelabtables",
         "SELECT * FROM racelab.public.runs;",
-        "ERROR:  cross-database references are not implemented",
+        alike("ERROR:  cross-database references are not implemented"),
     )
     .await;
 }
@@ -174,7 +197,10 @@ async fn it_cannot_run_programs_on_the_server() {
     refused(
         "program",
         "CREATE TABLE t (x text); COPY t FROM PROGRAM 'id';",
-        "ERROR:  must be superuser or have privileges of the pg_execute_server_program role",
+        [
+            "ERROR:  must be superuser or have privileges of the pg_execute_server_program role",
+            "ERROR:  permission denied to COPY to or from an external program",
+        ],
     )
     .await;
 }
@@ -184,25 +210,28 @@ async fn it_cannot_read_files_on_the_server() {
     refused(
         "readfile",
         "SELECT pg_read_file('/etc/passwd');",
-        "ERROR:  permission denied for function pg_read_file",
+        alike("ERROR:  permission denied for function pg_read_file"),
     )
     .await;
     refused(
         "copyfile",
         "CREATE TABLE t (x text); COPY t FROM '/etc/passwd';",
-        "ERROR:  must be superuser or have privileges of the pg_read_server_files role",
+        [
+            "ERROR:  must be superuser or have privileges of the pg_read_server_files role",
+            "ERROR:  permission denied to COPY from a file",
+        ],
     )
     .await;
     refused(
         "loimport",
         "SELECT lo_import('/etc/passwd');",
-        "ERROR:  permission denied for function lo_import",
+        alike("ERROR:  permission denied for function lo_import"),
     )
     .await;
     refused(
         "lsdir",
         "SELECT pg_ls_dir('.');",
-        "ERROR:  permission denied for function pg_ls_dir",
+        alike("ERROR:  permission denied for function pg_ls_dir"),
     )
     .await;
 }
@@ -210,15 +239,15 @@ async fn it_cannot_read_files_on_the_server() {
 #[tokio::test]
 async fn it_cannot_create_extensions() {
     refused(
-        "extension",
-        "CREATE EXTENSION pgcrypto;",
-        "ERROR:  permission denied to create extension \"pgcrypto\"",
+        "hstore",
+        "CREATE EXTENSION hstore;",
+        alike("ERROR:  permission denied to create extension \"hstore\""),
     )
     .await;
     refused(
         "dblink",
         "CREATE EXTENSION dblink;",
-        "ERROR:  permission denied to create extension \"dblink\"",
+        alike("ERROR:  permission denied to create extension \"dblink\""),
     )
     .await;
 }
@@ -228,13 +257,13 @@ async fn it_cannot_create_untrusted_language_functions() {
     refused(
         "langc",
         "CREATE FUNCTION f() RETURNS int LANGUAGE c AS 'x', 'y';",
-        "ERROR:  permission denied for language c",
+        alike("ERROR:  permission denied for language c"),
     )
     .await;
     refused(
         "langinternal",
         "CREATE FUNCTION f() RETURNS int LANGUAGE internal AS 'int4in';",
-        "ERROR:  permission denied for language internal",
+        alike("ERROR:  permission denied for language internal"),
     )
     .await;
 }
@@ -244,67 +273,76 @@ async fn it_cannot_change_server_or_role_settings() {
     refused(
         "altersystem",
         "ALTER SYSTEM SET work_mem = '1GB';",
-        "ERROR:  permission denied to set parameter \"work_mem\"",
+        alike("ERROR:  permission denied to set parameter \"work_mem\""),
     )
     .await;
     refused(
         "suset",
         "SET session_replication_role = replica;",
-        "ERROR:  permission denied to set parameter \"session_replication_role\"",
+        alike("ERROR:  permission denied to set parameter \"session_replication_role\""),
     )
     .await;
     refused(
         "templimit",
         "SET temp_file_limit = -1;",
-        "ERROR:  permission denied to set parameter \"temp_file_limit\"",
+        alike("ERROR:  permission denied to set parameter \"temp_file_limit\""),
     )
     .await;
     refused(
         "superuser",
         "ALTER ROLE CURRENT_USER SUPERUSER;",
-        "ERROR:  must be superuser to alter superuser roles",
+        [
+            "ERROR:  must be superuser to alter superuser roles",
+            "ERROR:  permission denied to alter role",
+        ],
     )
     .await;
     refused(
         "otherrole",
         "ALTER ROLE postgres SET work_mem = '1GB';",
-        "ERROR:  must be superuser to alter superusers",
+        [
+            "ERROR:  must be superuser to alter superusers",
+            "ERROR:  permission denied to alter role",
+        ],
     )
     .await;
     refused(
         "setrole",
         "SET ROLE postgres;",
-        "ERROR:  permission denied to set role \"postgres\"",
+        alike("ERROR:  permission denied to set role \"postgres\""),
     )
     .await;
     refused(
         "sessionauth",
         "SET SESSION AUTHORIZATION postgres;",
-        "ERROR:  permission denied to set session authorization",
+        [
+            "ERROR:  permission denied to set session authorization",
+            "ERROR:  permission denied to set session authorization \"postgres\"",
+        ],
     )
     .await;
     refused(
         "createdb",
         "CREATE DATABASE evil;",
-        "ERROR:  permission denied to create database",
+        alike("ERROR:  permission denied to create database"),
     )
     .await;
     refused(
         "createrole",
         "CREATE ROLE evil;",
-        "ERROR:  permission denied to create role",
+        alike("ERROR:  permission denied to create role"),
     )
     .await;
     refused(
         "racelabschema",
         "CREATE TABLE racelab.evil (k int);",
-        "ERROR:  permission denied for schema racelab",
+        alike("ERROR:  permission denied for schema racelab"),
     )
     .await;
     refused(
         "newschema",
         "CREATE SCHEMA evil;",
-        "ERROR:  permission denied for database racelab_spec_",
+        alike("ERROR:  permission denied for database racelab_spec_"),
     )
     .await;
 }
@@ -348,13 +386,19 @@ async fn it_cannot_signal_other_backends() {
     refused(
         "terminate",
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'postgres';",
-        "ERROR:  must be a superuser to terminate superuser process",
+        [
+            "ERROR:  must be a superuser to terminate superuser process",
+            "ERROR:  permission denied to terminate process",
+        ],
     )
     .await;
     refused(
         "cancel",
         "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = 'postgres';",
-        "ERROR:  must be a superuser to cancel superuser query",
+        [
+            "ERROR:  must be a superuser to cancel superuser query",
+            "ERROR:  permission denied to cancel query",
+        ],
     )
     .await;
     client
@@ -380,7 +424,7 @@ async fn it_cannot_keep_a_lock_or_a_session_past_its_run() {
     refused(
         "prepared",
         "BEGIN; PREPARE TRANSACTION 'keep';",
-        "ERROR:  prepared transactions are disabled",
+        alike("ERROR:  prepared transactions are disabled"),
     )
     .await;
 }

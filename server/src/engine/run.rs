@@ -171,14 +171,20 @@ impl Stage for RunCore {
 /// a row another transaction changed or locked (PostgreSQL makes it wait for that transaction),
 /// a row it queues for behind another waiter, a table, an advisory lock; NULL when it waits on
 /// nothing. Tables by their own name: a run's schema is not the reader's business.
-pub const WAITS_ON: &str = "(SELECT CASE l.locktype \
-    WHEN 'transactionid' THEN 'a row lock (until its holder''s transaction ends)' \
-    WHEN 'tuple' THEN 'a row of ' || c.relname \
-    WHEN 'relation' THEN 'table ' || c.relname || ' (' || l.mode || ')' \
-    WHEN 'advisory' THEN 'an advisory lock' \
+///
+/// A spec's player asks it on the run's control connection, where a spec may have put operators
+/// of its own first in the search path: every operator, function and type is named with its
+/// schema (`CASE x WHEN` would look `=` up by the search path, so each arm says which).
+pub const WAITS_ON: &str = "(SELECT CASE \
+    WHEN l.locktype OPERATOR(pg_catalog.=) 'transactionid' \
+      THEN 'a row lock (until its holder''s transaction ends)' \
+    WHEN l.locktype OPERATOR(pg_catalog.=) 'tuple' THEN pg_catalog.concat('a row of ', c.relname) \
+    WHEN l.locktype OPERATOR(pg_catalog.=) 'relation' \
+      THEN pg_catalog.concat('table ', c.relname, ' (', l.mode, ')') \
+    WHEN l.locktype OPERATOR(pg_catalog.=) 'advisory' THEN 'an advisory lock' \
     ELSE l.locktype END \
-    FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_class c ON c.oid = l.relation \
-    WHERE l.pid = $1::int AND NOT l.granted LIMIT 1)";
+    FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relation \
+    WHERE l.pid OPERATOR(pg_catalog.=) $1::pg_catalog.int4 AND NOT l.granted LIMIT 1)";
 
 impl RunCore {
     /// The actors (by name) that `pid` is waiting for right now (empty if it is not waiting),
@@ -188,7 +194,9 @@ impl RunCore {
             let mut monitor = self.monitor().await?;
             execute(
                 &mut monitor,
-                &format!("SELECT array_to_string(pg_blocking_pids($1::int), ','), {WAITS_ON}"),
+                &format!(
+                    "SELECT pg_catalog.array_to_string(pg_catalog.pg_blocking_pids($1::pg_catalog.int4), ','), {WAITS_ON}"
+                ),
                 &[pid.into()],
             )
             .await?

@@ -20,7 +20,9 @@
 //! checkpoint (1.2 to 1.8 s), so a finished run's database is not dropped but reset
 //! ([`Confined::close`]): its backends terminated, any prepared transaction rolled back,
 //! everything the role owns there dropped, the role's settings, password and memberships put
-//! back, and it goes back to the pool, ready for the next run on that server. After
+//! back, and it goes back to the pool, ready for the next run on that server. The reset runs
+//! after the run has returned, on racelab's cleanup thread ([`settle`] waits for it): a reader
+//! does not wait for it, and it is not cut short when the run's task ends. After
 //! [`MAX_USES`] runs, or when a reset fails, it is dropped and a new one made when needed.
 //!
 //! Cleanup cannot be held: every statement racelab runs for a run has a lock timeout, and while
@@ -38,7 +40,9 @@ use tokio_postgres::{Client, NoTls};
 /// leftovers by it.
 pub const PREFIX: &str = "racelab_spec_";
 /// The database every run database is copied from (its name does not start with [`PREFIX`]).
-pub const TEMPLATE: &str = "racelab_template_spec_v1";
+pub const TEMPLATE: &str = "racelab_template_spec_v2";
+/// The templates earlier racelabs made, removed once [`TEMPLATE`] is made.
+const EARLIER_TEMPLATES: [&str; 1] = ["racelab_template_spec_v1"];
 /// The role every run's role is a member of: it holds `SET` on `deadlock_timeout`, once, so runs
 /// do not each rewrite that parameter's one shared catalog row.
 pub const READERS: &str = "racelab_reader";
@@ -55,16 +59,22 @@ pub const CLEANUP_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often a cleanup in progress is looked at for readers' backends that block it.
 const WATCHDOG_EVERY: Duration = Duration::from_millis(20);
 
-/// The template's contents: `public` open to create in (its owner is the database's, racelab),
-/// and the guard against grants to other roles. The guard runs after every DDL command of the
-/// run's role, inside its transaction, so a refused grant is rolled back with the statement; it
-/// reads `pg_shdepend`, where PostgreSQL records every reference from this database to a role.
-/// The run's role has the database's name. The function is fixed to `pg_catalog`, so nothing a
-/// run defines can stand in for what it calls.
+/// The template's contents:
+/// - `public`, open to create in (its owner is the database's, racelab);
+/// - the guard against grants to other roles. It runs after every DDL command of the run's role,
+///   inside its transaction, so a refused grant is rolled back with the statement; it reads
+///   `pg_shdepend`, where PostgreSQL records every reference from this database to a role. The
+///   run's role has the database's name;
+/// - the witness's functions ([`super::witness::WITNESS_SQL`]), which the run's role may call
+///   but not replace.
+///
+/// Every function is racelab's (the run's role owns none of them) and fixed to `pg_catalog`, so
+/// nothing a run defines can stand in for what they call. `racelab` is usable by everyone (a
+/// grant to `PUBLIC` records no role, so the guard does not see it).
 const TEMPLATE_SQL: &str = "
 GRANT CREATE ON SCHEMA public TO PUBLIC;
 CREATE SCHEMA racelab;
-REVOKE ALL ON SCHEMA racelab FROM PUBLIC;
+GRANT USAGE ON SCHEMA racelab TO PUBLIC;
 CREATE FUNCTION racelab.no_other_roles() RETURNS event_trigger LANGUAGE plpgsql
 SET search_path = pg_catalog AS $guard$
 BEGIN
@@ -149,7 +159,7 @@ async fn admin(url: &str, dbname: &str) -> Result<(Client, i32), ConfineError> {
     ));
     config.connect_timeout(Duration::from_secs(5));
     let (client, connection) = config.connect(NoTls).await.map_err(|e| unreachable(describe(&e)))?;
-    tokio::spawn(connection);
+    spawn_for_cleanup(connection);
     let pid = client
         .query_one("SELECT pg_catalog.pg_backend_pid()", &[])
         .await
@@ -208,6 +218,85 @@ static RUNS: LazyLock<Mutex<VecDeque<(String, RunPlace)>>> = LazyLock::new(Defau
 const REMEMBERED: usize = 4096;
 /// Each database's uses so far, by name.
 static USES: LazyLock<Mutex<HashMap<String, u32>>> = LazyLock::new(Default::default);
+
+/// The runtime racelab's cleanup runs on: a thread of its own, so that a database's reset, and
+/// racelab's own connections, outlive the run's task (a reader who closed the tab) and, in
+/// tests, the test's runtime. `None` where no thread could be started: the caller's runtime
+/// then serves.
+static CLEANUP: LazyLock<Option<tokio::runtime::Handle>> = LazyLock::new(|| {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let started = std::thread::Builder::new()
+        .name("racelab-cleanup".to_owned())
+        .spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                return;
+            };
+            let _ = tx.send(runtime.handle().clone());
+            runtime.block_on(std::future::pending::<()>());
+        });
+    let handle = started.ok().and_then(|_| rx.recv().ok());
+    if handle.is_some() {
+        // SAFETY: atexit only stores the address of a function that takes and returns nothing.
+        unsafe { libc::atexit(settle_at_exit) };
+    }
+    handle
+});
+
+/// Runs `work` on the cleanup runtime ([`CLEANUP`]), or on the caller's.
+fn spawn_for_cleanup<F>(work: F)
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match CLEANUP.as_ref() {
+        Some(handle) => drop(handle.spawn(work)),
+        None => drop(tokio::spawn(work)),
+    }
+}
+
+/// The databases being reset ([`Pool::give_back_later`]), and a wake-up for whoever waits for
+/// one to be done.
+static RESETTING: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
+static RESET_DONE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Waits until no reset is under way: a finished run's database is reset after the run has
+/// returned, so a command about to exit waits here first. Bounded by the resets' own bounds
+/// (each statement's lock timeout, the watchdog).
+pub async fn settle() {
+    wait_for_resets(|resetting| resetting.is_empty()).await;
+}
+
+/// Waits until database `name` is not being reset: a test about to look for what a run left.
+pub async fn reset_done(name: &str) {
+    wait_for_resets(|resetting| !resetting.contains(name)).await;
+}
+
+async fn wait_for_resets(done: impl Fn(&HashSet<String>) -> bool) {
+    loop {
+        let woken = RESET_DONE.notified();
+        if done(&lock(&RESETTING)) {
+            return;
+        }
+        // A reset that ends between the look and the wait still wakes this one
+        // (`notify_waiters` reaches a `Notified` made before it); the look is repeated anyway.
+        let _ = tokio::time::timeout(Duration::from_millis(100), woken).await;
+    }
+}
+
+/// Registered once the cleanup runtime runs: a process that exits (a command, a test binary)
+/// with resets under way waits for them, up to 10 s, rather than leave databases open.
+extern "C" fn settle_at_exit() {
+    let Some(handle) = CLEANUP.as_ref() else { return };
+    if lock(&RESETTING).is_empty() {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    handle.spawn(async move {
+        let _ = tokio::time::timeout(Duration::from_secs(10), settle()).await;
+        let _ = tx.send(());
+    });
+    let _ = rx.recv_timeout(Duration::from_secs(11));
+}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -367,6 +456,18 @@ impl Pool {
         Err(ConfineError::Make("no ready database could be taken".to_owned()))
     }
 
+    /// [`Pool::give_back`] on the cleanup runtime: the run that used `ready` is over and need
+    /// not wait for its reset; [`settle`] waits for it.
+    fn give_back_later(self: Arc<Self>, ready: Ready) {
+        lock(&RESETTING).insert(ready.name.clone());
+        spawn_for_cleanup(async move {
+            let name = ready.name.clone();
+            self.give_back(ready, true).await;
+            lock(&RESETTING).remove(&name);
+            RESET_DONE.notify_waiters();
+        });
+    }
+
     /// Puts `ready` back as it was made, and in the pool; drops it if it cannot be, if it has
     /// served its runs, if the pool is full, or when `keep` is false.
     async fn give_back(&self, mut ready: Ready, keep: bool) {
@@ -411,6 +512,7 @@ async fn make_template(url: &str, main: &Client) -> Result<(), ConfineError> {
     if exists {
         return Ok(());
     }
+    remove_earlier_templates(main).await;
     let building = format!("{TEMPLATE}_building");
     let b = quote_ident(&building);
     main.batch_execute(&format!("DROP DATABASE IF EXISTS {b} WITH (FORCE)"))
@@ -421,7 +523,10 @@ async fn make_template(url: &str, main: &Client) -> Result<(), ConfineError> {
         .map_err(make_error)?;
     {
         let (inside, _) = admin(url, &building).await?;
-        inside.batch_execute(TEMPLATE_SQL).await.map_err(make_error)?;
+        inside
+            .batch_execute(&format!("{TEMPLATE_SQL}{}", super::witness::WITNESS_SQL))
+            .await
+            .map_err(make_error)?;
     }
     main.batch_execute(&format!(
         "ALTER DATABASE {b} RENAME TO {t}; ALTER DATABASE {t} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false",
@@ -429,6 +534,27 @@ async fn make_template(url: &str, main: &Client) -> Result<(), ConfineError> {
     ))
     .await
     .map_err(make_error)
+}
+
+/// Removes the templates earlier racelabs made ([`EARLIER_TEMPLATES`]), if nothing is being
+/// copied from them; one still in use is left, and logged.
+async fn remove_earlier_templates(main: &Client) {
+    for earlier in EARLIER_TEMPLATES {
+        let e = quote_ident(earlier);
+        // DROP DATABASE cannot share a query with another statement.
+        let mut removed = main
+            .batch_execute(&format!(
+                "DO $$ BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_database WHERE datname OPERATOR(pg_catalog.=) '{earlier}') \
+                 THEN ALTER DATABASE {e} IS_TEMPLATE false; END IF; END $$"
+            ))
+            .await;
+        if removed.is_ok() {
+            removed = main.batch_execute(&format!("DROP DATABASE IF EXISTS {e}")).await;
+        }
+        if let Err(error) = removed {
+            tracing::warn!(template = earlier, error = %describe(&error), "an earlier template is left");
+        }
+    }
 }
 
 /// Runs `work` (on the session whose backend is `pid`) while a watchdog, on `watch`, terminates
@@ -662,27 +788,22 @@ impl Confined {
         lock(&self.ended).clone()
     }
 
-    /// Ends the run's sessions and puts its database back as made. Never fails: what cannot be
-    /// reset is dropped, and what cannot be dropped now is left to [`sweep`], and logged.
-    pub async fn close(mut self) {
-        if let Some(watch) = self.watch.take() {
-            watch.abort();
-        }
-        if let Some(ready) = self.ready.take() {
-            self.pool.give_back(ready, true).await;
-        }
+    /// Ends the run: its sessions are ended and its database put back as made, after the run
+    /// has returned (the reader need not wait for it; [`settle`] does). Never fails: what cannot
+    /// be reset is dropped, and what cannot be dropped now is left to [`sweep`], and logged.
+    pub fn close(self) {
+        drop(self);
     }
 }
 
+/// A run the reader cancelled is dropped mid-play: its database is reset as a closed one is.
 impl Drop for Confined {
     fn drop(&mut self) {
         if let Some(watch) = self.watch.take() {
             watch.abort();
         }
-        let Some(ready) = self.ready.take() else { return };
-        let pool = self.pool.clone();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { pool.give_back(ready, true).await });
+        if let Some(ready) = self.ready.take() {
+            self.pool.clone().give_back_later(ready);
         }
     }
 }
@@ -702,9 +823,10 @@ pub async fn warm(url: &str, count: usize) -> Result<(), ConfineError> {
 /// How long a ready database may stand idle before any racelab's sweep drops it.
 pub const READY_AGE: Duration = Duration::from_secs(600);
 
-/// Drops every ready database this process's pools hold: a command about to exit (or a server
-/// on its way down) keeps none for runs that will not come.
+/// Drops every ready database this process's pools hold, once the resets under way are done: a
+/// command about to exit (or a server on its way down) keeps none for runs that will not come.
 pub async fn drain() {
+    settle().await;
     let pools: Vec<Arc<Pool>> = lock(&POOLS).values().cloned().collect();
     for pool in pools {
         let ready: Vec<Ready> = std::mem::take(&mut *lock(&pool.ready));
@@ -718,6 +840,7 @@ pub async fn drain() {
 /// Removes what is left of run `run_id`'s database (a command interrupted mid-run): the dropped
 /// play has handed it back already, or is handing it back; this makes sure, by dropping it.
 pub async fn remove_run(url: &str, run_id: &str) {
+    settle().await;
     if let Some(place) = place_of(run_id).filter(|p| !p.taken_again()) {
         lock(&pool(url).ready).retain(|r| r.name != place.database);
         drop_database(url, &place.database).await;

@@ -309,32 +309,35 @@ pub async fn play_on(
         Some(why) => Err(SpecError::Ended(why)),
         None => played,
     };
-    confined.close().await;
+    confined.close();
     played
 }
 
-/// Connects the control connection and one per session, as the run's role.
+/// Connects the control connection and one per session, as the run's role, all at once.
 async fn connect_all(
     confined: &Confined,
     spec: &Spec,
     keep: Keep,
 ) -> Result<(SpecSession, Vec<SpecSession>), SpecError> {
-    let connect = |who: &str| {
-        let config = confined.session_config(who);
+    let connect = |who: String, name: Option<&str>| {
+        let config = confined.session_config(&who);
+        let name = name.map(str::to_owned);
         async move {
-            SpecSession::connect(&config, keep)
-                .await
-                .map_err(|e| SpecError::Connect(confine::describe(&e)))
+            SpecSession::connect(&config, keep).await.map_err(|e| {
+                let why = confine::describe(&e);
+                SpecError::Connect(name.map_or_else(|| why.clone(), |name| format!("{name}: {why}")))
+            })
         }
     };
-    let control = connect("control").await?;
-    let mut sessions = Vec::with_capacity(spec.sessions.len());
-    for (i, session) in spec.sessions.iter().enumerate() {
-        sessions.push(connect(&format!("session{}", i + 1)).await.map_err(|e| match e {
-            SpecError::Connect(why) => SpecError::Connect(format!("{}: {why}", session.name)),
-            other => other,
-        })?);
-    }
+    let sessions = spec
+        .sessions
+        .iter()
+        .enumerate()
+        .map(|(i, session)| connect(format!("session{}", i + 1), Some(&session.name)));
+    let (control, sessions) = tokio::try_join!(
+        connect("control".to_owned(), None),
+        futures_util::future::try_join_all(sessions)
+    )?;
     Ok((control, sessions))
 }
 

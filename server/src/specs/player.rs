@@ -129,8 +129,6 @@ pub struct Player<'a> {
     /// Whether to watch what the transactions read and write, for the proof.
     witnessing: bool,
     witness: Option<Witness>,
-    /// The witness's trigger function is in the run's schema (made by an earlier permutation).
-    witness_function: bool,
     /// What reads asked again answered, for the run's later permutations.
     asked: super::witness::Asked,
 }
@@ -174,7 +172,6 @@ impl<'a> Player<'a> {
             played: Vec::new(),
             witnessing: false,
             witness: None,
-            witness_function: false,
             asked: Default::default(),
         })
     }
@@ -242,7 +239,7 @@ impl<'a> Player<'a> {
         }
         self.witness = None;
         if self.witnessing {
-            self.witness = Witness::install(&mut self.control, &mut self.witness_function).await;
+            self.witness = Witness::install(&mut self.control).await;
         }
         Ok(())
     }

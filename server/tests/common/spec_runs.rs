@@ -22,6 +22,8 @@ pub async fn left_by_spec_run(url: &str, id: &str) -> i64 {
     let Some(place) = place_of(id) else {
         return 0;
     };
+    // A run's database is reset after the run returns.
+    racelab::specs::confine::reset_done(&place.database).await;
     let left: i64 = admin_on(url)
         .await
         .query_one(
