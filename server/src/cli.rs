@@ -63,6 +63,21 @@ enum Command {
         #[command(flatten)]
         config: Config,
     },
+    /// Record a run to one file that plays anywhere, with no racelab server behind it: a
+    /// scenario's variant, or a spec (its first permutation, and every permutation's outcome).
+    Record {
+        /// `lab/scenario`, e.g. `isolation/write-skew`; or a spec file (`FILE.spec`).
+        scenario: String,
+        /// The variant (a spec's permutation: `p1`, `p2`, …); defaults to the first.
+        #[arg(long)]
+        variant: Option<String>,
+        /// Where to write it (`-` for standard output); by default
+        /// `<scenario>.<variant>.racelab.json` in the current directory.
+        #[arg(short, long)]
+        output: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        config: Config,
+    },
     /// List every lab, scenario and variant.
     List,
     /// Play the anomaly atlas on the connected PostgreSQL: every classic anomaly (dirty write
@@ -142,6 +157,12 @@ impl Cli {
                 let needs = scenario.budget(&variant).services();
                 with_services(config, &needs, |config| run(scenario, variant, runs, json, why, config)).await
             }
+            Command::Record {
+                scenario,
+                variant,
+                output,
+                config,
+            } => record(scenario, variant, output, config).await,
             Command::Atlas { why, config } => {
                 with_services(config, &[Service::Postgres], |config| atlas(why, config)).await
             }
@@ -342,6 +363,95 @@ async fn print_why(url: &str, scenario: &str, variant: &str, events: &[shared::E
     }
 }
 
+/// `racelab record`: plays the scenario (or spec) with the services it needs and writes its
+/// recording; says where on stderr. Fails (2) on a name or file that does not exist, (1) when
+/// the run cannot be played or did not complete.
+async fn record(
+    scenario: String,
+    variant: Option<String>,
+    output: Option<std::path::PathBuf>,
+    config: Config,
+) -> ExitCode {
+    let (source, needs) = if scenario.ends_with(".spec") {
+        match std::fs::read_to_string(&scenario) {
+            Ok(text) => (crate::recording::Source::Spec(text), vec![Service::Postgres]),
+            Err(error) => {
+                eprintln!("racelab: cannot read {scenario}: {error}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        let Some(found) = labs::find(&scenario) else {
+            eprintln!("racelab: unknown scenario {scenario:?}. Known scenarios:\n{}", list());
+            return ExitCode::from(2);
+        };
+        let variant = variant.clone().unwrap_or_else(|| found.variants[0].0.to_owned());
+        (crate::recording::Source::Lab(found), found.budget(&variant).services())
+    };
+    with_services(config, &needs, |mut config| async move {
+        config.warm_sandboxes = 0;
+        config.keep_sessions = false;
+        let engine = match connect_engine(&config).await {
+            Ok(engine) => Arc::new(engine),
+            Err(error) => {
+                eprintln!("racelab: {error}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let proof_on = config.url_of_version().await.ok();
+        let made = crate::recording::record(
+            &engine,
+            source,
+            variant.as_deref(),
+            config.postgres,
+            proof_on.as_deref(),
+        )
+        .await;
+        engine
+            .close(std::time::Duration::from_secs(5), std::time::Duration::from_secs(30))
+            .await;
+        let recording = match made {
+            Ok(recording) => recording,
+            Err(error) => {
+                eprintln!("racelab: {error}");
+                return ExitCode::FAILURE;
+            }
+        };
+        write_recording(&recording, &scenario, output)
+    })
+    .await
+}
+
+/// Writes `recording` to `output` (standard output for `-`, a name of its own by default).
+fn write_recording(
+    recording: &shared::recording::Recording,
+    scenario: &str,
+    output: Option<std::path::PathBuf>,
+) -> ExitCode {
+    let text = match serde_json::to_string(recording) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("racelab: the recording cannot be written as JSON: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let path = output.unwrap_or_else(|| crate::recording::default_file_name(scenario, &recording.stamp.variant).into());
+    if path.as_os_str() == "-" {
+        println!("{text}");
+        return ExitCode::SUCCESS;
+    }
+    match std::fs::write(&path, text) {
+        Ok(()) => {
+            eprintln!("racelab: {} written ({})", path.display(), recording.stamp.line());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("racelab: cannot write {}: {error}", path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// `racelab atlas`: the matrix on stdout; fails when a run could not be played.
 async fn atlas(why: bool, config: Config) -> ExitCode {
     let url = match specs_server(&config).await {
@@ -466,6 +576,8 @@ where
         }
     };
     let code = command(config).await;
+    // Specs' databases are reset after their runs return: on a private server, before it stops.
+    crate::specs::confine::drain().await;
     embedded.stop().await;
     code
 }

@@ -185,6 +185,23 @@ pub async fn redis(url: &str) -> Dependency {
     }
 }
 
+/// The version Redis reports (`INFO server`'s `redis_version`), as `Redis 7.0.15`; none if it
+/// does not answer within the probe's time.
+pub async fn redis_version(client: &::redis::Client) -> Option<String> {
+    let ask = async {
+        let mut connection = client.get_multiplexed_async_connection().await.ok()?;
+        let info: String = ::redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut connection)
+            .await
+            .ok()?;
+        info.lines()
+            .find_map(|line| line.strip_prefix("redis_version:"))
+            .map(|version| format!("Redis {}", version.trim()))
+    };
+    timeout(PROBE_TIMEOUT, ask).await.ok().flatten()
+}
+
 /// Probes the brokers with a request (`ApiVersions`): a broker that is stopped (`SIGSTOP`),
 /// wedged or paused still completes a TCP handshake (the kernel accepts it), so a connect alone
 /// would call it up.

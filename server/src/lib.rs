@@ -13,8 +13,9 @@
 //! - [`labs`]: one folder per tutorial, one file per scenario.
 //! - edges: [`control`] (what a socket and a room do with a run), [`clients`] (a reader's caps),
 //!   [`rooms`] (training rooms: holder, mirrors, feed, question), [`web`] (the axum server),
-//!   [`cli`] (`racelab run | list | serve | crowd | actor`), [`crowd`] (the load client), [`db`]
-//!   (startup: racelab's database, the engine assembled).
+//!   [`cli`] (`racelab run | record | list | serve | crowd | actor`), [`crowd`] (the load
+//!   client), [`db`] (startup: racelab's database, the engine assembled), [`recording`] (a
+//!   finished run kept in one file that plays anywhere).
 //!
 //! A newcomer starts at `labs/isolation/write_skew.rs` (a scenario), then `engine/run.rs` (what
 //! it plays on), then `web/ws.rs` (how a reader asks for it). The README's code tour says more.
@@ -29,6 +30,7 @@ pub mod embedded;
 pub mod engine;
 pub mod health;
 pub mod labs;
+pub mod recording;
 pub mod rooms;
 pub mod sandbox;
 pub mod services;

@@ -22,7 +22,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("sandbox", &["sandbox"]),
     ("engine", &["engine", "store"]),
     ("labs", &["labs", "specs"]),
-    ("edges", &["control", "clients", "rooms", "web", "cli", "crowd", "db"]),
+    (
+        "edges",
+        &["control", "clients", "rooms", "web", "cli", "crowd", "db", "recording"],
+    ),
 ];
 
 /// The layer of top-level module `module`, counted from the bottom.

@@ -18,6 +18,7 @@
 //! - [`markup`]: escaping text racelab writes into HTML and SVG itself.
 //! - [`spec`]: races readers write, in PostgreSQL's isolation-tester format: parsed, printed,
 //!   and their permutations.
+//! - [`recording`]: a finished run in one versioned file that plays with no server behind it.
 //! - [`proof`]: why it happened: the dependency graph of a run's transactions, its cycle, and
 //!   the anomaly it names, in plain words.
 //! - [`series`]: progress over time and crash moments, for the picture of a draining pipeline.
@@ -45,6 +46,7 @@ pub mod money;
 pub mod proof;
 pub mod protocol;
 pub mod psql;
+pub mod recording;
 pub mod run_state;
 pub mod series;
 pub mod spec;

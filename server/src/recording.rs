@@ -1,0 +1,236 @@
+//! Making recordings ([`shared::recording`]): a run played to its end on the real services, its
+//! events kept with the scenario and a stamp of where and when, in one file that plays with no
+//! racelab behind it. `racelab record` writes one; [`read`] reads one back and says plainly why
+//! a file cannot be played.
+
+use crate::engine::{Engine, IntoScenario, Scenario};
+use crate::labs::ScenarioDef;
+use crate::specs::scenario::{EVERY, SpecScenario};
+use shared::protocol::StoredRun;
+use shared::recording::{self, Recording, ServiceVersion, SpecRecording, Stamp, Unplayable};
+use shared::{Event, EventKind, Mode, Outcome, ScenarioInfo, ServerMsg, Service};
+use std::sync::Arc;
+
+/// What is recorded.
+pub enum Source {
+    /// A catalog scenario.
+    Lab(&'static ScenarioDef),
+    /// A spec, by its text, played within a page's limits (as /write plays it).
+    Spec(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The engine would not start the run: an unknown variant, a service down, no server of
+    /// that version.
+    #[error("{0}")]
+    Refused(String),
+    #[error("the spec cannot be played: {0}")]
+    Spec(#[from] crate::specs::SpecError),
+    /// A recording shows a finished run: one that failed or was cancelled is not kept.
+    #[error("the run did not complete ({0}); nothing is recorded")]
+    NotCompleted(String),
+    #[error("the run ended before it said it was done")]
+    CutShort,
+}
+
+/// The version racelab was built as, and the commit it was built from (`unknown` outside a
+/// git checkout), for the stamp.
+pub fn racelab_build() -> (String, String) {
+    (
+        env!("CARGO_PKG_VERSION").to_owned(),
+        option_env!("RACELAB_COMMIT").unwrap_or("unknown").to_owned(),
+    )
+}
+
+/// Plays `source`'s `variant` (its first by default) to its end on `engine`, on PostgreSQL
+/// `postgres` (a major version) or the home server's, and keeps it. A lab run's proof is
+/// worked out on `proof_on` (a PostgreSQL URL of the run's version), where given; a spec's run
+/// carries its own, and its every-permutation matrix is played too.
+pub async fn record(
+    engine: &Arc<Engine>,
+    source: Source,
+    variant: Option<&str>,
+    postgres: Option<u32>,
+    proof_on: Option<&str>,
+) -> Result<Recording, RecordError> {
+    let (scenario, spec_text): (Arc<dyn Scenario>, Option<String>) = match source {
+        Source::Lab(found) => (found.into_scenario(), None),
+        Source::Spec(text) => {
+            let id = crate::store::spec_id(&text);
+            (Arc::new(SpecScenario::new(&id, &text)?), Some(text))
+        }
+    };
+    let info = scenario.info();
+    let variant = variant
+        .map(str::to_owned)
+        .or_else(|| info.variants.first().map(|v| v.id.clone()))
+        .unwrap_or_default();
+    let services = scenario.budget(&variant).services();
+    let run = play(engine, scenario.clone(), &variant, postgres).await?;
+    let spec = match spec_text {
+        Some(text) => {
+            let every = play(engine, scenario, EVERY, postgres).await?;
+            let matrix = every
+                .events
+                .into_iter()
+                .filter(|e| matches!(e.kind, EventKind::Permutation { .. }))
+                .collect();
+            Some(SpecRecording { text, matrix })
+        }
+        None => None,
+    };
+    let proof = match (&spec, proof_on) {
+        (None, Some(url)) => proof_of_lab_run(url, &run).await,
+        _ => None,
+    };
+    let stamp = stamp(engine, &info, &variant, &services, &run.events).await;
+    Ok(Recording {
+        format: recording::FORMAT.to_owned(),
+        version: recording::VERSION,
+        stamp,
+        scenario: info,
+        spec,
+        run,
+        proof,
+    })
+}
+
+/// One run of `variant`, from its start to its `done`, kept whole.
+async fn play(
+    engine: &Arc<Engine>,
+    scenario: Arc<dyn Scenario>,
+    variant: &str,
+    postgres: Option<u32>,
+) -> Result<StoredRun, RecordError> {
+    let id = scenario.info().id;
+    let mut handle = engine
+        .start_on(scenario, variant, Mode::Auto, postgres)
+        .await
+        .map_err(|e| RecordError::Refused(e.to_string()))?;
+    let mut events = Vec::new();
+    while let Some(update) = handle.updates.recv().await {
+        match update {
+            ServerMsg::Event { event } => events.push(event),
+            ServerMsg::Done { run_id, outcome } => {
+                return match outcome {
+                    Outcome::Completed => Ok(StoredRun {
+                        id: run_id,
+                        scenario: id,
+                        variant: variant.to_owned(),
+                        outcome,
+                        events,
+                    }),
+                    Outcome::Failed { message } => Err(RecordError::NotCompleted(message)),
+                    Outcome::Cancelled => Err(RecordError::NotCompleted("cancelled".to_owned())),
+                };
+            }
+            _ => {}
+        }
+    }
+    Err(RecordError::CutShort)
+}
+
+/// Why a lab run happened: its statements played again as a spec on `url` (as `racelab run
+/// --why` does); none where the run is not one of SQL sessions, or has no keyed table.
+async fn proof_of_lab_run(url: &str, run: &StoredRun) -> Option<shared::proof::Proof> {
+    let text = crate::control::spec_of_lab_run(&run.scenario, &run.variant, &run.events).ok()?;
+    match crate::specs::prove(url, &text).await {
+        Ok(proof) => proof,
+        Err(error) => {
+            tracing::warn!(%error, "the recording has no proof");
+            None
+        }
+    }
+}
+
+/// Where and when: each service the run talked to and its version (PostgreSQL's as the run's
+/// header gave it, Redis's as it answers `INFO`), racelab's build, the variant, the moment.
+async fn stamp(engine: &Engine, info: &ScenarioInfo, variant: &str, services: &[Service], events: &[Event]) -> Stamp {
+    let mut versions = Vec::new();
+    for &service in services {
+        let version = match service {
+            Service::Postgres => events.iter().find_map(|e| match &e.kind {
+                EventKind::RunStarted { server, .. } => Some(server.clone()),
+                _ => None,
+            }),
+            Service::Redis => crate::health::redis_version(&engine.services().redis).await,
+            // The Kafka protocol has no request for a broker's version; HTTP and processes are
+            // racelab's own.
+            Service::Kafka | Service::Http | Service::Process => None,
+        };
+        versions.push(ServiceVersion { service, version });
+    }
+    let (racelab, commit) = racelab_build();
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Stamp {
+        recorded_at: recording::utc_timestamp(seconds),
+        racelab,
+        commit,
+        services: versions,
+        variant: variant.to_owned(),
+        variant_label: info
+            .variant(variant)
+            .map_or_else(|| variant.to_owned(), |v| v.label.clone()),
+    }
+}
+
+/// Reads a recording, or says why it cannot be played: too large, not JSON or cut short, not
+/// a recording, from a later format, or damaged.
+pub fn read(text: &str) -> Result<Recording, Unplayable> {
+    if text.len() > recording::MAX_BYTES {
+        return Err(Unplayable::TooLarge { bytes: text.len() });
+    }
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Unplayable::NotJson(e.to_string()))?;
+    recording::check_header(
+        value.get("format").and_then(serde_json::Value::as_str),
+        value.get("version").and_then(serde_json::Value::as_u64),
+    )?;
+    serde_json::from_value(value).map_err(|e| Unplayable::Damaged(e.to_string()))
+}
+
+/// The file name a recording is written to by default: `isolation-write-skew.serializable`,
+/// or a spec file's stem and its permutation, then `.racelab.json`.
+pub fn default_file_name(scenario_or_file: &str, variant: &str) -> String {
+    let stem = std::path::Path::new(scenario_or_file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|_| scenario_or_file.ends_with(".spec"))
+        .unwrap_or_else(|| scenario_or_file.replace('/', "-"));
+    format!("{stem}.{variant}.racelab.json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_is_named_after_what_it_recorded() {
+        assert_eq!(
+            default_file_name("isolation/write-skew", "serializable"),
+            "isolation-write-skew.serializable.racelab.json"
+        );
+        assert_eq!(default_file_name("races/my-race.spec", "p1"), "my-race.p1.racelab.json");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_whole_recording_says_why() {
+        assert!(matches!(
+            read("{\"format\": \"racelab-rec"),
+            Err(Unplayable::NotJson(_))
+        ));
+        assert_eq!(read("{\"cast\": 1}"), Err(Unplayable::NotARecording));
+        assert_eq!(
+            read("{\"format\": \"racelab-recording\", \"version\": 7, \"stamp\": null}"),
+            Err(Unplayable::FromTheFuture { version: 7 })
+        );
+        match read("{\"format\": \"racelab-recording\", \"version\": 1}") {
+            Err(Unplayable::Damaged(why)) => assert!(why.contains("stamp"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let huge = " ".repeat(recording::MAX_BYTES + 1);
+        assert!(matches!(read(&huge), Err(Unplayable::TooLarge { .. })));
+    }
+}

@@ -1,0 +1,293 @@
+//! Recordings: a race recorded on a real database by `racelab record`, read back and folded as
+//! a player folds it; the recording committed as a fixture plays in every build; a file that is
+//! not a whole recording says why.
+
+mod common;
+
+use common::{Finished, WRITE_SKEW_SERIALIZABLE, lines};
+use racelab::recording;
+use shared::recording::{Recording, Unplayable};
+use shared::run_state::RunState;
+use shared::{EventKind, Outcome, Service, VerdictKind};
+use std::path::PathBuf;
+use tokio::process::Command;
+
+fn database_url() -> String {
+    std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned())
+}
+
+/// The recording committed beside the tests: the serializable write skew, recorded on
+/// PostgreSQL 18.6 on 6 Dec 2026 by `racelab record isolation/write-skew --variant serializable
+/// --postgres 18`. Every later build must play it.
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/write-skew.serializable.racelab.json")
+}
+
+/// `racelab record ARGS… -o <a file of its own>`, on the machine's PostgreSQL; the recording
+/// read back.
+async fn record(name: &str, args: &[&str]) -> Recording {
+    let path = std::env::temp_dir().join(format!("{name}-{}.racelab.json", std::process::id()));
+    let output = Command::new(env!("CARGO_BIN_EXE_racelab"))
+        .arg("record")
+        .args(args)
+        .arg("-o")
+        .arg(&path)
+        .env("DATABASE_URL", database_url())
+        .output()
+        .await
+        .expect("racelab starts");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("written (recorded on PostgreSQL "), "{stderr}");
+    let text = std::fs::read_to_string(&path).expect("the recording was written");
+    let _ = std::fs::remove_file(&path);
+    recording::read(&text).expect("a recording this build wrote plays in it")
+}
+
+/// The serializable write skew's transcript, final ledger and verdict, from the scenario's
+/// constants, as a player folds the recording's events.
+fn assert_plays_as_the_write_skew_ran(recorded: &Recording) {
+    assert_eq!(recorded.run.outcome, Outcome::Completed);
+    let state = RunState::replay(recorded.run.id.clone(), recorded.run.events.clone());
+    assert_eq!(lines(&state.transcript()), lines(WRITE_SKEW_SERIALIZABLE));
+    let run = Finished {
+        run_id: recorded.run.id.clone(),
+        events: recorded.run.events.clone(),
+        outcome: recorded.run.outcome.clone(),
+    };
+    assert_eq!(run.rows_after("teams")[0], row!["design", 5000, 0]);
+    assert_eq!(run.rows_after("expenses"), vec![row![1, "design", 3000, "alice"]]);
+    assert_eq!(state.verdict().map(|v| v.kind), Some(VerdictKind::Prevented));
+    // bob's commit refused with its SQLSTATE, on his lane.
+    let refused = recorded.run.events.iter().find_map(|e| match &e.kind {
+        EventKind::Error { actor, code, .. } => Some((actor.as_str(), code.as_deref())),
+        _ => None,
+    });
+    assert_eq!(refused, Some(("bob", Some("40001"))));
+    assert_eq!(recorded.scenario.id, "isolation/write-skew");
+    assert_eq!(recorded.stamp.variant, "serializable");
+    assert_eq!(recorded.stamp.variant_label, "SERIALIZABLE");
+    // Why: the cycle bob's commit would have closed, and the 40001 that prevented it.
+    let proof = recorded.proof.as_ref().expect("a lab run's recording keeps its proof");
+    assert!(proof.prevented.is_some(), "{:?}", proof.lines);
+    assert!(
+        proof.lines.iter().any(|l| l.contains("SQLSTATE 40001")),
+        "{:?}",
+        proof.lines
+    );
+}
+
+#[tokio::test]
+async fn the_committed_recording_plays_in_this_build() {
+    let text = std::fs::read_to_string(fixture()).expect("the fixture");
+    let recorded = recording::read(&text).expect("the fixture plays");
+    assert_eq!(recorded.version, 1);
+    assert_plays_as_the_write_skew_ran(&recorded);
+    assert_eq!(recorded.stamp.line(), "recorded on PostgreSQL 18.6, 6 Dec 2026");
+}
+
+#[tokio::test]
+async fn a_scenario_recorded_from_the_command_line_plays_as_it_ran() {
+    let recorded = record("writeskew", &["isolation/write-skew", "--variant", "serializable"]).await;
+    assert_plays_as_the_write_skew_ran(&recorded);
+    // The stamp: the server the run played on, this build, today.
+    let postgres = &recorded.stamp.services;
+    assert_eq!(postgres.len(), 1, "{postgres:?}");
+    assert_eq!(postgres[0].service, Service::Postgres);
+    let version = postgres[0].version.as_deref().unwrap_or_default();
+    assert!(version.starts_with("PostgreSQL 15."), "{version}");
+    let today = shared::recording::utc_timestamp(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs(),
+    );
+    assert_eq!(recorded.stamp.recorded_at[..10], today[..10]);
+    assert_eq!(recorded.stamp.racelab, env!("CARGO_PKG_VERSION"));
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    if !head.is_empty() {
+        assert!(
+            head.starts_with(&recorded.stamp.commit),
+            "{} is not HEAD's {head}",
+            recorded.stamp.commit
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_spec_is_recorded_with_its_text_and_every_permutations_outcome() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/specs/write-skew-serializable.spec");
+    let text = std::fs::read_to_string(&path).expect("the spec");
+    let recorded = record("spec", &[path.to_str().expect("a UTF-8 path"), "--variant", "p1"]).await;
+    let spec = recorded.spec.as_ref().expect("a spec's recording keeps the spec");
+    assert_eq!(spec.text, text);
+    assert!(recorded.scenario.id.starts_with("spec/"), "{}", recorded.scenario.id);
+    // The spec lists one permutation: the matrix has its one outcome, the run plays it.
+    assert_eq!(spec.matrix.len(), 1);
+    assert!(matches!(spec.matrix[0].kind, EventKind::Permutation { index: 0, .. }));
+    let state = RunState::replay(recorded.run.id.clone(), recorded.run.events.clone());
+    let transcript = state.transcript();
+    assert!(
+        transcript.contains("starting permutation: a_count b_count a_leave b_leave a_commit b_commit"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("ERROR:  could not serialize access due to read/write dependencies among transactions"),
+        "{transcript}"
+    );
+    // The check (`count(*) >= 1`) held: SERIALIZABLE kept one doctor on call.
+    assert_eq!(state.verdict().map(|v| v.kind), Some(VerdictKind::Prevented));
+    let doctors = state.table_after("doctors").expect("the doctors table");
+    assert_eq!(
+        doctors.rows,
+        vec![row!["alice", false], row!["bob", true]],
+        "alice left, bob's leave was cancelled"
+    );
+    assert!(
+        recorded
+            .run
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Proof { .. })),
+        "a spec's run carries its proof"
+    );
+}
+
+/// Where `value` breaks `schema` (the keywords docs/recording.schema.json uses: `type` of
+/// objects, arrays, strings, integers and booleans, `required`, `properties`, `items`, `enum`,
+/// `const`, `minimum`, `$ref` into `$defs`; not `pattern`), as `path: why` lines.
+fn schema_breaks(
+    schema: &serde_json::Value,
+    root: &serde_json::Value,
+    value: &serde_json::Value,
+    path: &str,
+) -> Vec<String> {
+    use serde_json::Value as J;
+    let schema = match schema.get("$ref").and_then(J::as_str) {
+        Some(reference) => {
+            let name = reference.trim_start_matches("#/$defs/");
+            &root["$defs"][name]
+        }
+        None => schema,
+    };
+    let mut breaks = Vec::new();
+    let kind_holds = match schema.get("type").and_then(J::as_str) {
+        Some("object") => value.is_object(),
+        Some("array") => value.is_array(),
+        Some("string") => value.is_string(),
+        Some("integer") => value.is_i64() || value.is_u64(),
+        Some("boolean") => value.is_boolean(),
+        _ => true,
+    };
+    if !kind_holds {
+        return vec![format!("{path}: not of type {}", schema["type"])];
+    }
+    if let Some(allowed) = schema.get("enum").and_then(J::as_array)
+        && !allowed.contains(value)
+    {
+        breaks.push(format!("{path}: {value} is not one of {allowed:?}"));
+    }
+    if let Some(constant) = schema.get("const")
+        && constant != value
+    {
+        breaks.push(format!("{path}: {value} is not {constant}"));
+    }
+    if let (Some(minimum), Some(number)) = (schema.get("minimum").and_then(J::as_i64), value.as_i64())
+        && number < minimum
+    {
+        breaks.push(format!("{path}: {number} is below {minimum}"));
+    }
+    for key in schema.get("required").and_then(J::as_array).into_iter().flatten() {
+        let key = key.as_str().unwrap_or_default();
+        if value.get(key).is_none() {
+            breaks.push(format!("{path}: no {key}"));
+        }
+    }
+    if let Some(properties) = schema.get("properties").and_then(J::as_object) {
+        for (key, property) in properties {
+            if let Some(field) = value.get(key) {
+                breaks.extend(schema_breaks(property, root, field, &format!("{path}.{key}")));
+            }
+        }
+    }
+    if let (Some(items), Some(array)) = (schema.get("items"), value.as_array()) {
+        for (i, item) in array.iter().enumerate() {
+            breaks.extend(schema_breaks(items, root, item, &format!("{path}[{i}]")));
+        }
+    }
+    breaks
+}
+
+fn follows_the_schema(recorded: &Recording) -> Vec<String> {
+    let schema_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/recording.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).expect("the schema")).expect("the schema is JSON");
+    let value = serde_json::to_value(recorded).expect("a recording as JSON");
+    schema_breaks(&schema, &schema, &value, "$")
+}
+
+#[tokio::test]
+async fn recordings_follow_their_documented_schema() {
+    let text = std::fs::read_to_string(fixture()).expect("the fixture");
+    let fixture = recording::read(&text).expect("the fixture plays");
+    assert_eq!(follows_the_schema(&fixture), Vec::<String>::new());
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/specs/deadlock.spec");
+    let spec = record("schema", &[path.to_str().expect("a UTF-8 path")]).await;
+    assert_eq!(follows_the_schema(&spec), Vec::<String>::new());
+    // The check can fail: a recording with a stranger event type and no stamp does not pass.
+    let mut value = serde_json::to_value(&fixture).expect("JSON");
+    value["run"]["events"][0]["type"] = serde_json::Value::from("telepathy");
+    value.as_object_mut().expect("an object").remove("scenario");
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/recording.schema.json"))
+            .expect("the schema"),
+    )
+    .expect("JSON");
+    let breaks = schema_breaks(&schema, &schema, &value, "$");
+    assert!(breaks.iter().any(|b| b.starts_with("$: no scenario")), "{breaks:?}");
+    assert!(
+        breaks.iter().any(|b| b.starts_with("$.run.events[0].type")),
+        "{breaks:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_whole_recording_says_why() {
+    let text = std::fs::read_to_string(fixture()).expect("the fixture");
+    // Cut short, as a download that stopped.
+    match recording::read(&text[..text.len() / 2]) {
+        Err(Unplayable::NotJson(why)) => assert!(why.contains("EOF"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // From a later racelab.
+    let later = text.replacen("\"version\":1", "\"version\":2", 1);
+    assert_ne!(later, text);
+    assert_eq!(
+        recording::read(&later).map(|_| ()),
+        Err(Unplayable::FromTheFuture { version: 2 })
+    );
+    // Edited: the run's events are gone.
+    let mut value: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    value["run"].as_object_mut().expect("the run").remove("events");
+    match recording::read(&value.to_string()) {
+        Err(Unplayable::Damaged(why)) => assert!(why.contains("events"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // Another tool's file.
+    assert_eq!(
+        recording::read("{\"version\": 2, \"width\": 80}").map(|_| ()),
+        Err(Unplayable::NotARecording)
+    );
+    // Script in every text field is text: it reads as written, for the player to escape.
+    let hostile = text.replace(
+        "Write skew: two managers overspend a budget",
+        "<script>alert(1)</script>",
+    );
+    let recorded = recording::read(&hostile).expect("still a recording");
+    assert_eq!(recorded.scenario.title, "<script>alert(1)</script>");
+}

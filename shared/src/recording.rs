@@ -1,0 +1,274 @@
+//! Recordings: a race that really happened on a real database, kept in one file
+//! (`*.racelab.json`) that plays anywhere, with no racelab server behind it.
+//!
+//! A recording is what a finished run showed: its event stream (the timeline, the ledgers, the
+//! verdict, the proof where the run has one, the waits), the scenario as the catalog describes
+//! it (or the spec's text and its every-permutation matrix), and a [`Stamp`] saying where and
+//! when it happened. Every view that folds a run's events already knows how to draw one.
+//!
+//! The file is versioned ([`VERSION`]): a recording made by this version plays in every later
+//! one (fields added later are optional), and a file from a later format is refused by name
+//! ([`Unplayable::FromTheFuture`]) rather than half-drawn. The JSON Schema is
+//! `docs/recording.schema.json`; the format is described in `docs/recordings.md`.
+
+use crate::catalog::{ScenarioInfo, Service};
+use crate::event::Event;
+use crate::protocol::StoredRun;
+use serde::{Deserialize, Serialize};
+
+/// What the `format` field of every recording says.
+pub const FORMAT: &str = "racelab-recording";
+/// The format's version this build writes, and the newest it plays.
+pub const VERSION: u32 = 1;
+/// The largest recording a player reads: a run's events are capped at 16 MB as they are made,
+/// and the rest of a recording is small beside them.
+pub const MAX_BYTES: usize = 20 << 20;
+
+/// One recorded run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Recording {
+    /// Always [`FORMAT`]: what tells a recording from any other JSON.
+    pub format: String,
+    /// The format's version ([`VERSION`] when written by this build).
+    pub version: u32,
+    pub stamp: Stamp,
+    /// The scenario as the catalog describes it (for a spec: its permutations as variants).
+    pub scenario: ScenarioInfo,
+    /// A spec's own text and every permutation's outcome; absent for a lab scenario.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<SpecRecording>,
+    /// The run: its events, in order, as the server sent them.
+    pub run: StoredRun,
+    /// Why it happened, for a lab run (a spec's run carries its proof among its events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<crate::proof::Proof>,
+}
+
+/// Where and when a recording was made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// `2026-12-06T05:30:12Z` (UTC).
+    pub recorded_at: String,
+    /// racelab's version (`0.1.0`) and the commit it was built from (`bcd062f`, or `unknown`).
+    pub racelab: String,
+    pub commit: String,
+    /// Each service the run talked to, with the version it reported, in the order the
+    /// scenario names them.
+    pub services: Vec<ServiceVersion>,
+    /// The variant played (`serializable`, or a spec's `p1`), and how the page labels it.
+    pub variant: String,
+    pub variant_label: String,
+}
+
+/// A service and the version it reported (none where it cannot say: the Kafka protocol has no
+/// version request).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServiceVersion {
+    pub service: Service,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// A spec's part of a recording.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpecRecording {
+    /// The spec, in the isolation tester's format.
+    pub text: String,
+    /// One `permutation` event per permutation, as the every-permutation run sent them.
+    pub matrix: Vec<Event>,
+}
+
+/// Why a file cannot be played.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unplayable {
+    /// Larger than [`MAX_BYTES`].
+    TooLarge { bytes: usize },
+    /// Not JSON, or cut short: where the reader stopped.
+    NotJson(String),
+    /// JSON, but no `format` field saying [`FORMAT`].
+    NotARecording,
+    /// Made by a later racelab, in a format this one does not know.
+    FromTheFuture { version: u32 },
+    /// A recording of this format with a field missing or of the wrong kind (edited by hand?).
+    Damaged(String),
+}
+
+impl std::fmt::Display for Unplayable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unplayable::TooLarge { bytes } => write!(
+                f,
+                "this file is {} MB; a recording is at most {} MB",
+                bytes.div_ceil(1 << 20),
+                MAX_BYTES >> 20
+            ),
+            Unplayable::NotJson(why) => write!(f, "this file is not a whole recording ({why})"),
+            Unplayable::NotARecording => write!(f, "this file is JSON, but not a racelab recording"),
+            Unplayable::FromTheFuture { version } => write!(
+                f,
+                "this recording is in format {version}, made by a later racelab; this player reads \
+                 formats up to {VERSION}"
+            ),
+            Unplayable::Damaged(why) => write!(f, "this recording is damaged: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for Unplayable {}
+
+/// Whether a file whose `format` and `version` fields are these can be played (checked before
+/// the rest is read, so a later format is named rather than reported as damaged).
+pub fn check_header(format: Option<&str>, version: Option<u64>) -> Result<(), Unplayable> {
+    if format != Some(FORMAT) {
+        return Err(Unplayable::NotARecording);
+    }
+    match version {
+        Some(v) if v >= 1 && v <= u64::from(VERSION) => Ok(()),
+        Some(v) if v > u64::from(VERSION) => Err(Unplayable::FromTheFuture {
+            version: u32::try_from(v).unwrap_or(u32::MAX),
+        }),
+        _ => Err(Unplayable::Damaged("its version is not a format number".to_owned())),
+    }
+}
+
+impl Stamp {
+    /// What the player says of the recording: `recorded on PostgreSQL 18.6, 6 Dec 2026`, every
+    /// service that reported a version named, the distribution's suffix left out.
+    pub fn line(&self) -> String {
+        let versions: Vec<&str> = self
+            .services
+            .iter()
+            .filter_map(|s| s.version.as_deref())
+            .map(crate::versions::short)
+            .collect();
+        let on = match versions.as_slice() {
+            [] => String::new(),
+            [one] => format!(" on {one}"),
+            [rest @ .., last] => format!(" on {} and {last}", rest.join(", ")),
+        };
+        match day_of(&self.recorded_at) {
+            Some(day) => format!("recorded{on}, {day}"),
+            None => format!("recorded{on}"),
+        }
+    }
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// `2026-12-06T05:30:12Z` → `6 Dec 2026`; `None` for anything else.
+pub fn day_of(timestamp: &str) -> Option<String> {
+    let date = timestamp.get(..10)?;
+    let mut parts = date.split('-');
+    let year: u32 = parts.next()?.parse().ok()?;
+    let month: usize = parts.next()?.parse().ok()?;
+    let day: u32 = parts.next()?.parse().ok()?;
+    let name = MONTHS.get(month.checked_sub(1)?)?;
+    (1..=31).contains(&day).then(|| format!("{day} {name} {year}"))
+}
+
+/// Seconds since 1970 (UTC) as `2026-12-06T05:30:12Z`.
+pub fn utc_timestamp(unix_seconds: u64) -> String {
+    let days = unix_seconds / 86_400;
+    let of_day = unix_seconds % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    )
+}
+
+/// The calendar date `days` after 1970-01-01 (proleptic Gregorian): Howard Hinnant's
+/// `civil_from_days`, for days on or after the epoch.
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z - era * 146_097;
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(services: &[(Service, Option<&str>)]) -> Stamp {
+        Stamp {
+            recorded_at: "2026-12-06T05:30:12Z".to_owned(),
+            racelab: "0.1.0".to_owned(),
+            commit: "bcd062f".to_owned(),
+            services: services
+                .iter()
+                .map(|(service, version)| ServiceVersion {
+                    service: *service,
+                    version: version.map(str::to_owned),
+                })
+                .collect(),
+            variant: "serializable".to_owned(),
+            variant_label: "SERIALIZABLE".to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_stamp_says_where_and_when_in_a_line() {
+        assert_eq!(
+            stamp(&[(Service::Postgres, Some("PostgreSQL 18.6 (Debian 18.6-1)"))]).line(),
+            "recorded on PostgreSQL 18.6, 6 Dec 2026"
+        );
+        assert_eq!(
+            stamp(&[
+                (Service::Postgres, Some("PostgreSQL 15.20")),
+                (Service::Redis, Some("Redis 7.0.15")),
+                (Service::Kafka, None)
+            ])
+            .line(),
+            "recorded on PostgreSQL 15.20 and Redis 7.0.15, 6 Dec 2026"
+        );
+        let mut undated = stamp(&[]);
+        undated.recorded_at = "yesterday".to_owned();
+        assert_eq!(undated.line(), "recorded");
+    }
+
+    #[test]
+    fn timestamps_are_utc_calendar_dates() {
+        assert_eq!(utc_timestamp(0), "1970-01-01T00:00:00Z");
+        // 2026-12-06 05:30:12 UTC, and the last second of a leap day.
+        assert_eq!(utc_timestamp(1_796_535_012), "2026-12-06T05:30:12Z");
+        assert_eq!(utc_timestamp(951_868_799), "2000-02-29T23:59:59Z");
+        assert_eq!(day_of("2024-02-29T00:00:00Z").as_deref(), Some("29 Feb 2024"));
+        assert_eq!(day_of("2024-13-01"), None);
+        assert_eq!(day_of("2024-00-01"), None);
+        assert_eq!(day_of("soon"), None);
+    }
+
+    #[test]
+    fn a_later_format_is_named_and_other_json_is_not_a_recording() {
+        assert_eq!(check_header(Some(FORMAT), Some(1)), Ok(()));
+        assert_eq!(
+            check_header(Some(FORMAT), Some(2)),
+            Err(Unplayable::FromTheFuture { version: 2 })
+        );
+        assert_eq!(check_header(Some("asciicast"), Some(1)), Err(Unplayable::NotARecording));
+        assert_eq!(check_header(None, None), Err(Unplayable::NotARecording));
+        assert!(matches!(
+            check_header(Some(FORMAT), Some(0)),
+            Err(Unplayable::Damaged(_))
+        ));
+        assert_eq!(
+            Unplayable::FromTheFuture { version: 2 }.to_string(),
+            "this recording is in format 2, made by a later racelab; this player reads formats up to 1"
+        );
+    }
+}
