@@ -50,6 +50,23 @@ pub async fn fetch_found<T: FromJson>(path: &str) -> Result<Option<T>, String> {
     }
 }
 
+/// The text at `url`, on any origin that lets racelab's page read it (a recording on a static
+/// host); an answer that is not a success is said by its status.
+#[cfg(not(feature = "embed"))]
+pub async fn fetch_text(url: &str) -> Result<String, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    // A host that does not let other sites read its files answers, but the browser keeps the
+    // answer from the page: the same refusal as no answer at all.
+    let unread = |_| {
+        "no answer this page may read (is the host up, and does it let other sites read the file:          Access-Control-Allow-Origin?)"
+            .to_owned()
+    };
+    match respond(url, window.fetch_with_str(url)).await.map_err(unread)? {
+        (status, text) if (200..300).contains(&status) => Ok(text),
+        (status, _) => Err(format!("the server answered HTTP {status}")),
+    }
+}
+
 /// The status and body text of a request's answer.
 async fn respond(path: &str, request: js_sys::Promise) -> Result<(u16, String), String> {
     let response = JsFuture::from(request)

@@ -29,10 +29,20 @@ fn App() -> impl IntoView {
     // The theme (`?theme=…`) is set on <html> by the page's first script, before the app loads
     // (app/index.html), so nothing is ever drawn in the wrong colours.
     let route = Route::current();
-    let embed = matches!(route, Route::Embed { .. } | Route::EmbedRun { .. });
+    let embed = matches!(
+        route,
+        Route::Embed { .. } | Route::EmbedRun { .. } | Route::EmbedRecording { .. }
+    );
     let page = match route {
         Route::EmbedRun { id, options } => {
-            view! { <pages::replay::ReplayPage id=id embed=true compact=options.compact /> }.into_any()
+            let source = pages::replay::Source::Stored(id);
+            view! { <pages::replay::ReplayPage source=source embed=true compact=options.compact /> }.into_any()
+        }
+        // The recording player is the full app's (it has the scrubber the embed app leaves out).
+        #[cfg(not(feature = "embed"))]
+        Route::EmbedRecording { src, options } => {
+            let source = pages::replay::Source::Recording(src);
+            view! { <pages::replay::ReplayPage source=source embed=true compact=options.compact /> }.into_any()
         }
         Route::Embed { id, options } => view! { <pages::embed::EmbedPage id=id options=options /> }.into_any(),
         #[cfg(not(feature = "embed"))]
@@ -49,7 +59,8 @@ fn App() -> impl IntoView {
                 Some("detailed") => false,
                 _ => api::narrow_screen(),
             };
-            view! { <pages::replay::ReplayPage id=id compact=compact /> }.into_any()
+            let source = pages::replay::Source::Stored(id);
+            view! { <pages::replay::ReplayPage source=source compact=compact /> }.into_any()
         }
         #[cfg(not(feature = "embed"))]
         Route::Room {

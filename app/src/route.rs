@@ -41,6 +41,11 @@ pub enum Route {
         id: String,
         options: EmbedOptions,
     },
+    /// `/embed/recording?src=URL`: a recording file, played with no racelab server behind it.
+    EmbedRecording {
+        src: String,
+        options: EmbedOptions,
+    },
     /// `/write`: write your own race (a spec), run it, share it.
     Write,
     /// `/atlas`: the classic anomalies at each isolation level, as this server plays them.
@@ -92,6 +97,13 @@ impl Route {
                 scenario: query_param(query, "scenario"),
                 variant: query_param(query, "variant"),
                 postgres: query_param(query, "postgres"),
+            },
+            ["embed", "recording"] => match query_param(query, "src").filter(|src| !src.is_empty()) {
+                Some(src) => Route::EmbedRecording {
+                    src,
+                    options: embed_options(query),
+                },
+                None => Route::NotFound { path: path.to_owned() },
             },
             ["embed", "runs", id] => Route::EmbedRun {
                 id: (*id).to_owned(),

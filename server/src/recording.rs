@@ -177,18 +177,9 @@ async fn stamp(engine: &Engine, info: &ScenarioInfo, variant: &str, services: &[
     }
 }
 
-/// Reads a recording, or says why it cannot be played: too large, not JSON or cut short, not
-/// a recording, from a later format, or damaged.
+/// Reads a recording as the player does ([`shared::recording::read`]).
 pub fn read(text: &str) -> Result<Recording, Unplayable> {
-    if text.len() > recording::MAX_BYTES {
-        return Err(Unplayable::TooLarge { bytes: text.len() });
-    }
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Unplayable::NotJson(e.to_string()))?;
-    recording::check_header(
-        value.get("format").and_then(serde_json::Value::as_str),
-        value.get("version").and_then(serde_json::Value::as_u64),
-    )?;
-    serde_json::from_value(value).map_err(|e| Unplayable::Damaged(e.to_string()))
+    recording::read(text)
 }
 
 /// The file name a recording is written to by default: `isolation-write-skew.serializable`,

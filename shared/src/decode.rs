@@ -531,6 +531,55 @@ impl FromJson for StoredRun {
     }
 }
 
+impl FromJson for crate::recording::Recording {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(crate::recording::Recording {
+            format: json.get("format")?,
+            version: json.get("version")?,
+            stamp: json.get("stamp")?,
+            scenario: json.get("scenario")?,
+            spec: json.opt("spec")?,
+            run: json.get("run")?,
+            // The embed app reads no proof (see the `proof` feature).
+            #[cfg(feature = "proof")]
+            proof: json.opt("proof")?,
+            #[cfg(not(feature = "proof"))]
+            proof: None,
+        })
+    }
+}
+
+impl FromJson for crate::recording::Stamp {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(crate::recording::Stamp {
+            recorded_at: json.get("recorded_at")?,
+            racelab: json.get("racelab")?,
+            commit: json.get("commit")?,
+            services: json.get("services")?,
+            variant: json.get("variant")?,
+            variant_label: json.get("variant_label")?,
+        })
+    }
+}
+
+impl FromJson for crate::recording::ServiceVersion {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(crate::recording::ServiceVersion {
+            service: json.get("service")?,
+            version: json.opt("version")?,
+        })
+    }
+}
+
+impl FromJson for crate::recording::SpecRecording {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(crate::recording::SpecRecording {
+            text: json.get("text")?,
+            matrix: json.get("matrix")?,
+        })
+    }
+}
+
 impl FromJson for VariantInfo {
     fn from_json(json: &Json) -> Result<Self, JsonError> {
         Ok(VariantInfo {
@@ -1231,6 +1280,64 @@ mod tests {
                 .map(|(kind, seq)| Event { seq, at_ms: seq, kind })
                 .collect(),
         });
+    }
+
+    #[test]
+    fn a_recording_reads_like_serde() {
+        use crate::recording::{Recording, ServiceVersion, SpecRecording, Stamp};
+        let events: Vec<Event> = every_kind()
+            .into_iter()
+            .zip(1..)
+            .map(|(kind, seq)| Event { seq, at_ms: seq, kind })
+            .collect();
+        let recording = Recording {
+            format: text(crate::recording::FORMAT),
+            version: crate::recording::VERSION,
+            stamp: Stamp {
+                recorded_at: text("2026-12-06T05:30:12Z"),
+                racelab: text("0.1.0"),
+                commit: text("bcd062fc4fb7"),
+                services: vec![
+                    ServiceVersion {
+                        service: Service::Postgres,
+                        version: Some(text("PostgreSQL 18.6")),
+                    },
+                    ServiceVersion {
+                        service: Service::Kafka,
+                        version: None,
+                    },
+                ],
+                variant: text("p1"),
+                variant_label: text("Permutation 1"),
+            },
+            scenario: ScenarioInfo {
+                id: text("spec/0123456789abcdef"),
+                title: text("My race"),
+                hook: text("two sessions"),
+                about: text(""),
+                steppable: true,
+                workload: false,
+                variants: vec![],
+                predict: None,
+            },
+            spec: Some(SpecRecording {
+                text: text("session s\nstep a { SELECT 1; }\n"),
+                matrix: events.clone(),
+            }),
+            run: StoredRun {
+                id: text("r1"),
+                scenario: text("spec/0123456789abcdef"),
+                variant: text("p1"),
+                outcome: Outcome::Completed,
+                events,
+            },
+            proof: None,
+        };
+        reads_like_serde(&recording);
+        assert_eq!(
+            crate::recording::read(&serde_json::to_string(&recording).expect("serde writes it")).as_ref(),
+            Ok(&recording)
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! `docs/recording.schema.json`; the format is described in `docs/recordings.md`.
 
 use crate::catalog::{ScenarioInfo, Service};
-use crate::event::Event;
+use crate::event::{Event, EventKind};
 use crate::protocol::StoredRun;
 use serde::{Deserialize, Serialize};
 
@@ -78,6 +78,40 @@ pub struct SpecRecording {
     pub matrix: Vec<Event>,
 }
 
+impl Recording {
+    /// The run's events as a player folds them: a lab run's proof, which the recording keeps
+    /// beside them, put among them as a `proof` event (just before `done`, as a spec's run sends
+    /// its own), so the player draws it from the file and never asks a server for it. A run
+    /// with no proof gets an empty one: nothing is drawn, and nothing is asked.
+    pub fn events_to_play(&self) -> Vec<Event> {
+        let mut events = self.run.events.clone();
+        if events.iter().any(|e| matches!(e.kind, EventKind::Proof { .. })) {
+            return events;
+        }
+        let at = events
+            .iter()
+            .position(|e| matches!(e.kind, EventKind::Done { .. }))
+            .unwrap_or(events.len());
+        let (seq, at_ms) = events
+            .get(at)
+            .or_else(|| events.last())
+            .map_or((1, 0), |e| (e.seq, e.at_ms));
+        let proof = Box::new(self.proof.clone().unwrap_or_default());
+        events.insert(
+            at,
+            Event {
+                seq,
+                at_ms,
+                kind: EventKind::Proof { proof },
+            },
+        );
+        for later in &mut events[at + 1..] {
+            later.seq += 1;
+        }
+        events
+    }
+}
+
 /// Why a file cannot be played.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Unplayable {
@@ -129,6 +163,22 @@ pub fn check_header(format: Option<&str>, version: Option<u64>) -> Result<(), Un
         }),
         _ => Err(Unplayable::Damaged("its version is not a format number".to_owned())),
     }
+}
+
+/// Reads a recording, or says why it cannot be played: too large, not JSON or cut short, not a
+/// recording, from a later format, or damaged. The browser's JSON reader ([`crate::json`]), so
+/// the player and `racelab` read a file alike.
+pub fn read(text: &str) -> Result<Recording, Unplayable> {
+    use crate::json::FromJson as _;
+    if text.len() > MAX_BYTES {
+        return Err(Unplayable::TooLarge { bytes: text.len() });
+    }
+    let json = crate::json::parse(text).map_err(|e| Unplayable::NotJson(e.to_string()))?;
+    check_header(
+        json.member("format").and_then(|f| f.str().ok()),
+        json.member("version").and_then(|v| u64::from_json(v).ok()),
+    )?;
+    Recording::from_json(&json).map_err(|e| Unplayable::Damaged(e.to_string()))
 }
 
 impl Stamp {
@@ -251,6 +301,74 @@ mod tests {
         assert_eq!(day_of("2024-13-01"), None);
         assert_eq!(day_of("2024-00-01"), None);
         assert_eq!(day_of("soon"), None);
+    }
+
+    fn recording(events: Vec<EventKind>, proof: Option<crate::proof::Proof>) -> Recording {
+        Recording {
+            format: FORMAT.to_owned(),
+            version: VERSION,
+            stamp: stamp(&[]),
+            scenario: ScenarioInfo {
+                id: "isolation/write-skew".to_owned(),
+                title: "Write skew".to_owned(),
+                hook: String::new(),
+                about: String::new(),
+                steppable: true,
+                workload: false,
+                variants: Vec::new(),
+                predict: None,
+            },
+            spec: None,
+            run: StoredRun {
+                id: "r1".to_owned(),
+                scenario: "isolation/write-skew".to_owned(),
+                variant: "serializable".to_owned(),
+                outcome: crate::Outcome::Completed,
+                events: events
+                    .into_iter()
+                    .zip(1..)
+                    .map(|(kind, seq)| Event {
+                        seq,
+                        at_ms: seq * 10,
+                        kind,
+                    })
+                    .collect(),
+            },
+            proof,
+        }
+    }
+
+    #[test]
+    fn a_lab_runs_proof_plays_among_its_events_before_done() {
+        let commit = || EventKind::Commit {
+            actor: "alice".to_owned(),
+        };
+        let done = || EventKind::Done {
+            outcome: crate::Outcome::Completed,
+        };
+        let proof = crate::proof::Proof {
+            lines: vec!["alice comes before bob".to_owned()],
+            ..Default::default()
+        };
+        let played = recording(vec![commit(), done()], Some(proof.clone())).events_to_play();
+        let kinds: Vec<(u64, u64, &EventKind)> = played.iter().map(|e| (e.seq, e.at_ms, &e.kind)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (1, 10, &commit()),
+                (2, 20, &EventKind::Proof { proof: Box::new(proof) }),
+                (3, 20, &done())
+            ]
+        );
+        // None kept: an empty one, so a player asks no server.
+        let played = recording(vec![commit(), done()], None).events_to_play();
+        assert!(matches!(&played[1].kind, EventKind::Proof { proof } if proof.txns.is_empty()));
+        // A spec's run carries its own: played as it is.
+        let own = EventKind::Proof { proof: Box::default() };
+        let events = vec![commit(), own.clone(), done()];
+        let played = recording(events, None).events_to_play();
+        assert_eq!(played.len(), 3);
+        assert_eq!(played[1].kind, own);
     }
 
     #[test]

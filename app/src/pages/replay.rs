@@ -4,6 +4,11 @@
 //! variant, says what the scenario shows, toggles the view, and links to the run's picture (SVG
 //! for slides, PNG for chats). `/embed/runs/{id}` is the same run for an iframe (compact by
 //! default, its height told to the host page). A run that does not exist says so.
+//!
+//! `/embed/recording?src=URL` plays a recording ([`shared::recording`]) the same way: the file
+//! is fetched from wherever it is (a blog's static host), read with the app's own JSON reader,
+//! and folded as a stored run is; nothing is asked of a racelab server. It says it is a
+//! recording, where and when it was made; a file that cannot be played says why.
 
 use crate::api::{fetch_found, report_height_to_parent};
 use crate::components::error_view::{ErrorView, loading};
@@ -32,11 +37,25 @@ struct Header {
     scenario: String,
     variant: String,
     title: String,
+    /// For a recording: where it was fetched from, and where and when it was made
+    /// (`recorded on PostgreSQL 18.6, 6 Dec 2026`).
+    #[cfg_attr(feature = "embed", allow(dead_code))]
+    recorded: Option<(String, String)>,
+}
+
+/// Where the run to replay comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// A run racelab stored, by its id.
+    Stored(String),
+    /// A recording file, by its URL (the full app's only).
+    #[cfg_attr(feature = "embed", allow(dead_code))]
+    Recording(String),
 }
 
 #[component]
 pub fn ReplayPage(
-    id: String,
+    source: Source,
     /// In an iframe: a one-line title instead of the heading, and the height told to the host.
     #[prop(default = false)]
     embed: bool,
@@ -58,24 +77,17 @@ pub fn ReplayPage(
     }
     let loaded = RwSignal::new(Loaded::Loading);
     let state = RwSignal::new(RunState::default());
-    let missing = id.clone();
+    let missing = match &source {
+        Source::Stored(id) | Source::Recording(id) => id.clone(),
+    };
     leptos::task::spawn_local(async move {
-        loaded.set(match fetch_found::<StoredRun>(&format!("/api/runs/{id}")).await {
-            Err(message) => Loaded::Failed(message),
-            Ok(None) => Loaded::Missing,
-            Ok(Some(run)) => {
-                let replayed = RunState::replay(run.id.clone(), run.events);
-                let title = replayed
-                    .header()
-                    .map_or(run.scenario.clone(), |(title, _)| title.to_owned());
-                state.set(replayed);
-                Loaded::Run(Header {
-                    id: run.id,
-                    scenario: run.scenario,
-                    variant: run.variant,
-                    title,
-                })
-            }
+        loaded.set(match source {
+            Source::Stored(id) => stored(&id, state).await,
+            #[cfg(not(feature = "embed"))]
+            Source::Recording(src) => recorded(&src, state).await,
+            // The embed app is never asked for a recording (the server sends the full app).
+            #[cfg(feature = "embed")]
+            Source::Recording(_) => Loaded::Missing,
         });
     });
     let is_load_test = Signal::derive(move || state.with(|s| s.table_after("strategies").is_some()));
@@ -109,9 +121,65 @@ pub fn ReplayPage(
     }
 }
 
+/// A run racelab stored, folded into `state`.
+async fn stored(id: &str, state: RwSignal<RunState>) -> Loaded {
+    match fetch_found::<StoredRun>(&format!("/api/runs/{id}")).await {
+        Err(message) => Loaded::Failed(message),
+        Ok(None) => Loaded::Missing,
+        Ok(Some(run)) => {
+            let replayed = RunState::replay(run.id.clone(), run.events);
+            let title = replayed
+                .header()
+                .map_or(run.scenario.clone(), |(title, _)| title.to_owned());
+            state.set(replayed);
+            Loaded::Run(Header {
+                id: run.id,
+                scenario: run.scenario,
+                variant: run.variant,
+                title,
+                recorded: None,
+            })
+        }
+    }
+}
+
+/// The recording at `src`, folded into `state`; or why it cannot be played.
+#[cfg(not(feature = "embed"))]
+async fn recorded(src: &str, state: RwSignal<RunState>) -> Loaded {
+    let text = match crate::api::fetch_text(src).await {
+        Ok(text) => text,
+        Err(why) => return Loaded::Failed(format!("The recording at {src} could not be fetched: {why}.")),
+    };
+    match shared::recording::read(&text) {
+        Err(why) => Loaded::Failed(format!("The recording at {src} cannot be played: {why}.")),
+        Ok(recording) => {
+            state.set(RunState::replay(recording.run.id.clone(), recording.events_to_play()));
+            Loaded::Run(Header {
+                id: recording.run.id,
+                scenario: recording.run.scenario,
+                variant: recording.stamp.variant_label.clone(),
+                title: recording.scenario.title,
+                recorded: Some((src.to_owned(), recording.stamp.line())),
+            })
+        }
+    }
+}
+
 /// The embed's one-line title, or the page's heading: the scenario and variant, what the
-/// scenario shows, and the links that go with a run (live again, the pictures).
+/// scenario shows, and the links that go with a run (live again, the pictures). A recording's
+/// says it is one, where and when it was made, instead of linking to a run racelab has.
 fn heading(run: &Header, embed: bool) -> AnyView {
+    #[cfg(not(feature = "embed"))]
+    if let Some((src, stamp)) = &run.recorded {
+        return view! {
+            <p class="rl-embed-title rl-recording" data-src=src.clone()>
+                <span class="rl-recording-title">{run.title.clone()}</span>
+                <span class="rl-embed-by">{format!(" · {} · ", run.variant)}</span>
+                <span class="rl-recorded">{stamp.clone()}</span>
+            </p>
+        }
+        .into_any();
+    }
     if embed {
         return view! {
             <p class="rl-embed-title">

@@ -30,14 +30,15 @@ pub fn service(dist: &Path) -> Router {
 
 /// An iframe's page: the embed app (`dist/embed-app/`, built with only the embed pages, a third
 /// lighter than the full app: docs/embedding.md, "The embed bundle"), or the full app, which draws embeds
-/// the same: when a build made no embed app (a `trunk serve` dev build), and for the opt-in
-/// features the embed app leaves out to stay small (`predict=1`).
+/// the same: when a build made no embed app (a `trunk serve` dev build), and for what the embed
+/// app leaves out to stay small (`predict=1`, and the recording player, `/embed/recording`).
 async fn embed_page(candidates: [PathBuf; 2], uri: Uri) -> Response {
-    let wants_full_app = uri.query().is_some_and(|query| {
-        query
-            .split('&')
-            .any(|pair| pair == "predict=1" || pair == "predict=true")
-    });
+    let wants_full_app = uri.path() == super::headers::RECORDING_PLAYER
+        || uri.query().is_some_and(|query| {
+            query
+                .split('&')
+                .any(|pair| pair == "predict=1" || pair == "predict=true")
+        });
     let candidates = if wants_full_app {
         &candidates[1..]
     } else {

@@ -1,7 +1,8 @@
 //! The headers a public service sends today, on every answer: `X-Content-Type-Options: nosniff`
 //! and a `Referrer-Policy`; on pages, a `Content-Security-Policy` that lets a page run only
 //! racelab's own scripts and wasm; framing allowed for `/embed/…` (any host page may embed a
-//! race) and refused for everything else.
+//! race) and refused for everything else. Pages read only from racelab, except the recording
+//! player (`/embed/recording?src=…`), which reads its file from wherever the author keeps it.
 //!
 //! The app's two pages each carry two inline scripts Trunk writes (the theme, set before anything
 //! is drawn, and the wasm loader). Rather than `'unsafe-inline'`, the policy names each by its
@@ -21,6 +22,7 @@ const MAX_PAGE: usize = 4 * 1024 * 1024;
 /// Adds the headers to `request`'s answer.
 pub async fn secure(request: Request, next: Next) -> Response {
     let embed = request.uri().path().starts_with("/embed/");
+    let reads_anywhere = request.uri().path() == RECORDING_PLAYER;
     let response = next.run(request).await;
     let (mut parts, body) = response.into_parts();
     let headers = &mut parts.headers;
@@ -47,22 +49,32 @@ pub async fn secure(request: Request, next: Next) -> Response {
         }
     };
     let page = String::from_utf8_lossy(&bytes);
-    if let Ok(value) = HeaderValue::from_str(&policy(&inline_scripts(&page), embed)) {
+    if let Ok(value) = HeaderValue::from_str(&policy(&inline_scripts(&page), embed, reads_anywhere)) {
         parts.headers.insert(header::CONTENT_SECURITY_POLICY, value);
     }
     Response::from_parts(parts, Body::from(bytes))
 }
 
-/// The policy for a page whose inline scripts are `scripts`.
-pub fn policy(scripts: &[&str], embed: bool) -> String {
+/// The page that plays a recording fetched from any origin.
+pub const RECORDING_PLAYER: &str = "/embed/recording";
+
+/// The policy for a page whose inline scripts are `scripts`: framed by anyone if `embed`, and
+/// fetching from any http(s) origin if `reads_anywhere` (its answers are read as data, by the
+/// app's own JSON reader, and every text of them is drawn escaped).
+pub fn policy(scripts: &[&str], embed: bool, reads_anywhere: bool) -> String {
     let hashes: String = scripts
         .iter()
         .map(|s| format!(" 'sha256-{}'", sha256_base64(s)))
         .collect();
     let ancestors = if embed { "*" } else { "'none'" };
+    let connect = if reads_anywhere {
+        "'self' https: http:"
+    } else {
+        "'self'"
+    };
     format!(
         "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'{hashes}; style-src 'self' 'unsafe-inline'; \
-         img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; \
+         img-src 'self' data:; connect-src {connect}; font-src 'self'; object-src 'none'; base-uri 'self'; \
          form-action 'self'; frame-ancestors {ancestors}"
     )
 }
@@ -127,7 +139,7 @@ mod tests {
         let page = "<head><script>one()</script><script src=\"/x.js\"></script>\
                     <script type=\"module\">\nimport x;\n</script></head>";
         assert_eq!(inline_scripts(page), ["one()", "\nimport x;\n"]);
-        let page_policy = policy(&inline_scripts(page), false);
+        let page_policy = policy(&inline_scripts(page), false, false);
         assert!(page_policy.contains(&format!("'sha256-{}'", sha256_base64("one()"))));
         assert!(page_policy.contains("frame-ancestors 'none'"));
         let scripts = page_policy
@@ -138,6 +150,8 @@ mod tests {
             !scripts.contains("'unsafe-inline'") && !scripts.contains("'unsafe-eval'"),
             "{scripts}"
         );
-        assert!(policy(&[], true).ends_with("frame-ancestors *"));
+        assert!(policy(&[], true, false).ends_with("frame-ancestors *"));
+        assert!(policy(&[], true, false).contains("connect-src 'self';"));
+        assert!(policy(&[], true, true).contains("connect-src 'self' https: http:;"));
     }
 }

@@ -1,0 +1,220 @@
+//! The recording player in headless Chromium: a recording kept on a plain static host of another
+//! origin (as a blog's GitHub Pages keeps it) plays in `/embed/recording?src=…`, with no request
+//! to racelab's API or websocket; it says it is a recording, where and when it was made; it
+//! travels back with the scrubber and draws the proof the file keeps; a file
+//! cut short and a file from a later format are said plainly; script in a recording's text stays
+//! text. Screenshots at 680 and 360 px (`target/screenshots/`).
+
+mod common;
+#[allow(dead_code)]
+#[path = "browser/harness.rs"]
+mod harness;
+
+use axum::Router;
+use axum::http::header;
+use axum::routing::get;
+use harness::{Browser, run};
+use std::path::PathBuf;
+
+/// The recording committed beside the tests: the serializable write skew on PostgreSQL 18.6.
+fn fixture() -> String {
+    std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/write-skew.serializable.racelab.json"),
+    )
+    .expect("the fixture")
+}
+
+/// A static host of another origin serving `files` by name, readable from any page
+/// (`Access-Control-Allow-Origin: *`, as GitHub Pages sends); its base URL.
+async fn static_host(files: Vec<(&'static str, String)>) -> String {
+    let mut app = Router::new();
+    for (name, body) in files {
+        app = app.route(
+            &format!("/{name}"),
+            get(move || {
+                let body = body.clone();
+                async move {
+                    (
+                        [
+                            (header::CONTENT_TYPE, "application/json"),
+                            (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
+                        ],
+                        body,
+                    )
+                }
+            }),
+        );
+    }
+    // A missing file is a 404 the page may read, as on GitHub Pages.
+    let app = app.fallback(|| async {
+        (
+            axum::http::StatusCode::NOT_FOUND,
+            [(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")],
+            "not here",
+        )
+    });
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .expect("a free port");
+    let address = listener.local_addr().expect("its address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{address}")
+}
+
+/// A host that serves the file but does not let other sites read it (no
+/// `Access-Control-Allow-Origin`); its base URL.
+async fn closed_host(name: &'static str, body: String) -> String {
+    let app = Router::new().route(&format!("/{name}"), get(move || async move { body }));
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .expect("a free port");
+    let address = listener.local_addr().expect("its address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{address}")
+}
+
+/// What the page asked of racelab's own server besides its app's files: API calls and sockets.
+async fn asked_of_racelab(b: &Browser) -> Vec<String> {
+    let names = b
+        .js(
+            "return performance.getEntriesByType('resource').map(e => e.name)\
+               .filter(n => n.startsWith(location.origin) && (n.includes('/api/') || n.includes('/ws')));",
+            vec![],
+        )
+        .await;
+    serde_json::from_value(names).expect("a list of names")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_on_another_origin_plays_with_no_racelab_behind_it() {
+    let recording = fixture();
+    let later = recording.replacen("\"version\":1", "\"version\":2", 1);
+    let cut = recording[..recording.len() / 2].to_owned();
+    let hostile = recording
+        .replace(
+            "Write skew: two managers overspend a budget",
+            "<img src=x onerror=\\\"window.pwned=1\\\"><script>window.pwned=2</script>",
+        )
+        .replace(
+            "--- write skew, serializable ---",
+            "<b>--- write skew, serializable ---</b>",
+        );
+    let closed = closed_host("ws.racelab.json", recording.clone()).await;
+    let host = static_host(vec![
+        ("ws.racelab.json", recording),
+        ("later.racelab.json", later),
+        ("cut.racelab.json", cut),
+        ("hostile.racelab.json", hostile),
+    ])
+    .await;
+    run("recording_player", async |b: &Browser| {
+        b.set_viewport(680, 900).await;
+        b.goto(&format!("/embed/recording?src={host}/ws.racelab.json")).await;
+        b.wait_for(".rl-verdict").await;
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        assert_eq!(
+            b.text(".rl-recorded").await.as_deref(),
+            Some("recorded on PostgreSQL 18.6, 6 Dec 2026"),
+            "it says it is a recording, and where and when"
+        );
+        assert_eq!(
+            b.text(".rl-recording-title").await.as_deref(),
+            Some("Write skew: two managers overspend a budget")
+        );
+        // The race as it ran: alice's and bob's lanes, bob's 40001, the ledger after.
+        let lanes = b.attrs("[data-lane]", "data-lane").await;
+        assert!(
+            lanes.iter().flatten().any(|a| a == "alice") && lanes.iter().flatten().any(|a| a == "bob"),
+            "{lanes:?}"
+        );
+        let page = b.text("main").await.unwrap_or_default();
+        assert!(page.contains("40001"), "bob's refused commit, with its SQLSTATE");
+        // Why it happened, from the file: the cycle bob's commit would have closed.
+        b.wait_for(".rl-proof").await;
+        assert_eq!(b.count("button.rl-why").await, 0, "nothing to ask a server");
+        let proof = b.text(".rl-proof").await.unwrap_or_default();
+        assert!(proof.contains("SQLSTATE 40001"), "{proof}");
+        assert_eq!(
+            asked_of_racelab(b).await,
+            Vec::<String>::new(),
+            "no request to racelab's API or socket"
+        );
+        assert!(!b.scrolls_sideways().await, "it fits 680 px");
+        b.screenshot("recording-680").await;
+        b.set_viewport(360, 740).await;
+        b.settle().await;
+        assert!(!b.scrolls_sideways().await, "it fits 360 px");
+        b.screenshot("recording-360").await;
+        b.set_viewport(680, 900).await;
+
+        // The detailed view, travelled back in time with the scrubber's ←.
+        b.goto(&format!("/embed/recording?src={host}/ws.racelab.json&view=detailed"))
+            .await;
+        b.wait_for(".rl-verdict").await;
+        b.wait_for(".rl-scrub").await;
+        let at_end = b.count(".rl-timeline .rl-card").await;
+        assert!(at_end >= 8, "every statement drawn: {at_end} cards");
+        b.js("document.querySelector('.rl-scrub').focus(); return true;", vec![])
+            .await;
+        // The last events (the ledger, the verdict, the lines said) draw no card: back until one
+        // goes, at most every event.
+        let mut presses = 0;
+        while b.count(".rl-timeline .rl-card").await == at_end {
+            b.press('\u{e012}').await;
+            presses += 1;
+            assert!(presses < 60, "travelling back never took a card away");
+        }
+        let moment = b.text(".rl-scrub-moment").await.unwrap_or_default();
+        assert!(moment.starts_with("event "), "{moment}");
+        b.screenshot("recording-scrubbed").await;
+        assert_eq!(
+            asked_of_racelab(b).await,
+            Vec::<String>::new(),
+            "still nothing asked of racelab"
+        );
+
+        // A file from a later racelab, and one cut short: said in the embed's box.
+        b.goto(&format!("/embed/recording?src={host}/later.racelab.json")).await;
+        b.wait_for(".rl-error").await;
+        let said = b.text(".rl-error").await.unwrap_or_default();
+        assert!(
+            said.contains("this recording is in format 2, made by a later racelab"),
+            "{said}"
+        );
+        b.goto(&format!("/embed/recording?src={host}/cut.racelab.json")).await;
+        b.wait_for(".rl-error").await;
+        let said = b.text(".rl-error").await.unwrap_or_default();
+        assert!(said.contains("this file is not a whole recording"), "{said}");
+        b.screenshot("recording-cut").await;
+        b.goto(&format!("/embed/recording?src={host}/missing.racelab.json"))
+            .await;
+        b.wait_for(".rl-error").await;
+        let said = b.text(".rl-error").await.unwrap_or_default();
+        assert!(
+            said.contains("could not be fetched: the server answered HTTP 404"),
+            "{said}"
+        );
+        b.goto(&format!("/embed/recording?src={closed}/ws.racelab.json")).await;
+        b.wait_for(".rl-error").await;
+        let said = b.text(".rl-error").await.unwrap_or_default();
+        assert!(said.contains("Access-Control-Allow-Origin"), "{said}");
+
+        // Script in its text is text.
+        b.goto(&format!("/embed/recording?src={host}/hostile.racelab.json"))
+            .await;
+        b.wait_for(".rl-verdict").await;
+        let title = b.text(".rl-recording-title").await.unwrap_or_default();
+        assert!(title.starts_with("<img src=x onerror="), "{title}");
+        assert_eq!(
+            b.count(".rl-main img, .rl-main script").await,
+            0,
+            "no element made from its text"
+        );
+        assert_eq!(
+            b.js("return window.pwned === undefined;", vec![]).await,
+            serde_json::json!(true)
+        );
+        b.screenshot("recording-hostile").await;
+    })
+    .await;
+}
