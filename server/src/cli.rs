@@ -389,14 +389,9 @@ async fn record(
         (crate::recording::Source::Lab(found), found.budget(&variant).services())
     };
     with_services(config, &needs, |mut config| async move {
-        config.warm_sandboxes = 0;
-        config.keep_sessions = false;
-        let engine = match connect_engine(&config).await {
-            Ok(engine) => Arc::new(engine),
-            Err(error) => {
-                eprintln!("racelab: {error}");
-                return ExitCode::FAILURE;
-            }
+        let engine = match command_engine(&mut config).await {
+            Ok(engine) => engine,
+            Err(code) => return code,
         };
         let proof_on = config.url_of_version().await.ok();
         let made = crate::recording::record(
@@ -590,15 +585,9 @@ async fn run(
     why: bool,
     mut config: Config,
 ) -> ExitCode {
-    // One command, its runs one after another: nothing to make ahead, and nothing left behind.
-    config.warm_sandboxes = 0;
-    config.keep_sessions = false;
-    let engine = match connect_engine(&config).await {
-        Ok(engine) => Arc::new(engine),
-        Err(error) => {
-            eprintln!("racelab: {error}");
-            return ExitCode::FAILURE;
-        }
+    let engine = match command_engine(&mut config).await {
+        Ok(engine) => engine,
+        Err(code) => return code,
     };
     // A proof plays the run again on a server of the run's version.
     let why_on = match why {
@@ -625,6 +614,17 @@ async fn run(
         .close(std::time::Duration::from_secs(5), std::time::Duration::from_secs(30))
         .await;
     code
+}
+
+/// The engine of a command: its runs one after another, so nothing is made ahead and nothing
+/// is left behind (no ready sandbox, no kept session). Says why on stderr when it cannot start.
+async fn command_engine(config: &mut Config) -> Result<Arc<Engine>, ExitCode> {
+    config.warm_sandboxes = 0;
+    config.keep_sessions = false;
+    connect_engine(config).await.map(Arc::new).map_err(|error| {
+        eprintln!("racelab: {error}");
+        ExitCode::FAILURE
+    })
 }
 
 /// Plays one run to its end; returns its final ledger. With `why` (the database's URL), also

@@ -85,6 +85,13 @@ async fn asked_of_racelab(b: &Browser) -> Vec<String> {
     serde_json::from_value(names).expect("a list of names")
 }
 
+/// What the player says of the file at `src`, which it cannot play.
+async fn said_for(b: &Browser, src: &str) -> String {
+    b.goto(&format!("/embed/recording?src={src}")).await;
+    b.wait_for(".rl-error").await;
+    b.text(".rl-error").await.unwrap_or_default()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recording_on_another_origin_plays_with_no_racelab_behind_it() {
     let recording = fixture();
@@ -173,30 +180,22 @@ async fn a_recording_on_another_origin_plays_with_no_racelab_behind_it() {
             "still nothing asked of racelab"
         );
 
-        // A file from a later racelab, and one cut short: said in the embed's box.
-        b.goto(&format!("/embed/recording?src={host}/later.racelab.json")).await;
-        b.wait_for(".rl-error").await;
-        let said = b.text(".rl-error").await.unwrap_or_default();
+        // A file from a later racelab, one cut short, one missing, one its host keeps from
+        // other sites: each said in the embed's box.
+        let said = said_for(b, &format!("{host}/later.racelab.json")).await;
         assert!(
             said.contains("this recording is in format 2, made by a later racelab"),
             "{said}"
         );
-        b.goto(&format!("/embed/recording?src={host}/cut.racelab.json")).await;
-        b.wait_for(".rl-error").await;
-        let said = b.text(".rl-error").await.unwrap_or_default();
+        let said = said_for(b, &format!("{host}/cut.racelab.json")).await;
         assert!(said.contains("this file is not a whole recording"), "{said}");
         b.screenshot("recording-cut").await;
-        b.goto(&format!("/embed/recording?src={host}/missing.racelab.json"))
-            .await;
-        b.wait_for(".rl-error").await;
-        let said = b.text(".rl-error").await.unwrap_or_default();
+        let said = said_for(b, &format!("{host}/missing.racelab.json")).await;
         assert!(
             said.contains("could not be fetched: the server answered HTTP 404"),
             "{said}"
         );
-        b.goto(&format!("/embed/recording?src={closed}/ws.racelab.json")).await;
-        b.wait_for(".rl-error").await;
-        let said = b.text(".rl-error").await.unwrap_or_default();
+        let said = said_for(b, &format!("{closed}/ws.racelab.json")).await;
         assert!(said.contains("Access-Control-Allow-Origin"), "{said}");
 
         // Script in its text is text.

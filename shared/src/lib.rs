@@ -6,6 +6,7 @@
 //! - [`protocol`]: the versioned websocket messages between browser and server.
 //! - [`atlas`]: the classic anomalies as specs, played at each isolation level, and what each
 //!   run's cell says.
+//! - [`calendar`]: Unix time as a UTC calendar moment, for stamps.
 //! - [`catalog`]: labs, scenarios and variants, as listed by `racelab list` and `/api/labs`.
 //! - [`ledger`]: snapshots of what a run changed and the pure diff between two of them.
 //! - [`ledger_view`]: a diff's table laid out for a reader: changed columns first, big tables
@@ -32,6 +33,7 @@
 //! This crate does no I/O and uses no async runtime, so it also builds for `wasm32`.
 
 pub mod atlas;
+pub mod calendar;
 pub mod catalog;
 pub mod compact;
 pub mod decode;

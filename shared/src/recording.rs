@@ -220,34 +220,8 @@ pub fn day_of(timestamp: &str) -> Option<String> {
 
 /// Seconds since 1970 (UTC) as `2026-12-06T05:30:12Z`.
 pub fn utc_timestamp(unix_seconds: u64) -> String {
-    let days = unix_seconds / 86_400;
-    let of_day = unix_seconds % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60
-    )
-}
-
-/// The calendar date `days` after 1970-01-01 (proleptic Gregorian): Howard Hinnant's
-/// `civil_from_days`, for days on or after the epoch.
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z - era * 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    let (year, month, day, hour, minute, second) = crate::calendar::utc(unix_seconds);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
 }
 
 #[cfg(test)]

@@ -56,6 +56,8 @@ pub const TEMP_FILE_LIMIT_KB: u64 = 64 * 1024;
 /// How long any cleanup statement waits for a lock, at most. The watchdog ends a reader's
 /// backend that holds one far sooner ([`WATCHDOG_EVERY`]); this bounds a wait on anything else.
 pub const CLEANUP_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a take with no ready database waits for one being reset, before it makes one.
+const WAIT_FOR_RESET: Duration = Duration::from_secs(2);
 /// How often a cleanup in progress is looked at for readers' backends that block it.
 const WATCHDOG_EVERY: Duration = Duration::from_millis(20);
 
@@ -186,6 +188,12 @@ struct Pool {
     admin: tokio::sync::Mutex<Option<(Arc<Client>, i32)>>,
     /// A second one, for the watchdog over what the first waits on.
     watchdog: tokio::sync::Mutex<Option<(Arc<Client>, i32)>>,
+    /// A third, for resets: a reset waits for backends to end (up to a second each), and a
+    /// take must not queue behind it on the first.
+    resetter: tokio::sync::Mutex<Option<(Arc<Client>, i32)>>,
+    /// Resets under way of this pool's databases, and a wake-up when one is back in `ready`.
+    resetting: Mutex<usize>,
+    returned: tokio::sync::Notify,
     /// The template and the readers' role exist on this server.
     prepared: tokio::sync::OnceCell<()>,
 }
@@ -335,6 +343,9 @@ fn pool(url: &str) -> Arc<Pool> {
                 ready: Mutex::new(Vec::new()),
                 admin: tokio::sync::Mutex::new(None),
                 watchdog: tokio::sync::Mutex::new(None),
+                resetter: tokio::sync::Mutex::new(None),
+                resetting: Mutex::new(0),
+                returned: tokio::sync::Notify::new(),
                 prepared: tokio::sync::OnceCell::new(),
             })
         })
@@ -422,7 +433,7 @@ impl Pool {
     /// look at a run's database knows whether another run has it now).
     async fn take(&self, connections: usize) -> Result<(Ready, u32), ConfineError> {
         for _ in 0..3 {
-            let popped = lock(&self.ready).pop();
+            let popped = self.pop_ready().await;
             let ready = match popped {
                 Some(ready) => ready,
                 None => self.make().await?,
@@ -456,13 +467,34 @@ impl Pool {
         Err(ConfineError::Make("no ready database could be taken".to_owned()))
     }
 
+    /// A ready database, or, when none is ready but one is being reset, that one once it is
+    /// back (within [`WAIT_FOR_RESET`]): a reset takes milliseconds, a new database a copy of
+    /// the template, which a burst of runs would each pay. `None`: make a new one.
+    async fn pop_ready(&self) -> Option<Ready> {
+        let deadline = tokio::time::Instant::now() + WAIT_FOR_RESET;
+        loop {
+            let returned = self.returned.notified();
+            if let Some(ready) = lock(&self.ready).pop() {
+                return Some(ready);
+            }
+            if *lock(&self.resetting) == 0 || tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            let _ = tokio::time::timeout_at(deadline, returned).await;
+        }
+    }
+
     /// [`Pool::give_back`] on the cleanup runtime: the run that used `ready` is over and need
-    /// not wait for its reset; [`settle`] waits for it.
+    /// not wait for its reset; [`settle`] waits for it, and a take finding no ready database
+    /// waits for it a little ([`Pool::pop_ready`]).
     fn give_back_later(self: Arc<Self>, ready: Ready) {
         lock(&RESETTING).insert(ready.name.clone());
+        *lock(&self.resetting) += 1;
         spawn_for_cleanup(async move {
             let name = ready.name.clone();
             self.give_back(ready, true).await;
+            *lock(&self.resetting) -= 1;
+            self.returned.notify_waiters();
             lock(&RESETTING).remove(&name);
             RESET_DONE.notify_waiters();
         });
@@ -612,7 +644,7 @@ async fn end_sessions(admin: &Client, name: &str, spare: i32) -> Result<(), toki
 /// Resets `ready` after a run: no session, no prepared transaction, nothing owned by its role,
 /// no membership but [`READERS`], the role's settings and password as made, closed to logins.
 async fn reset(pool: &Pool, ready: &Ready) -> Result<(), ConfineError> {
-    let main = pool.admin().await?;
+    let main = kept(&pool.resetter, &pool.url).await?.0;
     let n = quote_ident(&ready.name);
     let (inside, pid) = admin(&pool.url, &ready.name).await?;
     let work = async {
