@@ -144,8 +144,21 @@ fn random_hex(digits: usize) -> String {
 
 /// Connects as racelab's own user to `dbname`, every statement under a lock timeout, and
 /// `pg_catalog` the only schema it looks in (it may run in a run's database, among whatever the
-/// run defined).
+/// run defined). The connection is made on the cleanup runtime ([`CLEANUP`]), not the
+/// caller's: a socket belongs to the runtime it was opened on, and a kept connection opened on
+/// a run's runtime (a test's) died with it, under whoever used it next ("connection closed").
 async fn admin(url: &str, dbname: &str) -> Result<(Client, i32), ConfineError> {
+    let Some(handle) = CLEANUP.as_ref() else {
+        return connect_admin(url, dbname).await;
+    };
+    let (url, dbname) = (url.to_owned(), dbname.to_owned());
+    handle
+        .spawn(async move { connect_admin(&url, &dbname).await })
+        .await
+        .unwrap_or_else(|e| Err(ConfineError::Make(format!("racelab's connection was not made: {e}"))))
+}
+
+async fn connect_admin(url: &str, dbname: &str) -> Result<(Client, i32), ConfineError> {
     let unreachable = |reason: String| ConfineError::Unreachable {
         url: crate::health::host_port(url, 5432),
         reason,
@@ -161,7 +174,7 @@ async fn admin(url: &str, dbname: &str) -> Result<(Client, i32), ConfineError> {
     ));
     config.connect_timeout(Duration::from_secs(5));
     let (client, connection) = config.connect(NoTls).await.map_err(|e| unreachable(describe(&e)))?;
-    spawn_for_cleanup(connection);
+    tokio::spawn(connection);
     let pid = client
         .query_one("SELECT pg_catalog.pg_backend_pid()", &[])
         .await
