@@ -58,7 +58,8 @@ pub async fn fetch_text(url: &str) -> Result<String, String> {
     // A host that does not let other sites read its files answers, but the browser keeps the
     // answer from the page: the same refusal as no answer at all.
     let unread = |_| {
-        "no answer this page may read (is the host up, and does it let other sites read the file:          Access-Control-Allow-Origin?)"
+        "no answer this page may read (is the host up, and does it let other sites read the file: \
+         Access-Control-Allow-Origin?)"
             .to_owned()
     };
     match respond(url, window.fetch_with_str(url)).await.map_err(unread)? {

@@ -116,15 +116,9 @@ enum Command {
 }
 
 impl Cli {
-    /// Runs the command; then drops the spare databases readers' specs left in this process's
-    /// pools (`specs::confine`), as nothing after it will use them.
+    /// Runs the command. Every command that plays specs runs within [`with_services`], which
+    /// drops the spare databases they left in this process's pools before it returns.
     pub async fn execute(self) -> ExitCode {
-        let code = self.execute_command().await;
-        crate::specs::confine::drain().await;
-        code
-    }
-
-    async fn execute_command(self) -> ExitCode {
         match self.command {
             Command::List => {
                 print!("{}", list());
@@ -571,7 +565,9 @@ where
         }
     };
     let code = command(config).await;
-    // Specs' databases are reset after their runs return: on a private server, before it stops.
+    // The spare databases readers' specs left in this process's pools (`specs::confine`), as
+    // nothing after the command will use them; their resets finish first, and on a private
+    // server before it stops.
     crate::specs::confine::drain().await;
     embedded.stop().await;
     code

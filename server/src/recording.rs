@@ -1,13 +1,13 @@
 //! Making recordings ([`shared::recording`]): a run played to its end on the real services, its
 //! events kept with the scenario and a stamp of where and when, in one file that plays with no
-//! racelab behind it. `racelab record` writes one; [`read`] reads one back and says plainly why
-//! a file cannot be played.
+//! racelab behind it. `racelab record` writes one; [`shared::recording::read`] reads one back
+//! (the player's reader) and says plainly why a file cannot be played.
 
 use crate::engine::{Engine, IntoScenario, Scenario};
 use crate::labs::ScenarioDef;
 use crate::specs::scenario::{EVERY, SpecScenario};
 use shared::protocol::StoredRun;
-use shared::recording::{self, Recording, ServiceVersion, SpecRecording, Stamp, Unplayable};
+use shared::recording::{self, Recording, ServiceVersion, SpecRecording, Stamp};
 use shared::{Event, EventKind, Mode, Outcome, ScenarioInfo, ServerMsg, Service};
 use std::sync::Arc;
 
@@ -177,11 +177,6 @@ async fn stamp(engine: &Engine, info: &ScenarioInfo, variant: &str, services: &[
     }
 }
 
-/// Reads a recording as the player does ([`shared::recording::read`]).
-pub fn read(text: &str) -> Result<Recording, Unplayable> {
-    recording::read(text)
-}
-
 /// The file name a recording is written to by default: `isolation-write-skew.serializable`,
 /// or a spec file's stem and its permutation, then `.racelab.json`.
 pub fn default_file_name(scenario_or_file: &str, variant: &str) -> String {
@@ -204,24 +199,5 @@ mod tests {
             "isolation-write-skew.serializable.racelab.json"
         );
         assert_eq!(default_file_name("races/my-race.spec", "p1"), "my-race.p1.racelab.json");
-    }
-
-    #[test]
-    fn a_file_that_is_not_a_whole_recording_says_why() {
-        assert!(matches!(
-            read("{\"format\": \"racelab-rec"),
-            Err(Unplayable::NotJson(_))
-        ));
-        assert_eq!(read("{\"cast\": 1}"), Err(Unplayable::NotARecording));
-        assert_eq!(
-            read("{\"format\": \"racelab-recording\", \"version\": 7, \"stamp\": null}"),
-            Err(Unplayable::FromTheFuture { version: 7 })
-        );
-        match read("{\"format\": \"racelab-recording\", \"version\": 1}") {
-            Err(Unplayable::Damaged(why)) => assert!(why.contains("stamp"), "{why}"),
-            other => panic!("{other:?}"),
-        }
-        let huge = " ".repeat(recording::MAX_BYTES + 1);
-        assert!(matches!(read(&huge), Err(Unplayable::TooLarge { .. })));
     }
 }

@@ -5,8 +5,7 @@
 mod common;
 
 use common::{Finished, WRITE_SKEW_SERIALIZABLE, lines};
-use racelab::recording;
-use shared::recording::{Recording, Unplayable};
+use shared::recording::{self, Recording, Unplayable};
 use shared::run_state::RunState;
 use shared::{EventKind, Outcome, Service, VerdictKind};
 use std::path::PathBuf;

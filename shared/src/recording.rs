@@ -363,4 +363,23 @@ mod tests {
             "this recording is in format 2, made by a later racelab; this player reads formats up to 1"
         );
     }
+
+    #[test]
+    fn a_file_that_is_not_a_whole_recording_says_why() {
+        assert!(matches!(
+            read("{\"format\": \"racelab-rec"),
+            Err(Unplayable::NotJson(_))
+        ));
+        assert_eq!(read("{\"cast\": 1}"), Err(Unplayable::NotARecording));
+        assert_eq!(
+            read("{\"format\": \"racelab-recording\", \"version\": 7, \"stamp\": null}"),
+            Err(Unplayable::FromTheFuture { version: 7 })
+        );
+        match read("{\"format\": \"racelab-recording\", \"version\": 1}") {
+            Err(Unplayable::Damaged(why)) => assert!(why.contains("stamp"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let huge = " ".repeat(MAX_BYTES + 1);
+        assert!(matches!(read(&huge), Err(Unplayable::TooLarge { .. })));
+    }
 }

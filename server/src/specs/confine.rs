@@ -204,9 +204,6 @@ struct Pool {
     /// A third, for resets: a reset waits for backends to end (up to a second each), and a
     /// take must not queue behind it on the first.
     resetter: tokio::sync::Mutex<Option<(Arc<Client>, i32)>>,
-    /// Resets under way of this pool's databases, and a wake-up when one is back in `ready`.
-    resetting: Mutex<usize>,
-    returned: tokio::sync::Notify,
     /// The template and the readers' role exist on this server.
     prepared: tokio::sync::OnceCell<()>,
 }
@@ -275,9 +272,9 @@ where
     }
 }
 
-/// The databases being reset ([`Pool::give_back_later`]), and a wake-up for whoever waits for
-/// one to be done.
-static RESETTING: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
+/// The databases being reset ([`Pool::give_back_later`]), each with its server's URL, and a
+/// wake-up for whoever waits for one to be done (it is back in its pool's `ready` by then).
+static RESETTING: LazyLock<Mutex<HashMap<String, String>>> = LazyLock::new(Default::default);
 static RESET_DONE: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 /// Waits until no reset is under way: a finished run's database is reset after the run has
@@ -289,10 +286,10 @@ pub async fn settle() {
 
 /// Waits until database `name` is not being reset: a test about to look for what a run left.
 pub async fn reset_done(name: &str) {
-    wait_for_resets(|resetting| !resetting.contains(name)).await;
+    wait_for_resets(|resetting| !resetting.contains_key(name)).await;
 }
 
-async fn wait_for_resets(done: impl Fn(&HashSet<String>) -> bool) {
+async fn wait_for_resets(done: impl Fn(&HashMap<String, String>) -> bool) {
     loop {
         let woken = RESET_DONE.notified();
         if done(&lock(&RESETTING)) {
@@ -357,8 +354,6 @@ fn pool(url: &str) -> Arc<Pool> {
                 admin: tokio::sync::Mutex::new(None),
                 watchdog: tokio::sync::Mutex::new(None),
                 resetter: tokio::sync::Mutex::new(None),
-                resetting: Mutex::new(0),
-                returned: tokio::sync::Notify::new(),
                 prepared: tokio::sync::OnceCell::new(),
             })
         })
@@ -484,30 +479,21 @@ impl Pool {
     /// back (within [`WAIT_FOR_RESET`]): a reset takes milliseconds, a new database a copy of
     /// the template, which a burst of runs would each pay. `None`: make a new one.
     async fn pop_ready(&self) -> Option<Ready> {
-        let deadline = tokio::time::Instant::now() + WAIT_FOR_RESET;
-        loop {
-            let returned = self.returned.notified();
-            if let Some(ready) = lock(&self.ready).pop() {
-                return Some(ready);
-            }
-            if *lock(&self.resetting) == 0 || tokio::time::Instant::now() >= deadline {
-                return None;
-            }
-            let _ = tokio::time::timeout_at(deadline, returned).await;
-        }
+        let ready_or_none_coming = |resetting: &HashMap<String, String>| {
+            !lock(&self.ready).is_empty() || !resetting.values().any(|url| *url == self.url)
+        };
+        let _ = tokio::time::timeout(WAIT_FOR_RESET, wait_for_resets(ready_or_none_coming)).await;
+        lock(&self.ready).pop()
     }
 
     /// [`Pool::give_back`] on the cleanup runtime: the run that used `ready` is over and need
     /// not wait for its reset; [`settle`] waits for it, and a take finding no ready database
     /// waits for it a little ([`Pool::pop_ready`]).
     fn give_back_later(self: Arc<Self>, ready: Ready) {
-        lock(&RESETTING).insert(ready.name.clone());
-        *lock(&self.resetting) += 1;
+        lock(&RESETTING).insert(ready.name.clone(), self.url.clone());
         spawn_for_cleanup(async move {
             let name = ready.name.clone();
             self.give_back(ready, true).await;
-            *lock(&self.resetting) -= 1;
-            self.returned.notify_waiters();
             lock(&RESETTING).remove(&name);
             RESET_DONE.notify_waiters();
         });
