@@ -332,3 +332,75 @@ step b_commit { COMMIT; }",
         "alice read test 1 = 10, which bob then replaced with 11, so alice comes before bob."
     );
 }
+
+#[tokio::test]
+async fn a_savepoint_rolled_back_to_does_not_end_alices_transaction() {
+    // Alice's second change is undone to a savepoint; her first is committed, and bob, who
+    // read before her commit, comes before her.
+    let spec = two_rows(
+        "READ COMMITTED",
+        "session alice
+setup { BEGIN ISOLATION LEVEL @level; }
+step a_write { UPDATE test SET value = 11 WHERE id = 1; }
+step a_save { SAVEPOINT s; }
+step a_undo_later { UPDATE test SET value = 12 WHERE id = 1; }
+step a_undo { ROLLBACK TO SAVEPOINT s; }
+step a_commit { COMMIT; }
+session bob
+setup { BEGIN ISOLATION LEVEL @level; }
+step b_read { SELECT id, value FROM test WHERE id = 1; }
+step b_commit { COMMIT; }",
+        "permutation a_write a_save a_undo_later a_undo b_read a_commit b_commit",
+    );
+    let proof = &proofs("savepoint", &spec).await[0];
+    let alice = proof
+        .txns
+        .iter()
+        .find(|t| t.name == "alice")
+        .expect("alice's transaction");
+    assert_eq!(alice.end, End::Committed, "{:?}", proof.txns);
+    assert_eq!(
+        proof.lines[0],
+        "bob read test 1 = 10, which alice then replaced with 11, so bob comes before alice."
+    );
+}
+
+#[tokio::test]
+async fn what_a_session_setup_wrote_is_what_the_steps_start_from() {
+    // Bob's setup changes row 2 before any step: alice's read saw 21, not the setup's 20.
+    let spec = two_rows(
+        "REPEATABLE READ",
+        "session alice
+setup { BEGIN ISOLATION LEVEL @level; }
+step a_read { SELECT id, value FROM test WHERE id = 2; }
+step a_commit { COMMIT; }
+session bob
+setup { UPDATE test SET value = 21 WHERE id = 2; }
+step b_write { UPDATE test SET value = 22 WHERE id = 2; }",
+        "permutation a_read b_write a_commit",
+    );
+    let proof = &proofs("sessionsetup", &spec).await[0];
+    assert_eq!(
+        proof.lines[0], "alice read test 2 = 21, which bob then replaced with 22, so alice comes before bob.",
+        "{:?}",
+        proof.lines
+    );
+}
+
+#[tokio::test]
+async fn a_partition_attached_in_the_setup_plays_as_in_the_tester() {
+    // The witness puts its trigger on each table the setup makes; a partitioned table gets
+    // none, or attaching a table that has one would fail with "trigger already exists".
+    let spec = "setup { CREATE TABLE test (id int PRIMARY KEY, value int) PARTITION BY RANGE (id);
+  CREATE TABLE low (id int PRIMARY KEY, value int);
+  ALTER TABLE test ATTACH PARTITION low FOR VALUES FROM (0) TO (100);
+  CREATE TABLE high PARTITION OF test FOR VALUES FROM (100) TO (200);
+  INSERT INTO test VALUES (1, 10), (101, 20); }
+teardown { DROP TABLE test; }
+session alice
+step a_write { UPDATE low SET value = 11 WHERE id = 1; }
+session bob
+step b_read { SELECT value FROM low WHERE id = 1; }";
+    let proofs = proofs("partition", spec).await;
+    assert_eq!(proofs.len(), 2, "both permutations played, each with what it saw");
+}

@@ -313,14 +313,20 @@ pub async fn play_on(
     played
 }
 
-/// Connects the control connection and one per session, as the run's role, all at once.
+/// Connects the control connection and one per session, as the run's role, all at once; a
+/// `witnessed` run's control connection puts the witness on the tables its setup makes.
 async fn connect_all(
     confined: &Confined,
     spec: &Spec,
     keep: Keep,
+    witnessed: bool,
 ) -> Result<(SpecSession, Vec<SpecSession>), SpecError> {
     let connect = |who: String, name: Option<&str>| {
-        let config = confined.session_config(&who);
+        let mut config = confined.session_config(&who);
+        if witnessed && name.is_none() {
+            let options = config.get_options().unwrap_or_default();
+            config.options(format!("{options} {}", witness::CONTROL_OPTION));
+        }
         let name = name.map(str::to_owned);
         async move {
             SpecSession::connect(&config, keep).await.map_err(|e| {
@@ -349,11 +355,12 @@ async fn play_confined(
     lane: &(dyn Fn(&str, bool) -> Lane + Send + Sync),
     control_lane: &Lane,
 ) -> Result<Vec<Played>, SpecError> {
-    let (control, sessions) = connect_all(confined, spec, limits.keep).await?;
+    let witnessed = choice != Choice::Matrix;
+    let (control, sessions) = connect_all(confined, spec, limits.keep, witnessed).await?;
     let quiet = choice == Choice::Matrix;
     let lanes: Vec<Lane> = spec.sessions.iter().map(|s| lane(&s.name, quiet)).collect();
     let mut player = Player::new(spec, control, sessions, control_lane.clone(), lanes, limits.step_wait).await?;
-    if choice != Choice::Matrix {
+    if witnessed {
         player.witness();
     }
     player.header();

@@ -79,6 +79,8 @@ struct Active {
     answer: Option<oneshot::Receiver<Answer>>,
     /// Its answer once arrived, until the step is reported complete.
     done: Option<Answer>,
+    /// The witness's probe, sent right behind a step that reads ([`Witness::probe_behind`]).
+    probe: Option<oneshot::Receiver<Answer>>,
     /// For each `notices` blocker, the count of that session's notices that releases it.
     targets: Vec<Option<u64>>,
     /// When it was seen waiting.
@@ -214,8 +216,16 @@ impl<'a> Player<'a> {
         let line = format!("\nstarting permutation: {}\n", names.join(" "));
         self.printer.print(&self.control_lane, &line);
 
-        for sql in &self.spec.setup {
-            let answer = self.bounded(None, "the setup", sql).await?;
+        // A witnessed run reads its setup's rows right behind the setup's last block.
+        let mut read = None;
+        for (i, sql) in self.spec.setup.iter().enumerate() {
+            let answer = if self.witnessing && i + 1 == self.spec.setup.len() {
+                let (answer, behind) = self.control.send_then(sql, Witness::READ);
+                read = Some(behind);
+                self.bounded_answer(None, "the setup", answer).await?
+            } else {
+                self.bounded(None, "the setup", sql).await?
+            };
             self.control.take_notices();
             if let Some(failure) = &answer.failure {
                 return Err(Stopped::Setup(failure.line()));
@@ -239,7 +249,17 @@ impl<'a> Player<'a> {
         }
         self.witness = None;
         if self.witnessing {
-            self.witness = Witness::install(&mut self.control).await;
+            // What the session setups wrote belongs to the setup: the rows are read again after
+            // them when they wrote any (the read behind the setup did not see it).
+            let mut wrote = false;
+            for session in &mut self.sessions {
+                wrote |= !session.take_witnessed().is_empty();
+            }
+            let read = match read {
+                Some(read) if !wrote => read.await.unwrap_or_else(|_| Answer::lost()),
+                _ => self.control.exec(Witness::READ).await,
+            };
+            self.witness = Witness::after_setup(read, &mut self.control);
         }
         Ok(())
     }
@@ -385,12 +405,22 @@ impl<'a> Player<'a> {
     /// (the control connection when `None`), under the step limit as a step is: cancelled past
     /// it, given up at twice it. The tester waits for these as long as they take; a page cannot.
     async fn bounded(&mut self, session: Option<usize>, what: &str, sql: &str) -> Result<Answer, Stopped> {
+        let answer = session.map_or(&self.control, |i| &self.sessions[i]).send(sql);
+        self.bounded_answer(session, what, answer).await
+    }
+
+    /// [`Player::bounded`], for SQL already sent.
+    async fn bounded_answer(
+        &mut self,
+        session: Option<usize>,
+        what: &str,
+        mut answer: oneshot::Receiver<Answer>,
+    ) -> Result<Answer, Stopped> {
         let lost = |_| Answer::lost();
-        let connection = session.map_or(&self.control, |i| &self.sessions[i]);
-        let mut answer = connection.send(sql);
         if let Ok(answer) = tokio::time::timeout(self.step_wait, &mut answer).await {
             return Ok(answer.unwrap_or_else(lost));
         }
+        let connection = session.map_or(&self.control, |i| &self.sessions[i]);
         let _ = connection.cancel().await;
         let lane = session.map_or(&self.control_lane, |i| &self.lanes[i]).clone();
         let line = format!("racelab: canceling {what} after {} seconds\n", self.step_wait.as_secs());
@@ -465,7 +495,13 @@ impl<'a> Player<'a> {
             waited: false,
             error: None,
         });
-        let answer = self.sessions[session].send(sql);
+        let (answer, probe) = match self.witness.is_some() && Witness::probe_behind(sql) {
+            true => {
+                let (answer, probe) = self.sessions[session].send_then(sql, Witness::PROBE);
+                (answer, Some(probe))
+            }
+            false => (self.sessions[session].send(sql), None),
+        };
         let targets = step
             .blockers
             .iter()
@@ -481,6 +517,7 @@ impl<'a> Player<'a> {
             index,
             answer: Some(answer),
             done: None,
+            probe,
             targets,
             waited_since: None,
         });
@@ -660,7 +697,7 @@ impl<'a> Player<'a> {
         }
         if let Some(witness) = self.witness.as_mut() {
             witness
-                .step_done(session, index, sql, &answer, &mut self.sessions[session])
+                .step_done(session, index, sql, &answer, active.probe, &mut self.sessions[session])
                 .await;
         }
         self.print_answer(Some(session), &answer);

@@ -184,6 +184,27 @@ impl SpecSession {
         answer
     }
 
+    /// [`SpecSession::send`]s `sql`, and `then` right behind it on the same connection: the
+    /// server reads `then` as soon as `sql` is done, with no round trip to racelab between (what
+    /// racelab asks after a step or a setup costs it no wait). Each is a query of its own, as
+    /// if sent after the first's answer: `then` does not share an implicit transaction with
+    /// `sql`, and runs whether `sql` failed or not.
+    pub fn send_then(&self, sql: &str, then: &str) -> (oneshot::Receiver<Answer>, oneshot::Receiver<Answer>) {
+        let (reply, answer) = oneshot::channel();
+        let (then_reply, then_answer) = oneshot::channel();
+        let client = self.client.clone();
+        let (sql, then) = (sql.to_owned(), then.to_owned());
+        let keep = self.keep;
+        tokio::spawn(async move {
+            // Each request is queued on the connection when its stream is made, in this order.
+            let first = client.simple_query_raw(&sql).await;
+            let second = client.simple_query_raw(&then).await;
+            let _ = reply.send(collect(&client, first, keep).await);
+            let _ = then_reply.send(collect(&client, second, keep).await);
+        });
+        (answer, then_answer)
+    }
+
     /// Runs `sql` and waits for its answer.
     pub async fn exec(&self, sql: &str) -> Answer {
         run(&self.client, sql, self.keep).await
@@ -222,8 +243,17 @@ fn printed_size(widths: &[usize], rows: usize) -> usize {
 /// `keep.rows` a set, and as many as print in `keep.bytes` in all (counted as printed, padding
 /// included: a column of NULLs beside one long value prints as wide as that value on every row).
 async fn run(client: &Client, sql: &str, keep: Keep) -> Answer {
+    collect(client, client.simple_query_raw(sql).await, keep).await
+}
+
+/// The answer of a query sent (its stream, or why it could not be sent), as [`run`] says it.
+async fn collect(
+    client: &Client,
+    sent: Result<tokio_postgres::SimpleQueryStream, tokio_postgres::Error>,
+    keep: Keep,
+) -> Answer {
     let mut answer = Answer::default();
-    let stream = match client.simple_query_raw(sql).await {
+    let stream = match sent {
         Ok(stream) => stream,
         Err(error) => {
             answer.failure = Some(Failure::of(error));

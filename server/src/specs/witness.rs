@@ -1,11 +1,11 @@
 //! The witness: what a spec's transactions wrote and read, observed while it plays, so that
 //! [`shared::proof`] can say why it happened.
 //!
-//! - **Writes.** Once the setup has run, every table of the run's schema that has a primary key
-//!   gets a row trigger of racelab's (`racelab_witness`, calling `racelab.witness()`, made in
-//!   the template of every run database: the run's role cannot replace it) that reports each
-//!   row it writes in a NOTICE: its transaction id, the transaction's start, the moment, the row
-//!   before and after. A notice is sent at once, so the writes of a transaction PostgreSQL later
+//! - **Writes.** Every table the setup makes in the run's schema gets a row trigger of
+//!   racelab's as it is made (`racelab_witness`, calling `racelab.witness()`, made in the
+//!   template of every run database: the run's role cannot replace it) that reports each row the
+//!   sessions write in a NOTICE: its transaction id, the transaction's start, the moment, the
+//!   row before and after. The setup's own rows are read once it is done. A notice is sent at once, so the writes of a transaction PostgreSQL later
 //!   cancels are seen too. The session keeps these apart from the spec's own notices: never
 //!   printed, never counted by a `notices` blocker. The trigger takes no lock and reads no table.
 //! - **Reads.** After a step whose last statement returned rows, its session is asked for its
@@ -116,16 +116,28 @@ impl Snapshot {
     }
 }
 
-/// The witness's two functions, made in the template every run database is copied from
-/// ([`super::confine`]): racelab's, not the run's role's, so a spec can neither replace them nor,
-/// with a search path of its own, stand in for what they call (each is fixed to `pg_catalog`).
+/// The witness's functions and event trigger, made in the template every run database is copied
+/// from ([`super::confine`]): racelab's, not the run's role's, so a spec can neither replace them
+/// nor, with a search path of its own, stand in for what they call (each is fixed to
+/// `pg_catalog`).
 /// - `racelab.witness()`, the row trigger: reports each row written in a NOTICE ([`MARK`]).
-/// - `racelab.witness_tables(schema)`: puts the trigger on the schema's tables that have a
-///   primary key (at most 20), and says, as JSON, each one's key columns in order, the columns
-///   a version is told by in words (all but time stamps: a row's `created_at` says when, not
-///   which version a reader saw; it is still compared when reads are asked again), and its rows
-///   (at most 1,000). One round trip a permutation. It runs as the run's role, which owns the
-///   tables.
+/// - `racelab_witness_new_tables`, an event trigger: as a witnessed run's setup makes a table in
+///   a schema (the control connection says so: `racelab.witness` is `on`, given at
+///   connect, see [`CONTROL_OPTION`]), it puts the row trigger on, inside the setup's own
+///   transaction. Putting it on afterwards cost a transaction of its own a permutation, DDL and
+///   a commit: a third of the witness's time (measured, `cargo bench --bench specs`). The
+///   trigger is not fired by the control connection (its `WHEN`), so the setup's and teardown's
+///   writes pay nothing: the setup's rows are read once it is done. A partitioned table gets
+///   none (its partitions, tables of their own, have theirs): a trigger on it would be copied
+///   to a table attached later, which has one of that name, and the reader's `ATTACH` would
+///   fail. A table the trigger cannot be put on is left unwitnessed rather than failing the
+///   reader's statement.
+/// - `racelab.witnessed_tables(schema)`: says, as JSON, each witnessed table that has a primary
+///   key (at most 20): its key columns in order, the columns a version is told by in words (all
+///   but time stamps: a row's `created_at` says when, not which version a reader saw; it is
+///   still compared when reads are asked again), and its rows (at most 1,000). Read only, one
+///   round trip a permutation. A table whose trigger the spec dropped or disabled is not
+///   listed: its proof would miss what it did not see.
 pub const WITNESS_SQL: &str = "
 CREATE FUNCTION racelab.witness() RETURNS trigger LANGUAGE plpgsql
 SET search_path = pg_catalog SET client_min_messages = notice AS $witness$
@@ -133,11 +145,37 @@ BEGIN
   RAISE NOTICE 'racelab witness' USING DETAIL = json_build_object(
     'xid', pg_current_xact_id()::text, 'began', now()::text,
     'at', (date_part('epoch', clock_timestamp()) * 1000000)::int8,
-    'table', TG_TABLE_NAME, 'old', row_to_json(OLD), 'new', row_to_json(NEW))::text;
+    'schema', TG_TABLE_SCHEMA, 'table', TG_TABLE_NAME, 'old', row_to_json(OLD), 'new', row_to_json(NEW))::text;
   RETURN NULL;
 END
 $witness$;
-CREATE FUNCTION racelab.witness_tables(schema name) RETURNS text LANGUAGE plpgsql
+CREATE FUNCTION racelab.witness_new_tables() RETURNS event_trigger LANGUAGE plpgsql
+SET search_path = pg_catalog AS $new$
+DECLARE
+  t record;
+BEGIN
+  IF current_setting('racelab.witness', true) IS DISTINCT FROM 'on' THEN
+    RETURN;
+  END IF;
+  FOR t IN
+    SELECT c.oid FROM pg_event_trigger_ddl_commands() d JOIN pg_class c ON c.oid = d.objid
+    WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND c.relkind = 'r'
+      AND c.relpersistence <> 't'
+  LOOP
+    BEGIN
+      EXECUTE format('CREATE TRIGGER racelab_witness AFTER INSERT OR UPDATE OR DELETE ON %s '
+                     'FOR EACH ROW WHEN (pg_catalog.pg_backend_pid() OPERATOR(pg_catalog.<>) %s) '
+                     'EXECUTE FUNCTION racelab.witness()', t.oid::regclass, pg_backend_pid());
+    EXCEPTION WHEN OTHERS THEN
+      NULL;
+    END;
+  END LOOP;
+END
+$new$;
+CREATE EVENT TRIGGER racelab_witness_new_tables ON ddl_command_end
+  WHEN TAG IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO')
+  EXECUTE FUNCTION racelab.witness_new_tables();
+CREATE FUNCTION racelab.witnessed_tables(schema name) RETURNS text LANGUAGE plpgsql
 SET search_path = pg_catalog AS $tables$
 DECLARE
   t record;
@@ -155,10 +193,10 @@ BEGIN
     FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
     WHERE i.indisprimary AND c.relkind IN ('r', 'p')
       AND c.relnamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = schema)
+      AND EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = c.oid AND g.tgname = 'racelab_witness'
+                    AND g.tgfoid = 'racelab.witness()'::regprocedure AND g.tgenabled <> 'D')
     ORDER BY 1 LIMIT 20
   LOOP
-    EXECUTE format('CREATE OR REPLACE TRIGGER racelab_witness AFTER INSERT OR UPDATE OR DELETE '
-                   'ON %I.%I FOR EACH ROW EXECUTE FUNCTION racelab.witness()', schema, t.name);
     EXECUTE format('SELECT coalesce(json_agg(row_to_json(r)), ''[]'') FROM (SELECT * FROM %I.%I LIMIT 1000) r',
                    schema, t.name) INTO rows;
     found := found || json_build_object('name', t.name, 'key', t.key, 'columns', t.columns, 'rows', rows);
@@ -168,16 +206,14 @@ END
 $tables$;
 ";
 
-/// Puts the witness on the run's tables: the run's schema, and what [`WITNESS_SQL`]'s
-/// `witness_tables` says of it. Its commit does not wait for the disk (`synchronous_commit`,
-/// for this transaction alone): a trigger a crash would lose belongs to a run that is over
-/// anyway, and the wait was a third of the install's time (measured, 1.45 against 0.8–1.1 ms).
-const INSTALL: &str = "SET LOCAL synchronous_commit = off; \
-SELECT pg_catalog.current_schema(), racelab.witness_tables(pg_catalog.current_schema())";
+/// What a witnessed run's control connection is given at connect: the event trigger puts the
+/// row trigger on the tables its setup makes. A startup option, so a spec's `RESET ALL` keeps
+/// it; a spec that turns it off only loses its own proof.
+pub const CONTROL_OPTION: &str = "-c racelab.witness=on";
 
-/// A read's snapshot, whether its transaction is the statement alone, and its start: asked in
-/// the reader's session, so every operator is named with its schema (a spec may put its own
-/// first in the search path).
+/// The run's schema and what [`WITNESS_SQL`]'s `witnessed_tables` says of it.
+const READ_TABLES: &str = "SELECT pg_catalog.current_schema(), racelab.witnessed_tables(pg_catalog.current_schema())";
+
 const PROBE: &str = "SELECT pg_catalog.pg_current_snapshot(), \
 pg_catalog.now() OPERATOR(pg_catalog.=) pg_catalog.statement_timestamp(), pg_catalog.now()";
 
@@ -192,7 +228,7 @@ fn object(text: &str) -> Option<Map<String, Value>> {
     }
 }
 
-/// One table as `witness_tables` says it: its name, key and columns, and its rows.
+/// One table as `witnessed_tables` says it: its name, key and columns, and its rows.
 fn keyed_table(table: Value) -> Option<(Keyed, Vec<Map<String, Value>>)> {
     let Value::Object(mut table) = table else { return None };
     let names = |value: Option<Value>| -> Option<Vec<String>> { serde_json::from_value(value?).ok() };
@@ -215,11 +251,14 @@ fn keyed_table(table: Value) -> Option<(Keyed, Vec<Map<String, Value>>)> {
 }
 
 impl Witness {
-    /// Puts the trigger on the run's keyed tables, on the control connection (the run's role,
-    /// which owns them), and reads the rows the setup left. `None` when there is nothing to
-    /// witness (no table has a primary key) or PostgreSQL refused.
-    pub async fn install(control: &mut SpecSession) -> Option<Witness> {
-        let installed = control.exec(INSTALL).await;
+    /// What the control connection is asked once the setups are done: the run's schema, its
+    /// witnessed tables and the rows the setup left in them.
+    pub const READ: &str = READ_TABLES;
+
+    /// Starts watching a permutation whose setups are done, from what [`Witness::READ`]
+    /// answered on `control`. `None` when there is nothing to witness (no witnessed table has a
+    /// primary key) or PostgreSQL refused.
+    pub fn after_setup(installed: Answer, control: &mut SpecSession) -> Option<Witness> {
         control.take_notices();
         if let Some(failure) = &installed.failure {
             tracing::debug!("no witness for this spec: {}", failure.line());
@@ -253,18 +292,31 @@ impl Witness {
         })
     }
 
+    /// What a step's session is asked after it, when it read: [`PROBE`].
+    pub const PROBE: &str = PROBE;
+
+    /// Whether [`Witness::PROBE`] may be sent right behind `sql`, before its answer: it is one
+    /// query that takes a snapshot of its own (a `SELECT`, `WITH`, `TABLE` or `VALUES`), so
+    /// the probe cannot be the statement that takes its transaction's snapshot. Any other step
+    /// is probed after its answer, if it returned rows.
+    pub fn probe_behind(sql: &str) -> bool {
+        single_query(sql).is_some()
+    }
+
     /// Takes note of step `step` of `session` once it completed with `answer`: the rows it wrote,
-    /// its failure, or (when it read) the snapshot it read in, asked of `connection`.
+    /// its failure, or (when it read) the snapshot it read in: `probed`, the probe sent behind
+    /// it, or asked of `connection` now.
     pub async fn step_done(
         &mut self,
         session: usize,
         step: usize,
         sql: &str,
         answer: &Answer,
+        probed: Option<tokio::sync::oneshot::Receiver<Answer>>,
         connection: &mut SpecSession,
     ) {
         for report in connection.take_witnessed() {
-            if let Some(written) = parse_report(session, step, &report) {
+            if let Some(written) = parse_report(session, step, &self.schema, &report) {
                 self.writes.push(written);
             }
         }
@@ -276,15 +328,16 @@ impl Witness {
             self.failures.push((session, step, code));
             return;
         }
-        match first_word(sql).as_str() {
-            "commit" | "end" => self.ends.push((session, step, true)),
-            "rollback" | "abort" => self.ends.push((session, step, false)),
-            _ => {}
+        if let Some(committed) = transaction_end(sql) {
+            self.ends.push((session, step, committed));
         }
         if !answer.ends_with_rows {
             return;
         }
-        let probe = connection.exec(PROBE).await;
+        let probe = match probed {
+            Some(probed) => probed.await.unwrap_or_else(|_| Answer::lost()),
+            None => connection.exec(PROBE).await,
+        };
         let row = first_rows(&probe).into_iter().next().unwrap_or_default();
         let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
         if let Some(snapshot) = Snapshot::parse(&text(0)) {
@@ -627,7 +680,18 @@ impl Witness {
                 .find(|w| w.session == t.session && Some(&w.began) == t.began.as_ref())
                 .map(|w| w.xid);
         }
-        let statuses = xact_statuses(control, found.iter().filter_map(|t| t.xid)).await;
+        // The server says how a writer ended unless its steps already did: each ended at its
+        // own COMMIT or ROLLBACK, and no step failed (a failed transaction's COMMIT rolls back;
+        // a savepoint can undo a failure; a procedure can commit).
+        let told_by_steps = self.failures.is_empty()
+            && found
+                .iter()
+                .filter(|t| t.xid.is_some())
+                .all(|t| self.ends.iter().any(|(s, step, _)| *s == t.session && t.holds(*step)));
+        let statuses = match told_by_steps {
+            true => HashMap::new(),
+            false => xact_statuses(control, found.iter().filter_map(|t| t.xid)).await,
+        };
         let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
         for t in &mut found {
             let n = counts.entry(t.session).or_default();
@@ -701,8 +765,12 @@ impl Observed {
 }
 
 /// A report of the trigger's, as a written row.
-fn parse_report(session: usize, step: usize, report: &str) -> Option<Written> {
+fn parse_report(session: usize, step: usize, schema: &str, report: &str) -> Option<Written> {
     let map = object(report)?;
+    // A table of the same name in another schema is another table.
+    if map.get("schema")?.as_str()? != schema {
+        return None;
+    }
     let row = |name: &str| match map.get(name) {
         Some(Value::Object(row)) => Some(row.clone()),
         _ => None,
@@ -728,16 +796,38 @@ fn text(value: Option<&Value>) -> String {
     }
 }
 
-/// The first word of `sql`, lower-cased (after blanks and `--` comments).
-fn first_word(sql: &str) -> String {
+/// The words of `sql`, lower-cased, after blanks and `--` comments at its start.
+fn words(sql: &str) -> impl Iterator<Item = String> + '_ {
     let mut rest = sql.trim_start();
     while let Some(comment) = rest.strip_prefix("--") {
         rest = comment.split_once('\n').map_or("", |(_, after)| after).trim_start();
     }
     rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase()
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+}
+
+/// The first word of `sql`, lower-cased (after blanks and `--` comments).
+fn first_word(sql: &str) -> String {
+    words(sql).next().unwrap_or_default()
+}
+
+/// How `sql` ends its session's transaction, when it is one statement that does: `COMMIT` or
+/// `END` (true), `ROLLBACK` or `ABORT` (false). `ROLLBACK TO` a savepoint goes on with the
+/// transaction, and `… PREPARED` ends another one.
+fn transaction_end(sql: &str) -> Option<bool> {
+    let statement = sql.trim().trim_end_matches(';');
+    if statement.contains(';') {
+        return None;
+    }
+    let mut words = words(statement);
+    let (first, second) = (words.next()?, words.next().unwrap_or_default());
+    match (first.as_str(), second.as_str()) {
+        (_, "prepared") | ("rollback", "to") => None,
+        ("commit" | "end", _) => Some(true),
+        ("rollback" | "abort", _) => Some(false),
+        _ => None,
+    }
 }
 
 /// Whether `sql` is one write whose rows are its own (`UPDATE … RETURNING`): not a read of
@@ -789,15 +879,31 @@ mod tests {
     }
 
     #[test]
+    fn only_a_commit_or_a_rollback_of_the_sessions_own_transaction_ends_it() {
+        assert_eq!(transaction_end("COMMIT;"), Some(true));
+        assert_eq!(transaction_end("-- done\nend"), Some(true));
+        assert_eq!(transaction_end("commit and chain"), Some(true));
+        assert_eq!(transaction_end("ROLLBACK"), Some(false));
+        assert_eq!(transaction_end("abort;"), Some(false));
+        assert_eq!(transaction_end("ROLLBACK TO SAVEPOINT a"), None);
+        assert_eq!(transaction_end("rollback to a;"), None);
+        assert_eq!(transaction_end("COMMIT PREPARED 'x'"), None);
+        assert_eq!(transaction_end("UPDATE t SET v = 1; COMMIT"), None);
+        assert_eq!(transaction_end("SELECT 1"), None);
+    }
+
+    #[test]
     fn a_trigger_report_reads_as_a_written_row() {
         let report = r#"{"xid": "812", "began": "2026-12-05 01:00:00.1+00", "at": 1733360000123456,
-            "table": "test", "old": {"id": 1, "value": 10}, "new": {"id": 1, "value": 11}}"#;
-        let w = parse_report(1, 4, report).expect("a report");
+            "schema": "public", "table": "test", "old": {"id": 1, "value": 10}, "new": {"id": 1, "value": 11}}"#;
+        let w = parse_report(1, 4, "public", report).expect("a report");
         assert_eq!(
             (w.session, w.step, w.xid, w.at, w.table.as_str()),
             (1, 4, 812, 1733360000123456, "test")
         );
         assert_eq!(w.new.and_then(|n| n.get("value").cloned()), Some(Value::from(11)));
-        assert!(parse_report(0, 0, r#"{"xid": "x"}"#).is_none());
+        assert!(parse_report(0, 0, "public", r#"{"xid": "x"}"#).is_none());
+        // The same table name in another schema is another table.
+        assert!(parse_report(1, 4, "elsewhere", report).is_none());
     }
 }
