@@ -54,20 +54,92 @@ pub async fn record(
     postgres: Option<u32>,
     proof_on: Option<&str>,
 ) -> Result<Recording, RecordError> {
-    let (scenario, spec_text): (Arc<dyn Scenario>, Option<String>) = match source {
-        Source::Lab(found) => (found.into_scenario(), None),
-        Source::Spec(text) => {
-            let id = crate::store::spec_id(&text);
-            (Arc::new(SpecScenario::new(&id, &text)?), Some(text))
-        }
-    };
+    let (scenario, spec_text) = scenario_of(source)?;
     let info = scenario.info();
     let variant = variant
         .map(str::to_owned)
         .or_else(|| info.variants.first().map(|v| v.id.clone()))
         .unwrap_or_default();
-    let services = scenario.budget(&variant).services();
     let run = play(engine, scenario.clone(), &variant, postgres).await?;
+    let played = Played {
+        scenario,
+        spec_text,
+        run,
+        postgres,
+        recorded_at: now_seconds(),
+    };
+    kept(engine, played, proof_on).await
+}
+
+/// A run racelab already finished and stored, as a recording: what "Download recording" on its
+/// page saves. Stamped with the day it finished and the PostgreSQL its header names; a spec's
+/// matrix is played now, on that version.
+pub async fn of_stored(
+    engine: &Arc<Engine>,
+    source: Source,
+    run: StoredRun,
+    finished_at: u64,
+    proof_on: Option<&str>,
+) -> Result<Recording, RecordError> {
+    match &run.outcome {
+        Outcome::Completed => {}
+        Outcome::Failed { message } => return Err(RecordError::NotCompleted(message.clone())),
+        Outcome::Cancelled => return Err(RecordError::NotCompleted("cancelled".to_owned())),
+    }
+    let (scenario, spec_text) = scenario_of(source)?;
+    let postgres = run.events.iter().find_map(|e| match &e.kind {
+        EventKind::RunStarted { server, .. } => shared::versions::major_of(server),
+        _ => None,
+    });
+    let played = Played {
+        scenario,
+        spec_text,
+        run,
+        postgres,
+        recorded_at: finished_at,
+    };
+    kept(engine, played, proof_on).await
+}
+
+/// A finished run and what it was a run of, before it is kept.
+struct Played {
+    scenario: Arc<dyn Scenario>,
+    /// A spec's text; `None` for a lab scenario.
+    spec_text: Option<String>,
+    run: StoredRun,
+    /// The PostgreSQL major version it played on, where it names one.
+    postgres: Option<u32>,
+    recorded_at: u64,
+}
+
+fn scenario_of(source: Source) -> Result<(Arc<dyn Scenario>, Option<String>), RecordError> {
+    Ok(match source {
+        Source::Lab(found) => (found.into_scenario(), None),
+        Source::Spec(text) => {
+            let id = crate::store::spec_id(&text);
+            (Arc::new(SpecScenario::new(&id, &text)?), Some(text))
+        }
+    })
+}
+
+fn now_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The recording of `played`: a spec's matrix played, a lab run's proof worked out on
+/// `proof_on`, the stamp.
+async fn kept(engine: &Arc<Engine>, played: Played, proof_on: Option<&str>) -> Result<Recording, RecordError> {
+    let Played {
+        scenario,
+        spec_text,
+        run,
+        postgres,
+        recorded_at,
+    } = played;
+    let info = scenario.info();
+    let services = scenario.budget(&run.variant).services();
     let spec = match spec_text {
         Some(text) => {
             let every = play(engine, scenario, EVERY, postgres).await?;
@@ -84,7 +156,7 @@ pub async fn record(
         (None, Some(url)) => proof_of_lab_run(url, &run).await,
         _ => None,
     };
-    let stamp = stamp(engine, &info, &variant, &services, &run.events).await;
+    let stamp = stamp(engine, &info, &run.variant, &services, &run.events, recorded_at).await;
     Ok(Recording {
         format: recording::FORMAT.to_owned(),
         version: recording::VERSION,
@@ -146,7 +218,14 @@ async fn proof_of_lab_run(url: &str, run: &StoredRun) -> Option<shared::proof::P
 
 /// Where and when: each service the run talked to and its version (PostgreSQL's as the run's
 /// header gave it, Redis's as it answers `INFO`), racelab's build, the variant, the moment.
-async fn stamp(engine: &Engine, info: &ScenarioInfo, variant: &str, services: &[Service], events: &[Event]) -> Stamp {
+async fn stamp(
+    engine: &Engine,
+    info: &ScenarioInfo,
+    variant: &str,
+    services: &[Service],
+    events: &[Event],
+    recorded_at: u64,
+) -> Stamp {
     let mut versions = Vec::new();
     for &service in services {
         let version = match service {
@@ -162,11 +241,8 @@ async fn stamp(engine: &Engine, info: &ScenarioInfo, variant: &str, services: &[
         versions.push(ServiceVersion { service, version });
     }
     let (racelab, commit) = racelab_build();
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
     Stamp {
-        recorded_at: recording::utc_timestamp(seconds),
+        recorded_at: recording::utc_timestamp(recorded_at),
         racelab,
         commit,
         services: versions,

@@ -85,6 +85,17 @@ impl Store {
         }))
     }
 
+    /// When a finished run finished, in seconds since 1970 (UTC), if one has that id: a
+    /// recording made from it later is stamped with the day it ran.
+    pub async fn finished_at(&self, id: &str) -> Result<Option<u64>, sqlx::Error> {
+        let seconds: Option<i64> =
+            sqlx::query_scalar("SELECT extract(epoch FROM finished_at)::int8 FROM public.runs WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(seconds.and_then(|s| u64::try_from(s).ok()))
+    }
+
     /// Keeps a reader's spec and returns its id: the first 16 hex digits of its text's SHA-256.
     /// The same text twice is the same spec.
     pub async fn save_spec(&self, text: &str) -> Result<String, sqlx::Error> {

@@ -217,3 +217,50 @@ async fn a_recording_on_another_origin_plays_with_no_racelab_behind_it() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_finished_on_its_page_downloads_as_a_recording_that_plays_elsewhere() {
+    run("recording_download", async |b: &Browser| {
+        b.set_viewport(1280, 900).await;
+        b.goto("/lab/isolation/write-skew?variant=serializable").await;
+        b.wait_for("button.rl-run").await;
+        assert_eq!(b.count("a.rl-download").await, 0, "nothing to download before a run");
+        b.click("button.rl-run").await;
+        b.wait_for(".rl-verdict").await;
+        b.wait_for("a.rl-download").await;
+        let href = b.attr("a.rl-download", "href").await.unwrap_or_default();
+        assert!(href.starts_with("/api/runs/") && href.ends_with("/recording"), "{href}");
+        assert!(
+            b.attr("a.rl-download", "download").await.is_some(),
+            "saved as a file, not opened"
+        );
+        b.screenshot("download-1280").await;
+        // What the browser saves, asked as the link asks it.
+        let saved = b
+            .js(
+                "return fetch(arguments[0]).then(r => r.text());",
+                vec![serde_json::json!(href)],
+            )
+            .await;
+        let saved = saved.as_str().unwrap_or_default().to_owned();
+        let recorded = shared::recording::read(&saved).expect("the saved file is a recording");
+        assert_eq!(
+            Some(recorded.run.id.as_str()),
+            href.strip_prefix("/api/runs/")
+                .and_then(|r| r.strip_suffix("/recording"))
+        );
+
+        // Kept on another site, it plays there as it ran here.
+        let host = static_host(vec![("mine.racelab.json", saved)]).await;
+        b.set_viewport(680, 900).await;
+        b.goto(&format!("/embed/recording?src={host}/mine.racelab.json")).await;
+        b.wait_for(".rl-verdict").await;
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        let recorded_on = b.text(".rl-recorded").await.unwrap_or_default();
+        assert!(recorded_on.starts_with("recorded on PostgreSQL "), "{recorded_on}");
+        let page = b.text("main").await.unwrap_or_default();
+        assert!(page.contains("40001"), "bob's refused commit, with its SQLSTATE");
+        b.screenshot("downloaded-played-680").await;
+    })
+    .await;
+}

@@ -295,3 +295,58 @@ async fn a_file_that_is_not_a_whole_recording_says_why() {
     let recorded = recording::read(&hostile).expect("still a recording");
     assert_eq!(recorded.scenario.title, "<script>alert(1)</script>");
 }
+
+#[tokio::test]
+async fn a_finished_run_downloads_from_its_page_as_a_recording_that_plays_as_it_ran() {
+    let _slot = common::db_slot().await;
+    let address = common::server().await;
+    let mut ws = common::socket::connect(address).await;
+    common::socket::start(&mut ws, "isolation/write-skew", "serializable", "auto").await;
+    let frames = common::socket::receive_until(&mut ws, |f| common::socket::is_type(f, "done")).await;
+    let done = frames.last().expect("a done frame");
+    assert_eq!(done["outcome"]["status"], "completed", "{done}");
+    let run = done["run_id"].as_str().expect("a run id");
+
+    let response = reqwest::get(format!("http://{address}/api/runs/{run}/recording"))
+        .await
+        .expect("the recording is asked for");
+    assert_eq!(response.status().as_u16(), 200);
+    let saved_as = response
+        .headers()
+        .get("content-disposition")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(
+        saved_as,
+        "attachment; filename=\"isolation-write-skew.serializable.racelab.json\""
+    );
+    let text = response.text().await.expect("a body");
+    let recorded = recording::read(&text).expect("a downloaded recording plays");
+    assert_plays_as_the_write_skew_ran(&recorded);
+    assert_eq!(recorded.run.id, run, "the run on the page, not another played for it");
+    // Stamped with the server the run's header names, and the day it finished.
+    let header = recorded.run.events.iter().find_map(|e| match &e.kind {
+        EventKind::RunStarted { server, .. } => Some(server.clone()),
+        _ => None,
+    });
+    let postgres = recorded
+        .stamp
+        .services
+        .iter()
+        .find(|s| s.service == Service::Postgres)
+        .and_then(|s| s.version.clone());
+    assert!(header.is_some() && postgres == header, "{postgres:?} / {header:?}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
+    assert_eq!(
+        recorded.stamp.recorded_at.get(..10),
+        recording::utc_timestamp(now).get(..10)
+    );
+
+    // No run of that id: said, not a file.
+    let (status, _, body) = common::get(address, "/api/runs/000000000000/recording").await;
+    assert_eq!(status, 404, "{body}");
+}

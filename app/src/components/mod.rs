@@ -2,6 +2,8 @@
 
 pub mod chart;
 pub mod compact_timeline;
+#[cfg(not(feature = "embed"))]
+pub mod download;
 pub mod drain;
 #[cfg(not(feature = "embed"))]
 pub mod embed_code;

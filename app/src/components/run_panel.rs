@@ -175,6 +175,12 @@ pub fn RunPanel(
     };
     #[cfg(feature = "embed")]
     let open_as_spec = ();
+    // A finished run on its own page saves as a recording; a load test's thousand requests do not.
+    #[cfg(not(feature = "embed"))]
+    let download =
+        (chrome == Chrome::Full && !is_load_test).then(|| view! { <super::download::DownloadRecording state=state /> });
+    #[cfg(feature = "embed")]
+    let download = ();
     let step_run = move |_| start(Mode::Step);
     let next = move |_| socket.next();
     let cancel = move |_| socket.cancel();
@@ -269,6 +275,7 @@ pub fn RunPanel(
                 {version_picker}
                 {played_on}
                 {open_as_spec}
+                {download}
                 {teach}
                 {(!is_load_test && chrome != Chrome::Column).then(|| view! { <ViewToggle compact=compact /> })}
             </div>

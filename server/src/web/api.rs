@@ -1,5 +1,5 @@
-//! `GET /api/labs`, `GET /api/scenarios/{lab}/{scenario}`, `GET /api/runs/{id}`, and readers'
-//! specs: `POST /api/specs` (save) and `GET /api/specs/{id}`.
+//! `GET /api/labs`, `GET /api/scenarios/{lab}/{scenario}`, `GET /api/runs/{id}` (and its spec,
+//! proof and recording), and readers' specs: `POST /api/specs` (save) and `GET /api/specs/{id}`.
 
 use super::AppState;
 use super::error::ApiError;
@@ -25,6 +25,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/specs/{id}", get(saved_spec))
         .route("/api/runs/{id}/spec", get(run_as_spec))
         .route("/api/runs/{id}/proof", get(run_proof))
+        .route("/api/runs/{id}/recording", get(run_recording))
         .route("/api/scenarios/{lab}/{scenario}/spec", get(scenario_as_spec))
 }
 
@@ -107,13 +108,7 @@ async fn run_proof(
     }
     let text = spec_of_stored(&run)?;
     // Played again on the version the run played on (its header's), where racelab still has it.
-    let played_on = run.events.iter().find_map(|e| match &e.kind {
-        shared::EventKind::RunStarted { server, .. } => shared::versions::major_of(server),
-        _ => None,
-    });
-    let url = played_on
-        .and_then(|major| state.engine.url_of(major))
-        .unwrap_or_else(|| state.config.database_url.clone());
+    let url = url_of_run(&state, &run);
     crate::specs::prove(&url, &text)
         .await
         .map_err(|e| ApiError::Unavailable(e.to_string()))?
@@ -123,6 +118,63 @@ async fn run_proof(
                 "racelab cannot tell what this run's reads saw: none of its tables has a primary key".into(),
             )
         })
+}
+
+/// A finished run as a recording (`*.racelab.json`, docs/recordings.md), saved by the browser
+/// under its own name: "Download recording" on the run's page. A lab run's proof is worked out
+/// now as [`run_proof`] does; a spec's matrix is played now. 404 for a run that did not complete.
+async fn run_recording(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl axum::response::IntoResponse, ApiError> {
+    use crate::recording::{self, Source};
+    let run = stored(&state, &id).await?;
+    let finished_at = state.engine.store.finished_at(&id).await?.unwrap_or_default();
+    let source = match run.scenario.strip_prefix("spec/") {
+        Some(spec) => Source::Spec(
+            state
+                .engine
+                .store
+                .load_spec(spec)
+                .await?
+                .ok_or_else(|| ApiError::NotFound(format!("the spec of run {id:?} is no longer kept")))?,
+        ),
+        None => Source::Lab(
+            labs::find(&run.scenario)
+                .ok_or_else(|| ApiError::NotFound(format!("there is no scenario called {:?}", run.scenario)))?,
+        ),
+    };
+    let name = recording::default_file_name(&run.scenario, &run.variant);
+    let proof_on = url_of_run(&state, &run);
+    let made = recording::of_stored(&state.engine, source, run, finished_at, Some(&proof_on))
+        .await
+        .map_err(|e| match e {
+            recording::RecordError::NotCompleted(_) => ApiError::NotFound(e.to_string()),
+            _ => ApiError::Unavailable(e.to_string()),
+        })?;
+    let body = serde_json::to_string_pretty(&made).map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok((
+        [
+            (axum::http::header::CONTENT_TYPE, "application/json".to_owned()),
+            (
+                axum::http::header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}\""),
+            ),
+        ],
+        body,
+    ))
+}
+
+/// The PostgreSQL a stored run played on (its header's version), where racelab still has it;
+/// else racelab's own.
+fn url_of_run(state: &AppState, run: &StoredRun) -> String {
+    let played_on = run.events.iter().find_map(|e| match &e.kind {
+        shared::EventKind::RunStarted { server, .. } => shared::versions::major_of(server),
+        _ => None,
+    });
+    played_on
+        .and_then(|major| state.engine.url_of(major))
+        .unwrap_or_else(|| state.config.database_url.clone())
 }
 
 /// A stored lab run as a spec's text.
