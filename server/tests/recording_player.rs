@@ -249,6 +249,10 @@ async fn a_run_finished_on_its_page_downloads_as_a_recording_that_plays_elsewher
             href.strip_prefix("/api/runs/")
                 .and_then(|r| r.strip_suffix("/recording"))
         );
+        // The run's permalink offers the same file.
+        b.goto(&format!("/runs/{}", recorded.run.id)).await;
+        b.wait_for("a.rl-download").await;
+        assert_eq!(b.attr("a.rl-download", "href").await.as_deref(), Some(href.as_str()));
 
         // Kept on another site, it plays there as it ran here.
         let host = static_host(vec![("mine.racelab.json", saved)]).await;

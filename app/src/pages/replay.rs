@@ -103,9 +103,17 @@ pub fn ReplayPage(
                 _ => None,
             })
             .map(|(state, text)| view! { <p class="rl-status" data-state=state role="status"><span>{text}</span></p> });
+            // A run racelab kept saves as a recording from its permalink too.
+            #[cfg(not(feature = "embed"))]
+            let download = run
+                .recorded
+                .is_none()
+                .then(|| view! { <crate::components::download::DownloadRecording state=state /> });
+            #[cfg(feature = "embed")]
+            let download = ();
             let toggle = (!embed && !is_load_test.get_untracked()).then(|| {
                 view! {
-                    <div class="rl-controls"><ViewToggle compact=compact /></div>
+                    <div class="rl-controls">{download}<ViewToggle compact=compact /></div>
                 }
             });
             view! {
