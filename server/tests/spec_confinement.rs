@@ -62,8 +62,18 @@ async fn play(name: &str, text: &str) -> String {
     lines
 }
 
+/// PostgreSQL 15 (the machine's) and 18 (racelab's private one): each attack is tried on both.
+fn both() -> [(u32, String); 2] {
+    [(15, database_url()), (18, common::versions::postgres_18())]
+}
+
 async fn admin() -> tokio_postgres::Client {
-    let mut config: tokio_postgres::Config = database_url().parse().expect("a database URL");
+    admin_on(&database_url()).await
+}
+
+/// racelab's own user on the server at `url`.
+async fn admin_on(url: &str) -> tokio_postgres::Client {
+    let mut config: tokio_postgres::Config = url.parse().expect("a database URL");
     config.dbname("postgres");
     let (client, connection) = config.connect(tokio_postgres::NoTls).await.expect("PostgreSQL answers");
     tokio::spawn(connection);
@@ -90,10 +100,7 @@ const fn alike(words: &'static str) -> Refusal {
 /// it in its words, and that nothing is left.
 async fn refused(name: &str, sql: &str, refusal: Refusal) {
     let text = format!("session hostile\nstep try {{ {sql} }}\n");
-    for ((version, url), refusal) in [(15, database_url()), (18, common::versions::postgres_18())]
-        .into_iter()
-        .zip(refusal)
-    {
+    for ((version, url), refusal) in both().into_iter().zip(refusal) {
         let (lines, ended) = play_on(&url, name, &text, Limits::default()).await;
         if let Err(error) = ended {
             panic!("{name} on {version}: {error}\n{lines}");
@@ -122,7 +129,7 @@ async fn it_cannot_read_racelabs_own_tables() {
 
 #[tokio::test]
 async fn it_cannot_read_change_hear_or_signal_another_run() {
-    for (version, url) in [(15, database_url()), (18, common::versions::postgres_18())] {
+    for (version, url) in both() {
         another_run(version, &url).await;
     }
 }
@@ -349,30 +356,35 @@ async fn it_cannot_change_server_or_role_settings() {
 
 #[tokio::test]
 async fn it_cannot_see_other_sessions_queries() {
-    // A session of racelab's own user, its last query naming a marker.
-    let client = admin().await;
-    client
-        .simple_query("SELECT 'racelab-secret-marker'")
-        .await
-        .expect("the marker query");
-    let lines = play(
-        "peek",
-        "session peek\nstep look { SELECT count(*) AS seen FROM pg_stat_activity WHERE query LIKE '%racelab-secret' || '-marker%'; }\n",
-    )
-    .await;
-    assert!(lines.contains("seen\n----\n   0\n(1 row)"), "{lines}");
-    // The marker was there to be seen by a user allowed to.
-    let seen: i64 = admin()
-        .await
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%racelab-secret' || '-marker%'",
-            &[],
+    for (version, url) in both() {
+        // A session of racelab's own user, its last query naming a marker.
+        let client = admin_on(&url).await;
+        client
+            .simple_query("SELECT 'racelab-secret-marker'")
+            .await
+            .expect("the marker query");
+        let (lines, ended) = play_on(
+            &url,
+            "peek",
+            "session peek\nstep look { SELECT count(*) AS seen FROM pg_stat_activity WHERE query LIKE '%racelab-secret' || '-marker%'; }\n",
+            Limits::default(),
         )
-        .await
-        .expect("the check")
-        .get(0);
-    assert!(seen >= 1);
-    assert_eq!(left_by("peek").await, 0);
+        .await;
+        ended.unwrap_or_else(|e| panic!("on {version}: {e}\n{lines}"));
+        assert!(lines.contains("seen\n----\n   0\n(1 row)"), "on {version}: {lines}");
+        // The marker was there to be seen by a user allowed to.
+        let seen: i64 = admin_on(&url)
+            .await
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%racelab-secret' || '-marker%'",
+                &[],
+            )
+            .await
+            .expect("the check")
+            .get(0);
+        assert!(seen >= 1, "on {version}");
+        assert_eq!(left_on(&url, "peek").await, 0, "on {version}");
+    }
 }
 
 #[tokio::test]
@@ -410,17 +422,22 @@ async fn it_cannot_signal_other_backends() {
 
 #[tokio::test]
 async fn it_cannot_keep_a_lock_or_a_session_past_its_run() {
-    let lines = play(
-        "keeplock",
-        "session s\nstep lock { SELECT pg_advisory_lock(4242) IS NOT NULL AS locked; }\nstep open { BEGIN; CREATE TABLE held (k int); LOCK TABLE held; }\n",
-    )
-    .await;
-    assert!(lines.contains("locked\n------\nt"), "{lines}");
-    assert_eq!(
-        left_by("keeplock").await,
-        0,
-        "the advisory lock, the open transaction and the session are gone"
-    );
+    for (version, url) in both() {
+        let (lines, ended) = play_on(
+            &url,
+            "keeplock",
+            "session s\nstep lock { SELECT pg_advisory_lock(4242) IS NOT NULL AS locked; }\nstep open { BEGIN; CREATE TABLE held (k int); LOCK TABLE held; }\n",
+            Limits::default(),
+        )
+        .await;
+        ended.unwrap_or_else(|e| panic!("on {version}: {e}\n{lines}"));
+        assert!(lines.contains("locked\n------\nt"), "on {version}: {lines}");
+        assert_eq!(
+            left_on(&url, "keeplock").await,
+            0,
+            "on {version}: the advisory lock, the open transaction and the session are gone"
+        );
+    }
     refused(
         "prepared",
         "BEGIN; PREPARE TRANSACTION 'keep';",
@@ -436,19 +453,24 @@ async fn a_step_that_never_ends_is_cancelled_at_the_step_limit() {
         ..Limits::default()
     };
     let spec = "session s\nstep forever { SET statement_timeout = 0; SELECT pg_sleep(60); }\n";
-    let started = std::time::Instant::now();
-    let (lines, ended) = play_with("forever", spec, limits).await;
-    ended.expect("the run ends");
-    assert!(started.elapsed() < Duration::from_secs(10), "cancelled, not waited out");
-    assert!(
-        lines.contains("isolationtester: canceling step forever after 0 seconds"),
-        "{lines}"
-    );
-    assert!(
-        lines.contains("ERROR:  canceling statement due to user request"),
-        "{lines}"
-    );
-    assert_eq!(left_by("forever").await, 0);
+    for (version, url) in both() {
+        let started = std::time::Instant::now();
+        let (lines, ended) = play_on(&url, "forever", spec, limits).await;
+        ended.expect("the run ends");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "on {version}: cancelled, not waited out"
+        );
+        assert!(
+            lines.contains("isolationtester: canceling step forever after 0 seconds"),
+            "on {version}: {lines}"
+        );
+        assert!(
+            lines.contains("ERROR:  canceling statement due to user request"),
+            "on {version}: {lines}"
+        );
+        assert_eq!(left_on(&url, "forever").await, 0, "on {version}");
+    }
 }
 
 #[tokio::test]
@@ -462,29 +484,35 @@ async fn a_session_that_never_unblocks_is_cancelled_by_the_testers_rule() {
                 session a setup { BEGIN; } step a_lock { SELECT k FROM t FOR UPDATE; } step a_commit { COMMIT; }\n\
                 session b setup { BEGIN; } step b_lock { SELECT k FROM t FOR UPDATE; } step b_commit { COMMIT; }\n\
                 permutation a_lock b_lock b_commit a_commit\n";
-    let (lines, ended) = play_with("neverunblocks", spec, limits).await;
-    ended.expect("the tester's rule ends the wait, and the permutation goes on");
-    assert!(
-        lines.contains(
-            "step b_lock: SELECT k FROM t FOR UPDATE; <waiting ...>\nisolationtester: canceling step b_lock after 0 seconds\n\
-             step b_lock: <... completed>\nERROR:  canceling statement due to user request\nstep b_commit: COMMIT;"
-        ),
-        "{lines}"
-    );
-    assert_eq!(left_by("neverunblocks").await, 0);
+    for (version, url) in both() {
+        let (lines, ended) = play_on(&url, "neverunblocks", spec, limits).await;
+        ended.expect("the tester's rule ends the wait, and the permutation goes on");
+        assert!(
+            lines.contains(
+                "step b_lock: SELECT k FROM t FOR UPDATE; <waiting ...>\nisolationtester: canceling step b_lock after 0 seconds\n\
+                 step b_lock: <... completed>\nERROR:  canceling statement due to user request\nstep b_commit: COMMIT;"
+            ),
+            "on {version}: {lines}"
+        );
+        assert_eq!(left_on(&url, "neverunblocks").await, 0, "on {version}");
+    }
 }
 
 #[tokio::test]
 async fn temporary_files_are_limited() {
     // A sort of about 130 MB, spilled to disk at a work_mem of 64 kB.
     let spec = "session s\nstep sort { SET work_mem = '64kB'; SELECT sum(length(pad)) FROM (SELECT g, repeat('x', 100) || g AS pad FROM generate_series(1, 1000000) g ORDER BY g DESC) s; }\n";
-    let (lines, ended) = play_with("tempfiles", spec, Limits::default()).await;
-    ended.expect("the run ends");
-    assert!(
-        lines.contains("ERROR:  temporary file size exceeds temp_file_limit (65536kB)"),
-        "{lines}"
-    );
-    assert_eq!(left_by("tempfiles").await, 0);
+    // 18 quotes the setting's name.
+    let refusal: Refusal = [
+        "ERROR:  temporary file size exceeds temp_file_limit (65536kB)",
+        "ERROR:  temporary file size exceeds \"temp_file_limit\" (65536kB)",
+    ];
+    for ((version, url), refusal) in both().into_iter().zip(refusal) {
+        let (lines, ended) = play_on(&url, "tempfiles", spec, Limits::default()).await;
+        ended.expect("the run ends");
+        assert!(lines.contains(refusal), "on {version}: {lines}");
+        assert_eq!(left_on(&url, "tempfiles").await, 0, "on {version}");
+    }
 }
 
 #[tokio::test]
