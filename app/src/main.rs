@@ -40,9 +40,10 @@ fn App() -> impl IntoView {
         }
         // The recording player is the full app's (it has the scrubber the embed app leaves out).
         #[cfg(not(feature = "embed"))]
-        Route::EmbedRecording { src, options } => {
+        Route::EmbedRecording { src, live, options } => {
             let source = pages::replay::Source::Recording(src);
-            view! { <pages::replay::ReplayPage source=source embed=true compact=options.compact /> }.into_any()
+            view! { <pages::replay::ReplayPage source=source embed=true compact=options.compact live=live /> }
+                .into_any()
         }
         Route::Embed { id, options } => view! { <pages::embed::EmbedPage id=id options=options /> }.into_any(),
         #[cfg(not(feature = "embed"))]

@@ -41,9 +41,11 @@ pub enum Route {
         id: String,
         options: EmbedOptions,
     },
-    /// `/embed/recording?src=URL`: a recording file, played with no racelab server behind it.
+    /// `/embed/recording?src=URL[&live=SERVER]`: a recording file, played with no racelab
+    /// server behind it; "Run it live" on the racelab at `live`, where the author names one.
     EmbedRecording {
         src: String,
+        live: Option<String>,
         options: EmbedOptions,
     },
     /// `/write`: write your own race (a spec), run it, share it.
@@ -101,6 +103,7 @@ impl Route {
             ["embed", "recording"] => match query_param(query, "src").filter(|src| !src.is_empty()) {
                 Some(src) => Route::EmbedRecording {
                     src,
+                    live: query_param(query, "live").filter(|live| !live.is_empty()),
                     options: embed_options(query),
                 },
                 None => Route::NotFound { path: path.to_owned() },

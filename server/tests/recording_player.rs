@@ -146,6 +146,11 @@ async fn a_recording_on_another_origin_plays_with_no_racelab_behind_it() {
             Vec::<String>::new(),
             "no request to racelab's API or socket"
         );
+        assert_eq!(
+            b.count("a.rl-run-live").await,
+            0,
+            "no server named, nothing to run live"
+        );
         assert!(!b.scrolls_sideways().await, "it fits 680 px");
         b.screenshot("recording-680").await;
         b.set_viewport(360, 740).await;
@@ -153,6 +158,24 @@ async fn a_recording_on_another_origin_plays_with_no_racelab_behind_it() {
         assert!(!b.scrolls_sideways().await, "it fits 360 px");
         b.screenshot("recording-360").await;
         b.set_viewport(680, 900).await;
+
+        // Its author names a racelab to run it live on; an address that is not a server's is
+        // no link.
+        b.goto(&format!(
+            "/embed/recording?src={host}/ws.racelab.json&live=https://racelab.example/"
+        ))
+        .await;
+        b.wait_for("a.rl-run-live").await;
+        assert_eq!(
+            b.attr("a.rl-run-live", "href").await.as_deref(),
+            Some("https://racelab.example/lab/isolation/write-skew?variant=serializable")
+        );
+        b.goto(&format!(
+            "/embed/recording?src={host}/ws.racelab.json&live=javascript:window.pwned=3"
+        ))
+        .await;
+        b.wait_for(".rl-verdict").await;
+        assert_eq!(b.count("a.rl-run-live").await, 0, "a script is not a server");
 
         // The detailed view, travelled back in time with the scrubber's ←.
         b.goto(&format!("/embed/recording?src={host}/ws.racelab.json&view=detailed"))

@@ -224,8 +224,70 @@ pub fn utc_timestamp(unix_seconds: u64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
 }
 
+/// Where a recording's "Run it live" goes on the racelab server at `server` (the address an
+/// author names with the player's `live=`): the scenario's page at the recorded variant, or a
+/// spec's saved page. `None` unless `server` is an `http` or `https` address with a host: a
+/// link made from a page's address must not run script (`javascript:`). The scenario and
+/// variant come from the file, so every character that could end the path is escaped.
+pub fn live_address(server: &str, scenario: &str, variant: &str) -> Option<String> {
+    let server = server.trim().trim_end_matches('/');
+    let host = server
+        .strip_prefix("https://")
+        .or_else(|| server.strip_prefix("http://"))?;
+    if host.is_empty() || host.contains(|c: char| c.is_whitespace() || c.is_control() || "\"'<>\\".contains(c)) {
+        return None;
+    }
+    let page = match scenario.strip_prefix("spec/") {
+        Some(id) => format!("/s/{}", escaped(id)),
+        None => format!("/lab/{}", escaped(scenario)),
+    };
+    Some(format!("{server}{page}?variant={}", escaped(variant)))
+}
+
+/// `text` with every byte but letters, digits, `-`, `_`, `.` and `/` percent-encoded.
+fn escaped(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'/' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn run_it_live_goes_to_the_authors_server_and_nowhere_else() {
+        use super::live_address;
+        assert_eq!(
+            live_address("https://racelab.example/", "isolation/write-skew", "serializable").as_deref(),
+            Some("https://racelab.example/lab/isolation/write-skew?variant=serializable")
+        );
+        assert_eq!(
+            live_address("http://127.0.0.1:8080", "spec/0123abcd", "p2").as_deref(),
+            Some("http://127.0.0.1:8080/s/0123abcd?variant=p2")
+        );
+        // What a hostile file names stays inside the path and the query.
+        assert_eq!(
+            live_address("https://r.example", "a?b#c", "x&y=\"z").as_deref(),
+            Some("https://r.example/lab/a%3Fb%23c?variant=x%26y%3D%22z")
+        );
+        for refused in [
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "https://",
+            "//r.example",
+            "https://a b",
+            "https://a\"b",
+        ] {
+            assert_eq!(
+                live_address(refused, "isolation/write-skew", "serializable"),
+                None,
+                "{refused}"
+            );
+        }
+    }
+
     use super::*;
 
     fn stamp(services: &[(Service, Option<&str>)]) -> Stamp {

@@ -37,10 +37,10 @@ struct Header {
     scenario: String,
     variant: String,
     title: String,
-    /// For a recording: where it was fetched from, and where and when it was made
-    /// (`recorded on PostgreSQL 18.6, 6 Dec 2026`).
+    /// For a recording: where it was fetched from, where and when it was made
+    /// (`recorded on PostgreSQL 18.6, 6 Dec 2026`), and the variant's id.
     #[cfg_attr(feature = "embed", allow(dead_code))]
-    recorded: Option<(String, String)>,
+    recorded: Option<(String, String, String)>,
 }
 
 /// Where the run to replay comes from.
@@ -62,6 +62,10 @@ pub fn ReplayPage(
     /// The compact timeline instead of the detailed one.
     #[prop(default = false)]
     compact: bool,
+    /// A recording's "Run it live": the racelab server its author names (`live=`).
+    #[prop(default = None)]
+    #[cfg_attr(feature = "embed", allow(unused_variables))]
+    live: Option<String>,
 ) -> impl IntoView {
     if embed {
         request_animation_frame(report_height_to_parent);
@@ -118,7 +122,7 @@ pub fn ReplayPage(
             });
             view! {
                 <article class="rl-replay" data-run-id=run.id.clone()>
-                    {heading(&run, embed)}
+                    {heading(&run, embed, live.as_deref())}
                     {ended}
                     {toggle}
                     <RunBody state=state is_load_test=is_load_test compact=compact />
@@ -167,7 +171,7 @@ async fn recorded(src: &str, state: RwSignal<RunState>) -> Loaded {
                 scenario: recording.run.scenario,
                 variant: recording.stamp.variant_label.clone(),
                 title: recording.scenario.title,
-                recorded: Some((src.to_owned(), recording.stamp.line())),
+                recorded: Some((src.to_owned(), recording.stamp.line(), recording.stamp.variant.clone())),
             })
         }
     }
@@ -175,15 +179,26 @@ async fn recorded(src: &str, state: RwSignal<RunState>) -> Loaded {
 
 /// The embed's one-line title, or the page's heading: the scenario and variant, what the
 /// scenario shows, and the links that go with a run (live again, the pictures). A recording's
-/// says it is one, where and when it was made, instead of linking to a run racelab has.
-fn heading(run: &Header, embed: bool) -> AnyView {
+/// says it is one, where and when it was made, instead of linking to a run racelab has, and
+/// offers to run it live on the racelab its author names (`live`), if any.
+#[cfg_attr(feature = "embed", allow(unused_variables))]
+fn heading(run: &Header, embed: bool, live: Option<&str>) -> AnyView {
     #[cfg(not(feature = "embed"))]
-    if let Some((src, stamp)) = &run.recorded {
+    if let Some((src, stamp, variant)) = &run.recorded {
+        let live = live
+            .and_then(|server| shared::recording::live_address(server, &run.scenario, variant))
+            .map(|href| {
+                view! {
+                    " · "
+                    <a class="rl-run-live" href=href target="_blank" rel="noopener">"Run it live"</a>
+                }
+            });
         return view! {
             <p class="rl-embed-title rl-recording" data-src=src.clone()>
                 <span class="rl-recording-title">{run.title.clone()}</span>
                 <span class="rl-embed-by">{format!(" · {} · ", run.variant)}</span>
                 <span class="rl-recorded">{stamp.clone()}</span>
+                {live}
             </p>
         }
         .into_any();
