@@ -291,3 +291,73 @@ async fn a_run_finished_on_its_page_downloads_as_a_recording_that_plays_elsewher
     })
     .await;
 }
+
+/// Two doctors at SERIALIZABLE, three steps each, no permutation listed: C(6, 3) = 20
+/// interleavings, some of which PostgreSQL refuses with 40001.
+const DOCTORS: &str = "setup { CREATE TABLE doctors (name text PRIMARY KEY, on_call bool NOT NULL);
+  INSERT INTO doctors VALUES ('alice', true), ('bob', true); }
+teardown { DROP TABLE doctors; }
+session alice
+setup { BEGIN ISOLATION LEVEL SERIALIZABLE; }
+step a_count { SELECT count(*) FROM doctors WHERE on_call; }
+step a_leave { UPDATE doctors SET on_call = false WHERE name = 'alice'; }
+step a_commit { COMMIT; }
+session bob
+setup { BEGIN ISOLATION LEVEL SERIALIZABLE; }
+step b_count { SELECT count(*) FROM doctors WHERE on_call; }
+step b_leave { UPDATE doctors SET on_call = false WHERE name = 'bob'; }
+step b_commit { COMMIT; }
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_specs_recording_draws_its_every_permutation_matrix_from_the_file() {
+    let dir = std::env::temp_dir().join(format!("racelab-matrix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let spec = dir.join("doctors.spec");
+    std::fs::write(&spec, DOCTORS).expect("the spec written");
+    let out = dir.join("doctors.racelab.json");
+    let recorded = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
+        .arg("record")
+        .arg(&spec)
+        .arg("-o")
+        .arg(&out)
+        .env(
+            "DATABASE_URL",
+            std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned()),
+        )
+        .output()
+        .await
+        .expect("racelab starts");
+    assert!(
+        recorded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&recorded.stderr)
+    );
+    let text = std::fs::read_to_string(&out).expect("the recording");
+    let _ = std::fs::remove_dir_all(&dir);
+    let host = static_host(vec![("doctors.racelab.json", text)]).await;
+    run("recording_matrix", async |b: &Browser| {
+        b.set_viewport(680, 900).await;
+        b.goto(&format!(
+            "/embed/recording?src={host}/doctors.racelab.json&view=detailed"
+        ))
+        .await;
+        b.wait_for(".rl-verdict").await;
+        b.wait_for(".rl-matrix").await;
+        assert_eq!(b.count(".rl-matrix-row").await, 20, "every interleaving, one row each");
+        assert_eq!(b.count(".rl-matrix-open").await, 0, "no server to play a row on");
+        let refused = b.attrs(".rl-matrix-step", "data-error").await;
+        assert!(
+            refused.iter().flatten().any(|code| code == "40001"),
+            "SERIALIZABLE refused some interleavings: {refused:?}"
+        );
+        assert_eq!(
+            asked_of_racelab(b).await,
+            Vec::<String>::new(),
+            "no request to racelab's API or socket"
+        );
+        assert!(!b.scrolls_sideways().await, "it fits 680 px");
+        b.screenshot("matrix-680").await;
+    })
+    .await;
+}

@@ -1,6 +1,7 @@
 //! "Every permutation": one row per permutation, its steps in order with waits and failures
 //! marked, its outcome; the permutations with the same outcome grouped and counted above. Each
-//! row opens that permutation's own run.
+//! row opens that permutation's own run where there is a server to play it (a recording's
+//! matrix is only read).
 
 use leptos::prelude::*;
 use shared::EventKind;
@@ -21,7 +22,12 @@ fn rows(state: &RunState) -> Vec<(u32, Vec<PlayedStep>, String)> {
 }
 
 #[component]
-pub fn Matrix(state: RwSignal<RunState>, open: Callback<u32>) -> impl IntoView {
+pub fn Matrix(
+    state: RwSignal<RunState>,
+    /// Plays the permutation at this index; without it, rows have no "Open".
+    #[prop(optional)]
+    open: Option<Callback<u32>>,
+) -> impl IntoView {
     let rows = Memo::new(move |_| state.with(rows));
     let groups = move || {
         rows.with(|rows| {
@@ -66,7 +72,9 @@ pub fn Matrix(state: RwSignal<RunState>, open: Callback<u32>) -> impl IntoView {
                         <th scope="row">{index + 1}</th>
                         <td><ol class="rl-matrix-steps">{cells}</ol></td>
                         <td class="rl-matrix-outcome">{outcome}</td>
-                        <td><button class="rl-matrix-open" on:click=move |_| open.run(index)>"Open"</button></td>
+                        {open.map(|open| view! {
+                            <td><button class="rl-matrix-open" on:click=move |_| open.run(index)>"Open"</button></td>
+                        })}
                     </tr>
                 }
             })
@@ -77,7 +85,7 @@ pub fn Matrix(state: RwSignal<RunState>, open: Callback<u32>) -> impl IntoView {
             <ul class="rl-matrix-groups">{groups}</ul>
             <div class="rl-matrix-scroll">
                 <table>
-                    <thead><tr><th scope="col">"#"</th><th scope="col">"Steps, in order (waits and failures marked)"</th><th scope="col">"Outcome"</th><th></th></tr></thead>
+                    <thead><tr><th scope="col">"#"</th><th scope="col">"Steps, in order (waits and failures marked)"</th><th scope="col">"Outcome"</th>{open.map(|_| view! { <th></th> })}</tr></thead>
                     <tbody>{body}</tbody>
                 </table>
             </div>

@@ -81,6 +81,14 @@ pub fn ReplayPage(
     }
     let loaded = RwSignal::new(Loaded::Loading);
     let state = RwSignal::new(RunState::default());
+    // A spec's recording keeps every permutation's outcome: its matrix, drawn under the run.
+    #[cfg(not(feature = "embed"))]
+    let matrix = RwSignal::new(None::<RunState>);
+    #[cfg(not(feature = "embed"))]
+    let matrix_view = move || matrix_of(matrix);
+    // The embed app plays no recording (every byte of it counts against its budget).
+    #[cfg(feature = "embed")]
+    let matrix_view = ();
     let missing = match &source {
         Source::Stored(id) | Source::Recording(id) => id.clone(),
     };
@@ -88,7 +96,7 @@ pub fn ReplayPage(
         loaded.set(match source {
             Source::Stored(id) => stored(&id, state).await,
             #[cfg(not(feature = "embed"))]
-            Source::Recording(src) => recorded(&src, state).await,
+            Source::Recording(src) => recorded(&src, state, matrix).await,
             // The embed app is never asked for a recording (the server sends the full app).
             #[cfg(feature = "embed")]
             Source::Recording(_) => Loaded::Missing,
@@ -126,6 +134,7 @@ pub fn ReplayPage(
                     {ended}
                     {toggle}
                     <RunBody state=state is_load_test=is_load_test compact=compact />
+                    {matrix_view}
                 </article>
             }
             .into_any()
@@ -155,9 +164,10 @@ async fn stored(id: &str, state: RwSignal<RunState>) -> Loaded {
     }
 }
 
-/// The recording at `src`, folded into `state`; or why it cannot be played.
+/// The recording at `src`, folded into `state` (a spec's matrix into `matrix`); or why it
+/// cannot be played.
 #[cfg(not(feature = "embed"))]
-async fn recorded(src: &str, state: RwSignal<RunState>) -> Loaded {
+async fn recorded(src: &str, state: RwSignal<RunState>, matrix: RwSignal<Option<RunState>>) -> Loaded {
     let text = match crate::api::fetch_text(src).await {
         Ok(text) => text,
         Err(why) => return Loaded::Failed(format!("The recording at {src} could not be fetched: {why}.")),
@@ -166,6 +176,9 @@ async fn recorded(src: &str, state: RwSignal<RunState>) -> Loaded {
         Err(why) => Loaded::Failed(format!("The recording at {src} cannot be played: {why}.")),
         Ok(recording) => {
             state.set(RunState::replay(recording.run.id.clone(), recording.events_to_play()));
+            if let Some(spec) = &recording.spec {
+                matrix.set(Some(RunState::replay(recording.run.id.clone(), spec.matrix.clone())));
+            }
             Loaded::Run(Header {
                 id: recording.run.id,
                 scenario: recording.run.scenario,
@@ -174,6 +187,20 @@ async fn recorded(src: &str, state: RwSignal<RunState>) -> Loaded {
                 recorded: Some((src.to_owned(), recording.stamp.line(), recording.stamp.variant.clone())),
             })
         }
+    }
+}
+
+/// A spec recording's every-permutation matrix, read from the file (no row opens a run: there
+/// is no server to play it).
+#[cfg(not(feature = "embed"))]
+fn matrix_of(matrix: RwSignal<Option<RunState>>) -> impl IntoView {
+    move || {
+        matrix.get().map(|played| {
+            view! {
+                <h2 class="rl-matrix-heading">"Every permutation, as recorded"</h2>
+                <crate::components::matrix::Matrix state=RwSignal::new(played) />
+            }
+        })
     }
 }
 
