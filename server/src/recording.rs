@@ -8,7 +8,7 @@ use crate::labs::ScenarioDef;
 use crate::specs::scenario::{EVERY, SpecScenario};
 use shared::protocol::StoredRun;
 use shared::recording::{self, Recording, ServiceVersion, SpecRecording, Stamp};
-use shared::{Event, EventKind, Mode, Outcome, ScenarioInfo, ServerMsg, Service};
+use shared::{EventKind, Mode, Outcome, ScenarioInfo, ServerMsg, Service};
 use std::sync::Arc;
 
 /// What is recorded.
@@ -87,10 +87,7 @@ pub async fn of_stored(
         Outcome::Cancelled => return Err(RecordError::NotCompleted("cancelled".to_owned())),
     }
     let (scenario, spec_text) = scenario_of(source)?;
-    let postgres = run.events.iter().find_map(|e| match &e.kind {
-        EventKind::RunStarted { server, .. } => shared::versions::major_of(server),
-        _ => None,
-    });
+    let postgres = run.server().and_then(shared::versions::major_of);
     let played = Played {
         scenario,
         spec_text,
@@ -156,7 +153,7 @@ async fn kept(engine: &Arc<Engine>, played: Played, proof_on: Option<&str>) -> R
         (None, Some(url)) => proof_of_lab_run(url, &run).await,
         _ => None,
     };
-    let stamp = stamp(engine, &info, &run.variant, &services, &run.events, recorded_at).await;
+    let stamp = stamp(engine, &info, &run, &services, recorded_at).await;
     Ok(Recording {
         format: recording::FORMAT.to_owned(),
         version: recording::VERSION,
@@ -218,21 +215,12 @@ async fn proof_of_lab_run(url: &str, run: &StoredRun) -> Option<shared::proof::P
 
 /// Where and when: each service the run talked to and its version (PostgreSQL's as the run's
 /// header gave it, Redis's as it answers `INFO`), racelab's build, the variant, the moment.
-async fn stamp(
-    engine: &Engine,
-    info: &ScenarioInfo,
-    variant: &str,
-    services: &[Service],
-    events: &[Event],
-    recorded_at: u64,
-) -> Stamp {
+async fn stamp(engine: &Engine, info: &ScenarioInfo, run: &StoredRun, services: &[Service], recorded_at: u64) -> Stamp {
+    let variant = run.variant.as_str();
     let mut versions = Vec::new();
     for &service in services {
         let version = match service {
-            Service::Postgres => events.iter().find_map(|e| match &e.kind {
-                EventKind::RunStarted { server, .. } => Some(server.clone()),
-                _ => None,
-            }),
+            Service::Postgres => run.server().map(str::to_owned),
             Service::Redis => crate::health::redis_version(&engine.services().redis).await,
             // The Kafka protocol has no request for a broker's version; HTTP and processes are
             // racelab's own.

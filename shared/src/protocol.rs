@@ -234,6 +234,16 @@ pub struct StoredRun {
     pub events: Vec<Event>,
 }
 
+impl StoredRun {
+    /// The server its header names (`PostgreSQL 18.6 on …`), where it played on one.
+    pub fn server(&self) -> Option<&str> {
+        self.events.iter().find_map(|e| match &e.kind {
+            crate::EventKind::RunStarted { server, .. } => Some(server.as_str()),
+            _ => None,
+        })
+    }
+}
+
 /// A server frame.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ServerFrame {

@@ -220,7 +220,7 @@ impl<'a> Player<'a> {
         let mut read = None;
         for (i, sql) in self.spec.setup.iter().enumerate() {
             let answer = if self.witnessing && i + 1 == self.spec.setup.len() {
-                let (answer, behind) = self.control.send_then(sql, Witness::READ);
+                let (answer, behind) = self.control.send_then(sql, super::witness::READ);
                 read = Some(behind);
                 self.bounded_answer(None, "the setup", answer).await?
             } else {
@@ -257,7 +257,7 @@ impl<'a> Player<'a> {
             }
             let read = match read {
                 Some(read) if !wrote => read.await.unwrap_or_else(|_| Answer::lost()),
-                _ => self.control.exec(Witness::READ).await,
+                _ => self.control.exec(super::witness::READ).await,
             };
             self.witness = Witness::after_setup(read, &mut self.control);
         }
@@ -497,7 +497,7 @@ impl<'a> Player<'a> {
         });
         let (answer, probe) = match self.witness.is_some() && Witness::probe_behind(sql) {
             true => {
-                let (answer, probe) = self.sessions[session].send_then(sql, Witness::PROBE);
+                let (answer, probe) = self.sessions[session].send_then(sql, super::witness::PROBE);
                 (answer, Some(probe))
             }
             false => (self.sessions[session].send(sql), None),

@@ -211,10 +211,15 @@ $tables$;
 /// it; a spec that turns it off only loses its own proof.
 pub const CONTROL_OPTION: &str = "-c racelab.witness=on";
 
-/// The run's schema and what [`WITNESS_SQL`]'s `witnessed_tables` says of it.
-const READ_TABLES: &str = "SELECT pg_catalog.current_schema(), racelab.witnessed_tables(pg_catalog.current_schema())";
+/// What the control connection is asked once the setups are done: the run's schema, and what
+/// [`WITNESS_SQL`]'s `witnessed_tables` says of it (its witnessed tables and the rows the setup
+/// left in them).
+pub const READ: &str = "SELECT pg_catalog.current_schema(), racelab.witnessed_tables(pg_catalog.current_schema())";
 
-const PROBE: &str = "SELECT pg_catalog.pg_current_snapshot(), \
+/// What a read step's session is asked after it: the read's snapshot, whether its transaction
+/// is the statement alone, and its start. Asked in the reader's session, so every operator is
+/// named with its schema (a spec may put its own first in the search path).
+pub const PROBE: &str = "SELECT pg_catalog.pg_current_snapshot(), \
 pg_catalog.now() OPERATOR(pg_catalog.=) pg_catalog.statement_timestamp(), pg_catalog.now()";
 
 fn first_rows(answer: &Answer) -> Vec<Vec<Option<String>>> {
@@ -251,11 +256,7 @@ fn keyed_table(table: Value) -> Option<(Keyed, Vec<Map<String, Value>>)> {
 }
 
 impl Witness {
-    /// What the control connection is asked once the setups are done: the run's schema, its
-    /// witnessed tables and the rows the setup left in them.
-    pub const READ: &str = READ_TABLES;
-
-    /// Starts watching a permutation whose setups are done, from what [`Witness::READ`]
+    /// Starts watching a permutation whose setups are done, from what [`READ`]
     /// answered on `control`. `None` when there is nothing to witness (no witnessed table has a
     /// primary key) or PostgreSQL refused.
     pub fn after_setup(installed: Answer, control: &mut SpecSession) -> Option<Witness> {
@@ -292,10 +293,7 @@ impl Witness {
         })
     }
 
-    /// What a step's session is asked after it, when it read: [`PROBE`].
-    pub const PROBE: &str = PROBE;
-
-    /// Whether [`Witness::PROBE`] may be sent right behind `sql`, before its answer: it is one
+    /// Whether [`PROBE`] may be sent right behind `sql`, before its answer: it is one
     /// query that takes a snapshot of its own (a `SELECT`, `WITH`, `TABLE` or `VALUES`), so
     /// the probe cannot be the statement that takes its transaction's snapshot. Any other step
     /// is probed after its answer, if it returned rows.

@@ -168,11 +168,8 @@ async fn run_recording(
 /// The PostgreSQL a stored run played on (its header's version), where racelab still has it;
 /// else racelab's own.
 fn url_of_run(state: &AppState, run: &StoredRun) -> String {
-    let played_on = run.events.iter().find_map(|e| match &e.kind {
-        shared::EventKind::RunStarted { server, .. } => shared::versions::major_of(server),
-        _ => None,
-    });
-    played_on
+    run.server()
+        .and_then(shared::versions::major_of)
         .and_then(|major| state.engine.url_of(major))
         .unwrap_or_else(|| state.config.database_url.clone())
 }

@@ -96,14 +96,7 @@ async fn cell(
             entry.name, run.outcome
         )));
     }
-    let server = run
-        .events
-        .iter()
-        .find_map(|e| match &e.kind {
-            shared::EventKind::RunStarted { server, .. } => Some(server.clone()),
-            _ => None,
-        })
-        .unwrap_or_default();
+    let server = run.server().unwrap_or_default().to_owned();
     let (proof, steps) = atlas::played(&run.events);
     let observed = ObservedCell {
         level: level.to_owned(),
