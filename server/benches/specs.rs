@@ -1,7 +1,8 @@
 //! What playing a reader's spec costs: every permutation of a two-session write-skew spec
-//! through racelab (`racelab::specs::play`, as `racelab run FILE.spec` plays it), beside a bare
-//! sqlx program that plays the same permutations on the same server, measured side by side in
-//! one run.
+//! through racelab (`racelab::specs::play`, as `racelab run FILE.spec` plays it; and
+//! `racelab::specs::play_why`, as `racelab run FILE.spec --why` plays it, each permutation
+//! witnessed for its proof), beside a bare sqlx program that plays the same permutations on the
+//! same server, measured side by side in one run.
 //!
 //! `cargo bench --bench specs [N]` (N: rounds, default 10).
 //!
@@ -15,7 +16,8 @@
 //!   watching, no output. It knows no step will wait (the spec's steps touch different rows),
 //!   which racelab cannot know.
 //!
-//! Interleaved (racelab, bare, racelab, bare, …) after one untimed pair, so drift lands on both.
+//! Interleaved (racelab, racelab --why, bare, racelab, …) after one untimed round, so drift
+//! lands on all three.
 
 use racelab::engine::BoxFuture;
 use racelab::engine::lane::Stage;
@@ -69,10 +71,18 @@ fn bare_url() -> String {
     database_url()
 }
 
-async fn racelab_round(spec: &shared::spec::Spec, limits: &Limits, round: usize) -> Result<usize, BoxError> {
+/// One round through racelab; with `why`, each permutation's proof too (and every one of the
+/// 20 must have one: the spec's table has a key).
+async fn racelab_round(spec: &shared::spec::Spec, limits: &Limits, round: usize, why: bool) -> Result<usize, BoxError> {
     let stage = Arc::new(Quiet::default());
-    let played = specs::play(&database_url(), &format!("bench{round}"), spec, limits, stage.clone()).await?;
+    let (url, id) = (database_url(), format!("bench{round}{}", if why { "why" } else { "" }));
+    let played = match why {
+        true => specs::play_why(&url, &id, spec, limits, stage.clone()).await?,
+        false => specs::play(&url, &id, spec, limits, stage.clone()).await?,
+    };
     assert_eq!(played.len(), 20);
+    let proofs = played.iter().filter(|p| p.proof.is_some()).count();
+    assert_eq!(proofs, if why { 20 } else { 0 }, "proofs with why = {why}");
     Ok(stage.0.load(std::sync::atomic::Ordering::Relaxed))
 }
 
@@ -139,25 +149,35 @@ fn main() -> Result<(), BoxError> {
     runtime.block_on(async move {
         let spec = specs::read(SPEC, &Limits::default())?;
         let limits = Limits::command_line(Duration::from_secs(300));
-        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        let (mut ours, mut why, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
         let mut lines = 0;
+        let ms = |began: Instant| began.elapsed().as_secs_f64() * 1e3;
         for round in 0..=rounds {
             let began = Instant::now();
-            lines = racelab_round(&spec, &limits, round).await?;
-            let racelab = began.elapsed();
+            lines = racelab_round(&spec, &limits, round, false).await?;
+            let racelab = ms(began);
+            let began = Instant::now();
+            racelab_round(&spec, &limits, round, true).await?;
+            let racelab_why = ms(began);
             let began = Instant::now();
             bare_round(&spec, round).await?;
-            let bare = began.elapsed();
+            let bare = ms(began);
             if round > 0 {
-                ours.push(racelab.as_secs_f64() * 1e3);
-                theirs.push(bare.as_secs_f64() * 1e3);
+                ours.push(racelab);
+                why.push(racelab_why);
+                theirs.push(bare);
             }
         }
-        let (ours, theirs) = (median(ours), median(theirs));
+        let (ours, why, theirs) = (median(ours), median(why), median(theirs));
         println!("every permutation (20) of a two-session write-skew spec, {rounds} rounds, medians:");
         println!("  racelab run (sandbox, watching, the tester's {lines} output lines): {ours:.1} ms");
-        println!("  bare sqlx, the same statements in the same orders:       {theirs:.1} ms");
-        println!("  racelab / bare: {:.2}×", ours / theirs);
+        println!("  racelab run --why (each permutation witnessed, 20 proofs):   {why:.1} ms");
+        println!("  bare sqlx, the same statements in the same orders:            {theirs:.1} ms");
+        println!(
+            "  racelab / bare: {:.2}×   racelab --why / bare: {:.2}×",
+            ours / theirs,
+            why / theirs
+        );
         Ok(())
     })
 }

@@ -47,9 +47,10 @@ enum Command {
         /// Print every event as a JSON line instead of the transcript.
         #[arg(long)]
         json: bool,
-        /// After a lab run of SQL sessions, print why it happened on stderr: the dependency
-        /// cycle between its transactions (its statements played again, in their order, as a
-        /// spec, to see what each read saw). A spec's run always prints it.
+        /// Print why it happened on stderr: the dependency cycle between its transactions. A lab
+        /// run of SQL sessions has its statements played again, in their order, as a spec, to see
+        /// what each read saw; a spec has each permutation watched as it plays (which costs
+        /// about half its time again, so it is asked for).
         #[arg(long)]
         why: bool,
         /// A spec run's id (its role and schema are named after it); a fresh one by default.
@@ -138,7 +139,7 @@ impl Cli {
                     let run_id = run_id.unwrap_or_else(crate::sandbox::new_run_id);
                     let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(step_limit));
                     return with_services(config, &[Service::Postgres], |config| async move {
-                        spec_run(&scenario, &run_id, &limits, json, config).await
+                        spec_run(&scenario, &run_id, &limits, json, why, config).await
                     })
                     .await;
                 }
@@ -253,8 +254,16 @@ async fn specs_server(config: &Config) -> Result<String, ExitCode> {
 /// `racelab run FILE.spec`: plays the spec as PostgreSQL's isolation tester would, on the
 /// configured PostgreSQL (in a sandbox database and role of its own), and prints what the
 /// tester prints on stdout; its warnings, its `# check:` verdicts and any refusal on stderr.
-/// Fails (1) where the tester would stop, and (2) on a spec that cannot be read.
-async fn spec_run(path: &str, run_id: &str, limits: &crate::specs::Limits, json: bool, config: Config) -> ExitCode {
+/// Fails (1) where the tester would stop, and (2) on a spec that cannot be read. With `why`,
+/// each permutation's proof follows its checks on stderr.
+async fn spec_run(
+    path: &str,
+    run_id: &str,
+    limits: &crate::specs::Limits,
+    json: bool,
+    why: bool,
+    config: Config,
+) -> ExitCode {
     let text = if path == "-" {
         let mut text = String::new();
         match std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
@@ -286,8 +295,12 @@ async fn spec_run(path: &str, run_id: &str, limits: &crate::specs::Limits, json:
         Err(code) => return code,
     };
     let stage = Arc::new(Printing { json });
+    let playing: crate::engine::BoxFuture<'_, _> = match why {
+        true => Box::pin(crate::specs::play_why(&url, run_id, &spec, limits, stage)),
+        false => Box::pin(crate::specs::play(&url, run_id, &spec, limits, stage)),
+    };
     let played = tokio::select! {
-        played = crate::specs::play(&url, run_id, &spec, limits, stage) => played,
+        played = playing => played,
         () = interrupted() => {
             // The play is dropped mid-step; its sandbox goes before the command exits.
             crate::specs::confine::remove_run(&url, run_id).await;

@@ -40,7 +40,7 @@ async fn proofs(name: &str, text: &str) -> Vec<Proof> {
     let spec = specs::read(text, &limits).expect("a valid spec");
     let kept = Arc::new(Kept::default());
     let run_id = format!("p{name}{}", std::process::id());
-    let played = specs::play(&database_url(), &run_id, &spec, &limits, kept.clone()).await;
+    let played = specs::play_why(&database_url(), &run_id, &spec, &limits, kept.clone()).await;
     let lines = kept.lines.lock().expect("lines").join("\n");
     let played = played.unwrap_or_else(|e| panic!("{name}: {e}\n{lines}"));
     let proofs = kept.proofs.lock().expect("proofs").clone();

@@ -133,15 +133,22 @@ async fn database_of(id: &str) -> String {
 /// alone, and both must leave nothing. Returns the hostile run.
 async fn beside_benign(name: &str, version: u32, url: &str, hostile: impl Fn(&str) -> String) -> Played {
     let alone_id = run_id(&format!("{name}alone"), version);
-    let alone = play_as(url, &alone_id, BENIGN, Limits::default(), Choice::All).await;
+    let alone = play_as(url, &alone_id, BENIGN, Limits::default(), Choice::All { why: true }).await;
     assert_benign_played(&alone, "the benign run alone");
     let benign_id = run_id(&format!("{name}benign"), version);
     let hostile_id = run_id(&format!("{name}hostile"), version);
     let (benign, hostile) = tokio::join!(
-        play_as(url, &benign_id, BENIGN, Limits::default(), Choice::All),
+        play_as(url, &benign_id, BENIGN, Limits::default(), Choice::All { why: true }),
         async {
             let victim = database_of(&benign_id).await;
-            play_as(url, &hostile_id, &hostile(&victim), Limits::default(), Choice::All).await
+            play_as(
+                url,
+                &hostile_id,
+                &hostile(&victim),
+                Limits::default(),
+                Choice::All { why: true },
+            )
+            .await
         }
     );
     assert_benign_played(&benign, &format!("the benign run beside {name} on {version}"));
@@ -244,7 +251,7 @@ async fn setups_checks_and_teardowns_are_bounded_like_steps() {
     for (version, url) in servers() {
         for (name, text, what) in &cases {
             let id = run_id(name, version);
-            let played = play_as(&url, &id, text, limits, Choice::All).await;
+            let played = play_as(&url, &id, text, limits, Choice::All { why: true }).await;
             assert!(
                 played.took < Duration::from_secs(5),
                 "{name} on {version} held the run {:?}",
@@ -273,7 +280,7 @@ async fn a_run_ends_at_its_wall_limit() {
                 session b step b1 { SELECT pg_sleep(0.2); } step b2 { SELECT 1; } step b3 { SELECT 1; }\n";
     for (version, url) in servers() {
         let id = run_id("wall", version);
-        let played = play_as(&url, &id, text, limits, Choice::All).await;
+        let played = play_as(&url, &id, text, limits, Choice::All { why: true }).await;
         assert!(
             matches!(played.ended, Err(SpecError::TooLong(2))),
             "{version}: {:?}",
@@ -488,7 +495,7 @@ async fn a_run_changing_its_own_role_leaves_nothing_for_the_next() {
                 ALTER ROLE CURRENT_USER PASSWORD 'taken'; SELECT 1 AS changed; }\n";
     for (version, url) in servers() {
         let id = run_id("ownrole", version);
-        let played = play_as(&url, &id, text, Limits::default(), Choice::All).await;
+        let played = play_as(&url, &id, text, Limits::default(), Choice::All { why: true }).await;
         assert!(played.lines.contains("changed"), "{version}: {}", played.lines);
         assert_eq!(left_on(&url, &id).await, 0, "{version}: its settings stayed");
         // The next run on the same database logs in as it was made.
@@ -497,7 +504,7 @@ async fn a_run_changing_its_own_role_leaves_nothing_for_the_next() {
             &run_id("ownrolenext", version),
             BENIGN,
             Limits::default(),
-            Choice::All,
+            Choice::All { why: true },
         )
         .await;
         assert_benign_played(&next, "the run after");
@@ -509,21 +516,24 @@ async fn no_name_postgresql_shows_carries_the_run_id() {
     let text = "session s\nstep wait { SELECT pg_sleep(0.6); }\n";
     for (version, url) in servers() {
         let id = run_id("names", version);
-        let (played, names) = tokio::join!(play_as(&url, &id, text, Limits::default(), Choice::All), async {
-            database_of(&id).await;
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            let client = common::spec_runs::admin_on(&url).await;
-            let rows = client
-                .query(
-                    "SELECT rolname::text FROM pg_roles UNION ALL SELECT datname::text FROM pg_database
+        let (played, names) = tokio::join!(
+            play_as(&url, &id, text, Limits::default(), Choice::All { why: true }),
+            async {
+                database_of(&id).await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let client = common::spec_runs::admin_on(&url).await;
+                let rows = client
+                    .query(
+                        "SELECT rolname::text FROM pg_roles UNION ALL SELECT datname::text FROM pg_database
                      UNION ALL SELECT application_name FROM pg_stat_activity
                      UNION ALL SELECT coalesce(shobj_description(oid, 'pg_authid'), '') FROM pg_roles",
-                    &[],
-                )
-                .await
-                .expect("the names");
-            rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<String>>()
-        });
+                        &[],
+                    )
+                    .await
+                    .expect("the names");
+                rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<String>>()
+            }
+        );
         assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
         let place = specs::confine::place_of(&id).expect("a place");
         assert!(
@@ -561,35 +571,38 @@ async fn a_backend_that_burns_the_cpu_yields_it_to_everyone_else() {
                 SELECT count(*) FROM pg_class a, pg_class b, pg_class c, pg_class d; }\n";
     for (version, url) in servers() {
         let id = run_id("nice", version);
-        let (played, seen) = tokio::join!(play_as(&url, &id, text, Limits::default(), Choice::All), async {
-            let database = database_of(&id).await;
-            tokio::time::sleep(Duration::from_millis(900)).await;
-            let client = common::spec_runs::admin_on(&url).await;
-            let rows = client
-                .query(
-                    "SELECT pid, split_part(application_name, '/', 3) FROM pg_stat_activity \
+        let (played, seen) = tokio::join!(
+            play_as(&url, &id, text, Limits::default(), Choice::All { why: true }),
+            async {
+                let database = database_of(&id).await;
+                tokio::time::sleep(Duration::from_millis(900)).await;
+                let client = common::spec_runs::admin_on(&url).await;
+                let rows = client
+                    .query(
+                        "SELECT pid, split_part(application_name, '/', 3) FROM pg_stat_activity \
                      WHERE datname = $1 ORDER BY 2",
-                    &[&database],
-                )
-                .await
-                .expect("the run's backends");
-            // The 19th field of /proc/<pid>/stat, after the command's parenthesis; and whether
-            // it is in the readers' control group.
-            rows.iter()
-                .map(|row| {
-                    let (pid, who): (i32, String) = (row.get(0), row.get(1));
-                    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("a local backend");
-                    let after = stat.rsplit_once(')').expect("a stat line").1;
-                    let nice = after.split_whitespace().nth(16).expect("a niceness");
-                    let groups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
-                    (
-                        who,
-                        nice.parse::<i32>().expect("a number"),
-                        groups.contains("racelab-readers"),
+                        &[&database],
                     )
-                })
-                .collect::<Vec<(String, i32, bool)>>()
-        });
+                    .await
+                    .expect("the run's backends");
+                // The 19th field of /proc/<pid>/stat, after the command's parenthesis; and whether
+                // it is in the readers' control group.
+                rows.iter()
+                    .map(|row| {
+                        let (pid, who): (i32, String) = (row.get(0), row.get(1));
+                        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("a local backend");
+                        let after = stat.rsplit_once(')').expect("a stat line").1;
+                        let nice = after.split_whitespace().nth(16).expect("a niceness");
+                        let groups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+                        (
+                            who,
+                            nice.parse::<i32>().expect("a number"),
+                            groups.contains("racelab-readers"),
+                        )
+                    })
+                    .collect::<Vec<(String, i32, bool)>>()
+            }
+        );
         assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
         // Where racelab may make a control group (root, here and in CI), it holds it too.
         let grouped = std::path::Path::new("/sys/fs/cgroup/cpu").is_dir()

@@ -239,6 +239,37 @@ async fn checks_give_each_permutation_a_verdict_on_stderr() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no check stated"));
 }
 
+/// A spec's proof is asked for, as a lab run's is: without `--why` no permutation is witnessed
+/// and nothing is said of why; with it, each permutation says what cycle it closed, or none.
+#[tokio::test]
+async fn why_is_told_of_each_permutation_only_when_asked() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let path = specs_dir().join("write-skew.spec");
+    let path = path.to_string_lossy();
+    let plain = racelab(&["run", &path], None).await;
+    let asked = racelab(&["run", &path, "--why"], None).await;
+    assert!(plain.status.success() && asked.status.success());
+    // The tester's output is the same either way.
+    assert_eq!(plain.stdout, asked.stdout);
+    let plain = String::from_utf8_lossy(&plain.stderr);
+    assert!(!plain.contains("why, after"), "{plain}");
+    let asked = String::from_utf8_lossy(&asked.stderr);
+    let told = |order: &str| {
+        asked
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("why, after {order}: ")))
+            .unwrap_or_else(|| panic!("no why for {order}:\n{asked}"))
+            .to_owned()
+    };
+    let both_at_once = told("a_count b_count a_leave b_leave a_commit b_commit");
+    assert!(both_at_once.contains("write skew"), "{asked}");
+    assert_eq!(
+        told("a_count a_leave a_commit b_count b_leave b_commit"),
+        "no cycle",
+        "{asked}"
+    );
+}
+
 #[tokio::test]
 async fn an_interrupted_run_removes_its_sandbox_before_it_exits() {
     let _turn = ONE_AT_A_TIME.lock().await;

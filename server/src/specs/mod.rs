@@ -224,14 +224,29 @@ pub struct Played {
 /// Which of a spec's permutations to play, and what to tell of each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Choice {
-    /// Every permutation, as the tester plays them (the command line).
-    All,
+    /// Every permutation, as the tester plays them (the command line); with `why`, each one's
+    /// proof too (`racelab run FILE.spec --why`). Without it no witness is put on the tables:
+    /// the witness's trigger is plpgsql, compiled once per table and backend, and with a new
+    /// table in every permutation that alone made a play about half as slow again (docs/
+    /// performance.md).
+    All { why: bool },
     /// One permutation (0-based), with its ledger before and after and its verdict (a page's
     /// Run).
     One(usize),
     /// Every permutation, each summed up in a line for the matrix (a page's "run every
     /// permutation").
     Matrix,
+}
+
+impl Choice {
+    /// Whether this play tells why each permutation happened, and so needs the witness.
+    fn proves(self) -> bool {
+        match self {
+            Self::All { why } => why,
+            Self::One(_) => true,
+            Self::Matrix => false,
+        }
+    }
 }
 
 /// A stage that keeps nothing: for plays whose result is read, not their stream (the atlas, a
@@ -253,7 +268,7 @@ pub async fn prove(url: &str, spec_text: &str) -> Result<Option<shared::proof::P
     let limits = Limits::command_line(Duration::from_secs(10));
     let spec = read(spec_text, &limits)?;
     let run_id = crate::sandbox::new_run_id();
-    let played = play(url, &run_id, &spec, &limits, Arc::new(Silent)).await?;
+    let played = play_why(url, &run_id, &spec, &limits, Arc::new(Silent)).await?;
     Ok(played.into_iter().next().and_then(|p| p.proof).map(|mut proof| {
         proof.lines.push(
             "(racelab played this run's statements again, in the same order, as a spec, to see what each read saw.)"
@@ -264,7 +279,8 @@ pub async fn prove(url: &str, spec_text: &str) -> Result<Option<shared::proof::P
 }
 
 /// Plays `spec` as run `run_id` on the PostgreSQL at `url`, in a sandbox of its own, through
-/// lanes on `stage`. The sandbox is removed whatever happens.
+/// lanes on `stage`, as the tester would: every permutation, no proof. The sandbox is removed
+/// whatever happens.
 pub async fn play(
     url: &str,
     run_id: &str,
@@ -273,7 +289,19 @@ pub async fn play(
     stage: Arc<dyn Stage>,
 ) -> Result<Vec<Played>, SpecError> {
     let lanes = move |name: &str, quiet: bool| Lane::new(name, stage.clone(), quiet);
-    play_on(url, run_id, spec, limits, Choice::All, &lanes).await
+    play_on(url, run_id, spec, limits, Choice::All { why: false }, &lanes).await
+}
+
+/// [`play`], with each permutation's proof: why it happened, as far as the witness saw.
+pub async fn play_why(
+    url: &str,
+    run_id: &str,
+    spec: &Spec,
+    limits: &Limits,
+    stage: Arc<dyn Stage>,
+) -> Result<Vec<Played>, SpecError> {
+    let lanes = move |name: &str, quiet: bool| Lane::new(name, stage.clone(), quiet);
+    play_on(url, run_id, spec, limits, Choice::All { why: true }, &lanes).await
 }
 
 /// [`play`], choosing the permutations, with lanes from `lane` (a run's own, on a page; quiet
@@ -355,7 +383,7 @@ async fn play_confined(
     lane: &(dyn Fn(&str, bool) -> Lane + Send + Sync),
     control_lane: &Lane,
 ) -> Result<Vec<Played>, SpecError> {
-    let witnessed = choice != Choice::Matrix;
+    let witnessed = choice.proves();
     let (control, sessions) = connect_all(confined, spec, limits.keep, witnessed).await?;
     let quiet = choice == Choice::Matrix;
     let lanes: Vec<Lane> = spec.sessions.iter().map(|s| lane(&s.name, quiet)).collect();
@@ -367,7 +395,7 @@ async fn play_confined(
     let all = permutations(spec, limits);
     let chosen: Vec<(usize, &Vec<PermutationStep>)> = match choice {
         Choice::One(index) => all.get(index).map(|p| vec![(index, p)]).unwrap_or_default(),
-        Choice::All | Choice::Matrix => all.iter().enumerate().collect(),
+        Choice::All { .. } | Choice::Matrix => all.iter().enumerate().collect(),
     };
     let mut played = Vec::new();
     for (index, steps) in chosen {
@@ -420,10 +448,10 @@ async fn play_one(
             steps: player.played().to_vec(),
             outcome: shared::spec::matrix::outcome(player.played(), &verdict_checks),
         }),
-        Choice::All => {}
+        Choice::All { .. } => {}
     }
     let proof = match choice {
-        Choice::All => player.proof().await,
+        Choice::All { why: true } => player.proof().await,
         _ => None,
     };
     if let Some(proof) = &proof {
