@@ -22,6 +22,16 @@ pub fn location() -> (String, String) {
     (path, query)
 }
 
+/// The page a file names for itself (`<body data-racelab-route="/embed/recording">`): a player
+/// exported to a static host (`racelab export --player`) lives at whatever path the host gives
+/// it, so it cannot be routed by its path as racelab's own pages are.
+#[cfg(not(feature = "embed"))]
+pub fn page_route() -> Option<String> {
+    let body = web_sys::window()?.document()?.body()?;
+    body.get_attribute("data-racelab-route")
+        .filter(|route| !route.is_empty())
+}
+
 /// `https://host:port`, for links and embed code that must work from other sites.
 pub fn origin() -> String {
     web_sys::window()

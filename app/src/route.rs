@@ -72,6 +72,8 @@ pub enum Route {
 impl Route {
     pub fn current() -> Route {
         let (path, query) = location();
+        #[cfg(not(feature = "embed"))]
+        let path = crate::api::page_route().unwrap_or(path);
         Route::parse(&path, &query)
     }
 

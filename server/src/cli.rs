@@ -79,6 +79,17 @@ enum Command {
         #[command(flatten)]
         config: Config,
     },
+    /// Write the recording player's own files into a folder a static host serves (a blog's
+    /// GitHub Pages, say), so recordings play there with no racelab server: `player.html`, the
+    /// app it loads, and `embed.js`, which turns `<racelab-scenario src=…>` into the player.
+    Export {
+        /// The folder to write (made if missing; files of the same names are replaced).
+        #[arg(long, value_name = "DIR")]
+        player: std::path::PathBuf,
+        /// The built browser app (`trunk build --release` writes it here).
+        #[arg(long, env = "RACELAB_DIST", default_value = "dist")]
+        dist: std::path::PathBuf,
+    },
     /// List every lab, scenario and variant.
     List,
     /// Play the anomaly atlas on the connected PostgreSQL: every classic anomaly (dirty write
@@ -125,6 +136,7 @@ impl Cli {
                 print!("{}", list());
                 ExitCode::SUCCESS
             }
+            Command::Export { player, dist } => export_player(&dist, &player),
             Command::Run {
                 scenario,
                 variant,
@@ -341,6 +353,32 @@ async fn spec_run(
         }
         Err(error) => {
             eprintln!("{error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `racelab export --player DIR`: the player's files, then what to paste, on stdout.
+fn export_player(dist: &std::path::Path, dir: &std::path::Path) -> ExitCode {
+    match crate::export::player(dist, dir) {
+        Ok(exported) => {
+            let at = dir
+                .file_name()
+                .map_or_else(|| ".".into(), |name| name.to_string_lossy());
+            println!(
+                "wrote the player into {}: {} ({} bytes)",
+                dir.display(),
+                exported.files.join(", "),
+                exported.bytes
+            );
+            println!(
+                "serve that folder beside your pages (as /{at}, say), put a recording beside a page, and paste:\n"
+            );
+            print!("{}", crate::export::snippet(&format!("/{at}")));
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("racelab: {error}");
             ExitCode::FAILURE
         }
     }

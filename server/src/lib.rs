@@ -13,9 +13,10 @@
 //! - [`labs`]: one folder per tutorial, one file per scenario.
 //! - edges: [`control`] (what a socket and a room do with a run), [`clients`] (a reader's caps),
 //!   [`rooms`] (training rooms: holder, mirrors, feed, question), [`web`] (the axum server),
-//!   [`cli`] (`racelab run | record | list | serve | crowd | actor`), [`crowd`] (the load
+//!   [`cli`] (`racelab run | record | export | list | serve | crowd | actor`), [`crowd`] (the load
 //!   client), [`db`] (startup: racelab's database, the engine assembled), [`recording`] (a
-//!   finished run kept in one file that plays anywhere).
+//!   finished run kept in one file that plays anywhere), [`export`] (the player's files for a
+//!   static host).
 //!
 //! A newcomer starts at `labs/isolation/write_skew.rs` (a scenario), then `engine/run.rs` (what
 //! it plays on), then `web/ws.rs` (how a reader asks for it). The README's code tour says more.
@@ -28,6 +29,7 @@ pub mod crowd;
 pub mod db;
 pub mod embedded;
 pub mod engine;
+pub mod export;
 pub mod health;
 pub mod labs;
 pub mod recording;

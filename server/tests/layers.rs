@@ -6,7 +6,7 @@
 //! sandbox    sandbox                              per-run namespaces, their cleanup and sweep
 //! engine     engine, store                        runs, lanes, actor kinds, admission; run history
 //! labs       labs                                 the scenarios
-//! edges      control, clients, rooms, web, cli, crowd, db
+//! edges      control, clients, rooms, web, cli, crowd, db, recording, export
 //! ```
 //!
 //! A module may use its own layer's and the layers below, never one above (the engine is handed
@@ -24,7 +24,17 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("labs", &["labs", "specs"]),
     (
         "edges",
-        &["control", "clients", "rooms", "web", "cli", "crowd", "db", "recording"],
+        &[
+            "control",
+            "clients",
+            "rooms",
+            "web",
+            "cli",
+            "crowd",
+            "db",
+            "recording",
+            "export",
+        ],
     ),
 ];
 

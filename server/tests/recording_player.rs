@@ -13,7 +13,7 @@ mod harness;
 use axum::Router;
 use axum::http::header;
 use axum::routing::get;
-use harness::{Browser, run};
+use harness::{Browser, run, run_alone};
 use std::path::PathBuf;
 
 /// The recording committed beside the tests: the serializable write skew on PostgreSQL 18.6.
@@ -360,4 +360,131 @@ async fn a_specs_recording_draws_its_every_permutation_matrix_from_the_file() {
         b.screenshot("matrix-680").await;
     })
     .await;
+}
+
+/// A folder served as a plain static host would serve it (files by path, `index.html` for a
+/// folder, nothing else): its base URL.
+async fn static_site(root: PathBuf) -> String {
+    let app = Router::new().fallback_service(tower_http::services::ServeDir::new(root));
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .expect("a free port");
+    let address = listener.local_addr().expect("its address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{address}")
+}
+
+/// Every origin the current page and its frames fetched anything from.
+async fn origins_asked(b: &Browser) -> Vec<String> {
+    let names = b
+        .js(
+            "return [...new Set(performance.getEntriesByType('resource').map(e => new URL(e.name).origin))];",
+            vec![],
+        )
+        .await;
+    serde_json::from_value(names).expect("a list of origins")
+}
+
+/// `racelab export --player`, hosted by a blog's static server with no racelab running
+/// anywhere: the post's `<racelab-scenario src=…>` becomes the exported player, which plays the
+/// recording beside the post, reports its height, and asks nothing of any other origin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exported_player_plays_a_recording_on_a_static_host_with_no_racelab_server() {
+    let site = std::env::temp_dir().join(format!("racelab-export-site-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&site);
+    std::fs::create_dir_all(site.join("posts")).expect("the site's folders");
+    let exported = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
+        .args(["export", "--player"])
+        .arg(site.join("racelab"))
+        .arg("--dist")
+        .arg(harness::dist())
+        .output()
+        .await
+        .expect("racelab starts");
+    let said = String::from_utf8_lossy(&exported.stdout).into_owned();
+    assert!(
+        exported.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    assert!(
+        said.contains("<script src=\"/racelab/embed.js\" async></script>"),
+        "it says what to paste: {said}"
+    );
+    for name in ["player.html", "embed.js"] {
+        assert!(site.join("racelab").join(name).is_file(), "{name} written");
+    }
+    std::fs::write(site.join("posts/ws.racelab.json"), fixture()).expect("the recording");
+    std::fs::write(
+        site.join("posts/write-skew.html"),
+        "<!doctype html><meta charset=utf-8><title>Write skew</title>\
+         <body style=\"max-width:680px;margin:0 auto;font:16px serif\">\
+         <h1>Two managers, one budget</h1><p>Here it is, as it ran:</p>\
+         <script src=\"/racelab/embed.js\" async></script>\
+         <racelab-scenario src=\"ws.racelab.json\"></racelab-scenario><p>The end.</p></body>",
+    )
+    .expect("the post");
+    let host = static_site(site.clone()).await;
+    run_alone("exported_player", async |b: &Browser| {
+        b.set_viewport(680, 900).await;
+        b.goto_url(&format!("{host}/posts/write-skew.html")).await;
+        b.wait_for("racelab-scenario iframe").await;
+        let frame = b.attr("racelab-scenario iframe", "src").await.unwrap_or_default();
+        assert_eq!(
+            frame,
+            format!(
+                "{host}/racelab/player.html?src={}",
+                urlencode(&format!("{host}/posts/ws.racelab.json"))
+            )
+        );
+        b.client.enter_frame(0).await.expect("enter the player's iframe");
+        b.wait_for(".rl-verdict").await;
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        assert_eq!(
+            b.text(".rl-recorded").await.as_deref(),
+            Some("recorded on PostgreSQL 18.6, 6 Dec 2026")
+        );
+        let page = b.text("main").await.unwrap_or_default();
+        assert!(page.contains("40001"), "bob's refused commit, with its SQLSTATE");
+        b.wait_for(".rl-proof").await;
+        assert_eq!(
+            origins_asked(b).await,
+            vec![host.clone()],
+            "the player asked only its host"
+        );
+        b.client.enter_parent_frame().await.expect("back to the post");
+        // The iframe takes the height the player reports: the verdict is not cut off.
+        let height = b
+            .wait_js(
+                "the player's height",
+                "const f = document.querySelector('racelab-scenario iframe'); \
+                 return f.getBoundingClientRect().height > 400 && f.getBoundingClientRect().height;",
+                vec![],
+            )
+            .await;
+        assert!(height.as_f64().unwrap_or_default() > 400.0, "{height}");
+        assert_eq!(
+            origins_asked(b).await,
+            vec![host.clone()],
+            "the post asked only its host"
+        );
+        b.screenshot("post-680").await;
+        b.set_viewport(360, 740).await;
+        b.settle().await;
+        assert!(!b.scrolls_sideways().await, "the post fits 360 px");
+        b.screenshot("post-360").await;
+
+        // The player alone, as an iframe pasted where a host strips scripts.
+        b.goto_url(&format!("{host}/racelab/player.html?src=../posts/ws.racelab.json"))
+            .await;
+        b.wait_for(".rl-verdict").await;
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&site);
+}
+
+/// `text` as `URLSearchParams` writes a value.
+fn urlencode(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }

@@ -66,7 +66,8 @@ async fn embed_loader() -> impl IntoResponse {
     )
 }
 
-const EMBED_LOADER: &str = include_str!("embed.js");
+/// The loader's text (also written beside an exported player: [`crate::export`]).
+pub const EMBED_LOADER: &str = include_str!("embed.js");
 
 pub(super) const NOT_BUILT: &str = "<!doctype html><meta charset=utf-8><title>racelab</title>\
 <h1>racelab</h1><p>The server is running, but the browser app has not been built.</p>\

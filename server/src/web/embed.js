@@ -3,7 +3,8 @@
 // It does three things, for every racelab embed on the page, whenever it was added:
 //  1. <racelab-scenario scenario="isolation/write-skew" variant="…" theme="…" view="…"
 //     mode="…" autoplay="…" postgres="…"> becomes an iframe of that embed (the element keeps
-//     its place);
+//     its place); <racelab-scenario src="ws.racelab.json" live="…"> one of the recording
+//     player, which fetches the file (resolved against the host page) and plays it;
 //  2. every racelab iframe (the element's, or one pasted as an <iframe>) takes the height its
 //     page reports, so the finished run is never cut off behind a scrollbar;
 //  3. an embed with theme=host is told the host's colours where it sits (light or dark text,
@@ -12,12 +13,18 @@
 // the script. Nothing here touches the host page's styles or needs a cookie.
 (function () {
   var script = document.currentScript;
-  var origin = new URL(script ? script.src : location.href).origin;
-  var OPTIONS = ["variant", "mode", "theme", "autoplay", "view", "postgres"];
+  var here = script ? script.src : location.href;
+  var origin = new URL(here).origin;
+  var OPTIONS = ["variant", "mode", "theme", "autoplay", "view", "postgres", "live"];
+  // The recording player, beside this script: racelab's own page on a racelab server; the
+  // exported player.html on a static host (`racelab export --player` writes this line).
+  var PLAYER = "/embed/recording";
+  var player = new URL(PLAYER, here).href;
 
-  // Whether `frame` shows a racelab embed of this server.
+  // Whether `frame` shows a racelab embed of this server (or this export's player).
   function isEmbed(frame) {
-    return (frame.getAttribute("src") || "").indexOf(origin + "/embed/") === 0;
+    var src = frame.getAttribute("src") || "";
+    return src.indexOf(origin + "/embed/") === 0 || src.indexOf(player + "?") === 0;
   }
 
   // `color` (any CSS colour the browser computes: rgb(), oklch(), color(srgb …)) as
@@ -56,15 +63,18 @@
 
   if (!window.customElements.get("racelab-scenario")) {
     class RacelabScenario extends HTMLElement {
-      static get observedAttributes() { return ["scenario", "spec"].concat(OPTIONS); }
+      static get observedAttributes() { return ["scenario", "spec", "src"].concat(OPTIONS); }
       connectedCallback() { this.render(); }
       attributeChangedCallback() { if (this.isConnected) this.render(); }
       render() {
-        // A reader's saved spec (spec="<id>") embeds at /embed/s/<id>.
+        // A reader's saved spec (spec="<id>") embeds at /embed/s/<id>; a recording (src=…)
+        // plays in the player, which needs no racelab server.
         var spec = this.getAttribute("spec");
+        var recording = this.getAttribute("src");
         var scenario = spec ? "s/" + spec : this.getAttribute("scenario");
-        if (!scenario) return;
+        if (!scenario && !recording) return;
         var query = new URLSearchParams();
+        if (recording) query.set("src", new URL(recording, document.baseURI).href);
         var element = this;
         OPTIONS.forEach(function (name) {
           if (!element.hasAttribute(name)) return;
@@ -73,7 +83,7 @@
           if (name === "autoplay" && (value === "" || value === "autoplay")) value = "1";
           query.set(name, value);
         });
-        var src = origin + "/embed/" + scenario + "?" + query.toString();
+        var src = (recording ? player : origin + "/embed/" + scenario) + "?" + query.toString();
         if (!this.frame) {
           this.frame = document.createElement("iframe");
           this.frame.loading = "lazy";
@@ -83,7 +93,7 @@
         }
         if (this.frame.getAttribute("src") !== src) {
           this.frame.setAttribute("src", src);
-          this.frame.title = "racelab: " + scenario;
+          this.frame.title = "racelab: " + (recording ? "a recording" : scenario);
         }
       }
     }

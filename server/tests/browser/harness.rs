@@ -449,6 +449,25 @@ pub async fn run_on(
     }
 }
 
+/// Runs `body` with a fresh browser and no racelab server at all: for pages a static host
+/// serves alone (an exported player and its recordings). `base` is empty: open full URLs.
+pub async fn run_alone(test: &'static str, body: impl AsyncFnOnce(&Browser)) {
+    let _slot = BROWSER_SLOT.acquire().await.expect("the browser slot is never closed");
+    let driver = Driver::start();
+    let browser = Browser {
+        client: open_session(&driver).await,
+        base: String::new(),
+        test,
+        viewport: Cell::new(None),
+    };
+    let outcome = AssertUnwindSafe(body(&browser)).catch_unwind().await;
+    let _ = browser.client.clone().close().await;
+    drop(driver);
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 impl Browser {
     /// Opens a full URL (another origin's page, say).
     pub async fn goto_url(&self, url: &str) {
