@@ -32,6 +32,13 @@ pub fn page_route() -> Option<String> {
         .filter(|route| !route.is_empty())
 }
 
+/// The text of the page's element `id`: a recording carried inside the page itself (the one-file
+/// player, `racelab record --html`), which a page opened from disk could not fetch.
+#[cfg(not(feature = "embed"))]
+pub fn inline_text(id: &str) -> Option<String> {
+    web_sys::window()?.document()?.get_element_by_id(id)?.text_content()
+}
+
 /// `https://host:port`, for links and embed code that must work from other sites.
 pub fn origin() -> String {
     web_sys::window()

@@ -73,7 +73,16 @@ impl Route {
     pub fn current() -> Route {
         let (path, query) = location();
         #[cfg(not(feature = "embed"))]
-        let path = crate::api::page_route().unwrap_or(path);
+        let (path, query) = match crate::api::page_route() {
+            // The page's own query (a one-file player's `?src=%23racelab-recording`) unless
+            // the address gives one.
+            Some(route) => match route.split_once('?') {
+                Some((page, own)) if query.is_empty() => (page.to_owned(), format!("?{own}")),
+                Some((page, _)) => (page.to_owned(), query),
+                None => (route, query),
+            },
+            None => (path, query),
+        };
         Route::parse(&path, &query)
     }
 

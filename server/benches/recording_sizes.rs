@@ -11,7 +11,9 @@
 //!   (its events and proof re-serialized: the format's size today, not the day it was made);
 //! - **the embed app**: the wasm and JS `dist/embed-app/index.html` names;
 //! - **the full app**: the wasm and JS `dist/index.html` names, which `/embed/recording` loads
-//!   today.
+//!   today;
+//! - **the one-file page** (`racelab record --html`): the fixture inside the player, as one
+//!   `.html`, raw (what a disk or a host without compression holds) and gzip (goal 200 KB).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const RECORDING_GOAL: usize = 8 * 1024;
 const PLAYER_GOAL: usize = 150_000;
+const ONE_FILE_GOAL: usize = 200 * 1024;
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -92,6 +95,13 @@ fn main() -> Result<(), BoxError> {
     println!(
         "the full app, which plays recordings today: {full} bytes gzip ({:.2}× the embed's budget): {files:?}",
         full as f64 / PLAYER_GOAL as f64
+    );
+    let page = racelab::export::one_file(&dist, &text, &recording.scenario.title)?;
+    let gz = gzipped(page.as_bytes())?;
+    println!(
+        "the one-file page (racelab record --html, the fixture inside): {} bytes, {gz} gzip ({:.2}× the {ONE_FILE_GOAL}-byte goal)",
+        page.len(),
+        gz as f64 / ONE_FILE_GOAL as f64
     );
     Ok(())
 }

@@ -73,9 +73,16 @@ enum Command {
         #[arg(long)]
         variant: Option<String>,
         /// Where to write it (`-` for standard output); by default
-        /// `<scenario>.<variant>.racelab.json` in the current directory.
+        /// `<scenario>.<variant>.racelab.json` (`.html` with `--html`) in the current directory.
         #[arg(short, long)]
         output: Option<std::path::PathBuf>,
+        /// Write one `.html` page that is the player and the recording together: it plays opened
+        /// from disk and from any host, with nothing beside it.
+        #[arg(long)]
+        html: bool,
+        /// The built browser app the `--html` page carries (`trunk build --release` writes it).
+        #[arg(long, env = "RACELAB_DIST", default_value = "dist")]
+        dist: std::path::PathBuf,
         #[command(flatten)]
         config: Config,
     },
@@ -168,8 +175,18 @@ impl Cli {
                 scenario,
                 variant,
                 output,
+                html,
+                dist,
                 config,
-            } => record(scenario, variant, output, config).await,
+            } => {
+                // Refused before anything is played, not after.
+                if html && !dist.join("index.html").is_file() {
+                    eprintln!("racelab: {}", crate::export::ExportError::NotBuilt(dist));
+                    return ExitCode::FAILURE;
+                }
+                let html = html.then_some(dist);
+                record(scenario, variant, Written { output, html }, config).await
+            }
             Command::Atlas { why, config } => {
                 with_services(config, &[Service::Postgres], |config| atlas(why, config)).await
             }
@@ -411,12 +428,15 @@ async fn print_why(url: &str, scenario: &str, variant: &str, events: &[shared::E
 /// `racelab record`: plays the scenario (or spec) with the services it needs and writes its
 /// recording; says where on stderr. Fails (2) on a name or file that does not exist, (1) when
 /// the run cannot be played or did not complete.
-async fn record(
-    scenario: String,
-    variant: Option<String>,
+/// Where and how `racelab record` writes what it recorded.
+struct Written {
+    /// The file (`-`: standard output); a name of its own by default.
     output: Option<std::path::PathBuf>,
-    config: Config,
-) -> ExitCode {
+    /// One page with the player inside, from the built app in this folder.
+    html: Option<std::path::PathBuf>,
+}
+
+async fn record(scenario: String, variant: Option<String>, written: Written, config: Config) -> ExitCode {
     let (source, needs) = if scenario.ends_with(".spec") {
         match std::fs::read_to_string(&scenario) {
             Ok(text) => (crate::recording::Source::Spec(text), vec![Service::Postgres]),
@@ -457,17 +477,13 @@ async fn record(
                 return ExitCode::FAILURE;
             }
         };
-        write_recording(&recording, &scenario, output)
+        write_recording(&recording, &scenario, written)
     })
     .await
 }
 
-/// Writes `recording` to `output` (standard output for `-`, a name of its own by default).
-fn write_recording(
-    recording: &shared::recording::Recording,
-    scenario: &str,
-    output: Option<std::path::PathBuf>,
-) -> ExitCode {
+/// Writes `recording` as told (standard output for `-`, a name of its own by default).
+fn write_recording(recording: &shared::recording::Recording, scenario: &str, written: Written) -> ExitCode {
     let text = match serde_json::to_string(recording) {
         Ok(text) => text,
         Err(error) => {
@@ -475,7 +491,21 @@ fn write_recording(
             return ExitCode::FAILURE;
         }
     };
-    let path = output.unwrap_or_else(|| crate::recording::default_file_name(scenario, &recording.stamp.variant).into());
+    let mut name = crate::recording::default_file_name(scenario, &recording.stamp.variant);
+    let text = match &written.html {
+        Some(dist) => match crate::export::one_file(dist, &text, &recording.scenario.title) {
+            Ok(page) => {
+                name = name.replace(".racelab.json", ".html");
+                page
+            }
+            Err(error) => {
+                eprintln!("racelab: {error}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => text,
+    };
+    let path = written.output.unwrap_or_else(|| name.into());
     if path.as_os_str() == "-" {
         println!("{text}");
         return ExitCode::SUCCESS;

@@ -1,6 +1,7 @@
 //! What racelab writes for hosts that run no racelab: the recording player's own files
 //! (`racelab export --player DIR`), which a blog serves beside its recordings so that
-//! `<racelab-scenario src="ws.racelab.json">` plays with nothing but static files behind it.
+//! `<racelab-scenario src="ws.racelab.json">` plays with nothing but static files behind it; and
+//! one page that is the player and a recording together ([`one_file`], `racelab record --html`).
 //!
 //! The player is the built app (`dist/`, `trunk build --release`) as it is, with two changes a
 //! static host needs: its page, `player.html`, names its assets relative to itself (the app's
@@ -8,6 +9,7 @@
 //! (`data-racelab-route`: a static host gives it a path of its own, not `/embed/recording`); and
 //! the loader, `embed.js`, opens that `player.html` beside itself instead of racelab's page.
 
+use base64::Engine as _;
 use std::path::{Path, PathBuf};
 
 /// The page the player is, in the exported folder.
@@ -148,6 +150,105 @@ pub fn snippet(at: &str) -> String {
     )
 }
 
+/// The element of a one-file player that holds its recording.
+pub const RECORDING_ELEMENT: &str = "racelab-recording";
+/// The element of a one-file player that holds its wasm (gzip, then base64).
+const WASM_ELEMENT: &str = "racelab-wasm";
+
+/// One page that is the player and `recording` (a recording's JSON text) together, titled
+/// `title`: it plays opened from disk (`file://`, where a page can fetch nothing, not even its
+/// own files) as from any host, and as an iframe where a host strips scripts. Its styles are
+/// inlined; its script is imported from a `data:` address; its wasm is carried gzipped, as
+/// base64, and unpacked by the browser's own `DecompressionStream`; its recording is a JSON
+/// element the app reads by id instead of fetching.
+pub fn one_file(dist: &Path, recording: &str, title: &str) -> Result<String, ExportError> {
+    let index = dist.join("index.html");
+    let page = std::fs::read_to_string(&index).map_err(|_| ExportError::NotBuilt(dist.to_owned()))?;
+    let assets = assets_named(&page, &asset_candidates(dist)?);
+    let script = assets.iter().find(|name| name.ends_with(".js"));
+    let wasm = assets.iter().find(|name| name.ends_with("_bg.wasm"));
+    let (Some(script), Some(wasm)) = (script, wasm) else {
+        return Err(ExportError::NotTheApp(index));
+    };
+    let read = |name: &str| std::fs::read(dist.join(name)).map_err(|source| io(&dist.join(name), source));
+    let mut page = page;
+    for name in &assets {
+        let inline = match name.ends_with(".css") {
+            true => format!("<style>{}</style>", String::from_utf8_lossy(&read(name)?)),
+            false => String::new(),
+        };
+        while let Some(tag) = tag_naming(&page, name) {
+            page.replace_range(tag, &inline);
+        }
+    }
+    let loader = module_loader(&read(script)?);
+    let page = replace_module_script(&page, &loader).ok_or_else(|| ExportError::NotTheApp(index.clone()))?;
+    // `.gz` beside the wasm: the build's post-build hook writes it (zopfli, else gzip -9).
+    let packed = read(&format!("{wasm}.gz")).map_err(|_| ExportError::NotBuilt(dist.to_owned()))?;
+    let route = format!("{}?src=%23{RECORDING_ELEMENT}", crate::web::headers::RECORDING_PLAYER);
+    let carried = format!(
+        "<script type=\"application/json\" id=\"{RECORDING_ELEMENT}\">{}</script>\n\
+         <script type=\"text/plain\" id=\"{WASM_ELEMENT}\">{}</script>\n</body>",
+        json_in_html(recording),
+        base64::engine::general_purpose::STANDARD.encode(packed)
+    );
+    Ok(page
+        .replacen(
+            "<title>racelab</title>",
+            &format!("<title>{} · racelab</title>", escape_html(title)),
+            1,
+        )
+        .replacen(
+            "<body class=\"racelab-page\"",
+            &format!("<body class=\"racelab-page\" data-racelab-route=\"{route}\""),
+            1,
+        )
+        .replacen("</body>", &carried, 1))
+}
+
+/// Where in `page` the tag is that names `/name` in double quotes (a stylesheet or preload
+/// link), from its `<` to its `>`.
+fn tag_naming(page: &str, name: &str) -> Option<std::ops::Range<usize>> {
+    let at = page.find(&format!("\"/{name}\""))?;
+    let start = page[..at].rfind('<')?;
+    let end = at + page[at..].find('>')? + 1;
+    Some(start..end)
+}
+
+/// The app's start, with its script imported from a `data:` address and its wasm unpacked from
+/// the page.
+fn module_loader(script: &[u8]) -> String {
+    let script = base64::engine::general_purpose::STANDARD.encode(script);
+    format!(
+        "<script type=\"module\">\n\
+         import init from 'data:text/javascript;base64,{script}';\n\
+         const text = document.getElementById('{WASM_ELEMENT}').textContent;\n\
+         const packed = Uint8Array.from(atob(text), c => c.charCodeAt(0));\n\
+         const wasm = new Blob([packed]).stream().pipeThrough(new DecompressionStream('gzip'));\n\
+         await init({{ module_or_path: new Response(wasm, {{ headers: {{ 'Content-Type': 'application/wasm' }} }}) }});\n\
+         </script>"
+    )
+}
+
+/// `page` with Trunk's module script (the one that starts the app) replaced by `loader`.
+fn replace_module_script(page: &str, loader: &str) -> Option<String> {
+    let start = page.find("<script type=\"module\">")?;
+    let end = start + page[start..].find("</script>")? + "</script>".len();
+    Some(format!("{}{loader}{}", &page[..start], &page[end..]))
+}
+
+/// JSON as the text of a `<script>` element: no `<` in it at all (so no `</script>` or `<!--`
+/// can end or change the element); JSON has `<` only inside strings, where `\u003c` means the
+/// same.
+fn json_in_html(json: &str) -> String {
+    json.replace('<', "\\u003c")
+}
+
+/// `text` safe between tags.
+fn escape_html(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,6 +315,44 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("<iframe src=\"/racelab/player.html?src="), "{text}");
+    }
+
+    #[test]
+    fn a_stylesheet_link_is_found_whole_and_a_script_import_is_not() {
+        let tag = tag_naming(PAGE, "style-1a2b.css").expect("the stylesheet's link");
+        assert_eq!(
+            &PAGE[tag],
+            r#"<link rel="stylesheet" href="/style-1a2b.css" integrity="sha384-x"/>"#
+        );
+        let tag = tag_naming(PAGE, "racelab-app-9f.js").expect("the preload");
+        assert!(PAGE[tag].starts_with("<link rel=\"modulepreload\""));
+        let page = PAGE.replace(
+            r#"<link rel="modulepreload" href="/racelab-app-9f.js" crossorigin="anonymous"/>"#,
+            "",
+        );
+        assert_eq!(
+            tag_naming(&page, "racelab-app-9f.js"),
+            None,
+            "the import in single quotes is no tag"
+        );
+    }
+
+    #[test]
+    fn the_module_script_is_replaced_and_nothing_else() {
+        let page = replace_module_script(PAGE, "<script>start</script>").expect("a module script");
+        assert!(page.contains("<script>start</script>\n</head>"), "{page}");
+        assert!(!page.contains("import init from '/racelab-app-9f.js'"), "{page}");
+        assert!(page.contains("<body class=\"racelab-page\">"));
+    }
+
+    #[test]
+    fn a_recording_cannot_end_the_element_that_carries_it() {
+        let json = r#"{"title":"</script><script>alert(1)</script><!--"}"#;
+        let carried = json_in_html(json);
+        assert!(!carried.contains('<'), "{carried}");
+        let back: serde_json::Value = serde_json::from_str(&carried).expect("still JSON");
+        assert_eq!(back["title"], "</script><script>alert(1)</script><!--");
+        assert_eq!(escape_html("<b>&</b>"), "&lt;b&gt;&amp;&lt;/b&gt;");
     }
 
     #[test]

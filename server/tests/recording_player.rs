@@ -488,3 +488,95 @@ async fn an_exported_player_plays_a_recording_on_a_static_host_with_no_racelab_s
 fn urlencode(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
+
+/// `racelab record --html`: one page, the player and a race recorded just now on this machine's
+/// PostgreSQL, that plays opened from disk (where a page may fetch nothing) and as an iframe on
+/// a static host (where a host strips scripts from the post itself), asking nothing of any
+/// server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_html_file_plays_from_disk_and_as_an_iframe_with_nothing_beside_it() {
+    let site = std::env::temp_dir().join(format!("racelab-one-file-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&site);
+    std::fs::create_dir_all(&site).expect("a folder");
+    let page = site.join("write-skew.html");
+    let recorded = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
+        .args([
+            "record",
+            "isolation/write-skew",
+            "--variant",
+            "serializable",
+            "--html",
+            "-o",
+        ])
+        .arg(&page)
+        .arg("--dist")
+        .arg(harness::dist())
+        .env(
+            "DATABASE_URL",
+            std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned()),
+        )
+        .output()
+        .await
+        .expect("racelab starts");
+    assert!(
+        recorded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&recorded.stderr)
+    );
+    let html = std::fs::read_to_string(&page).expect("the page written");
+    assert!(html.contains("<title>Write skew: two managers overspend a budget · racelab</title>"));
+    std::fs::write(
+        site.join("post.html"),
+        "<!doctype html><meta charset=utf-8><title>A post</title><body style=\"max-width:680px;margin:0 auto\">\
+         <p>As it ran:</p><iframe src=\"write-skew.html\" title=\"racelab\" style=\"width:100%;height:900px;border:0\"></iframe></body>",
+    )
+    .expect("the post");
+    let host = static_site(site.clone()).await;
+    run_alone("one_file", async |b: &Browser| {
+        b.set_viewport(680, 900).await;
+        b.goto_url(&format!("file://{}", page.display())).await;
+        b.wait_for(".rl-verdict").await;
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        let recorded_on = b.text(".rl-recorded").await.unwrap_or_default();
+        assert!(recorded_on.starts_with("recorded on PostgreSQL "), "{recorded_on}");
+        let lanes = b.attrs("[data-lane]", "data-lane").await;
+        assert!(
+            lanes.iter().flatten().any(|a| a == "alice") && lanes.iter().flatten().any(|a| a == "bob"),
+            "{lanes:?}"
+        );
+        let text = b.text("main").await.unwrap_or_default();
+        assert!(text.contains("40001"), "bob's refused commit, with its SQLSTATE");
+        b.wait_for(".rl-proof").await;
+        let fetched = b
+            .js(
+                "return performance.getEntriesByType('resource').map(e => e.name)\
+                   .filter(n => !n.startsWith('data:') && !n.startsWith('blob:'));",
+                vec![],
+            )
+            .await;
+        assert_eq!(
+            fetched,
+            serde_json::json!([]),
+            "nothing fetched from disk or any server"
+        );
+        assert!(!b.scrolls_sideways().await, "it fits 680 px");
+        b.screenshot("file-680").await;
+        b.set_viewport(360, 740).await;
+        b.settle().await;
+        assert!(!b.scrolls_sideways().await, "it fits 360 px");
+        b.screenshot("file-360").await;
+
+        // Pasted as an iframe in a post on a static host.
+        b.set_viewport(680, 900).await;
+        b.goto_url(&format!("{host}/post.html")).await;
+        b.wait_for("iframe").await;
+        b.client.enter_frame(0).await.expect("enter the iframe");
+        b.wait_for(".rl-verdict").await;
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        b.client.enter_parent_frame().await.expect("back to the post");
+        assert_eq!(origins_asked(b).await, vec![host.clone()], "only the post's host");
+        b.screenshot("iframe-680").await;
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&site);
+}

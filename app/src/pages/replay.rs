@@ -168,7 +168,12 @@ async fn stored(id: &str, state: RwSignal<RunState>) -> Loaded {
 /// cannot be played.
 #[cfg(not(feature = "embed"))]
 async fn recorded(src: &str, state: RwSignal<RunState>, matrix: RwSignal<Option<RunState>>) -> Loaded {
-    let text = match crate::api::fetch_text(src).await {
+    // `#id`: the recording is in this page (the one-file player), not at an address.
+    let text = match src.strip_prefix('#') {
+        Some(id) => crate::api::inline_text(id).ok_or_else(|| format!("this page holds no element {id}")),
+        None => crate::api::fetch_text(src).await,
+    };
+    let text = match text {
         Ok(text) => text,
         Err(why) => return Loaded::Failed(format!("The recording at {src} could not be fetched: {why}.")),
     };
