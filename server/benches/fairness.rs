@@ -69,6 +69,12 @@ fn main() -> Result<()> {
     runtime.block_on(bench(readers))
 }
 
+/// The benign crowd's p95 beside the hostile runs, at most this many times its p95 alone.
+const P95_GOAL: f64 = 1.5;
+/// racelab's own memory (resident) at most, in MB, while the hostile runs play: what docs/
+/// performance.md states as its bound under attack.
+const MEMORY_GOAL_MB: u64 = 128;
+
 async fn bench(readers: usize) -> Result<()> {
     let mut config = common::config();
     // The crowd comes from one address, loopback, as the hostile runs do: the per-address cap
@@ -172,8 +178,19 @@ async fn bench(readers: usize) -> Result<()> {
         peak.load(Ordering::Relaxed) >> 20,
         rss_after >> 20
     );
+    let ratio = ms(beside.p95) / ms(alone.p95).max(1.0);
+    let peak_mb = peak.load(Ordering::Relaxed) >> 20;
+    let met = |yes: bool| if yes { "met" } else { "NOT met" };
+    println!(
+        "  goals: p95 beside within {P95_GOAL}x alone: {} ({ratio:.2}x); racelab at most {MEMORY_GOAL_MB} MB: {} ({peak_mb} MB)",
+        met(ratio <= P95_GOAL),
+        met(peak_mb <= MEMORY_GOAL_MB)
+    );
     if alone.verdicts != beside.verdicts {
         return Err("the benign crowd's verdicts differ beside the hostile runs".into());
+    }
+    if ratio > P95_GOAL || peak_mb > MEMORY_GOAL_MB {
+        return Err("a goal is not met (above)".into());
     }
     Ok(())
 }

@@ -36,8 +36,14 @@ fn gzipped(bytes: &[u8]) -> Result<usize, BoxError> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?;
-    gzip.stdin.take().ok_or("gzip's input")?.write_all(bytes)?;
-    Ok(gzip.wait_with_output()?.stdout.len())
+    // Written from a thread of its own: gzip's output is read as it comes, or a large input
+    // would fill both pipes and each side wait on the other.
+    let mut input = gzip.stdin.take().ok_or("gzip's input")?;
+    let bytes = bytes.to_vec();
+    let writer = std::thread::spawn(move || input.write_all(&bytes));
+    let compressed = gzip.wait_with_output()?.stdout.len();
+    writer.join().map_err(|_| "the writer thread panicked")??;
+    Ok(compressed)
 }
 
 /// The `.js` and `.wasm` files an app's `index.html` in `dir` names under `prefix`, and what

@@ -292,6 +292,50 @@ async fn a_run_ends_at_its_wall_limit() {
 }
 
 #[tokio::test]
+async fn a_lock_a_run_keeps_past_its_end_cannot_hold_its_cleanup() {
+    // The role's own row updated in a transaction that never ends: the reset's first statement
+    // (`ALTER ROLE … CONNECTION LIMIT 0`) waits on it, until the watchdog ends the backend.
+    let limits = Limits {
+        max_wall: Some(Duration::from_secs(1)),
+        ..Limits::default()
+    };
+    let text = "session s\nstep hold { BEGIN; ALTER ROLE CURRENT_USER PASSWORD 'held'; SELECT pg_sleep(20); }\n";
+    for (version, url) in servers() {
+        let id = run_id("heldreset", version);
+        let (played, database) = tokio::join!(
+            play_as(&url, &id, text, limits, Choice::All { why: false }),
+            database_of(&id)
+        );
+        assert!(
+            matches!(played.ended, Err(SpecError::TooLong(1))),
+            "{version}: {:?}",
+            played.ended
+        );
+        let began = Instant::now();
+        assert_eq!(left_on(&url, &id).await, 0, "{version}: left something behind");
+        assert!(
+            !specs::confine::reset_failed(&database),
+            "{version}: the reset waited on the run's lock until its lock timeout, and failed"
+        );
+        // Its database is reset, not dropped, and the next run on it logs in as it was made.
+        let next = play_as(
+            &url,
+            &run_id("heldresetnext", version),
+            BENIGN,
+            Limits::default(),
+            Choice::All { why: false },
+        )
+        .await;
+        assert_benign_played(&next, "the run after");
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "{version}: {:?}",
+            began.elapsed()
+        );
+    }
+}
+
+#[tokio::test]
 async fn memory_past_its_bound_is_cancelled_whatever_work_mem_says() {
     // A sort of about 600 MB, in memory at a work_mem of 2 GB.
     let text = "session s\nstep sort { SET work_mem = '2GB'; SELECT count(*) FROM \
@@ -352,6 +396,97 @@ async fn output_is_bounded_by_what_is_printed() {
             played.lines.len()
         );
         assert!(played.lines.contains("more rows not kept\n(1000 rows)"), "{version}");
+    }
+}
+
+#[tokio::test]
+async fn a_policy_a_spec_writes_cannot_hide_rows_from_its_ledger() {
+    // Row security forced on the table's owner, hiding every row from the connection that made
+    // the policy: the control connection, which reads the ledger.
+    let text = "setup { CREATE TABLE budget (id int PRIMARY KEY, note text); INSERT INTO budget VALUES (1, 'kept');
+  ALTER TABLE budget ENABLE ROW LEVEL SECURITY; ALTER TABLE budget FORCE ROW LEVEL SECURITY;
+  DO $$ BEGIN EXECUTE format('CREATE POLICY hide ON budget USING (pg_backend_pid() <> %s)', pg_backend_pid()); END $$; }
+session s
+step look { SELECT note FROM budget; }
+";
+    for (version, url) in servers() {
+        let id = run_id("policy", version);
+        let played = play_as(&url, &id, text, Limits::default(), Choice::One(0)).await;
+        assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
+        assert!(
+            played.lines.contains("kept"),
+            "{version}: the session sees the row: {}",
+            played.lines
+        );
+        assert_eq!(played.ledgers.len(), 2, "{version}: a ledger before and after");
+        for ledger in &played.ledgers {
+            // Left out, since it cannot be read as it is; never shown empty.
+            if let Some(budget) = ledger.table("budget") {
+                assert_eq!(budget.rows.len(), 1, "{version}: {budget:?}");
+            }
+        }
+        assert_eq!(left_on(&url, &id).await, 0, "{version}");
+    }
+}
+
+#[tokio::test]
+async fn a_step_writing_more_than_the_witness_holds_plays_on_without_a_proof() {
+    // 20,000 rows of 1 kB, each reported whole by the witness's trigger: 20 MB of reports, past
+    // what a session holds. The step is a reader's honest bulk write: it completes; only the
+    // proof, which would be drawn from a partial history, is not given.
+    let text = "setup { CREATE TABLE pages (id int PRIMARY KEY, body text); }
+session s
+step fill { INSERT INTO pages SELECT g, repeat('x', 1000) FROM generate_series(1, 20000) g; }
+step count { SELECT count(*) AS pages FROM pages; }
+";
+    for (version, url) in servers() {
+        let id = run_id("bulk", version);
+        let played = play_as(&url, &id, text, Limits::default(), Choice::One(0)).await;
+        assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
+        assert!(
+            played.lines.contains("pages\n-----\n20000\n(1 row)"),
+            "{version}: every row written: {}",
+            played.lines
+        );
+        assert!(!played.lines.contains("cancel"), "{version}: {}", played.lines);
+        assert!(
+            !played.told.iter().any(|e| matches!(e, EventKind::Proof { .. })),
+            "{version}: a proof from a partial history"
+        );
+        assert_eq!(left_on(&url, &id).await, 0, "{version}");
+    }
+}
+
+#[tokio::test]
+async fn a_flood_of_notices_is_dropped_and_its_query_cancelled() {
+    // 100 KB notices, 100,000 of them: 10 GB in racelab's memory had it kept them all until the
+    // step ended (notices are printed after their step).
+    let text = "session s\nstep flood { DO $$ BEGIN FOR i IN 1..100000 LOOP \
+                RAISE NOTICE '%', repeat('x', 100000); END LOOP; END $$; }\n";
+    for (version, url) in servers() {
+        let played = beside_benign("notices", version, &url, |_| text.to_owned()).await;
+        assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
+        assert!(
+            played
+                .lines
+                .contains("racelab: more than 1 MB of notices and notifications arrived"),
+            "{version}: {}",
+            &played.lines[played.lines.len().saturating_sub(2000)..]
+        );
+        assert!(
+            played.lines.contains("ERROR:  canceling statement due to user request"),
+            "{version}: the flood's step is cancelled"
+        );
+        assert!(
+            played.lines.len() < 2 << 20,
+            "{version}: printed {} bytes",
+            played.lines.len()
+        );
+        assert!(
+            played.took < Duration::from_secs(20),
+            "{version}: took {:?}",
+            played.took
+        );
     }
 }
 

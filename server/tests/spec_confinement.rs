@@ -134,12 +134,24 @@ async fn it_cannot_read_change_hear_or_signal_another_run() {
     }
 }
 
+/// How many of run A's function, view, comment and default a query finds in the catalogs it
+/// reads: 4 in A's own database (the control), 0 anywhere else.
+const HERS: &str = "SELECT (SELECT count(*) FROM pg_proc WHERE prosrc LIKE '%''her'' || ''body''%') \
+    + (SELECT count(*) FROM pg_views WHERE definition LIKE '%view%' AND viewname = 'seen') \
+    + (SELECT count(*) FROM pg_description WHERE description LIKE 'her%') \
+    + (SELECT count(*) FROM pg_attrdef WHERE pg_get_expr(adbin, adrelid) LIKE '%default%') AS hers;";
+
 async fn another_run(version: u32, url: &str) {
-    // Run A makes a table, listens, holds an advisory lock and its session a while; run B, told
-    // A's database name (every role can read it in pg_database), tries to read and drop A's
-    // table, reach A's channel and lock, and end A's session.
-    let a = "setup { CREATE TABLE secrets (v text); INSERT INTO secrets VALUES ('hers'); }\n\
-             session a step listen { LISTEN news; SELECT pg_advisory_lock(7) IS NOT NULL AS locked; }\n\
+    // Run A makes a table, a function, a view, a comment and a default, listens, holds an
+    // advisory lock and its session a while; run B, told A's database name (every role can read
+    // it in pg_database), tries to read and drop A's table, find A's SQL in the catalogs, reach
+    // A's channel and lock, and end A's session.
+    let a = "setup { CREATE TABLE secrets (v text); INSERT INTO secrets VALUES ('hers');\n\
+             CREATE FUNCTION secret() RETURNS text LANGUAGE sql AS $$ SELECT 'her' || 'body' $$;\n\
+             CREATE VIEW seen AS SELECT 'her' || 'view' AS v; COMMENT ON TABLE secrets IS 'hercomment';\n\
+             ALTER TABLE secrets ALTER v SET DEFAULT 'her' || 'default'; }\n\
+             session a step mine { SELECT 1 AS mine; }\n\
+             step listen { LISTEN news; SELECT pg_advisory_lock(7) IS NOT NULL AS locked; }\n\
              step hold { SELECT pg_sleep(1.5); }\n";
     let b = async {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
@@ -154,6 +166,7 @@ async fn another_run(version: u32, url: &str) {
         let b = format!(
             "session b\nstep peek {{ SELECT * FROM {a_db}.public.secrets; }}\n\
              step drop {{ DROP TABLE {a_db}.public.secrets; }}\n\
+             step catalogs {{ {HERS} }}\n\
              step lock {{ SELECT pg_try_advisory_lock(7) AS free; }}\n\
              step shout {{ NOTIFY news, 'from b'; }}\n\
              step kill {{ SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{a_db}'; }}\n"
@@ -165,9 +178,10 @@ async fn another_run(version: u32, url: &str) {
             a_db,
         )
     };
+    let a = a.replace("SELECT 1 AS mine;", HERS);
     let (a_lines, (b_lines, a_db)) = tokio::join!(
         async {
-            play_on(url, &format!("otherruna{version}"), a, Limits::default())
+            play_on(url, &format!("otherruna{version}"), &a, Limits::default())
                 .await
                 .0
         },
@@ -178,6 +192,14 @@ async fn another_run(version: u32, url: &str) {
             "ERROR:  cross-database references are not implemented: \"{a_db}.public.secrets\""
         )),
         "{b_lines}"
+    );
+    assert!(
+        a_lines.contains("hers\n----\n   4\n(1 row)"),
+        "A finds its own function, view, comment and default: {a_lines}"
+    );
+    assert!(
+        b_lines.contains("hers\n----\n   0\n(1 row)"),
+        "B found A's function, view, comment or default: {b_lines}"
     );
     assert!(
         b_lines.contains("free\n----\nt   \n(1 row)"),

@@ -38,7 +38,7 @@ pub async fn observe(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
         for level in atlas::LEVELS {
             let spec = super::read(&entry.spec(level), limits)?;
             let run_id = crate::sandbox::new_run_id();
-            let played = super::play(url, &run_id, &spec, limits, Arc::new(super::Silent)).await?;
+            let played = super::play_why(url, &run_id, &spec, limits, Arc::new(super::Silent)).await?;
             let Some(run) = played.into_iter().next() else { continue };
             cells.push(Observed {
                 entry,

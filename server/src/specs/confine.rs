@@ -241,6 +241,9 @@ static RUNS: LazyLock<Mutex<VecDeque<(String, RunPlace)>>> = LazyLock::new(Defau
 const REMEMBERED: usize = 4096;
 /// Each database's uses so far, by name.
 static USES: LazyLock<Mutex<HashMap<String, u32>>> = LazyLock::new(Default::default);
+/// The databases whose reset failed, so they were dropped instead (the newest
+/// [`REMEMBERED`]): what tells a cleanup that a reader's backend held from one it went through.
+static NOT_RESET: LazyLock<Mutex<VecDeque<String>>> = LazyLock::new(Default::default);
 
 /// The runtime racelab's cleanup runs on: a thread of its own, so that a database's reset, and
 /// racelab's own connections, outlive the run's task (a reader who closed the tab) and, in
@@ -338,6 +341,11 @@ impl RunPlace {
     pub fn taken_again(&self) -> bool {
         lock(&USES).get(&self.database).is_some_and(|n| *n > self.use_number)
     }
+}
+
+/// Whether database `name`'s reset failed (in this process, recently): it was dropped instead.
+pub fn reset_failed(name: &str) -> bool {
+    lock(&NOT_RESET).iter().any(|failed| failed == name)
 }
 
 /// Where run `run_id` played, if this process played it recently.
@@ -515,6 +523,11 @@ impl Pool {
             outcome => {
                 if let Err(error) = outcome {
                     tracing::warn!("spec database {} not reset ({error}); dropped instead", ready.name);
+                    let mut failed = lock(&NOT_RESET);
+                    failed.push_back(ready.name.clone());
+                    if failed.len() > REMEMBERED {
+                        failed.pop_front();
+                    }
                 }
                 drop_database(&self.url, &ready.name).await;
                 lock(&HELD).remove(&ready.name);

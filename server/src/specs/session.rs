@@ -7,6 +7,8 @@
 
 use super::table::ResultSet;
 use futures_util::StreamExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::{AsyncMessage, Client, NoTls, SimpleQueryMessage};
 
@@ -89,10 +91,94 @@ pub struct Notification {
     pub from_pid: i32,
 }
 
+/// The most bytes of notices, notifications and witness reports a session holds for racelab
+/// to take: they arrive between results, whenever the server sends them, and are taken only
+/// after a step (or a setup) ends. A spec raising a megabyte notice in a loop would otherwise
+/// fill racelab's memory before its step limit came.
+pub const INBOX_AT_MOST: usize = 1 << 20;
+
+/// The most bytes of witness reports a session holds (about 100,000 rows written): past it the
+/// witness has lost count, and the permutation gets no proof rather than a wrong one. Not a
+/// reason to cancel anything: a step may rightly write that many rows.
+pub const WITNESSED_AT_MOST: usize = 16 << 20;
+
+/// What a session's connection task has received and racelab not yet taken, counted.
+struct Inbox {
+    /// At most this many bytes held.
+    bound: usize,
+    bytes: AtomicUsize,
+    /// Something was dropped for want of room (said once, when next taken).
+    overflowed: AtomicBool,
+}
+
+impl Inbox {
+    fn new(bound: usize) -> Inbox {
+        Inbox {
+            bound,
+            bytes: AtomicUsize::new(0),
+            overflowed: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether `bytes` more fit; if they do, they are counted in.
+    fn admit(&self, bytes: usize) -> bool {
+        self.bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                (held + bytes <= self.bound).then_some(held + bytes)
+            })
+            .is_ok()
+    }
+
+    /// `bytes` taken by racelab.
+    fn release(&self, bytes: usize) {
+        let _ = self.bytes.fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+            Some(held.saturating_sub(bytes))
+        });
+    }
+}
+
+/// What the connection task keeps of one message it receives, and its size in the inbox.
+trait Held {
+    fn held(&self) -> usize;
+}
+
+impl Held for String {
+    fn held(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Held for Notification {
+    fn held(&self) -> usize {
+        self.channel.len() + self.payload.len()
+    }
+}
+
+/// Sends `item` to `to` if the inbox has room for it; otherwise drops it. True the first time
+/// something is dropped: the query sending such a flood is then cancelled ([`cancel`]).
+fn deliver<T: Held>(inbox: &Inbox, to: &mpsc::UnboundedSender<T>, item: T) -> bool {
+    if inbox.admit(item.held()) {
+        let _ = to.send(item);
+        return false;
+    }
+    !inbox.overflowed.swap(true, Ordering::AcqRel)
+}
+
+/// Cancels the query in flight on the connection `token` names, without waiting for it.
+fn cancel(token: &tokio_postgres::CancelToken) {
+    let token = token.clone();
+    tokio::spawn(async move { token.cancel_query(NoTls).await });
+}
+
 /// One open connection.
 pub struct SpecSession {
     client: std::sync::Arc<Client>,
     pid: i32,
+    inbox: Arc<Inbox>,
+    /// The witness's reports' own count ([`WITNESSED_AT_MOST`]).
+    witness_inbox: Arc<Inbox>,
+    /// Whether the overflow has been said.
+    told_overflow: bool,
     notices: mpsc::UnboundedReceiver<String>,
     /// The writes racelab's witness trigger reported ([`super::witness`]): never printed.
     witnessed: mpsc::UnboundedReceiver<String>,
@@ -121,21 +207,30 @@ impl SpecSession {
         let (notice_tx, notices) = mpsc::unbounded_channel();
         let (notification_tx, notifications) = mpsc::unbounded_channel();
         let (witness_tx, witnessed) = mpsc::unbounded_channel();
+        let inbox = Arc::new(Inbox::new(INBOX_AT_MOST));
+        let witness_inbox = Arc::new(Inbox::new(WITNESSED_AT_MOST));
+        let (held, reports, token) = (inbox.clone(), witness_inbox.clone(), client.cancel_token());
         tokio::spawn(async move {
             loop {
                 match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
                     Some(Ok(AsyncMessage::Notice(notice))) if notice.message() == super::witness::MARK => {
-                        let _ = witness_tx.send(notice.detail().unwrap_or_default().to_owned());
+                        let report = notice.detail().unwrap_or_default().to_owned();
+                        deliver(&reports, &witness_tx, report);
                     }
                     Some(Ok(AsyncMessage::Notice(notice))) => {
-                        let _ = notice_tx.send(notice_text(&notice));
+                        if deliver(&held, &notice_tx, notice_text(&notice)) {
+                            cancel(&token);
+                        }
                     }
                     Some(Ok(AsyncMessage::Notification(n))) => {
-                        let _ = notification_tx.send(Notification {
+                        let notification = Notification {
                             channel: n.channel().to_owned(),
                             payload: n.payload().to_owned(),
                             from_pid: n.process_id(),
-                        });
+                        };
+                        if deliver(&held, &notification_tx, notification) {
+                            cancel(&token);
+                        }
                     }
                     Some(Ok(_)) => {}
                     Some(Err(_)) | None => break,
@@ -154,6 +249,9 @@ impl SpecSession {
         Ok(SpecSession {
             client: std::sync::Arc::new(client),
             pid,
+            inbox,
+            witness_inbox,
+            told_overflow: false,
             notices,
             witnessed,
             notifications,
@@ -218,19 +316,42 @@ impl SpecSession {
 
     /// The notices received since last asked, each as the tester prints it (after the session's
     /// name).
+    /// Once the inbox has overflowed, racelab's line saying so follows them, once.
     pub fn take_notices(&mut self) -> Vec<String> {
-        std::iter::from_fn(|| self.notices.try_recv().ok()).collect()
+        let mut notices = take(&mut self.notices, &self.inbox);
+        if !self.told_overflow && self.inbox.overflowed.load(Ordering::Acquire) {
+            self.told_overflow = true;
+            notices.push(format!(
+                "racelab: more than {} MB of notices and notifications arrived before they could be \
+                 printed; the rest were dropped and the query sending them cancelled\n",
+                INBOX_AT_MOST >> 20
+            ));
+        }
+        notices
     }
 
     /// The witness trigger's reports received since last asked (JSON objects, one per row).
     pub fn take_witnessed(&mut self) -> Vec<String> {
-        std::iter::from_fn(|| self.witnessed.try_recv().ok()).collect()
+        take(&mut self.witnessed, &self.witness_inbox)
+    }
+
+    /// Whether witness reports were dropped for want of room since last asked: what the
+    /// witness saw is then incomplete.
+    pub fn take_witness_lost(&self) -> bool {
+        self.witness_inbox.overflowed.swap(false, Ordering::AcqRel)
     }
 
     /// The notifications received since last asked.
     pub fn take_notifications(&mut self) -> Vec<Notification> {
-        std::iter::from_fn(|| self.notifications.try_recv().ok()).collect()
+        take(&mut self.notifications, &self.inbox)
     }
+}
+
+/// Everything `from` holds, released from the inbox's count.
+fn take<T: Held>(from: &mut mpsc::UnboundedReceiver<T>, inbox: &Inbox) -> Vec<T> {
+    let taken: Vec<T> = std::iter::from_fn(|| from.try_recv().ok()).collect();
+    inbox.release(taken.iter().map(Held::held).sum());
+    taken
 }
 
 /// The bytes `rows` rows print as, at `widths` (the tester pads every value, NULL included, to
@@ -316,6 +437,19 @@ async fn collect(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_inbox_holds_at_most_its_bound_and_frees_what_is_taken() {
+        let inbox = Inbox::new(INBOX_AT_MOST);
+        let (to, mut from) = mpsc::unbounded_channel::<String>();
+        assert!(!deliver(&inbox, &to, "x".repeat(INBOX_AT_MOST - 1)));
+        assert!(deliver(&inbox, &to, "yy".to_owned()), "the second does not fit: cancel");
+        assert!(!deliver(&inbox, &to, "yy".to_owned()), "cancelled once, not again");
+        assert_eq!(take(&mut from, &inbox).len(), 1);
+        assert_eq!(inbox.bytes.load(Ordering::Acquire), 0, "what was taken is free again");
+        assert!(!deliver(&inbox, &to, "yy".to_owned()));
+        assert_eq!(take(&mut from, &inbox), ["yy"]);
+    }
 
     #[test]
     fn what_a_set_prints_as_is_counted_with_its_padding() {

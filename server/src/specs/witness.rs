@@ -56,6 +56,9 @@ pub struct Witness {
     /// Steps that ended a session's transaction: `COMMIT` (true) or `ROLLBACK` (false).
     ends: Vec<(usize, usize, bool)>,
     waits: Vec<(usize, usize, Vec<usize>)>,
+    /// Reports were dropped ([`super::session::WITNESSED_AT_MOST`]): no proof is drawn from a
+    /// partial history.
+    lost_count: bool,
 }
 
 /// A table with a primary key, its key's columns, and the columns its versions are said by.
@@ -290,6 +293,7 @@ impl Witness {
             failures: Vec::new(),
             ends: Vec::new(),
             waits: Vec::new(),
+            lost_count: false,
         })
     }
 
@@ -318,6 +322,7 @@ impl Witness {
                 self.writes.push(written);
             }
         }
+        self.lost_count |= connection.take_witness_lost();
         if let Some(failure) = &answer.failure {
             let code = match failure {
                 Failure::Server { sqlstate, .. } => Some(sqlstate.clone()),
@@ -348,6 +353,11 @@ impl Witness {
                 began: text(2),
             });
         }
+    }
+
+    /// Whether it saw every write (none of its reports was dropped).
+    pub fn complete(&self) -> bool {
+        !self.lost_count
     }
 
     /// Takes note that `session`'s step `step` waited for `holders`' sessions.
