@@ -385,12 +385,11 @@ async fn origins_asked(b: &Browser) -> Vec<String> {
     serde_json::from_value(names).expect("a list of origins")
 }
 
-/// `racelab export --player`, hosted by a blog's static server with no racelab running
-/// anywhere: the post's `<racelab-scenario src=…>` becomes the exported player, which plays the
-/// recording beside the post, reports its height, and asks nothing of any other origin.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_exported_player_plays_a_recording_on_a_static_host_with_no_racelab_server() {
-    let site = std::env::temp_dir().join(format!("racelab-export-site-{}", std::process::id()));
+/// A blog's folder, `name`, with the player exported into `racelab/` by `racelab export
+/// --player` (what it printed is checked), and the committed recording at
+/// `posts/ws.racelab.json`.
+async fn exported_site(name: &str) -> PathBuf {
+    let site = std::env::temp_dir().join(format!("racelab-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&site);
     std::fs::create_dir_all(site.join("posts")).expect("the site's folders");
     let exported = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
@@ -415,6 +414,15 @@ async fn an_exported_player_plays_a_recording_on_a_static_host_with_no_racelab_s
         assert!(site.join("racelab").join(name).is_file(), "{name} written");
     }
     std::fs::write(site.join("posts/ws.racelab.json"), fixture()).expect("the recording");
+    site
+}
+
+/// `racelab export --player`, hosted by a blog's static server with no racelab running
+/// anywhere: the post's `<racelab-scenario src=…>` becomes the exported player, which plays the
+/// recording beside the post, reports its height, and asks nothing of any other origin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exported_player_plays_a_recording_on_a_static_host_with_no_racelab_server() {
+    let site = exported_site("export-site").await;
     std::fs::write(
         site.join("posts/write-skew.html"),
         "<!doctype html><meta charset=utf-8><title>Write skew</title>\
@@ -576,6 +584,83 @@ async fn one_html_file_plays_from_disk_and_as_an_iframe_with_nothing_beside_it()
         b.client.enter_parent_frame().await.expect("back to the post");
         assert_eq!(origins_asked(b).await, vec![host.clone()], "only the post's host");
         b.screenshot("iframe-680").await;
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&site);
+}
+
+/// A live embed on a blog that hosts the exported player names its racelab and a recording to
+/// fall back to: with the racelab up, the race plays live there; with it gone, the recording
+/// plays instead, offering "Run it live" on that racelab for when it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_embed_falls_back_to_its_recording_when_its_racelab_does_not_answer() {
+    let site = exported_site("fallback-site").await;
+    let gone = format!("http://127.0.0.1:{}", harness::free_port());
+    run("live_fallback", async |b: &Browser| {
+        let embed = |server: &str| {
+            format!(
+                "<racelab-scenario scenario=\"isolation/write-skew\" variant=\"serializable\" \
+                 server=\"{server}\" fallback=\"ws.racelab.json\" autoplay></racelab-scenario>"
+            )
+        };
+        std::fs::write(
+            site.join("posts/live.html"),
+            format!(
+                "<!doctype html><meta charset=utf-8><title>Live</title><body style=\"max-width:680px;margin:0 auto\">\
+                 <script src=\"/racelab/embed.js\" async></script><h2>Up</h2>{}<h2>Gone</h2>{}</body>",
+                embed(&b.base),
+                embed(&gone)
+            ),
+        )
+        .expect("the post");
+        let host = static_site(site.clone()).await;
+        b.set_viewport(680, 900).await;
+        b.goto_url(&format!("{host}/posts/live.html")).await;
+        let srcs = b
+            .wait_js(
+                "both embeds' frames",
+                "const f = [...document.querySelectorAll('racelab-scenario iframe')].map(f => f.src); \
+                 return f.length === 2 && f;",
+                vec![],
+            )
+            .await;
+        let srcs: Vec<String> = serde_json::from_value(srcs).expect("two addresses");
+        assert_eq!(
+            srcs[0],
+            format!("{}/embed/isolation/write-skew?variant=serializable&autoplay=1", b.base),
+            "the racelab that answers plays it live"
+        );
+        assert_eq!(
+            srcs[1],
+            format!(
+                "{host}/racelab/player.html?variant=serializable&autoplay=1&src={}&live={}",
+                urlencode(&format!("{host}/posts/ws.racelab.json")),
+                urlencode(&gone)
+            ),
+            "the racelab that does not answer: its recording"
+        );
+        // Both report their heights: the live one from its racelab's origin.
+        b.wait_js(
+            "both frames sized to their runs",
+            "return [...document.querySelectorAll('racelab-scenario iframe')]\
+               .every(f => f.getBoundingClientRect().height > 400);",
+            vec![],
+        )
+        .await;
+        b.client.enter_frame(0).await.expect("the live embed");
+        b.wait_for(".rl-verdict").await;
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        b.client.enter_parent_frame().await.expect("back to the post");
+        b.client.enter_frame(1).await.expect("the fallback");
+        b.wait_for(".rl-verdict").await;
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        assert_eq!(
+            b.attr("a.rl-run-live", "href").await,
+            Some(format!("{gone}/lab/isolation/write-skew?variant=serializable")),
+            "run it live, there, when it is back"
+        );
+        b.client.enter_parent_frame().await.expect("back to the post");
+        b.screenshot("post-680").await;
     })
     .await;
     let _ = std::fs::remove_dir_all(&site);

@@ -458,6 +458,35 @@ step count { SELECT count(*) AS pages FROM pages; }
 }
 
 #[tokio::test]
+async fn a_ledger_holds_at_most_its_bound_whatever_the_tables_hold() {
+    // 20 tables of 1,000 rows of 1 kB: 20 MB, were the ledger to keep each table's 1,000 rows.
+    let text = "setup { DO $$ BEGIN FOR i IN 1..20 LOOP
+    EXECUTE format('CREATE TABLE t%s (id int PRIMARY KEY, body text)', i);
+    EXECUTE format('INSERT INTO t%s SELECT g, repeat(''x'', 1000) FROM generate_series(1, 1000) g', i);
+  END LOOP; END $$; }
+session s
+step look { SELECT count(*) AS tables FROM pg_tables WHERE schemaname = 'public'; }
+";
+    for (version, url) in servers() {
+        let id = run_id("ledger", version);
+        let played = play_as(&url, &id, text, Limits::default(), Choice::One(0)).await;
+        assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
+        assert!(
+            played.lines.contains("tables\n------\n    20"),
+            "{version}: {}",
+            played.lines
+        );
+        assert_eq!(played.ledgers.len(), 2, "{version}: a ledger before and after");
+        for ledger in &played.ledgers {
+            let bytes = serde_json::to_vec(ledger).map_or(0, |json| json.len());
+            assert!(bytes < 2 << 20, "{version}: a ledger of {bytes} bytes");
+            assert!(!ledger.tables.is_empty(), "{version}: the ledger still shows what fits");
+        }
+        assert_eq!(left_on(&url, &id).await, 0, "{version}");
+    }
+}
+
+#[tokio::test]
 async fn a_flood_of_notices_is_dropped_and_its_query_cancelled() {
     // 100 KB notices, 100,000 of them: 10 GB in racelab's memory had it kept them all until the
     // step ended (notices are printed after their step).

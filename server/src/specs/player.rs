@@ -33,6 +33,10 @@ use tokio::sync::oneshot;
 /// not waiting is looked at again.
 const POLL_EVERY: Duration = Duration::from_millis(7);
 
+/// The most bytes of rows (as JSON text) one ledger holds, over all its tables: a run's ledgers
+/// go out after its output is cut (its reader needs them), so they are bounded on their own.
+pub const LEDGER_AT_MOST: usize = 1 << 20;
+
 /// Why a spec's play stopped before its end, in the tester's words (it exits then).
 #[derive(Debug, thiserror::Error)]
 pub enum Stopped {
@@ -311,6 +315,7 @@ impl<'a> Player<'a> {
     /// at all, is left out.
     pub async fn snapshot(&mut self) -> shared::Ledger {
         let mut ledger = shared::Ledger::default();
+        let mut room = LEDGER_AT_MOST;
         let Ok(listed) = self
             .bounded(
                 None,
@@ -335,7 +340,10 @@ impl<'a> Player<'a> {
             })
             .unwrap_or_default();
         for (oid, name) in tables {
-            if let Ok(Some(table)) = self.read_table(&oid, name).await {
+            if room == 0 {
+                break;
+            }
+            if let Ok(Some(table)) = self.read_table(&oid, name, &mut room).await {
                 ledger.tables.push(table);
             }
         }
@@ -343,8 +351,14 @@ impl<'a> Player<'a> {
         ledger
     }
 
-    /// One table of the ledger: its columns and its first 1,000 rows.
-    async fn read_table(&mut self, oid: &str, name: String) -> Result<Option<shared::Table>, Stopped> {
+    /// One table of the ledger: its columns and its first 1,000 rows, as many as fit in `room`
+    /// bytes (of the rows' JSON text), which it uses up.
+    async fn read_table(
+        &mut self,
+        oid: &str,
+        name: String,
+        room: &mut usize,
+    ) -> Result<Option<shared::Table>, Stopped> {
         let columns = self
             .bounded(
                 None,
@@ -391,6 +405,16 @@ impl<'a> Player<'a> {
                 set.rows
                     .into_iter()
                     .filter_map(|r| r.into_iter().next().flatten())
+                    .take_while(|text| match room.checked_sub(text.len()) {
+                        Some(left) => {
+                            *room = left;
+                            true
+                        }
+                        None => {
+                            *room = 0;
+                            false
+                        }
+                    })
                     .map(|text| typed_row(&text, columns.len()))
                     .collect()
             })

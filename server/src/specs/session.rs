@@ -297,8 +297,15 @@ impl SpecSession {
             // Each request is queued on the connection when its stream is made, in this order.
             let first = client.simple_query_raw(&sql).await;
             let second = client.simple_query_raw(&then).await;
-            let _ = reply.send(collect(&client, first, keep).await);
-            let _ = then_reply.send(collect(&client, second, keep).await);
+            let (first, second) = (
+                collect(&client, first, keep).await,
+                collect(&client, second, keep).await,
+            );
+            if first.cut_at.is_some() || second.cut_at.is_some() {
+                take_late_cancel(&client).await;
+            }
+            let _ = reply.send(first);
+            let _ = then_reply.send(second);
         });
         (answer, then_answer)
     }
@@ -364,7 +371,21 @@ fn printed_size(widths: &[usize], rows: usize) -> usize {
 /// `keep.rows` a set, and as many as print in `keep.bytes` in all (counted as printed, padding
 /// included: a column of NULLs beside one long value prints as wide as that value on every row).
 async fn run(client: &Client, sql: &str, keep: Keep) -> Answer {
-    collect(client, client.simple_query_raw(sql).await, keep).await
+    let answer = collect(client, client.simple_query_raw(sql).await, keep).await;
+    if answer.cut_at.is_some() {
+        take_late_cancel(client).await;
+    }
+    answer
+}
+
+/// After a query cut for what it sent ([`RECEIVED_AT_MOST`]): the cancel racelab sent may reach
+/// the backend only once that query has ended (a cancel request is a connection of its own,
+/// which the server reads when it reads it), and strike the connection's next query: the
+/// ledger's, say. A short sleep of racelab's own takes it, whenever within half a second it
+/// comes (a cancel that came while the backend waited for a command was ignored; the sleep then
+/// just ends).
+async fn take_late_cancel(client: &Client) {
+    let _ = client.simple_query("SELECT pg_catalog.pg_sleep(0.5)").await;
 }
 
 /// The answer of a query sent (its stream, or why it could not be sent), as [`run`] says it.
@@ -386,6 +407,7 @@ async fn collect(
     // What the sets already complete print as, and every value received.
     let mut spent = 0usize;
     let mut received = 0usize;
+    let mut cancelling = None;
     while let Some(message) = stream.next().await {
         match message {
             Ok(SimpleQueryMessage::RowDescription(columns)) => {
@@ -403,7 +425,7 @@ async fn collect(
                 if received > RECEIVED_AT_MOST && answer.cut_at.is_none() {
                     answer.cut_at = Some(received);
                     let cancel = client.cancel_token();
-                    tokio::spawn(async move { cancel.cancel_query(NoTls).await });
+                    cancelling = Some(tokio::spawn(async move { cancel.cancel_query(NoTls).await }));
                 }
                 let wider: Vec<usize> = widths
                     .iter()
@@ -427,6 +449,18 @@ async fn collect(
             Ok(_) => {}
             Err(error) => {
                 answer.failure = Some(Failure::of(error));
+                break;
+            }
+        }
+    }
+    // A cancel that came as the query was done sending leaves the backend a pending cancel,
+    // which strikes the connection's next query (the ledger's, say): it is delivered, then
+    // spent on a query of racelab's own before this answer is given.
+    if let Some(cancelling) = cancelling {
+        let _ = cancelling.await;
+        for _ in 0..3 {
+            // pg_sleep looks for interrupts (a bare `SELECT 1` may never look, and leave it).
+            if client.simple_query("SELECT pg_catalog.pg_sleep(0)").await.is_ok() {
                 break;
             }
         }

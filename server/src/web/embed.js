@@ -4,7 +4,10 @@
 //  1. <racelab-scenario scenario="isolation/write-skew" variant="…" theme="…" view="…"
 //     mode="…" autoplay="…" postgres="…"> becomes an iframe of that embed (the element keeps
 //     its place); <racelab-scenario src="ws.racelab.json" live="…"> one of the recording
-//     player, which fetches the file (resolved against the host page) and plays it;
+//     player, which fetches the file (resolved against the host page) and plays it. A live
+//     embed may name its racelab (server="https://racelab.example", this script's own by
+//     default) and a recording to play instead when that racelab does not answer
+//     (fallback="ws.racelab.json"), as a blog hosting an exported player does;
 //  2. every racelab iframe (the element's, or one pasted as an <iframe>) takes the height its
 //     page reports, so the finished run is never cut off behind a scrollbar;
 //  3. an embed with theme=host is told the host's colours where it sits (light or dark text,
@@ -21,10 +24,30 @@
   var PLAYER = "/embed/recording";
   var player = new URL(PLAYER, here).href;
 
-  // Whether `frame` shows a racelab embed of this server (or this export's player).
+  // Every racelab whose embeds are on this page, by origin: this script's, and any named.
+  var servers = {};
+  servers[origin] = true;
+
+  // Whether `frame` shows a racelab embed of a known server (or this export's player).
   function isEmbed(frame) {
     var src = frame.getAttribute("src") || "";
-    return src.indexOf(origin + "/embed/") === 0 || src.indexOf(player + "?") === 0;
+    if (src.indexOf(player + "?") === 0) return true;
+    for (var server in servers) if (src.indexOf(server + "/embed/") === 0) return true;
+    return false;
+  }
+
+  // Whether the racelab at `server` answers within 4 s (one look per server per page): its
+  // /healthz, asked without reading the answer, so no CORS header is needed.
+  var looks = {};
+  function answers(server) {
+    if (!looks[server]) {
+      var abort = window.AbortController ? new AbortController() : null;
+      var timer = abort && setTimeout(function () { abort.abort(); }, 4000);
+      looks[server] = fetch(server + "/healthz", { mode: "no-cors", cache: "no-store", signal: abort && abort.signal })
+        .then(function () { return true; }, function () { return false; })
+        .then(function (up) { clearTimeout(timer); return up; });
+    }
+    return looks[server];
   }
 
   // `color` (any CSS colour the browser computes: rgb(), oklch(), color(srgb …)) as
@@ -63,7 +86,7 @@
 
   if (!window.customElements.get("racelab-scenario")) {
     class RacelabScenario extends HTMLElement {
-      static get observedAttributes() { return ["scenario", "spec", "src"].concat(OPTIONS); }
+      static get observedAttributes() { return ["scenario", "spec", "src", "server", "fallback"].concat(OPTIONS); }
       connectedCallback() { this.render(); }
       attributeChangedCallback() { if (this.isConnected) this.render(); }
       render() {
@@ -73,8 +96,24 @@
         var recording = this.getAttribute("src");
         var scenario = spec ? "s/" + spec : this.getAttribute("scenario");
         if (!scenario && !recording) return;
+        var named = this.getAttribute("server");
+        var server = named ? new URL(named, document.baseURI).origin : origin;
+        servers[server] = true;
+        var fallback = this.getAttribute("fallback");
+        if (recording || !fallback) {
+          this.show(recording ? this.playing(recording) : this.live(server, scenario), recording || scenario);
+          return;
+        }
+        var element = this;
+        answers(server).then(function (up) {
+          if (up) element.show(element.live(server, scenario), scenario);
+          // "Run it live" stays on offer, for when that racelab is back.
+          else element.show(element.playing(fallback, server), fallback);
+        });
+      }
+      // The query of this element's options.
+      options() {
         var query = new URLSearchParams();
-        if (recording) query.set("src", new URL(recording, document.baseURI).href);
         var element = this;
         OPTIONS.forEach(function (name) {
           if (!element.hasAttribute(name)) return;
@@ -83,7 +122,18 @@
           if (name === "autoplay" && (value === "" || value === "autoplay")) value = "1";
           query.set(name, value);
         });
-        var src = (recording ? player : origin + "/embed/" + scenario) + "?" + query.toString();
+        return query;
+      }
+      live(server, scenario) {
+        return server + "/embed/" + scenario + "?" + this.options().toString();
+      }
+      playing(recording, server) {
+        var query = this.options();
+        query.set("src", new URL(recording, document.baseURI).href);
+        if (server && !query.has("live")) query.set("live", server);
+        return player + "?" + query.toString();
+      }
+      show(src, what) {
         if (!this.frame) {
           this.frame = document.createElement("iframe");
           this.frame.loading = "lazy";
@@ -93,7 +143,7 @@
         }
         if (this.frame.getAttribute("src") !== src) {
           this.frame.setAttribute("src", src);
-          this.frame.title = "racelab: " + (recording ? "a recording" : scenario);
+          this.frame.title = "racelab: " + what;
         }
       }
     }
@@ -103,7 +153,7 @@
     // window that sent it.
     window.addEventListener("message", function (event) {
       var data = event.data;
-      if (event.origin !== origin || !data || data.type !== "racelab:height" || !(data.height > 0)) return;
+      if (!servers[event.origin] || !data || data.type !== "racelab:height" || !(data.height > 0)) return;
       var frames = document.getElementsByTagName("iframe");
       for (var i = 0; i < frames.length; i++) {
         var frame = frames[i];
@@ -112,7 +162,7 @@
         if (/[?&]theme=host(&|$)/.test(frame.getAttribute("src"))) {
           event.source.postMessage(
             { type: "racelab:host", dark: hostLooksDark(frame), scheme: schemeOf(frame) },
-            origin
+            event.origin
           );
         }
       }
