@@ -16,8 +16,11 @@
 //!   watching, no output. It knows no step will wait (the spec's steps touch different rows),
 //!   which racelab cannot know.
 //!
-//! Interleaved (racelab, racelab --why, bare, racelab, …) after one untimed round, so drift
-//! lands on all three.
+//! Then a page's Run: one permutation, witnessed, with its ledger before and after and its
+//! proof (`Choice::One`), beside the bare program playing that one permutation.
+//!
+//! Interleaved (racelab, racelab --why, bare, a page's Run, bare's one, racelab, …) after one
+//! untimed round, so drift lands on all of them.
 
 use racelab::engine::BoxFuture;
 use racelab::engine::lane::Stage;
@@ -86,7 +89,17 @@ async fn racelab_round(spec: &shared::spec::Spec, limits: &Limits, round: usize,
     Ok(stage.0.load(std::sync::atomic::Ordering::Relaxed))
 }
 
-async fn bare_round(spec: &shared::spec::Spec, round: usize) -> Result<(), BoxError> {
+/// A page's Run: the first permutation, witnessed, its ledgers and proof told.
+async fn page_round(spec: &shared::spec::Spec, limits: &Limits, round: usize) -> Result<(), BoxError> {
+    let stage: Arc<dyn Stage> = Arc::new(Quiet::default());
+    let lane = move |name: &str, quiet: bool| racelab::engine::Lane::new(name, stage.clone(), quiet);
+    let id = format!("bench{round}page");
+    let played = specs::play_on(&database_url(), &id, spec, limits, specs::Choice::One(0), &lane).await?;
+    assert_eq!(played.len(), 1);
+    Ok(())
+}
+
+async fn bare_round(spec: &shared::spec::Spec, round: usize, orders: usize) -> Result<(), BoxError> {
     let url = bare_url();
     let schema = format!("bench_spec_{round}");
     let mut control = PgConnection::connect(&url).await?;
@@ -101,7 +114,10 @@ async fn bare_round(spec: &shared::spec::Spec, round: usize) -> Result<(), BoxEr
         conn.execute(path.as_str()).await?;
         sessions.push(conn);
     }
-    for order in shared::spec::all_permutations(spec, usize::MAX) {
+    for order in shared::spec::all_permutations(spec, usize::MAX)
+        .into_iter()
+        .take(orders)
+    {
         for setup in &spec.setup {
             control.execute(setup.as_str()).await?;
         }
@@ -150,6 +166,7 @@ fn main() -> Result<(), BoxError> {
         let spec = specs::read(SPEC, &Limits::default())?;
         let limits = Limits::command_line(Duration::from_secs(300));
         let (mut ours, mut why, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut page, mut bare_one) = (Vec::new(), Vec::new());
         let mut lines = 0;
         let ms = |began: Instant| began.elapsed().as_secs_f64() * 1e3;
         for round in 0..=rounds {
@@ -160,15 +177,24 @@ fn main() -> Result<(), BoxError> {
             racelab_round(&spec, &limits, round, true).await?;
             let racelab_why = ms(began);
             let began = Instant::now();
-            bare_round(&spec, round).await?;
+            bare_round(&spec, round, usize::MAX).await?;
             let bare = ms(began);
+            let began = Instant::now();
+            page_round(&spec, &limits, round).await?;
+            let one = ms(began);
+            let began = Instant::now();
+            bare_round(&spec, round, 1).await?;
+            let bare_first = ms(began);
             if round > 0 {
                 ours.push(racelab);
                 why.push(racelab_why);
                 theirs.push(bare);
+                page.push(one);
+                bare_one.push(bare_first);
             }
         }
         let (ours, why, theirs) = (median(ours), median(why), median(theirs));
+        let (page, bare_one) = (median(page), median(bare_one));
         println!("every permutation (20) of a two-session write-skew spec, {rounds} rounds, medians:");
         println!("  racelab run (sandbox, watching, the tester's {lines} output lines): {ours:.1} ms");
         println!("  racelab run --why (each permutation witnessed, 20 proofs):   {why:.1} ms");
@@ -177,6 +203,11 @@ fn main() -> Result<(), BoxError> {
             "  racelab / bare: {:.2}×   racelab --why / bare: {:.2}×",
             ours / theirs,
             why / theirs
+        );
+        println!("one permutation, as a page's Run plays it (witnessed, its ledgers and proof):");
+        println!(
+            "  racelab: {page:.1} ms   bare sqlx, that permutation: {bare_one:.1} ms   racelab / bare: {:.2}×",
+            page / bare_one
         );
         Ok(())
     })

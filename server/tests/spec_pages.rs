@@ -457,3 +457,41 @@ async fn a_lab_scenario_opens_as_a_spec_before_anyone_ran_it() {
     let (status, _, body) = get(address, "/api/scenarios/locks/no-lock/spec").await;
     assert_eq!(status, 400, "Redis clients are not SQL sessions: {body}");
 }
+
+/// A spec that prints 27 MB over 30 steps, each result within what a step may print (1 MiB:
+/// a 300 kB value, its header and rule padded to its width):
+/// the run's output is cut at its cap with one line that says so, its ledger and verdict still
+/// come, and what is stored for its permalink is about the cap, not 30 MB.
+#[tokio::test]
+async fn a_run_printing_past_its_cap_is_cut_with_a_line_and_stored_cut() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    let mut text = "setup { CREATE TABLE t (k int PRIMARY KEY); INSERT INTO t VALUES (1); }\nsession s\n".to_owned();
+    for i in 1..=30 {
+        text.push_str(&format!(
+            "step p{i} {{ SELECT {i} AS n, repeat('x', 300000) AS page; }}\n"
+        ));
+    }
+    let (status, saved) = save(address, &text).await;
+    assert_eq!(status, 201, "{saved}");
+    let id = saved["id"].as_str().expect("an id").to_owned();
+    let frames = play(address, &id, "p1").await;
+    let done = frames.last().expect("done");
+    assert_eq!(done["outcome"]["status"], "completed", "{done}");
+    let transcript = said(&frames);
+    let cut = transcript
+        .lines()
+        .find(|l| l.starts_with("racelab: output cut at "))
+        .unwrap_or_else(|| panic!("no cut line in {} bytes", transcript.len()));
+    assert!(cut.contains("(at most 200000 events or 16 MB a run)"), "{cut}");
+    assert!(transcript.len() < 17 << 20, "{} bytes said", transcript.len());
+    assert!(!transcript.contains("step p30:"), "what came past the cap is not shown");
+    assert_eq!(events(&frames, "ledger").count(), 2, "its ledgers still come");
+    assert_eq!(events(&frames, "verdict").count(), 1, "and its verdict");
+    let run_id = done["run_id"].as_str().expect("a run id").to_owned();
+    let (status, _, stored) = get(address, &format!("/api/runs/{run_id}")).await;
+    assert_eq!(status, 200);
+    assert!(stored.len() < 18 << 20, "stored: {} bytes", stored.len());
+    assert!(stored.contains("racelab: output cut at "), "stored with its cut line");
+    assert_eq!(left_by(&run_id).await, 0);
+}
