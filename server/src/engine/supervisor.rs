@@ -621,7 +621,7 @@ impl Engine {
             .as_ref()
             .ok()
             .and_then(|_| server.warm.take(scenario.sandbox()));
-        let run_id = sandbox::new_run_id();
+        let run_id = sandbox::new_stored_run_id();
         updates.send(ServerMsg::Started { run_id: run_id.clone() });
         let mut pipe = EventPipe::new(&updates);
         let info = scenario.info();

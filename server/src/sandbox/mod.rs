@@ -96,6 +96,14 @@ pub fn new_run_id() -> String {
     format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
 }
 
+/// A new run's own id, the one that fetches its stored transcript (`/runs/<id>`): 24 hex
+/// digits, 96 random bits, so that nobody finds another reader's run by trying ids (48 bits,
+/// against a million stored runs, would give one a few days of guessing a hit). It is never in
+/// a name a service shows: a sandbox has an id of its own ([`new_run_id`]).
+pub fn new_stored_run_id() -> String {
+    format!("{:024x}", rand::random::<u128>() >> 32)
+}
+
 /// Which sandbox each recent run of this process played in, by run id: the id its names carry.
 /// A run's own id (which fetches its stored transcript) appears in no name a service shows every
 /// role (`pg_stat_activity`'s application names, schemas, keys, topics), so a reader's spec that
@@ -330,6 +338,12 @@ mod tests {
     #[test]
     fn only_our_run_ids_are_trusted() {
         assert!(is_run_id(&new_run_id()));
+        let stored = new_stored_run_id();
+        assert!(
+            stored.len() == 24 && stored.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{stored}"
+        );
+        assert_ne!(stored, new_stored_run_id());
         assert!(!is_run_id("%"));
         assert!(!is_run_id("abc; DROP x"));
     }
