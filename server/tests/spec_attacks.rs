@@ -799,3 +799,25 @@ async fn a_step_sending_more_than_racelab_reads_is_cancelled() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_step_sending_only_nulls_is_cancelled_as_well() {
+    // 50 million NULLs: no byte of value, but each read and taken apart.
+    let text = "session s\nstep nothing { SELECT NULL::text AS a FROM (SELECT generate_series(1, 50000000)) AS g; }\n\
+                step after { SELECT 1 AS alive; }\n";
+    for (version, url) in servers() {
+        let id = run_id("nulls", version);
+        let played = play_as(&url, &id, text, Limits::default(), Choice::All { why: false }).await;
+        assert!(played.ended.is_ok(), "{version}: {:?}", played.ended);
+        assert!(
+            played.lines.contains("more than 8 MB: cancelled"),
+            "{version}: {}",
+            &played.lines[played.lines.len().saturating_sub(600)..]
+        );
+        assert!(
+            played.lines.contains("alive\n-----\n    1"),
+            "{version}: the session goes on"
+        );
+        assert_eq!(left_on(&url, &id).await, 0, "{version}");
+    }
+}

@@ -421,7 +421,11 @@ async fn collect(
             Ok(SimpleQueryMessage::Row(row)) => {
                 let Some((set, widths)) = open.as_mut() else { continue };
                 let values: Vec<Option<String>> = (0..row.len()).map(|i| row.get(i).map(str::to_owned)).collect();
-                received += values.iter().map(|v| v.as_ref().map_or(0, String::len)).sum::<usize>();
+                // A value's bytes, and one for each value (a NULL costs its reading too).
+                received += values
+                    .iter()
+                    .map(|v| 1 + v.as_ref().map_or(0, String::len))
+                    .sum::<usize>();
                 if received > RECEIVED_AT_MOST && answer.cut_at.is_none() {
                     answer.cut_at = Some(received);
                     let cancel = client.cancel_token();
