@@ -86,16 +86,27 @@ enum Command {
         #[command(flatten)]
         config: Config,
     },
-    /// Write the recording player's own files into a folder a static host serves (a blog's
-    /// GitHub Pages, say), so recordings play there with no racelab server: `player.html`, the
-    /// app it loads, and `embed.js`, which turns `<racelab-scenario src=…>` into the player.
+    /// Write what a static host serves with no racelab behind it (a blog's GitHub Pages, say):
+    /// the recording player's own files (`--player DIR`: `player.html`, the app it loads, and
+    /// `embed.js`, which turns `<racelab-scenario src=…>` into the player), or a site of the
+    /// whole catalog (`--site DIR`: every scenario's every variant recorded on every configured
+    /// PostgreSQL, an index, and the player).
     Export {
-        /// The folder to write (made if missing; files of the same names are replaced).
+        /// Write the player into this folder (made if missing; files of the same names are
+        /// replaced).
+        #[arg(long, value_name = "DIR", required_unless_present = "site", conflicts_with = "site")]
+        player: Option<std::path::PathBuf>,
+        /// Write a site of the whole catalog into this folder.
         #[arg(long, value_name = "DIR")]
-        player: std::path::PathBuf,
+        site: Option<std::path::PathBuf>,
+        /// With `--site`: only these scenarios (`isolation/write-skew`) or labs (`isolation`).
+        #[arg(long, value_name = "SCENARIO", requires = "site")]
+        only: Vec<String>,
         /// The built browser app (`trunk build --release` writes it here).
         #[arg(long, env = "RACELAB_DIST", default_value = "dist")]
         dist: std::path::PathBuf,
+        #[command(flatten)]
+        config: Config,
     },
     /// List every lab, scenario and variant.
     List,
@@ -143,7 +154,17 @@ impl Cli {
                 print!("{}", list());
                 ExitCode::SUCCESS
             }
-            Command::Export { player, dist } => export_player(&dist, &player),
+            Command::Export {
+                player,
+                site,
+                only,
+                dist,
+                config,
+            } => match (player, site) {
+                (Some(player), _) => export_player(&dist, &player),
+                (None, Some(site)) => export_site(&dist, &site, &only, config).await,
+                (None, None) => ExitCode::from(2),
+            },
             Command::Run {
                 scenario,
                 variant,
@@ -399,6 +420,131 @@ fn export_player(dist: &std::path::Path, dir: &std::path::Path) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `racelab export --site DIR`: every scenario's every variant (but the load tests, whose
+/// thousands of requests are the point of watching live), recorded on every PostgreSQL racelab
+/// plays on, under `DIR/runs/`; the player under `DIR/racelab/`; an index. A race that cannot be
+/// recorded (its service down, say) is listed with the reason, and the rest go on.
+async fn export_site(dist: &std::path::Path, dir: &std::path::Path, only: &[String], config: Config) -> ExitCode {
+    let chosen: Vec<&'static labs::ScenarioDef> = labs::LABS
+        .iter()
+        .flat_map(|lab| lab.scenarios.iter().copied())
+        .filter(|s| !s.workload)
+        .filter(|s| only.is_empty() || only.iter().any(|o| s.id == o || s.id.starts_with(&format!("{o}/"))))
+        .collect();
+    if chosen.is_empty() {
+        eprintln!("racelab: no scenario is {only:?}. Known scenarios:\n{}", list());
+        return ExitCode::from(2);
+    }
+    if let Err(error) = crate::export::player(dist, &dir.join(crate::export::SITE_PLAYER)) {
+        eprintln!("racelab: {error}");
+        return ExitCode::FAILURE;
+    }
+    let runs = dir.join(crate::export::SITE_RUNS);
+    if let Err(error) = std::fs::create_dir_all(&runs) {
+        eprintln!("racelab: cannot make {}: {error}", runs.display());
+        return ExitCode::FAILURE;
+    }
+    let mut needs: Vec<Service> = Vec::new();
+    for scenario in &chosen {
+        for (variant, _, _) in scenario.variants {
+            needs.extend(scenario.budget(variant).services());
+        }
+    }
+    needs.sort_by_key(|s| s.label());
+    needs.dedup();
+    with_services(config, &needs, |mut config| async move {
+        let engine = match command_engine(&mut config).await {
+            Ok(engine) => engine,
+            Err(code) => return code,
+        };
+        let began = std::time::Instant::now();
+        let entries = record_site(&engine, &chosen, &runs).await;
+        engine
+            .close(std::time::Duration::from_secs(5), std::time::Duration::from_secs(30))
+            .await;
+        let made = entries.iter().filter(|e| e.made.is_ok()).count();
+        let when = format!(
+            "{made} recordings, made by racelab {} in {:.1} s.",
+            env!("CARGO_PKG_VERSION"),
+            began.elapsed().as_secs_f64()
+        );
+        let index = dir.join("index.html");
+        if let Err(error) = std::fs::write(&index, crate::export::site_index(&entries, &when)) {
+            eprintln!("racelab: cannot write {}: {error}", index.display());
+            return ExitCode::FAILURE;
+        }
+        println!(
+            "wrote {} ({when}); serve that folder and open its index.html",
+            dir.display()
+        );
+        match made {
+            0 => ExitCode::FAILURE,
+            _ => ExitCode::SUCCESS,
+        }
+    })
+    .await
+}
+
+/// Records each of `chosen`'s variants on each PostgreSQL version `engine` plays on (once, where
+/// the variant needs no PostgreSQL or there is one version) into `runs`, saying each on stderr.
+async fn record_site(
+    engine: &Arc<crate::engine::Engine>,
+    chosen: &[&'static labs::ScenarioDef],
+    runs: &std::path::Path,
+) -> Vec<crate::export::SiteEntry> {
+    let versions = engine.versions();
+    let mut entries = Vec::new();
+    for scenario in chosen {
+        let lab = labs::LABS
+            .iter()
+            .find(|lab| scenario.id.starts_with(&format!("{}/", lab.id)))
+            .map_or_else(String::new, |lab| lab.title.to_owned());
+        for (variant, label, about) in scenario.variants {
+            let on_each = versions.len() > 1 && scenario.budget(variant).services().contains(&Service::Postgres);
+            let plays_on: Vec<Option<u32>> = match on_each {
+                true => versions.iter().copied().map(Some).collect(),
+                false => vec![None],
+            };
+            for postgres in plays_on {
+                let proof_on = engine.url_of(postgres.unwrap_or_else(|| engine.default_postgres()));
+                let made = crate::recording::record(
+                    engine,
+                    crate::recording::Source::Lab(scenario),
+                    Some(variant),
+                    postgres,
+                    proof_on.as_deref(),
+                )
+                .await
+                .map_err(|error| error.to_string())
+                .and_then(|recording| {
+                    let file = crate::recording::default_file_name(scenario.id, variant).replace(
+                        ".racelab.json",
+                        &postgres.map_or_else(String::new, |m| format!(".pg{m}")),
+                    ) + ".racelab.json";
+                    let text = serde_json::to_string(&recording).map_err(|e| e.to_string())?;
+                    std::fs::write(runs.join(&file), text).map_err(|e| e.to_string())?;
+                    Ok((file, recording.stamp.line()))
+                });
+                match &made {
+                    Ok((file, _)) => eprintln!("racelab: {} {variant}: {file}", scenario.id),
+                    Err(why) => eprintln!("racelab: {} {variant}: not recorded: {why}", scenario.id),
+                }
+                entries.push(crate::export::SiteEntry {
+                    lab: lab.clone(),
+                    scenario: scenario.id.to_owned(),
+                    title: scenario.title.to_owned(),
+                    hook: scenario.hook.to_owned(),
+                    variant: (*label).to_owned(),
+                    about: (*about).to_owned(),
+                    postgres: postgres.filter(|_| on_each),
+                    made,
+                });
+            }
+        }
+    }
+    entries
 }
 
 /// A lab run's proof, on stderr (or why there is none).

@@ -150,6 +150,84 @@ pub fn snippet(at: &str) -> String {
     )
 }
 
+/// The folder of a site ([`site_index`]) that holds its recordings.
+pub const SITE_RUNS: &str = "runs";
+/// The folder of a site that holds its player ([`player`]).
+pub const SITE_PLAYER: &str = "racelab";
+
+/// One race of an exported site: a scenario's variant on one PostgreSQL, recorded, or why not.
+pub struct SiteEntry {
+    pub lab: String,
+    pub scenario: String,
+    pub title: String,
+    pub hook: String,
+    pub variant: String,
+    pub about: String,
+    /// The PostgreSQL major version it played on, where the site has several.
+    pub postgres: Option<u32>,
+    /// The recording's file name in [`SITE_RUNS`] and its stamp line; or why it was not made.
+    pub made: Result<(String, String), String>,
+}
+
+/// The site's front page: every lab, its scenarios, and each variant linking to its recording
+/// played in the player beside it (all relative, so the site works under any path on any host).
+pub fn site_index(entries: &[SiteEntry], made: &str) -> String {
+    let mut body = String::new();
+    let (mut lab, mut scenario) = (None::<&str>, None::<&str>);
+    for entry in entries {
+        if lab != Some(&entry.lab) {
+            if scenario.is_some() {
+                body.push_str("</ul></section>\n");
+            }
+            body.push_str(&format!("<h2>{}</h2>\n", escape_html(&entry.lab)));
+            (lab, scenario) = (Some(entry.lab.as_str()), None);
+        }
+        if scenario != Some(&entry.scenario) {
+            if scenario.is_some() {
+                body.push_str("</ul></section>\n");
+            }
+            body.push_str(&format!(
+                "<section id=\"{}\"><h3>{}</h3><p>{}</p><ul>\n",
+                escape_html(&entry.scenario.replace('/', "-")),
+                escape_html(&entry.title),
+                escape_html(&entry.hook)
+            ));
+            scenario = Some(entry.scenario.as_str());
+        }
+        let on = entry.postgres.map(|m| format!(" · PostgreSQL {m}")).unwrap_or_default();
+        let line = match &entry.made {
+            Ok((file, stamp)) => format!(
+                "<li><a class=\"race\" href=\"{SITE_PLAYER}/{PLAYER_PAGE}?src=../{SITE_RUNS}/{file}&amp;view=detailed\">{}{on}</a> \
+                 — {} <small>({}; <a href=\"{SITE_RUNS}/{file}\">the file</a>)</small></li>\n",
+                escape_html(&entry.variant),
+                escape_html(&entry.about),
+                escape_html(stamp),
+                file = escape_html(file)
+            ),
+            Err(why) => format!(
+                "<li class=\"missing\">{}{on} — not recorded: {}</li>\n",
+                escape_html(&entry.variant),
+                escape_html(why)
+            ),
+        };
+        body.push_str(&line);
+    }
+    if scenario.is_some() {
+        body.push_str("</ul></section>\n");
+    }
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>racelab: races recorded on real databases</title>\
+         <style>body{{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem}}\
+         h3{{margin-bottom:0}}h3+p{{margin-top:.2rem;color:#555}}li{{margin:.3rem 0}}.missing{{color:#777}}\
+         small{{color:#666}}</style></head>\n<body>\n<h1>racelab: races recorded on real databases</h1>\n\
+         <p>Every race below happened on a real database; each plays here from its recording, with no \
+         server behind this page. {}</p>\n{body}</body></html>\n",
+        escape_html(made)
+    )
+}
+
 /// The element of a one-file player that holds its recording.
 pub const RECORDING_ELEMENT: &str = "racelab-recording";
 /// The element of a one-file player that holds its wasm (gzip, then base64).
@@ -353,6 +431,50 @@ mod tests {
         let back: serde_json::Value = serde_json::from_str(&carried).expect("still JSON");
         assert_eq!(back["title"], "</script><script>alert(1)</script><!--");
         assert_eq!(escape_html("<b>&</b>"), "&lt;b&gt;&amp;&lt;/b&gt;");
+    }
+
+    fn entry(scenario: &str, variant: &str, made: Result<(String, String), String>) -> SiteEntry {
+        SiteEntry {
+            lab: "Isolation".into(),
+            scenario: scenario.into(),
+            title: format!("{scenario} <title>"),
+            hook: "a hook".into(),
+            variant: variant.into(),
+            about: "about it".into(),
+            postgres: Some(15),
+            made,
+        }
+    }
+
+    #[test]
+    fn the_site_index_links_each_recording_through_the_player_and_says_what_is_missing() {
+        let page = site_index(
+            &[
+                entry(
+                    "isolation/write-skew",
+                    "SERIALIZABLE",
+                    Ok(("ws.racelab.json".into(), "recorded on PostgreSQL 15.20".into())),
+                ),
+                entry(
+                    "isolation/write-skew",
+                    "READ COMMITTED",
+                    Err("the broker is down".into()),
+                ),
+                entry(
+                    "isolation/lost-update",
+                    "ATOMIC",
+                    Ok(("lu.racelab.json".into(), "recorded".into())),
+                ),
+            ],
+            "Made 6 Dec 2026.",
+        );
+        assert!(page.contains(
+            "<a class=\"race\" href=\"racelab/player.html?src=../runs/ws.racelab.json&amp;view=detailed\">SERIALIZABLE · PostgreSQL 15</a>"
+        ));
+        assert!(page.contains("READ COMMITTED · PostgreSQL 15 — not recorded: the broker is down"));
+        assert_eq!(page.matches("<section").count(), 2, "one section a scenario");
+        assert_eq!(page.matches("</section>").count(), 2);
+        assert!(page.contains("isolation/write-skew &lt;title&gt;"), "escaped");
     }
 
     #[test]

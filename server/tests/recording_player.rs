@@ -665,3 +665,70 @@ async fn a_live_embed_falls_back_to_its_recording_when_its_racelab_does_not_answ
     .await;
     let _ = std::fs::remove_dir_all(&site);
 }
+
+/// `racelab export --site`, for the isolation lab, served by a plain static file server with no
+/// racelab running: its index lists every variant of every scenario (but the load test), from
+/// the catalog's own constants, and each link plays its race to its verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exported_site_browses_from_its_index_to_every_race_and_plays_each() {
+    let site = std::env::temp_dir().join(format!("racelab-site-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&site);
+    let exported = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
+        .args(["export", "--site"])
+        .arg(&site)
+        .args(["--only", "isolation", "--dist"])
+        .arg(harness::dist())
+        .env(
+            "DATABASE_URL",
+            std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned()),
+        )
+        .output()
+        .await
+        .expect("racelab starts");
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    let expected: Vec<String> = racelab::labs::LABS
+        .iter()
+        .flat_map(|lab| lab.scenarios.iter())
+        .filter(|s| s.id.starts_with("isolation/") && !s.workload)
+        .flat_map(|s| s.variants.iter().map(|(_, label, _)| (*label).to_owned()))
+        .collect();
+    let host = static_site(site.clone()).await;
+    run_alone("exported_site", async |b: &Browser| {
+        b.set_viewport(680, 900).await;
+        b.goto_url(&format!("{host}/index.html")).await;
+        b.wait_for("a.race").await;
+        let labels = b.texts("a.race").await;
+        assert_eq!(
+            labels, expected,
+            "every variant of every scenario, in the catalog's order"
+        );
+        assert_eq!(b.count("li.missing").await, 0, "nothing failed to record");
+        b.screenshot("index-680").await;
+        let links: Vec<String> = serde_json::from_value(
+            b.js(
+                "return [...document.querySelectorAll('a.race')].map(a => a.href);",
+                vec![],
+            )
+            .await,
+        )
+        .expect("the links");
+        for link in &links {
+            b.goto_url(link).await;
+            b.wait_for(".rl-verdict").await;
+            let recorded = b.text(".rl-recorded").await.unwrap_or_default();
+            assert!(recorded.starts_with("recorded on PostgreSQL "), "{link}: {recorded}");
+            assert_eq!(
+                origins_asked(b).await,
+                vec![host.clone()],
+                "{link}: only the site's host"
+            );
+        }
+        b.screenshot("last-race-680").await;
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&site);
+}

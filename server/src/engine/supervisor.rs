@@ -388,6 +388,11 @@ impl Engine {
             .collect()
     }
 
+    /// The PostgreSQL versions runs play on, each once, in the servers' order.
+    pub fn versions(&self) -> Vec<u32> {
+        super::servers::versions(&self.servers.all())
+    }
+
     /// The URL of the first server of PostgreSQL `major` (where a proof plays a run again).
     pub fn url_of(&self, major: u32) -> Option<String> {
         self.servers
