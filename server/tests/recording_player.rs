@@ -24,6 +24,27 @@ fn fixture() -> String {
     .expect("the fixture")
 }
 
+/// Runs this build's `racelab` with `args` on the tests' PostgreSQL, and checks it succeeded;
+/// what it printed on stdout.
+async fn racelab(args: &[&std::ffi::OsStr]) -> String {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
+        .args(args)
+        .env(
+            "DATABASE_URL",
+            std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned()),
+        )
+        .output()
+        .await
+        .expect("racelab starts");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "racelab {args:?}: {said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    said
+}
+
 /// A static host of another origin serving `files` by name, readable from any page
 /// (`Access-Control-Allow-Origin: *`, as GitHub Pages sends); its base URL.
 async fn static_host(files: Vec<(&'static str, String)>) -> String {
@@ -316,23 +337,7 @@ async fn a_specs_recording_draws_its_every_permutation_matrix_from_the_file() {
     let spec = dir.join("doctors.spec");
     std::fs::write(&spec, DOCTORS).expect("the spec written");
     let out = dir.join("doctors.racelab.json");
-    let recorded = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
-        .arg("record")
-        .arg(&spec)
-        .arg("-o")
-        .arg(&out)
-        .env(
-            "DATABASE_URL",
-            std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned()),
-        )
-        .output()
-        .await
-        .expect("racelab starts");
-    assert!(
-        recorded.status.success(),
-        "{}",
-        String::from_utf8_lossy(&recorded.stderr)
-    );
+    racelab(&["record".as_ref(), spec.as_os_str(), "-o".as_ref(), out.as_os_str()]).await;
     let text = std::fs::read_to_string(&out).expect("the recording");
     let _ = std::fs::remove_dir_all(&dir);
     let host = static_host(vec![("doctors.racelab.json", text)]).await;
@@ -392,20 +397,16 @@ async fn exported_site(name: &str) -> PathBuf {
     let site = std::env::temp_dir().join(format!("racelab-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&site);
     std::fs::create_dir_all(site.join("posts")).expect("the site's folders");
-    let exported = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
-        .args(["export", "--player"])
-        .arg(site.join("racelab"))
-        .arg("--dist")
-        .arg(harness::dist())
-        .output()
-        .await
-        .expect("racelab starts");
-    let said = String::from_utf8_lossy(&exported.stdout).into_owned();
-    assert!(
-        exported.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&exported.stderr)
-    );
+    let player = site.join("racelab");
+    let dist = harness::dist();
+    let said = racelab(&[
+        "export".as_ref(),
+        "--player".as_ref(),
+        player.as_os_str(),
+        "--dist".as_ref(),
+        dist.as_os_str(),
+    ])
+    .await;
     assert!(
         said.contains("<script src=\"/racelab/embed.js\" async></script>"),
         "it says what to paste: {said}"
@@ -507,30 +508,19 @@ async fn one_html_file_plays_from_disk_and_as_an_iframe_with_nothing_beside_it()
     let _ = std::fs::remove_dir_all(&site);
     std::fs::create_dir_all(&site).expect("a folder");
     let page = site.join("write-skew.html");
-    let recorded = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
-        .args([
-            "record",
-            "isolation/write-skew",
-            "--variant",
-            "serializable",
-            "--html",
-            "-o",
-        ])
-        .arg(&page)
-        .arg("--dist")
-        .arg(harness::dist())
-        .env(
-            "DATABASE_URL",
-            std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned()),
-        )
-        .output()
-        .await
-        .expect("racelab starts");
-    assert!(
-        recorded.status.success(),
-        "{}",
-        String::from_utf8_lossy(&recorded.stderr)
-    );
+    let dist = harness::dist();
+    racelab(&[
+        "record".as_ref(),
+        "isolation/write-skew".as_ref(),
+        "--variant".as_ref(),
+        "serializable".as_ref(),
+        "--html".as_ref(),
+        "-o".as_ref(),
+        page.as_os_str(),
+        "--dist".as_ref(),
+        dist.as_os_str(),
+    ])
+    .await;
     let html = std::fs::read_to_string(&page).expect("the page written");
     assert!(html.contains("<title>Write skew: two managers overspend a budget · racelab</title>"));
     std::fs::write(
@@ -673,23 +663,17 @@ async fn a_live_embed_falls_back_to_its_recording_when_its_racelab_does_not_answ
 async fn an_exported_site_browses_from_its_index_to_every_race_and_plays_each() {
     let site = std::env::temp_dir().join(format!("racelab-site-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&site);
-    let exported = tokio::process::Command::new(env!("CARGO_BIN_EXE_racelab"))
-        .args(["export", "--site"])
-        .arg(&site)
-        .args(["--only", "isolation", "--dist"])
-        .arg(harness::dist())
-        .env(
-            "DATABASE_URL",
-            std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/racelab".to_owned()),
-        )
-        .output()
-        .await
-        .expect("racelab starts");
-    assert!(
-        exported.status.success(),
-        "{}",
-        String::from_utf8_lossy(&exported.stderr)
-    );
+    let dist = harness::dist();
+    racelab(&[
+        "export".as_ref(),
+        "--site".as_ref(),
+        site.as_os_str(),
+        "--only".as_ref(),
+        "isolation".as_ref(),
+        "--dist".as_ref(),
+        dist.as_os_str(),
+    ])
+    .await;
     let expected: Vec<String> = racelab::labs::LABS
         .iter()
         .flat_map(|lab| lab.scenarios.iter())

@@ -288,8 +288,7 @@ pub async fn play(
     limits: &Limits,
     stage: Arc<dyn Stage>,
 ) -> Result<Vec<Played>, SpecError> {
-    let lanes = move |name: &str, quiet: bool| Lane::new(name, stage.clone(), quiet);
-    play_on(url, run_id, spec, limits, Choice::All { why: false }, &lanes).await
+    play_every(url, run_id, spec, limits, Choice::All { why: false }, stage).await
 }
 
 /// [`play`], with each permutation's proof: why it happened, as far as the witness saw.
@@ -300,8 +299,20 @@ pub async fn play_why(
     limits: &Limits,
     stage: Arc<dyn Stage>,
 ) -> Result<Vec<Played>, SpecError> {
+    play_every(url, run_id, spec, limits, Choice::All { why: true }, stage).await
+}
+
+/// [`play_on`], every lane on `stage`.
+async fn play_every(
+    url: &str,
+    run_id: &str,
+    spec: &Spec,
+    limits: &Limits,
+    choice: Choice,
+    stage: Arc<dyn Stage>,
+) -> Result<Vec<Played>, SpecError> {
     let lanes = move |name: &str, quiet: bool| Lane::new(name, stage.clone(), quiet);
-    play_on(url, run_id, spec, limits, Choice::All { why: true }, &lanes).await
+    play_on(url, run_id, spec, limits, choice, &lanes).await
 }
 
 /// [`play`], choosing the permutations, with lanes from `lane` (a run's own, on a page; quiet
