@@ -45,6 +45,16 @@ async fn racelab(args: &[&std::ffi::OsStr]) -> String {
     said
 }
 
+/// Serves `app` on a port of its own on loopback: its base URL.
+async fn serve(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .expect("a free port");
+    let address = listener.local_addr().expect("its address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{address}")
+}
+
 /// A static host of another origin serving `files` by name, readable from any page
 /// (`Access-Control-Allow-Origin: *`, as GitHub Pages sends); its base URL.
 async fn static_host(files: Vec<(&'static str, String)>) -> String {
@@ -74,24 +84,14 @@ async fn static_host(files: Vec<(&'static str, String)>) -> String {
             "not here",
         )
     });
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .expect("a free port");
-    let address = listener.local_addr().expect("its address");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{address}")
+    serve(app).await
 }
 
 /// A host that serves the file but does not let other sites read it (no
 /// `Access-Control-Allow-Origin`); its base URL.
 async fn closed_host(name: &'static str, body: String) -> String {
     let app = Router::new().route(&format!("/{name}"), get(move || async move { body }));
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .expect("a free port");
-    let address = listener.local_addr().expect("its address");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{address}")
+    serve(app).await
 }
 
 /// What the page asked of racelab's own server besides its app's files: API calls and sockets.
@@ -371,12 +371,7 @@ async fn a_specs_recording_draws_its_every_permutation_matrix_from_the_file() {
 /// folder, nothing else): its base URL.
 async fn static_site(root: PathBuf) -> String {
     let app = Router::new().fallback_service(tower_http::services::ServeDir::new(root));
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .expect("a free port");
-    let address = listener.local_addr().expect("its address");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{address}")
+    serve(app).await
 }
 
 /// Every origin the current page and its frames fetched anything from.
