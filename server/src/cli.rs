@@ -78,8 +78,12 @@ enum Command {
         output: Option<std::path::PathBuf>,
         /// Write one `.html` page that is the player and the recording together: it plays opened
         /// from disk and from any host, with nothing beside it.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "svg")]
         html: bool,
+        /// Write a picture for READMEs instead: an animated `.svg` (CSS, no script) that plays
+        /// the timeline to its verdict in an `<img>`, and a still `.png` poster beside it.
+        #[arg(long)]
+        svg: bool,
         /// The built browser app the `--html` page carries (`trunk build --release` writes it).
         #[arg(long, env = "RACELAB_DIST", default_value = "dist")]
         dist: std::path::PathBuf,
@@ -197,6 +201,7 @@ impl Cli {
                 variant,
                 output,
                 html,
+                svg,
                 dist,
                 config,
             } => {
@@ -205,8 +210,12 @@ impl Cli {
                     eprintln!("racelab: {}", crate::export::ExportError::NotBuilt(dist));
                     return ExitCode::FAILURE;
                 }
-                let html = html.then_some(dist);
-                record(scenario, variant, Written { output, html }, config).await
+                let form = match (html, svg) {
+                    (true, _) => Form::Html(dist),
+                    (false, true) => Form::Picture,
+                    (false, false) => Form::Recording,
+                };
+                record(scenario, variant, Written { output, form }, config).await
             }
             Command::Atlas { why, config } => {
                 with_services(config, &[Service::Postgres], |config| atlas(why, config)).await
@@ -578,8 +587,17 @@ async fn print_why(url: &str, scenario: &str, variant: &str, events: &[shared::E
 struct Written {
     /// The file (`-`: standard output); a name of its own by default.
     output: Option<std::path::PathBuf>,
-    /// One page with the player inside, from the built app in this folder.
-    html: Option<std::path::PathBuf>,
+    form: Form,
+}
+
+/// What `racelab record` writes.
+enum Form {
+    /// The recording itself (`.racelab.json`).
+    Recording,
+    /// One page with the player inside, from the built app in this folder (`.html`).
+    Html(std::path::PathBuf),
+    /// An animated picture (`.svg`) and a still poster beside it (`.png`).
+    Picture,
 }
 
 async fn record(scenario: String, variant: Option<String>, written: Written, config: Config) -> ExitCode {
@@ -623,46 +641,74 @@ async fn record(scenario: String, variant: Option<String>, written: Written, con
                 return ExitCode::FAILURE;
             }
         };
-        write_recording(&recording, &scenario, written)
+        write_recording(&recording, &scenario, written).await
     })
     .await
 }
 
 /// Writes `recording` as told (standard output for `-`, a name of its own by default).
-fn write_recording(recording: &shared::recording::Recording, scenario: &str, written: Written) -> ExitCode {
-    let text = match serde_json::to_string(recording) {
-        Ok(text) => text,
+async fn write_recording(recording: &shared::recording::Recording, scenario: &str, written: Written) -> ExitCode {
+    let name = crate::recording::default_file_name(scenario, &recording.stamp.variant);
+    let made = match &written.form {
+        Form::Recording => serde_json::to_string(recording)
+            .map(|text| (text, name))
+            .map_err(|e| format!("the recording cannot be written as JSON: {e}")),
+        Form::Html(dist) => serde_json::to_string(recording)
+            .map_err(|e| e.to_string())
+            .and_then(|json| crate::export::one_file(dist, &json, &recording.scenario.title).map_err(|e| e.to_string()))
+            .map(|page| (page, name.replace(".racelab.json", ".html"))),
+        Form::Picture => Ok((
+            crate::web::picture::draw_with(&played_run(recording), crate::web::picture::Motion::Played),
+            name.replace(".racelab.json", ".svg"),
+        )),
+    };
+    let (text, name) = match made {
+        Ok(made) => made,
         Err(error) => {
-            eprintln!("racelab: the recording cannot be written as JSON: {error}");
+            eprintln!("racelab: {error}");
             return ExitCode::FAILURE;
         }
-    };
-    let mut name = crate::recording::default_file_name(scenario, &recording.stamp.variant);
-    let text = match &written.html {
-        Some(dist) => match crate::export::one_file(dist, &text, &recording.scenario.title) {
-            Ok(page) => {
-                name = name.replace(".racelab.json", ".html");
-                page
-            }
-            Err(error) => {
-                eprintln!("racelab: {error}");
-                return ExitCode::FAILURE;
-            }
-        },
-        None => text,
     };
     let path = written.output.unwrap_or_else(|| name.into());
     if path.as_os_str() == "-" {
         println!("{text}");
         return ExitCode::SUCCESS;
     }
-    match std::fs::write(&path, text) {
-        Ok(()) => {
-            eprintln!("racelab: {} written ({})", path.display(), recording.stamp.line());
-            ExitCode::SUCCESS
-        }
+    if let Err(error) = std::fs::write(&path, text) {
+        eprintln!("racelab: cannot write {}: {error}", path.display());
+        return ExitCode::FAILURE;
+    }
+    eprintln!("racelab: {} written ({})", path.display(), recording.stamp.line());
+    match written.form {
+        Form::Picture => write_poster(recording, &path.with_extension("png")).await,
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// The run a recording holds, with its proof among its events (as the player folds it).
+fn played_run(recording: &shared::recording::Recording) -> shared::protocol::StoredRun {
+    let mut run = recording.run.clone();
+    run.events = recording.events_to_play();
+    run
+}
+
+/// The still picture of `recording` as PNG at `path`: a README's poster, and what a host that
+/// will not show SVG shows.
+async fn write_poster(recording: &shared::recording::Recording, path: &std::path::Path) -> ExitCode {
+    let still = crate::web::picture::draw(&played_run(recording));
+    match crate::web::png::render(still).await {
+        Ok(png) => match std::fs::write(path, png) {
+            Ok(()) => {
+                eprintln!("racelab: {} written (its poster)", path.display());
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("racelab: cannot write {}: {error}", path.display());
+                ExitCode::FAILURE
+            }
+        },
         Err(error) => {
-            eprintln!("racelab: cannot write {}: {error}", path.display());
+            eprintln!("racelab: no poster: {error}");
             ExitCode::FAILURE
         }
     }

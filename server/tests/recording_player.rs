@@ -711,3 +711,57 @@ async fn an_exported_site_browses_from_its_index_to_every_race_and_plays_each() 
     .await;
     let _ = std::fs::remove_dir_all(&site);
 }
+
+/// `racelab record --svg`: the animated picture and its poster, as a README shows them: each an
+/// `<img>` on a page of a plain static host, drawn at its size, the picture with no script.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_picture_and_its_poster_show_as_images() {
+    let site = std::env::temp_dir().join(format!("racelab-picture-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&site);
+    std::fs::create_dir_all(&site).expect("a folder");
+    let svg = site.join("write-skew.svg");
+    racelab(&[
+        "record".as_ref(),
+        "isolation/write-skew".as_ref(),
+        "--variant".as_ref(),
+        "serializable".as_ref(),
+        "--svg".as_ref(),
+        "-o".as_ref(),
+        svg.as_os_str(),
+    ])
+    .await;
+    let picture = std::fs::read_to_string(&svg).expect("the picture");
+    assert!(
+        picture.contains("@keyframes") && !picture.contains("<script"),
+        "CSS, no script"
+    );
+    let poster = std::fs::read(site.join("write-skew.png")).expect("the poster beside it");
+    assert!(poster.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    std::fs::write(
+        site.join("README.html"),
+        "<!doctype html><meta charset=utf-8><title>README</title><body style=\"max-width:900px\">\
+         <h1>Write skew</h1><img id=moving src=\"write-skew.svg\" alt=\"the race\" style=\"width:100%\">\
+         <img id=poster src=\"write-skew.png\" alt=\"its poster\" style=\"width:100%\"></body>",
+    )
+    .expect("the page");
+    let host = static_site(site.clone()).await;
+    run_alone("picture", async |b: &Browser| {
+        b.set_viewport(900, 900).await;
+        b.goto_url(&format!("{host}/README.html")).await;
+        let sizes = b
+            .wait_js(
+                "both images drawn",
+                "const i = [...document.images]; \
+                 return i.every(x => x.complete && x.naturalWidth > 0) && i.map(x => x.naturalWidth);",
+                vec![],
+            )
+            .await;
+        assert_eq!(sizes, serde_json::json!([1200, 1200]), "each at its own width");
+        b.screenshot("playing").await;
+        // Every step and the verdict in: 48 events' worth of steps at 0.45 s each at most.
+        tokio::time::sleep(std::time::Duration::from_secs(12)).await;
+        b.screenshot("played").await;
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&site);
+}

@@ -20,8 +20,37 @@ const MAX_ROWS: usize = 48;
 /// Monospace 13 px: about this many pixels a character.
 const CHAR_PX: f64 = 7.9;
 
-/// The SVG document of `run`.
+/// Seconds between two steps appearing in a [`Motion::Played`] picture.
+const STEP_SECONDS: f64 = 0.45;
+
+/// How a picture moves: still (a link preview, the PNG), or played (`racelab record --svg`):
+/// each step appears in the order it happened, one every [`STEP_SECONDS`], then why and the
+/// verdict; CSS alone, no script, so it plays in a README's `<img>`, and at once for a reader
+/// who asks for reduced motion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Motion {
+    Still,
+    Played,
+}
+
+/// The attributes that make an element appear `at` seconds in, in a played picture.
+fn appear(motion: Motion, at: f64) -> String {
+    match motion {
+        Motion::Still => String::new(),
+        Motion::Played => format!(r#" class="appear" style="animation-delay:{at:.2}s""#),
+    }
+}
+
+const MOTION_STYLE: &str = "<style>.appear{opacity:0;animation:appear .35s ease-out forwards}\
+@keyframes appear{to{opacity:1}}@media (prefers-reduced-motion:reduce){.appear{opacity:1;animation:none}}</style>";
+
+/// The SVG document of `run`, still.
 pub fn draw(run: &StoredRun) -> String {
+    draw_with(run, Motion::Still)
+}
+
+/// The SVG document of `run`, moving as told.
+pub fn draw_with(run: &StoredRun, motion: Motion) -> String {
     let state = RunState::replay(run.id.clone(), run.events.clone());
     let timeline = state.timeline();
     let lanes = timeline.lanes.len().max(1);
@@ -49,6 +78,9 @@ pub fn draw(run: &StoredRun) -> String {
         escape(&format!("racelab: {title}"))
     );
     svg.push_str(STYLE);
+    if motion == Motion::Played {
+        svg.push_str(MOTION_STYLE);
+    }
     let _ = write!(svg, r#"<rect class="page" width="{WIDTH}" height="{height}"/>"#);
     let _ = write!(
         svg,
@@ -77,6 +109,7 @@ pub fn draw(run: &StoredRun) -> String {
     let chars = ((lane_width - 28) as f64 / CHAR_PX) as usize;
     for (n, row) in timeline.rows.iter().take(shown).enumerate() {
         let y = rows_top + n * ROW;
+        let _ = write!(svg, "<g{}>", appear(motion, n as f64 * STEP_SECONDS));
         for lane in &row.waiting {
             let x = MARGIN + lane * lane_width + 3;
             let _ = write!(
@@ -108,8 +141,10 @@ pub fn draw(run: &StoredRun) -> String {
             // A no-break space: renderers that trim a tspan's leading space (resvg) keep this one.
             let _ = write!(svg, "<tspan class=\"{class}\">\u{a0}→ {}</tspan>", escape(outcome));
         }
-        svg.push_str("</text>");
+        svg.push_str("</text></g>");
     }
+    // What is said under the steps, and the verdict, once the last step is in.
+    let _ = write!(svg, "<g{}>", appear(motion, shown as f64 * STEP_SECONDS + 0.3));
     let mut below = rows_top + shown * ROW;
     if hidden > 0 {
         let _ = write!(
@@ -164,7 +199,7 @@ pub fn draw(run: &StoredRun) -> String {
             actual = escape(&check.actual),
         );
     }
-    svg.push_str("</g></svg>\n");
+    svg.push_str("</g></g></svg>\n");
     svg
 }
 
@@ -208,3 +243,59 @@ text{font-family:'DejaVu Sans Mono','Liberation Mono',Menlo,Consolas,monospace;f
 .headline{font-family:'Liberation Sans',Helvetica,Arial,sans-serif;font-size:16px;font-weight:700}\
 .check{fill:#1a7f37;font-size:12px}.check.broken{fill:#cf222e}\
 </style>";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The serializable write skew committed beside the tests, as a stored run with its proof.
+    fn write_skew() -> StoredRun {
+        let text = include_str!("../../tests/fixtures/write-skew.serializable.racelab.json");
+        let recording = shared::recording::read(text).expect("the fixture reads");
+        let mut run = recording.run.clone();
+        run.events = recording.events_to_play();
+        run
+    }
+
+    fn delays(svg: &str) -> Vec<f64> {
+        svg.split("animation-delay:")
+            .skip(1)
+            .filter_map(|rest| rest.split('s').next()?.parse().ok())
+            .collect()
+    }
+
+    #[test]
+    fn a_still_picture_does_not_move() {
+        let svg = draw(&write_skew());
+        assert!(
+            !svg.contains("@keyframes") && !svg.contains("class=\"appear\""),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn a_played_picture_shows_each_step_in_turn_then_the_verdict_with_no_script() {
+        let run = write_skew();
+        let rows = RunState::replay(run.id.clone(), run.events.clone())
+            .timeline()
+            .rows
+            .len();
+        let svg = draw_with(&run, Motion::Played);
+        assert!(svg.contains("@keyframes appear") && svg.contains("prefers-reduced-motion"));
+        assert!(!svg.contains("<script"), "no script: an <img> would not run it anyway");
+        let delays = delays(&svg);
+        assert_eq!(delays.len(), rows.min(MAX_ROWS) + 1, "each step, then the verdict");
+        assert!(
+            delays.windows(2).all(|w| w[0] < w[1]),
+            "in the order they happened: {delays:?}"
+        );
+        let verdict = svg.rfind("animation-delay").expect("a delay");
+        assert!(
+            svg[verdict..].contains("class=\"verdict prevented\""),
+            "the verdict comes last"
+        );
+        // Still the same picture once played: every text of the still one is in it.
+        let still = draw(&run);
+        assert_eq!(svg.matches("<text").count(), still.matches("<text").count());
+    }
+}
