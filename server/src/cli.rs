@@ -432,9 +432,10 @@ fn export_player(dist: &std::path::Path, dir: &std::path::Path) -> ExitCode {
 }
 
 /// `racelab export --site DIR`: every scenario's every variant (but the load tests, whose
-/// thousands of requests are the point of watching live), recorded on every PostgreSQL racelab
-/// plays on, under `DIR/runs/`; the player under `DIR/racelab/`; an index. A race that cannot be
-/// recorded (its service down, say) is listed with the reason, and the rest go on.
+/// thousands of requests are the point of watching live) and the anomaly atlas, recorded on
+/// every PostgreSQL racelab plays on, under `DIR/runs/`; the player under `DIR/racelab/`; an
+/// index and an atlas page. A race that cannot be recorded (its service down, say) is listed
+/// with the reason, and the rest go on. `only` narrows it to scenarios, labs or `atlas`.
 async fn export_site(dist: &std::path::Path, dir: &std::path::Path, only: &[String], config: Config) -> ExitCode {
     let chosen: Vec<&'static labs::ScenarioDef> = labs::LABS
         .iter()
@@ -442,20 +443,23 @@ async fn export_site(dist: &std::path::Path, dir: &std::path::Path, only: &[Stri
         .filter(|s| !s.workload)
         .filter(|s| only.is_empty() || only.iter().any(|o| s.id == o || s.id.starts_with(&format!("{o}/"))))
         .collect();
-    if chosen.is_empty() {
-        eprintln!("racelab: no scenario is {only:?}. Known scenarios:\n{}", list());
+    let atlas = only.is_empty() || only.iter().any(|o| o == "atlas");
+    if chosen.is_empty() && !atlas {
+        eprintln!(
+            "racelab: no scenario is {only:?} (nor `atlas`). Known scenarios:\n{}",
+            list()
+        );
         return ExitCode::from(2);
     }
-    if let Err(error) = crate::export::player(dist, &dir.join(crate::export::SITE_PLAYER)) {
+    let runs = dir.join(crate::export::SITE_RUNS);
+    let prepared = crate::export::player(dist, &dir.join(crate::export::SITE_PLAYER))
+        .map_err(|e| e.to_string())
+        .and_then(|_| std::fs::create_dir_all(&runs).map_err(|e| format!("cannot make {}: {e}", runs.display())));
+    if let Err(error) = prepared {
         eprintln!("racelab: {error}");
         return ExitCode::FAILURE;
     }
-    let runs = dir.join(crate::export::SITE_RUNS);
-    if let Err(error) = std::fs::create_dir_all(&runs) {
-        eprintln!("racelab: cannot make {}: {error}", runs.display());
-        return ExitCode::FAILURE;
-    }
-    let mut needs: Vec<Service> = Vec::new();
+    let mut needs: Vec<Service> = vec![Service::Postgres];
     for scenario in &chosen {
         for (variant, _, _) in scenario.variants {
             needs.extend(scenario.budget(variant).services());
@@ -470,19 +474,28 @@ async fn export_site(dist: &std::path::Path, dir: &std::path::Path, only: &[Stri
         };
         let began = std::time::Instant::now();
         let entries = record_site(&engine, &chosen, &runs).await;
+        let cells = match atlas {
+            true => record_atlas(&engine, &runs).await,
+            false => Vec::new(),
+        };
         engine
             .close(std::time::Duration::from_secs(5), std::time::Duration::from_secs(30))
             .await;
-        let made = entries.iter().filter(|e| e.made.is_ok()).count();
+        let made = entries.iter().filter(|e| e.made.is_ok()).count() + cells.iter().filter(|c| c.made.is_ok()).count();
         let when = format!(
             "{made} recordings, made by racelab {} in {:.1} s.",
             env!("CARGO_PKG_VERSION"),
             began.elapsed().as_secs_f64()
         );
-        let index = dir.join("index.html");
-        if let Err(error) = std::fs::write(&index, crate::export::site_index(&entries, &when)) {
-            eprintln!("racelab: cannot write {}: {error}", index.display());
-            return ExitCode::FAILURE;
+        let mut pages = vec![("index.html", crate::export::site_index(&entries, atlas, &when))];
+        if atlas {
+            pages.push((crate::export::SITE_ATLAS, crate::export::atlas_page(&cells, &when)));
+        }
+        for (name, page) in pages {
+            if let Err(error) = std::fs::write(dir.join(name), page) {
+                eprintln!("racelab: cannot write {}: {error}", dir.join(name).display());
+                return ExitCode::FAILURE;
+            }
         }
         println!(
             "wrote {} ({when}); serve that folder and open its index.html",
@@ -494,6 +507,49 @@ async fn export_site(dist: &std::path::Path, dir: &std::path::Path, only: &[Stri
         }
     })
     .await
+}
+
+/// Every entry of the atlas at every level, on each PostgreSQL version `engine` plays on,
+/// recorded as a spec into `runs` and judged from its own run.
+async fn record_atlas(engine: &Arc<crate::engine::Engine>, runs: &std::path::Path) -> Vec<crate::export::AtlasCell> {
+    let versions = engine.versions();
+    let several = versions.len() > 1;
+    let mut cells = Vec::new();
+    for major in versions {
+        for entry in &shared::atlas::ENTRIES {
+            for level in shared::atlas::LEVELS {
+                let postgres = Some(major).filter(|_| several);
+                let made = crate::recording::record(
+                    engine,
+                    crate::recording::Source::Spec(entry.spec(level)),
+                    None,
+                    postgres,
+                    None,
+                )
+                .await
+                .map_err(|error| error.to_string())
+                .and_then(|recording| {
+                    let level_name = level.to_lowercase().replace(' ', "-");
+                    let on = postgres.map_or_else(String::new, |m| format!(".pg{m}"));
+                    let file = format!("atlas-{}.{level_name}{on}.racelab.json", entry.id);
+                    let text = serde_json::to_string(&recording).map_err(|e| e.to_string())?;
+                    std::fs::write(runs.join(&file), text).map_err(|e| e.to_string())?;
+                    Ok((crate::export::judged(entry, &recording), file))
+                });
+                match &made {
+                    Ok((cell, _)) => eprintln!("racelab: atlas {} at {level}: {}", entry.id, cell.label()),
+                    Err(why) => eprintln!("racelab: atlas {} at {level}: not recorded: {why}", entry.id),
+                }
+                cells.push(crate::export::AtlasCell {
+                    entry,
+                    level,
+                    postgres,
+                    made,
+                });
+            }
+        }
+    }
+    cells
 }
 
 /// Records each of `chosen`'s variants on each PostgreSQL version `engine` plays on (once, where

@@ -171,8 +171,14 @@ pub struct SiteEntry {
 
 /// The site's front page: every lab, its scenarios, and each variant linking to its recording
 /// played in the player beside it (all relative, so the site works under any path on any host).
-pub fn site_index(entries: &[SiteEntry], made: &str) -> String {
+pub fn site_index(entries: &[SiteEntry], atlas: bool, made: &str) -> String {
     let mut body = String::new();
+    if atlas {
+        body.push_str(&format!(
+            "<p><a class=\"atlas\" href=\"{SITE_ATLAS}\">The anomaly atlas</a>: every classic anomaly at \
+             every isolation level, each cell its run.</p>\n"
+        ));
+    }
     let (mut lab, mut scenario) = (None::<&str>, None::<&str>);
     for entry in entries {
         if lab != Some(&entry.lab) {
@@ -224,6 +230,99 @@ pub fn site_index(entries: &[SiteEntry], made: &str) -> String {
          small{{color:#666}}</style></head>\n<body>\n<h1>racelab: races recorded on real databases</h1>\n\
          <p>Every race below happened on a real database; each plays here from its recording, with no \
          server behind this page. {}</p>\n{body}</body></html>\n",
+        escape_html(made)
+    )
+}
+
+/// The site's atlas page, beside its index.
+pub const SITE_ATLAS: &str = "atlas.html";
+
+/// One cell of an exported atlas: an entry at a level, judged from the run its recording holds.
+pub struct AtlasCell {
+    pub entry: &'static shared::atlas::Entry,
+    pub level: &'static str,
+    pub postgres: Option<u32>,
+    /// The cell as judged, and its recording's file in [`SITE_RUNS`]; or why it was not made.
+    pub made: Result<(shared::atlas::Cell, String), String>,
+}
+
+/// The judgement of a spec recording's run, for `entry`: from its proof and its steps (its
+/// every-permutation matrix's first row, the entry's one permutation).
+pub fn judged(entry: &shared::atlas::Entry, recording: &shared::recording::Recording) -> shared::atlas::Cell {
+    let proof = recording.run.events.iter().rev().find_map(|e| match &e.kind {
+        shared::EventKind::Proof { proof } => Some(proof.as_ref()),
+        _ => None,
+    });
+    let steps = recording
+        .spec
+        .iter()
+        .flat_map(|spec| spec.matrix.iter())
+        .find_map(|e| match &e.kind {
+            shared::EventKind::Permutation { steps, .. } => Some(steps.as_slice()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    shared::atlas::Cell::judge(entry, proof, steps)
+}
+
+/// The atlas page: a row per entry, a column per level (and per PostgreSQL, where several),
+/// each cell what its run showed, linking to that run in the player.
+pub fn atlas_page(cells: &[AtlasCell], made: &str) -> String {
+    let mut columns: Vec<(&str, Option<u32>)> = Vec::new();
+    for cell in cells {
+        if !columns.contains(&(cell.level, cell.postgres)) {
+            columns.push((cell.level, cell.postgres));
+        }
+    }
+    let mut table = String::from("<table><tr><th>anomaly</th>");
+    for (level, postgres) in &columns {
+        let on = postgres.map(|m| format!(" · {m}")).unwrap_or_default();
+        table.push_str(&format!("<th>{}{on}</th>", escape_html(level)));
+    }
+    table.push_str("</tr>\n");
+    let mut rows: Vec<&shared::atlas::Entry> = Vec::new();
+    for cell in cells {
+        if !rows.iter().any(|e| e.id == cell.entry.id) {
+            rows.push(cell.entry);
+        }
+    }
+    for entry in rows {
+        table.push_str(&format!(
+            "<tr><th>{} <small>{}</small></th>",
+            escape_html(entry.name),
+            escape_html(entry.class)
+        ));
+        for (level, postgres) in &columns {
+            let cell = cells
+                .iter()
+                .find(|c| c.entry.id == entry.id && c.level == *level && c.postgres == *postgres);
+            let td = match cell.map(|c| &c.made) {
+                Some(Ok((judged, file))) => format!(
+                    "<td class=\"{}\"><a class=\"cell\" href=\"{SITE_PLAYER}/{PLAYER_PAGE}?src=../{SITE_RUNS}/{}&amp;view=detailed\" title=\"{}\">{}</a></td>",
+                    if judged.allowed() { "allowed" } else { "prevented" },
+                    escape_html(file),
+                    escape_html(&judged.sentence()),
+                    escape_html(&judged.label())
+                ),
+                Some(Err(why)) => format!("<td class=\"missing\" title=\"{}\">not recorded</td>", escape_html(why)),
+                None => "<td></td>".to_owned(),
+            };
+            table.push_str(&td);
+        }
+        table.push_str("</tr>\n");
+    }
+    table.push_str("</table>\n");
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>racelab: the anomaly atlas, recorded</title>\
+         <style>body{{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}\
+         table{{border-collapse:collapse;width:100%}}th,td{{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left}}\
+         td.allowed{{background:#ffebe9}}td.prevented{{background:#dafbe1}}td.missing{{color:#777}}small{{color:#666}}</style>\
+         </head>\n<body>\n<p><a href=\"index.html\">All races</a></p>\n<h1>The anomaly atlas, recorded</h1>\n\
+         <p>Each classic anomaly played at each isolation level on a real PostgreSQL; each cell is what \
+         its run showed, judged from the dependency cycle its transactions closed (or did not), and \
+         opens that run. {}</p>\n{table}</body></html>\n",
         escape_html(made)
     )
 }
@@ -466,6 +565,7 @@ mod tests {
                     Ok(("lu.racelab.json".into(), "recorded".into())),
                 ),
             ],
+            false,
             "Made 6 Dec 2026.",
         );
         assert!(page.contains(
@@ -475,6 +575,30 @@ mod tests {
         assert_eq!(page.matches("<section").count(), 2, "one section a scenario");
         assert_eq!(page.matches("</section>").count(), 2);
         assert!(page.contains("isolation/write-skew &lt;title&gt;"), "escaped");
+    }
+
+    #[test]
+    fn the_atlas_page_has_a_row_an_entry_and_a_column_a_level_each_cell_linking_its_run() {
+        let entry = &shared::atlas::ENTRIES[0];
+        let cells: Vec<AtlasCell> = shared::atlas::LEVELS
+            .iter()
+            .map(|level| AtlasCell {
+                entry,
+                level,
+                postgres: None,
+                made: match *level {
+                    "SERIALIZABLE" => Err("no server".into()),
+                    _ => Ok((shared::atlas::Cell::Waited, format!("{level}.racelab.json"))),
+                },
+            })
+            .collect();
+        let page = atlas_page(&cells, "now");
+        assert_eq!(page.matches("<tr>").count(), 2, "a header and one entry");
+        assert_eq!(page.matches("<a class=\"cell\"").count(), 2);
+        assert!(
+            page.contains("href=\"racelab/player.html?src=../runs/READ COMMITTED.racelab.json&amp;view=detailed\"")
+        );
+        assert!(page.contains(">waits</a>") && page.contains("not recorded"));
     }
 
     #[test]

@@ -651,9 +651,12 @@ async fn a_live_embed_falls_back_to_its_recording_when_its_racelab_does_not_answ
     let _ = std::fs::remove_dir_all(&site);
 }
 
-/// `racelab export --site`, for the isolation lab, served by a plain static file server with no
-/// racelab running: its index lists every variant of every scenario (but the load test), from
-/// the catalog's own constants, and each link plays its race to its verdict.
+/// `racelab export --site`, for the isolation lab and the atlas, served by a plain static file
+/// server with no racelab running: its index lists every variant of every scenario (but the
+/// load test), from the catalog's own constants, and each link plays its race to its verdict;
+/// its atlas page has every entry at every level, judged as PostgreSQL's documentation says
+/// where it is strict (SERIALIZABLE allows none, nothing allows a dirty write or read), each
+/// cell opening its run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exported_site_browses_from_its_index_to_every_race_and_plays_each() {
     let site = std::env::temp_dir().join(format!("racelab-site-{}", std::process::id()));
@@ -665,6 +668,8 @@ async fn an_exported_site_browses_from_its_index_to_every_race_and_plays_each() 
         site.as_os_str(),
         "--only".as_ref(),
         "isolation".as_ref(),
+        "--only".as_ref(),
+        "atlas".as_ref(),
         "--dist".as_ref(),
         dist.as_os_str(),
     ])
@@ -707,6 +712,36 @@ async fn an_exported_site_browses_from_its_index_to_every_race_and_plays_each() 
             );
         }
         b.screenshot("last-race-680").await;
+
+        b.goto_url(&format!("{host}/index.html")).await;
+        b.click("a.atlas").await;
+        b.wait_for("a.cell").await;
+        let entries = shared::atlas::ENTRIES.len();
+        assert_eq!(b.count("table tr").await, entries as u64 + 1, "a row an entry");
+        assert_eq!(b.count("a.cell").await, (entries * shared::atlas::LEVELS.len()) as u64);
+        let allowed = |column: usize| format!("table tr td:nth-child({}).allowed", column + 2);
+        assert_eq!(b.count(&allowed(2)).await, 0, "SERIALIZABLE allows none");
+        assert!(b.count(&allowed(0)).await >= 6, "READ COMMITTED allows the most");
+        for dirty in ["g0", "g1a", "g1b", "g1c"] {
+            let row = shared::atlas::ENTRIES
+                .iter()
+                .position(|e| e.id == dirty)
+                .expect("an entry");
+            let cells = format!("table tr:nth-child({}) td.allowed", row + 2);
+            assert_eq!(b.count(&cells).await, 0, "{dirty}: never allowed");
+        }
+        b.screenshot("atlas-680").await;
+        // A cell opens its run: write skew at REPEATABLE READ, allowed, with why.
+        let row = shared::atlas::ENTRIES
+            .iter()
+            .position(|e| e.id == "g2-item")
+            .expect("write skew");
+        b.click(&format!("table tr:nth-child({}) td:nth-child(3) a", row + 2))
+            .await;
+        b.wait_for(".rl-proof").await;
+        let proof = b.text(".rl-proof").await.unwrap_or_default();
+        assert!(proof.contains("write skew"), "{proof}");
+        assert_eq!(origins_asked(b).await, vec![host.clone()], "only the site's host");
     })
     .await;
     let _ = std::fs::remove_dir_all(&site);
