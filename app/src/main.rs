@@ -42,8 +42,11 @@ fn App() -> impl IntoView {
         #[cfg(not(feature = "embed"))]
         Route::EmbedRecording { src, live, options } => {
             let source = pages::replay::Source::Recording(src);
-            view! { <pages::replay::ReplayPage source=source embed=true compact=options.compact live=live /> }
-                .into_any()
+            view! {
+                <pages::replay::ReplayPage source=source embed=true compact=options.compact live=live
+                    predict=options.predict />
+            }
+            .into_any()
         }
         Route::Embed { id, options } => view! { <pages::embed::EmbedPage id=id options=options /> }.into_any(),
         #[cfg(not(feature = "embed"))]

@@ -800,3 +800,60 @@ async fn a_recorded_picture_and_its_poster_show_as_images() {
     .await;
     let _ = std::fs::remove_dir_all(&site);
 }
+
+/// `predict=1` on a recording: the scenario's question comes first and the race waits for the
+/// reader's pick (the answer is in the file from the start, and stays hidden); once picked, the
+/// race shows, and the choice the run revealed is marked right, with why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_asks_its_question_before_it_shows_the_race() {
+    let revealed = shared::recording::read(&fixture())
+        .expect("the fixture reads")
+        .run
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            shared::EventKind::Reveal { choice, .. } => Some(choice.clone()),
+            _ => None,
+        })
+        .expect("the fixture's run revealed its answer");
+    let site = exported_site("predict-site").await;
+    let host = static_site(site.clone()).await;
+    run_alone("recording_predict", async |b: &Browser| {
+        b.set_viewport(680, 900).await;
+        b.goto_url(&format!(
+            "{host}/racelab/player.html?src=../posts/ws.racelab.json&predict=1"
+        ))
+        .await;
+        b.wait_for(".rl-predict").await;
+        let choices = b.attrs(".rl-choice", "data-choice").await;
+        assert!(choices.len() >= 2, "{choices:?}");
+        assert_eq!(b.count(".rl-verdict").await, 0, "the race waits for the pick");
+        assert_eq!(b.count("[data-right]").await, 0, "the answer is not shown yet");
+        b.screenshot("asked-680").await;
+        let wrong = choices
+            .iter()
+            .flatten()
+            .find(|c| **c != revealed)
+            .expect("a choice that is not the answer")
+            .clone();
+        b.click(&format!(".rl-choice[data-choice=\"{wrong}\"] input")).await;
+        b.wait_for(".rl-verdict").await;
+        assert_eq!(
+            b.attr(&format!(".rl-choice[data-choice=\"{revealed}\"]"), "data-right")
+                .await
+                .as_deref(),
+            Some("true"),
+            "the run's answer is marked"
+        );
+        assert_eq!(
+            b.attr(&format!(".rl-choice[data-choice=\"{wrong}\"]"), "data-right")
+                .await
+                .as_deref(),
+            Some("false")
+        );
+        assert!(b.count(".rl-reveal-why").await == 1, "and why");
+        b.screenshot("revealed-680").await;
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&site);
+}

@@ -41,6 +41,9 @@ struct Header {
     /// (`recorded on PostgreSQL 18.6, 6 Dec 2026`), and the variant's id.
     #[cfg_attr(feature = "embed", allow(dead_code))]
     recorded: Option<(String, String, String)>,
+    /// A recording's question, asked before the run shows (`predict=1`).
+    #[cfg(not(feature = "embed"))]
+    predict: Option<shared::Prediction>,
 }
 
 /// Where the run to replay comes from.
@@ -66,6 +69,11 @@ pub fn ReplayPage(
     #[prop(default = None)]
     #[cfg_attr(feature = "embed", allow(unused_variables))]
     live: Option<String>,
+    /// A recording asks its scenario's question first (`predict=1`), and shows the race once
+    /// the reader has picked.
+    #[prop(default = false)]
+    #[cfg_attr(feature = "embed", allow(unused_variables))]
+    predict: bool,
 ) -> impl IntoView {
     if embed {
         request_animation_frame(report_height_to_parent);
@@ -86,9 +94,6 @@ pub fn ReplayPage(
     let matrix = RwSignal::new(None::<RunState>);
     #[cfg(not(feature = "embed"))]
     let matrix_view = move || matrix_of(matrix);
-    // The embed app plays no recording (every byte of it counts against its budget).
-    #[cfg(feature = "embed")]
-    let matrix_view = ();
     let missing = match &source {
         Source::Stored(id) | Source::Recording(id) => id.clone(),
     };
@@ -128,13 +133,31 @@ pub fn ReplayPage(
                     <div class="rl-controls">{download}<ViewToggle compact=compact /></div>
                 }
             });
+            // A recording's question comes first; its race waits for the pick (the embed app
+            // asks none, and keeps its bytes).
+            #[cfg(not(feature = "embed"))]
+            let (question, body) = {
+                let (question, waiting) = question(run.predict.clone().filter(|_| predict), &run.variant, state);
+                let body = move || {
+                    (!waiting.get()).then(|| {
+                        view! {
+                            <RunBody state=state is_load_test=is_load_test compact=compact />
+                            {matrix_view}
+                        }
+                    })
+                };
+                (question, body)
+            };
+            // The embed app plays no recording (every byte of it counts against its budget).
+            #[cfg(feature = "embed")]
+            let (question, body) = ((), view! { <RunBody state=state is_load_test=is_load_test compact=compact /> });
             view! {
                 <article class="rl-replay" data-run-id=run.id.clone()>
                     {heading(&run, embed, live.as_deref())}
                     {ended}
+                    {question}
                     {toggle}
-                    <RunBody state=state is_load_test=is_load_test compact=compact />
-                    {matrix_view}
+                    {body}
                 </article>
             }
             .into_any()
@@ -159,6 +182,8 @@ async fn stored(id: &str, state: RwSignal<RunState>) -> Loaded {
                 variant: run.variant,
                 title,
                 recorded: None,
+                #[cfg(not(feature = "embed"))]
+                predict: None,
             })
         }
     }
@@ -190,9 +215,37 @@ async fn recorded(src: &str, state: RwSignal<RunState>, matrix: RwSignal<Option<
                 variant: recording.stamp.variant_label.clone(),
                 title: recording.scenario.title,
                 recorded: Some((src.to_owned(), recording.stamp.line(), recording.stamp.variant.clone())),
+                predict: recording.scenario.predict,
             })
         }
     }
+}
+
+/// A recording's question, before its race shows: the choices, the reader's pick, and once
+/// picked, the race and (from the run's own `reveal`) what happened and why. The answer is in
+/// the file from the start, so it is held back until the pick. Without a question: nothing, and
+/// nothing waits.
+#[cfg(not(feature = "embed"))]
+fn question(
+    prediction: Option<shared::Prediction>,
+    variant: &str,
+    state: RwSignal<RunState>,
+) -> (Option<AnyView>, Signal<bool>) {
+    let Some(prediction) = prediction else {
+        return (None, Signal::stored(false));
+    };
+    let picked = RwSignal::new(None::<String>);
+    let answer = crate::components::predict::revealed(state);
+    let revealed = Signal::derive(move || picked.with(Option::is_some).then(|| answer.get()).flatten());
+    let view = view! {
+        <crate::components::predict::Predict prediction=prediction subject=Signal::stored(variant.to_owned())
+            picked=picked revealed=revealed locked=Signal::derive(move || picked.with(Option::is_some))
+            hint="Pick what you expect; then the race, as it happened, shows." />
+    };
+    (
+        Some(view.into_any()),
+        Signal::derive(move || picked.with(Option::is_none)),
+    )
 }
 
 /// A spec recording's every-permutation matrix, read from the file (no row opens a run: there

@@ -18,7 +18,7 @@
   var script = document.currentScript;
   var here = script ? script.src : location.href;
   var origin = new URL(here).origin;
-  var OPTIONS = ["variant", "mode", "theme", "autoplay", "view", "postgres", "live"];
+  var OPTIONS = ["variant", "mode", "theme", "autoplay", "view", "postgres", "live", "predict"];
   // The recording player, beside this script: racelab's own page on a racelab server; the
   // exported player.html on a static host (`racelab export --player` writes this line).
   var PLAYER = "/embed/recording";
@@ -118,8 +118,9 @@
         OPTIONS.forEach(function (name) {
           if (!element.hasAttribute(name)) return;
           var value = element.getAttribute(name);
-          // `autoplay` is a boolean attribute (present, even empty, means on) or `visible`.
-          if (name === "autoplay" && (value === "" || value === "autoplay")) value = "1";
+          // `autoplay` and `predict` are boolean attributes (present, even empty, means on);
+          // `autoplay` may also be `visible`.
+          if ((name === "autoplay" || name === "predict") && (value === "" || value === name)) value = "1";
           query.set(name, value);
         });
         return query;
