@@ -274,7 +274,11 @@ pub fn atlas_page(cells: &[AtlasCell], made: &str) -> String {
             columns.push((cell.level, cell.postgres));
         }
     }
-    let mut table = String::from("<table><tr><th>anomaly</th>");
+    // In a region of its own that scrolls, and can be reached by keyboard, should a phone be
+    // narrower than the table.
+    let mut table = String::from(
+        "<div class=\"wide\" tabindex=\"0\" role=\"region\" aria-label=\"the atlas\"><table><tr><th>anomaly</th>",
+    );
     for (level, postgres) in &columns {
         let on = postgres.map(|m| format!(" · {m}")).unwrap_or_default();
         table.push_str(&format!("<th>{}{on}</th>", escape_html(level)));
@@ -311,14 +315,15 @@ pub fn atlas_page(cells: &[AtlasCell], made: &str) -> String {
         }
         table.push_str("</tr>\n");
     }
-    table.push_str("</table>\n");
+    table.push_str("</table></div>\n");
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>racelab: the anomaly atlas, recorded</title>\
          <style>body{{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}\
          table{{border-collapse:collapse;width:100%}}th,td{{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left}}\
-         td.allowed{{background:#ffebe9}}td.prevented{{background:#dafbe1}}td.missing{{color:#777}}small{{color:#666}}</style>\
+         td.allowed{{background:#ffebe9}}td.prevented{{background:#dafbe1}}td.missing{{color:#777}}small{{color:#666}}\
+         .wide{{overflow-x:auto}}@media (max-width:32rem){{body{{font-size:13px;padding:0 .4rem}}th,td{{padding:.2rem .25rem}}}}</style>\
          </head>\n<body>\n<p><a href=\"index.html\">All races</a></p>\n<h1>The anomaly atlas, recorded</h1>\n\
          <p>Each classic anomaly played at each isolation level on a real PostgreSQL; each cell is what \
          its run showed, judged from the dependency cycle its transactions closed (or did not), and \

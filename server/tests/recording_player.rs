@@ -646,6 +646,10 @@ async fn a_live_embed_falls_back_to_its_recording_when_its_racelab_does_not_answ
         );
         b.client.enter_parent_frame().await.expect("back to the post");
         b.screenshot("post-680").await;
+        b.set_viewport(360, 740).await;
+        b.settle().await;
+        assert!(!b.scrolls_sideways().await, "the post and both embeds fit 360 px");
+        b.screenshot("post-360").await;
     })
     .await;
     let _ = std::fs::remove_dir_all(&site);
@@ -731,6 +735,17 @@ async fn an_exported_site_browses_from_its_index_to_every_race_and_plays_each() 
             assert_eq!(b.count(&cells).await, 0, "{dirty}: never allowed");
         }
         b.screenshot("atlas-680").await;
+        b.set_viewport(360, 740).await;
+        b.settle().await;
+        assert!(!b.scrolls_sideways().await, "the atlas fits 360 px");
+        b.screenshot("atlas-360").await;
+        b.goto_url(&format!("{host}/index.html")).await;
+        b.wait_for("a.race").await;
+        assert!(!b.scrolls_sideways().await, "the index fits 360 px");
+        b.screenshot("index-360").await;
+        b.goto_url(&format!("{host}/atlas.html")).await;
+        b.wait_for("a.cell").await;
+        b.set_viewport(680, 900).await;
         // A cell opens its run: write skew at REPEATABLE READ, allowed, with why.
         let row = shared::atlas::ENTRIES
             .iter()

@@ -150,7 +150,10 @@ pub fn ReplayPage(
             };
             // The embed app plays no recording (every byte of it counts against its budget).
             #[cfg(feature = "embed")]
-            let (question, body) = ((), view! { <RunBody state=state is_load_test=is_load_test compact=compact /> });
+            let (question, body) = (
+                (),
+                view! { <RunBody state=state is_load_test=is_load_test compact=compact /> },
+            );
             view! {
                 <article class="rl-replay" data-run-id=run.id.clone()>
                     {heading(&run, embed, live.as_deref())}
