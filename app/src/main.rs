@@ -44,7 +44,7 @@ fn App() -> impl IntoView {
             let source = pages::replay::Source::Recording(src);
             view! {
                 <pages::replay::ReplayPage source=source embed=true compact=options.compact live=live
-                    predict=options.predict />
+                    predict=options.predict step=options.step />
             }
             .into_any()
         }

@@ -872,3 +872,53 @@ async fn a_recording_asks_its_question_before_it_shows_the_race() {
     .await;
     let _ = std::fs::remove_dir_all(&site);
 }
+
+/// `mode=step` on a recording: the race starts before its first event, and the reader steps it
+/// forward, one event at a time, to its verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_in_step_mode_starts_before_its_first_event_and_steps_to_its_verdict() {
+    let events = shared::recording::read(&fixture())
+        .expect("the fixture reads")
+        .events_to_play()
+        .len();
+    let site = exported_site("step-site").await;
+    let host = static_site(site.clone()).await;
+    run_alone("recording_step", async |b: &Browser| {
+        b.set_viewport(680, 900).await;
+        b.goto_url(&format!(
+            "{host}/racelab/player.html?src=../posts/ws.racelab.json&mode=step&view=detailed"
+        ))
+        .await;
+        b.wait_for(".rl-scrub-moment").await;
+        assert_eq!(b.attr(".rl-scrub-moment", "data-at").await.as_deref(), Some("0"));
+        assert_eq!(
+            b.text(".rl-scrub-moment").await.as_deref(),
+            Some("before the first event")
+        );
+        assert_eq!(b.count(".rl-timeline .rl-card").await, 0, "nothing has happened yet");
+        assert_eq!(b.count(".rl-verdict").await, 0);
+        assert_eq!(b.count(".rl-proof").await, 0, "why is kept for the end");
+        b.screenshot("start-680").await;
+        let mut cards = 0;
+        let mut presses = 0;
+        while b.count(".rl-verdict").await == 0 {
+            b.click(".rl-scrub-forward").await;
+            presses += 1;
+            let now = b.count(".rl-timeline .rl-card").await;
+            assert!(now >= cards, "stepping forward never takes a card away");
+            cards = now;
+            assert!(presses <= events, "the verdict within the file's {events} events");
+        }
+        assert!(cards >= 8, "every statement drawn on the way: {cards}");
+        while b.count(".rl-proof").await == 0 {
+            assert!(
+                b.attr(".rl-scrub-forward", "disabled").await.is_none(),
+                "why, at the end"
+            );
+            b.click(".rl-scrub-forward").await;
+        }
+        b.screenshot("stepped-680").await;
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&site);
+}

@@ -70,8 +70,16 @@ pub fn RunBody(
     is_load_test: Signal<bool>,
     /// The compact timeline instead of the detailed one.
     compact: RwSignal<bool>,
+    /// A finished run shown from its first event, to step through (a recording's `mode=step`),
+    /// rather than as it ended. Full app only.
+    #[prop(default = false)]
+    #[cfg_attr(feature = "embed", allow(unused_variables))]
+    from_start: bool,
 ) -> impl IntoView {
     // What is drawn: the run as it is, or (full app) the moment the reader travelled back to.
+    #[cfg(not(feature = "embed"))]
+    let (shown, scrubber) = moment(state, from_start);
+    #[cfg(feature = "embed")]
     let (shown, scrubber) = moment(state);
     let timeline = Signal::derive(move || shown.with(|s| s.timeline()));
     let transcript = Signal::derive(move || shown.with(|s| s.transcript()));
@@ -102,7 +110,7 @@ pub fn RunBody(
             detailed
         })}
         {move || shown.with(|s| s.verdict().cloned()).map(|v| view! { <VerdictBanner verdict=v /> })}
-        {proof(state, shown)}
+        {proof(state, shown, from_start)}
         {move || (!is_load_test.get()).then(|| shown.with(|s| {
             match (s.ledger(Moment::Before), s.ledger(Moment::After)) {
                 (Some(before), Some(after)) => Some(view! {
@@ -136,13 +144,14 @@ type Shown = RwSignal<RunState>;
 /// reader can drag it, or use the arrow keys, to any event, and every part of the body shows
 /// that moment. Full app only.
 #[cfg(not(feature = "embed"))]
-fn moment(state: RwSignal<RunState>) -> (Shown, impl IntoView) {
+fn moment(state: RwSignal<RunState>, from_start: bool) -> (Shown, impl IntoView) {
     use super::scrubber::Scrubber;
     let at: RwSignal<Option<usize>> = RwSignal::new(None);
-    // A new run (or a replay loaded) starts at its end.
+    // A new run (or a replay loaded) starts at its end; or, to be stepped through, before its
+    // first event.
     Effect::new(move |_| {
         state.with(|s| (s.run_id.clone(), s.is_active()));
-        at.set(None);
+        at.set(from_start.then_some(0));
     });
     let shown = Signal::derive(move || match at.get() {
         Some(n) if state.with(|s| !s.is_active() && n < s.events.len()) => {
@@ -216,11 +225,15 @@ fn waits(shown: Shown) -> impl IntoView {
 fn waits(_shown: Shown) {}
 
 /// Why it happened, once the run's proof arrived (full app only: the embed shows none). At a
-/// moment travelled back to, only the edges between steps played by then are drawn.
+/// moment travelled back to, only the edges between steps played by then are drawn; a run
+/// stepped through `from_start` keeps why for its end, as a live run would.
 #[cfg(not(feature = "embed"))]
-fn proof(state: RwSignal<RunState>, shown: Shown) -> impl IntoView {
+fn proof(state: RwSignal<RunState>, shown: Shown, from_start: bool) -> impl IntoView {
     use super::proof::{AskWhy, ProofPanel, askable, of_run};
     move || {
+        if from_start && shown.with(|s| s.events.len()) < state.with(|s| s.events.len()) {
+            return None;
+        }
         let played = shown.with(|s| {
             s.events
                 .iter()
@@ -238,7 +251,7 @@ fn proof(state: RwSignal<RunState>, shown: Shown) -> impl IntoView {
 }
 
 #[cfg(feature = "embed")]
-fn proof(_state: RwSignal<RunState>, _shown: Shown) {}
+fn proof(_state: RwSignal<RunState>, _shown: Shown, _from_start: bool) {}
 
 /// In a stepped run, brings the newest card into view after each step the reader asks for, and
 /// the verdict once the run ends: the reader never has to hunt below the fold for what the step

@@ -47,7 +47,8 @@ pub fn Scrubber(state: RwSignal<RunState>, at: RwSignal<Option<usize>>) -> impl 
     let caption = move || {
         let n = position();
         state.with(|s| {
-            s.events.get(n.saturating_sub(1)).map_or_else(
+            // Event n is the n-th, 1-based: at 0, none has happened yet.
+            n.checked_sub(1).and_then(|i| s.events.get(i)).map_or_else(
                 || "before the first event".to_owned(),
                 |e| format!("event {n} of {}, at {} ms: {}", s.events.len(), e.at_ms, said(&e.kind)),
             )

@@ -74,6 +74,10 @@ pub fn ReplayPage(
     #[prop(default = false)]
     #[cfg_attr(feature = "embed", allow(unused_variables))]
     predict: bool,
+    /// A recording shown from its first event, to step through with the scrubber (`mode=step`).
+    #[prop(default = false)]
+    #[cfg_attr(feature = "embed", allow(unused_variables))]
+    step: bool,
 ) -> impl IntoView {
     if embed {
         request_animation_frame(report_height_to_parent);
@@ -141,7 +145,7 @@ pub fn ReplayPage(
                 let body = move || {
                     (!waiting.get()).then(|| {
                         view! {
-                            <RunBody state=state is_load_test=is_load_test compact=compact />
+                            <RunBody state=state is_load_test=is_load_test compact=compact from_start=step />
                             {matrix_view}
                         }
                     })
