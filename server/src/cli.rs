@@ -530,10 +530,8 @@ async fn record_atlas(engine: &Arc<crate::engine::Engine>, runs: &std::path::Pat
                 .map_err(|error| error.to_string())
                 .and_then(|recording| {
                     let level_name = level.to_lowercase().replace(' ', "-");
-                    let on = postgres.map_or_else(String::new, |m| format!(".pg{m}"));
-                    let file = format!("atlas-{}.{level_name}{on}.racelab.json", entry.id);
-                    let text = serde_json::to_string(&recording).map_err(|e| e.to_string())?;
-                    std::fs::write(runs.join(&file), text).map_err(|e| e.to_string())?;
+                    let file = format!("atlas-{}.{level_name}{}.racelab.json", entry.id, on_version(postgres));
+                    keep_in(runs, &file, &recording)?;
                     Ok((crate::export::judged(entry, &recording), file))
                 });
                 match &made {
@@ -584,12 +582,9 @@ async fn record_site(
                 .await
                 .map_err(|error| error.to_string())
                 .and_then(|recording| {
-                    let file = crate::recording::default_file_name(scenario.id, variant).replace(
-                        ".racelab.json",
-                        &postgres.map_or_else(String::new, |m| format!(".pg{m}")),
-                    ) + ".racelab.json";
-                    let text = serde_json::to_string(&recording).map_err(|e| e.to_string())?;
-                    std::fs::write(runs.join(&file), text).map_err(|e| e.to_string())?;
+                    let file = crate::recording::default_file_name(scenario.id, variant)
+                        .replace(".racelab.json", &format!("{}.racelab.json", on_version(postgres)));
+                    keep_in(runs, &file, &recording)?;
                     Ok((file, recording.stamp.line()))
                 });
                 match &made {
@@ -610,6 +605,18 @@ async fn record_site(
         }
     }
     entries
+}
+
+/// What a site's recording's file name says of the PostgreSQL it played on (`.pg18`), where the
+/// site has several.
+fn on_version(postgres: Option<u32>) -> String {
+    postgres.map_or_else(String::new, |m| format!(".pg{m}"))
+}
+
+/// Writes `recording` into a site's `runs` as `file`.
+fn keep_in(runs: &std::path::Path, file: &str, recording: &shared::recording::Recording) -> Result<(), String> {
+    let text = serde_json::to_string(recording).map_err(|e| e.to_string())?;
+    std::fs::write(runs.join(file), text).map_err(|e| format!("cannot write {file}: {e}"))
 }
 
 /// A lab run's proof, on stderr (or why there is none).
@@ -636,9 +643,6 @@ async fn print_why(url: &str, scenario: &str, variant: &str, events: &[shared::E
     }
 }
 
-/// `racelab record`: plays the scenario (or spec) with the services it needs and writes its
-/// recording; says where on stderr. Fails (2) on a name or file that does not exist, (1) when
-/// the run cannot be played or did not complete.
 /// Where and how `racelab record` writes what it recorded.
 struct Written {
     /// The file (`-`: standard output); a name of its own by default.
@@ -656,6 +660,9 @@ enum Form {
     Picture,
 }
 
+/// `racelab record`: plays the scenario (or spec) with the services it needs and writes its
+/// recording; says where on stderr. Fails (2) on a name or file that does not exist, (1) when
+/// the run cannot be played or did not complete.
 async fn record(scenario: String, variant: Option<String>, written: Written, config: Config) -> ExitCode {
     let (source, needs) = if scenario.ends_with(".spec") {
         match std::fs::read_to_string(&scenario) {
@@ -714,7 +721,7 @@ async fn write_recording(recording: &shared::recording::Recording, scenario: &st
             .and_then(|json| crate::export::one_file(dist, &json, &recording.scenario.title).map_err(|e| e.to_string()))
             .map(|page| (page, name.replace(".racelab.json", ".html"))),
         Form::Picture => Ok((
-            crate::web::picture::draw_with(&played_run(recording), crate::web::picture::Motion::Played),
+            crate::web::picture::draw_with(&recording.run_to_play(), crate::web::picture::Motion::Played),
             name.replace(".racelab.json", ".svg"),
         )),
     };
@@ -741,17 +748,10 @@ async fn write_recording(recording: &shared::recording::Recording, scenario: &st
     }
 }
 
-/// The run a recording holds, with its proof among its events (as the player folds it).
-fn played_run(recording: &shared::recording::Recording) -> shared::protocol::StoredRun {
-    let mut run = recording.run.clone();
-    run.events = recording.events_to_play();
-    run
-}
-
 /// The still picture of `recording` as PNG at `path`: a README's poster, and what a host that
 /// will not show SVG shows.
 async fn write_poster(recording: &shared::recording::Recording, path: &std::path::Path) -> ExitCode {
-    let still = crate::web::picture::draw(&played_run(recording));
+    let still = crate::web::picture::draw(&recording.run_to_play());
     match crate::web::png::render(still).await {
         Ok(png) => match std::fs::write(path, png) {
             Ok(()) => {

@@ -110,6 +110,17 @@ impl Recording {
         }
         events
     }
+
+    /// The run with [`Recording::events_to_play`] for its events: what a picture of it draws.
+    pub fn run_to_play(&self) -> StoredRun {
+        StoredRun {
+            id: self.run.id.clone(),
+            scenario: self.run.scenario.clone(),
+            variant: self.run.variant.clone(),
+            outcome: self.run.outcome.clone(),
+            events: self.events_to_play(),
+        }
+    }
 }
 
 /// Why a file cannot be played.

@@ -322,8 +322,7 @@ impl SpecSession {
     }
 
     /// The notices received since last asked, each as the tester prints it (after the session's
-    /// name).
-    /// Once the inbox has overflowed, racelab's line saying so follows them, once.
+    /// name). Once the inbox has overflowed, racelab's line saying so follows them, once.
     pub fn take_notices(&mut self) -> Vec<String> {
         let mut notices = take(&mut self.notices, &self.inbox);
         if !self.told_overflow && self.inbox.overflowed.load(Ordering::Acquire) {
@@ -457,17 +456,10 @@ async fn collect(
             }
         }
     }
-    // A cancel that came as the query was done sending leaves the backend a pending cancel,
-    // which strikes the connection's next query (the ledger's, say): it is delivered, then
-    // spent on a query of racelab's own before this answer is given.
+    // The cancel is on its way before the answer is given; [`take_late_cancel`], once no query
+    // of the caller's is queued behind this one, takes it if it comes late.
     if let Some(cancelling) = cancelling {
         let _ = cancelling.await;
-        for _ in 0..3 {
-            // pg_sleep looks for interrupts (a bare `SELECT 1` may never look, and leave it).
-            if client.simple_query("SELECT pg_catalog.pg_sleep(0)").await.is_ok() {
-                break;
-            }
-        }
     }
     answer
 }

@@ -251,10 +251,7 @@ mod tests {
     /// The serializable write skew committed beside the tests, as a stored run with its proof.
     fn write_skew() -> StoredRun {
         let text = include_str!("../../tests/fixtures/write-skew.serializable.racelab.json");
-        let recording = shared::recording::read(text).expect("the fixture reads");
-        let mut run = recording.run.clone();
-        run.events = recording.events_to_play();
-        run
+        shared::recording::read(text).expect("the fixture reads").run_to_play()
     }
 
     fn delays(svg: &str) -> Vec<f64> {
