@@ -3,9 +3,11 @@
 # becomes dist/.
 #  1. A release build of the full app also builds the embed app (`--features embed`, only the
 #     /embed/… pages) into dist/embed-app/, the lean bundle an iframe loads (docs/embedding.md, "The
-#     embed bundle"). It is built inside this hook, into the staging directory, because Trunk replaces
-#     dist/ as a whole when a build finishes: a second build run after this one would be wiped by
-#     the next. RACELAB_EMBED_BUILD stops the embed build from starting another.
+#     embed bundle"), and the player app (`--features player`, only a recording's page) into
+#     dist/player-app/, what plays recordings (docs/embedding.md, "The player bundle"). They are
+#     built inside this hook, into the staging directory, because Trunk replaces dist/ as a whole
+#     when a build finishes: a second build run after this one would be wiped by the next.
+#     RACELAB_EMBED_BUILD stops those builds from starting others.
 #  2. Minifies wasm-bindgen's JS glue with terser, when install-ui-tools.sh put it in .tools/
 #     (Trunk's own --minify cannot parse the glue), and puts the file's new SRI hash in the page
 #     that loads it.
@@ -15,8 +17,10 @@
 set -eu
 stage=${TRUNK_STAGING_DIR:?run by trunk}
 if [ "${TRUNK_PROFILE:-}" = release ] && [ -z "${RACELAB_EMBED_BUILD:-}" ]; then
-  RACELAB_EMBED_BUILD=1 trunk build app/embed.html --release=true \
+  RACELAB_EMBED_BUILD="embed app" trunk build app/embed.html --release=true \
     --dist "$stage/embed-app" --public-url /embed-app/ >&2
+  RACELAB_EMBED_BUILD="player app" trunk build app/player.html --release=true \
+    --dist "$stage/player-app" --public-url /player-app/ >&2
 fi
 
 sri() { openssl dgst -sha384 -binary "$1" | openssl base64 -A; }
@@ -38,7 +42,6 @@ for file in $(find "$stage" -maxdepth 1 -type f \( -name '*.wasm' -o -name '*.js
   fi
 done
 bytes() { cat "$@" | wc -c | tr -d ' '; }
-name=${RACELAB_EMBED_BUILD:+embed app}
-echo "racelab bundle (${name:-full app}): wasm $(bytes "$stage"/*.wasm) bytes, $(bytes "$stage"/*.wasm.gz) gzip;" \
+echo "racelab bundle (${RACELAB_EMBED_BUILD:-full app}): wasm $(bytes "$stage"/*.wasm) bytes, $(bytes "$stage"/*.wasm.gz) gzip;" \
   "JS $(bytes "$stage"/*.js) bytes, $(bytes "$stage"/*.js.gz) gzip;" \
   "wasm + JS $(bytes "$stage"/*.wasm.gz "$stage"/*.js.gz) gzip" >&2

@@ -6,6 +6,9 @@
 //! the stylesheets never touch a host page that embeds us. See `app/README.md` for the tree and
 //! the DOM contract the browser tests rely on.
 
+// The player bundle compiles every page and draws one: what the others alone use is dead there.
+#![cfg_attr(feature = "player", allow(dead_code, unused_imports))]
+
 mod api;
 mod components;
 mod pages;
@@ -24,6 +27,30 @@ fn main() {
     leptos::mount::mount_to_body(App);
 }
 
+/// The player bundle's app: a recording, and nothing else. Every other page is left out, and with
+/// them (the linker keeps only what a page reaches) the websocket, the live run and the rooms.
+#[cfg(feature = "player")]
+#[component]
+fn App() -> impl IntoView {
+    let page = match Route::current() {
+        Route::EmbedRecording { src, live, options } => {
+            let source = pages::replay::Source::Recording(src);
+            view! {
+                <pages::replay::ReplayPage source=source embed=true compact=options.compact live=live
+                    predict=options.predict step=options.step />
+            }
+            .into_any()
+        }
+        _ => view! { <pages::not_found::NotFound path=api::location().0 /> }.into_any(),
+    };
+    view! {
+        <div class="racelab rl-embed">
+            <main class="rl-main">{page}</main>
+        </div>
+    }
+}
+
+#[cfg(not(feature = "player"))]
 #[component]
 fn App() -> impl IntoView {
     // The theme (`?theme=…`) is set on <html> by the page's first script, before the app loads
@@ -98,7 +125,7 @@ fn App() -> impl IntoView {
 }
 
 /// The site header, on every page but an embed.
-#[cfg(not(feature = "embed"))]
+#[cfg(not(any(feature = "embed", feature = "player")))]
 fn header(embed: bool) -> impl IntoView {
     (!embed).then(|| view! { <components::header::Header /> })
 }

@@ -9,9 +9,11 @@
 //! - **the recording**: `tests/fixtures/write-skew.serializable.racelab.json`, the serializable
 //!   write skew as `racelab record` wrote it, and the same run as this build writes it again
 //!   (its events and proof re-serialized: the format's size today, not the day it was made);
-//! - **the embed app**: the wasm and JS `dist/embed-app/index.html` names;
-//! - **the full app**: the wasm and JS `dist/index.html` names, which `/embed/recording` loads
-//!   today;
+//! - **the player app**: the wasm and JS `dist/player-app/index.html` names, which
+//!   `/embed/recording`, `racelab export --player` and the one-file page carry;
+//! - **the embed app**: the wasm and JS `dist/embed-app/index.html` names, whose budget it is;
+//! - **the full app**: the wasm and JS `dist/index.html` names, which played recordings before the
+//!   player app;
 //! - **the one-file page** (`racelab record --html`): the fixture inside the player, as one
 //!   `.html`, raw (what a disk or a host without compression holds) and gzip (goal 200 KB).
 
@@ -92,6 +94,12 @@ fn main() -> Result<(), BoxError> {
         );
     }
     let dist = workspace().join("dist");
+    let (folder, prefix) = racelab::export::PLAYER_APP;
+    let (files, player) = app_gzip(&dist.join(folder), prefix)?;
+    println!(
+        "the player app: {player} bytes gzip ({:.2}× the embed's {PLAYER_GOAL}): {files:?}",
+        player as f64 / PLAYER_GOAL as f64
+    );
     let (files, embed) = app_gzip(&dist.join("embed-app"), "/embed-app/")?;
     println!(
         "the embed app: {embed} bytes gzip ({:.1} % of {PLAYER_GOAL}): {files:?}",
@@ -99,7 +107,7 @@ fn main() -> Result<(), BoxError> {
     );
     let (files, full) = app_gzip(&dist, "/")?;
     println!(
-        "the full app, which plays recordings today: {full} bytes gzip ({:.2}× the embed's budget): {files:?}",
+        "the full app: {full} bytes gzip ({:.2}× the embed's budget): {files:?}",
         full as f64 / PLAYER_GOAL as f64
     );
     let page = racelab::export::one_file(&dist, &text, &recording.scenario.title)?;

@@ -3,11 +3,13 @@
 //! `<racelab-scenario src="ws.racelab.json">` plays with nothing but static files behind it; and
 //! one page that is the player and a recording together ([`one_file`], `racelab record --html`).
 //!
-//! The player is the built app (`dist/`, `trunk build --release`) as it is, with two changes a
-//! static host needs: its page, `player.html`, names its assets relative to itself (the app's
-//! `index.html` names them from `/`, where racelab serves them) and names the page it shows
-//! (`data-racelab-route`: a static host gives it a path of its own, not `/embed/recording`); and
-//! the loader, `embed.js`, opens that `player.html` beside itself instead of racelab's page.
+//! The player is the built player app (`dist/player-app/`, which `trunk build --release` builds
+//! beside the full app: only the recording's page, in the embed's budget), or, from a build that
+//! made none (`trunk serve`), the full app, which plays recordings the same. Two changes a
+//! static host needs: its page, `player.html`, names its assets relative to itself (the built
+//! page names them from racelab's root) and names the page it shows (`data-racelab-route`: a
+//! static host gives it a path of its own, not `/embed/recording`); and the loader, `embed.js`,
+//! opens that `player.html` beside itself instead of racelab's page.
 
 use base64::Engine as _;
 use std::path::{Path, PathBuf};
@@ -37,27 +39,64 @@ pub struct Exported {
     pub bytes: u64,
 }
 
-/// Writes the recording player from the built app in `dist` into `dir` (made if missing; files
-/// of the same names are replaced, nothing else in it is touched).
-pub fn player(dist: &Path, dir: &Path) -> Result<Exported, ExportError> {
-    let index = dist.join("index.html");
-    let page = std::fs::read_to_string(&index).map_err(|_| ExportError::NotBuilt(dist.to_owned()))?;
-    let assets = assets_named(&page, &asset_candidates(dist)?);
-    if !assets.iter().any(|name| name.ends_with(".js")) {
-        return Err(ExportError::NotTheApp(index));
+/// The player as the build left it: its folder, its page, the path that page names its files
+/// under (`/player-app/`, or `/` for the full app) and the files it names.
+struct Built {
+    dir: PathBuf,
+    index: PathBuf,
+    page: String,
+    prefix: &'static str,
+    assets: Vec<String>,
+}
+
+/// The player app's folder in a build, and the path its page names its files under.
+pub const PLAYER_APP: (&str, &str) = ("player-app", "/player-app/");
+
+impl Built {
+    /// The player app in `dist`, else the full app; refused when `dist` holds neither.
+    fn player(dist: &Path) -> Result<Built, ExportError> {
+        let (folder, prefix) = PLAYER_APP;
+        let (dir, prefix) = match dist.join(folder).join("index.html").is_file() {
+            true => (dist.join(folder), prefix),
+            false => (dist.to_owned(), "/"),
+        };
+        let index = dir.join("index.html");
+        let page = std::fs::read_to_string(&index).map_err(|_| ExportError::NotBuilt(dist.to_owned()))?;
+        let assets = assets_named(&page, &asset_candidates(&dir)?, prefix);
+        if !assets.iter().any(|name| name.ends_with(".js")) {
+            return Err(ExportError::NotTheApp(index));
+        }
+        Ok(Built {
+            dir,
+            index,
+            page,
+            prefix,
+            assets,
+        })
     }
+
+    fn read(&self, name: &str) -> Result<Vec<u8>, ExportError> {
+        let path = self.dir.join(name);
+        std::fs::read(&path).map_err(|source| io(&path, source))
+    }
+}
+
+/// Writes the recording player from the build in `dist` into `dir` (made if missing; files of
+/// the same names are replaced, nothing else in it is touched).
+pub fn player(dist: &Path, dir: &Path) -> Result<Exported, ExportError> {
+    let built = Built::player(dist)?;
     std::fs::create_dir_all(dir).map_err(|source| io(dir, source))?;
     let mut exported = Exported {
         files: Vec::new(),
         bytes: 0,
     };
-    for name in &assets {
+    for name in &built.assets {
         let to = dir.join(name);
-        let bytes = std::fs::copy(dist.join(name), &to).map_err(|source| io(&to, source))?;
+        let bytes = std::fs::copy(built.dir.join(name), &to).map_err(|source| io(&to, source))?;
         exported.add(name, bytes);
     }
     let written = [
-        (PLAYER_PAGE, player_page(&page, &assets)),
+        (PLAYER_PAGE, player_page(&built.page, &built.assets, built.prefix)),
         (LOADER, loader(crate::web::assets::EMBED_LOADER)),
     ];
     for (name, text) in written {
@@ -83,7 +122,7 @@ fn io(path: &Path, source: std::io::Error) -> ExportError {
 }
 
 /// The files at the top of `dist` a page could name: the app's scripts, wasm and styles (not
-/// their `.gz` twins, which only racelab's server sends, nor the embed app's folder).
+/// their `.gz` twins, which only racelab's server sends, nor the embed and player apps' folders).
 fn asset_candidates(dist: &Path) -> Result<Vec<String>, ExportError> {
     let entries = std::fs::read_dir(dist).map_err(|source| io(dist, source))?;
     let mut names: Vec<String> = entries
@@ -96,14 +135,14 @@ fn asset_candidates(dist: &Path) -> Result<Vec<String>, ExportError> {
     Ok(names)
 }
 
-/// Those of `candidates` the page names from the root (`"/name"` or `'/name'`).
-fn assets_named(page: &str, candidates: &[String]) -> Vec<String> {
+/// Those of `candidates` the page names under `prefix` (`"/name"` or `'/name'`, for `/`).
+fn assets_named(page: &str, candidates: &[String], prefix: &str) -> Vec<String> {
     candidates
         .iter()
         .filter(|name| {
-            ["\"/", "'/"]
+            ['"', '\'']
                 .iter()
-                .any(|quote| page.contains(&format!("{quote}{name}")))
+                .any(|quote| page.contains(&format!("{quote}{prefix}{name}")))
         })
         .cloned()
         .collect()
@@ -111,11 +150,11 @@ fn assets_named(page: &str, candidates: &[String]) -> Vec<String> {
 
 /// The app's page as the player: every asset named relative to the page, and the page it
 /// shows named on its body.
-fn player_page(page: &str, assets: &[String]) -> String {
+fn player_page(page: &str, assets: &[String], prefix: &str) -> String {
     let mut page = page.to_owned();
     for name in assets {
         for quote in ['"', '\''] {
-            page = page.replace(&format!("{quote}/{name}"), &format!("{quote}./{name}"));
+            page = page.replace(&format!("{quote}{prefix}{name}"), &format!("{quote}./{name}"));
         }
     }
     page.replacen(
@@ -344,29 +383,28 @@ const WASM_ELEMENT: &str = "racelab-wasm";
 /// base64, and unpacked by the browser's own `DecompressionStream`; its recording is a JSON
 /// element the app reads by id instead of fetching.
 pub fn one_file(dist: &Path, recording: &str, title: &str) -> Result<String, ExportError> {
-    let index = dist.join("index.html");
-    let page = std::fs::read_to_string(&index).map_err(|_| ExportError::NotBuilt(dist.to_owned()))?;
-    let assets = assets_named(&page, &asset_candidates(dist)?);
-    let script = assets.iter().find(|name| name.ends_with(".js"));
-    let wasm = assets.iter().find(|name| name.ends_with("_bg.wasm"));
+    let built = Built::player(dist)?;
+    let script = built.assets.iter().find(|name| name.ends_with(".js"));
+    let wasm = built.assets.iter().find(|name| name.ends_with("_bg.wasm"));
     let (Some(script), Some(wasm)) = (script, wasm) else {
-        return Err(ExportError::NotTheApp(index));
+        return Err(ExportError::NotTheApp(built.index));
     };
-    let read = |name: &str| std::fs::read(dist.join(name)).map_err(|source| io(&dist.join(name), source));
-    let mut page = page;
-    for name in &assets {
+    let mut page = built.page.clone();
+    for name in &built.assets {
         let inline = match name.ends_with(".css") {
-            true => format!("<style>{}</style>", String::from_utf8_lossy(&read(name)?)),
+            true => format!("<style>{}</style>", String::from_utf8_lossy(&built.read(name)?)),
             false => String::new(),
         };
-        while let Some(tag) = tag_naming(&page, name) {
+        while let Some(tag) = tag_naming(&page, name, built.prefix) {
             page.replace_range(tag, &inline);
         }
     }
-    let loader = module_loader(&read(script)?);
-    let page = replace_module_script(&page, &loader).ok_or_else(|| ExportError::NotTheApp(index.clone()))?;
+    let loader = module_loader(&built.read(script)?);
+    let page = replace_module_script(&page, &loader).ok_or_else(|| ExportError::NotTheApp(built.index.clone()))?;
     // `.gz` beside the wasm: the build's post-build hook writes it (zopfli, else gzip -9).
-    let packed = read(&format!("{wasm}.gz")).map_err(|_| ExportError::NotBuilt(dist.to_owned()))?;
+    let packed = built
+        .read(&format!("{wasm}.gz"))
+        .map_err(|_| ExportError::NotBuilt(dist.to_owned()))?;
     let route = format!("{}?src=%23{RECORDING_ELEMENT}", crate::web::headers::RECORDING_PLAYER);
     let carried = format!(
         "<script type=\"application/json\" id=\"{RECORDING_ELEMENT}\">{}</script>\n\
@@ -388,10 +426,10 @@ pub fn one_file(dist: &Path, recording: &str, title: &str) -> Result<String, Exp
         .replacen("</body>", &carried, 1))
 }
 
-/// Where in `page` the tag is that names `/name` in double quotes (a stylesheet or preload
-/// link), from its `<` to its `>`.
-fn tag_naming(page: &str, name: &str) -> Option<std::ops::Range<usize>> {
-    let at = page.find(&format!("\"/{name}\""))?;
+/// Where in `page` the tag is that names `{prefix}name` in double quotes (a stylesheet or
+/// preload link), from its `<` to its `>`.
+fn tag_naming(page: &str, name: &str, prefix: &str) -> Option<std::ops::Range<usize>> {
+    let at = page.find(&format!("\"{prefix}{name}\""))?;
     let start = page[..at].rfind('<')?;
     let end = at + page[at..].find('>')? + 1;
     Some(start..end)
@@ -457,13 +495,13 @@ mod tests {
 
     #[test]
     fn only_the_files_the_page_names_go_out() {
-        let named = assets_named(PAGE, &candidates());
+        let named = assets_named(PAGE, &candidates(), "/");
         assert_eq!(named, ["racelab-app-9f.js", "racelab-app-9f_bg.wasm", "style-1a2b.css"]);
     }
 
     #[test]
     fn the_player_names_its_files_beside_itself_and_its_page_on_its_body() {
-        let page = player_page(PAGE, &assets_named(PAGE, &candidates()));
+        let page = player_page(PAGE, &assets_named(PAGE, &candidates(), "/"), "/");
         for root in ["\"/racelab", "'/racelab", "\"/style"] {
             assert!(!page.contains(root), "{root}: {page}");
         }
@@ -474,6 +512,19 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("<body class=\"racelab-page\" data-racelab-route=\"/embed/recording\">"));
+    }
+
+    #[test]
+    fn the_player_app_names_its_files_under_its_folder_and_the_player_beside_itself() {
+        let page = PAGE.replace("=\"/", "=\"/player-app/").replace("'/", "'/player-app/");
+        let named = assets_named(&page, &candidates(), PLAYER_APP.1);
+        assert_eq!(named, ["racelab-app-9f.js", "racelab-app-9f_bg.wasm", "style-1a2b.css"]);
+        assert!(assets_named(&page, &candidates(), "/").is_empty(), "not from the root");
+        let player = player_page(&page, &named, PLAYER_APP.1);
+        assert!(!player.contains("/player-app/"), "{player}");
+        assert!(player.contains("import init from './racelab-app-9f.js'"), "{player}");
+        let tag = tag_naming(&page, "style-1a2b.css", PLAYER_APP.1).expect("the stylesheet's link");
+        assert!(page[tag].starts_with("<link rel=\"stylesheet\""));
     }
 
     #[test]
@@ -501,19 +552,19 @@ mod tests {
 
     #[test]
     fn a_stylesheet_link_is_found_whole_and_a_script_import_is_not() {
-        let tag = tag_naming(PAGE, "style-1a2b.css").expect("the stylesheet's link");
+        let tag = tag_naming(PAGE, "style-1a2b.css", "/").expect("the stylesheet's link");
         assert_eq!(
             &PAGE[tag],
             r#"<link rel="stylesheet" href="/style-1a2b.css" integrity="sha384-x"/>"#
         );
-        let tag = tag_naming(PAGE, "racelab-app-9f.js").expect("the preload");
+        let tag = tag_naming(PAGE, "racelab-app-9f.js", "/").expect("the preload");
         assert!(PAGE[tag].starts_with("<link rel=\"modulepreload\""));
         let page = PAGE.replace(
             r#"<link rel="modulepreload" href="/racelab-app-9f.js" crossorigin="anonymous"/>"#,
             "",
         );
         assert_eq!(
-            tag_naming(&page, "racelab-app-9f.js"),
+            tag_naming(&page, "racelab-app-9f.js", "/"),
             None,
             "the import in single quotes is no tag"
         );

@@ -255,19 +255,28 @@ async fn scenario_and_run_pages_carry_the_discovery_link_and_the_preview() {
     let _ = std::fs::remove_dir_all(&dist);
 }
 
-/// An iframe at `/embed/…` gets the embed app (dist/embed-app/, the lean build), every other page
-/// the full app; a build without an embed app (a dev build) serves the full app for embeds too.
+/// An iframe at `/embed/…` gets the embed app (dist/embed-app/, the lean build), a recording the
+/// player app (dist/player-app/), every other page the full app; a build without them (a dev
+/// build) serves the full app for embeds and recordings too.
 #[tokio::test]
-async fn embeds_get_the_embed_app_and_pages_the_full_app() {
+async fn embeds_get_the_embed_app_recordings_the_player_and_pages_the_full_app() {
     let dist = std::env::temp_dir().join(format!("racelab-embed-dist-{}", std::process::id()));
-    std::fs::create_dir_all(dist.join("embed-app")).expect("a temporary dist");
+    for (folder, app) in [("embed-app", "the embed app"), ("player-app", "the player app")] {
+        std::fs::create_dir_all(dist.join(folder)).expect("a temporary dist");
+        std::fs::write(
+            dist.join(folder).join("index.html"),
+            format!("<html><body>{app}</body></html>"),
+        )
+        .expect("write");
+    }
     std::fs::write(dist.join("index.html"), "<html><body>the full app</body></html>").expect("write");
-    std::fs::write(
-        dist.join("embed-app/index.html"),
-        "<html><body>the embed app</body></html>",
-    )
-    .expect("write");
     let address = common::server_with_dist(&dist).await;
+    let recording = "/embed/recording?src=https%3A%2F%2Fblog.example%2Fws.racelab.json&predict=1";
+    let (status, _, body) = get(address, recording).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("the player app"), "a recording: {body}");
+    let (_, _, body) = get(address, "/embed/isolation/write-skew?predict=1").await;
+    assert!(body.contains("the full app"), "a live embed that asks first: {body}");
     for path in [
         "/embed/isolation/write-skew?variant=serializable&autoplay=1",
         "/embed/runs/r1",
@@ -290,7 +299,10 @@ async fn embeds_get_the_embed_app_and_pages_the_full_app() {
         assert!(body.contains("the full app"), "{path}: {body}");
     }
     std::fs::remove_dir_all(dist.join("embed-app")).expect("remove the embed app");
+    std::fs::remove_dir_all(dist.join("player-app")).expect("remove the player app");
     let (_, _, body) = get(address, "/embed/isolation/write-skew").await;
     assert!(body.contains("the full app"), "without an embed app: {body}");
+    let (_, _, body) = get(address, recording).await;
+    assert!(body.contains("the full app"), "without a player app: {body}");
     std::fs::remove_dir_all(&dist).expect("clean up");
 }

@@ -409,6 +409,17 @@ async fn exported_site(name: &str) -> PathBuf {
     for name in ["player.html", "embed.js"] {
         assert!(site.join("racelab").join(name).is_file(), "{name} written");
     }
+    // The player app's wasm, not the full app's: the one a recording needs, and lighter.
+    let wasm_of = |dir: &std::path::Path| {
+        std::fs::read_dir(dir)
+            .expect("a folder")
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with("_bg.wasm"))
+            .collect::<Vec<_>>()
+    };
+    let (folder, _) = racelab::export::PLAYER_APP;
+    assert_eq!(wasm_of(&player), wasm_of(&dist.join(folder)), "the player app went out");
     std::fs::write(site.join("posts/ws.racelab.json"), fixture()).expect("the recording");
     site
 }

@@ -13,7 +13,11 @@ use tower_http::services::{ServeDir, ServeFile};
 /// Serves `dist`, or, when the app has not been built, a page that says how to build it; the
 /// embed app at `/embed/…`; and `/embed.js`, the one-line loader for host pages.
 pub fn service(dist: &Path) -> Router {
-    let embed_app = [dist.join("embed-app/index.html"), dist.join("index.html")];
+    let embed_app = EmbedPages {
+        embed: dist.join("embed-app/index.html"),
+        player: dist.join(crate::export::PLAYER_APP.0).join("index.html"),
+        full: dist.join("index.html"),
+    };
     let index = dist.join("index.html");
     let app = if index.is_file() {
         // `fallback`, not `not_found_service`: an app route answers 200, not 404 with a page.
@@ -28,21 +32,31 @@ pub fn service(dist: &Path) -> Router {
     )
 }
 
-/// An iframe's page: the embed app (`dist/embed-app/`, built with only the embed pages, a third
-/// lighter than the full app: docs/embedding.md, "The embed bundle"), or the full app, which draws embeds
-/// the same: when a build made no embed app (a `trunk serve` dev build), and for what the embed
-/// app leaves out to stay small (`predict=1`, and the recording player, `/embed/recording`).
-async fn embed_page(candidates: [PathBuf; 2], uri: Uri) -> Response {
-    let wants_full_app = uri.path() == super::headers::RECORDING_PLAYER
-        || uri.query().is_some_and(|query| {
-            query
-                .split('&')
-                .any(|pair| pair == "predict=1" || pair == "predict=true")
-        });
-    let candidates = if wants_full_app {
-        &candidates[1..]
-    } else {
-        &candidates[..]
+/// The pages an iframe at `/embed/…` may be given, each built by a release build
+/// (docs/embedding.md, "The embed bundle" and "The player bundle").
+#[derive(Clone)]
+struct EmbedPages {
+    /// The embed app: only the live embeds, a third lighter than the full app.
+    embed: PathBuf,
+    /// The player app: only a recording's page.
+    player: PathBuf,
+    /// The full app, which draws both the same.
+    full: PathBuf,
+}
+
+/// An iframe's page: the player app for a recording (`/embed/recording`), the embed app for the
+/// rest, or the full app when a build made neither (a `trunk serve` dev build), and for what the
+/// embed app leaves out to stay small (`predict=1` on a live embed).
+async fn embed_page(pages: EmbedPages, uri: Uri) -> Response {
+    let predicts = uri.query().is_some_and(|query| {
+        query
+            .split('&')
+            .any(|pair| pair == "predict=1" || pair == "predict=true")
+    });
+    let candidates = match uri.path() == super::headers::RECORDING_PLAYER {
+        true => vec![pages.player, pages.full],
+        false if predicts => vec![pages.full],
+        false => vec![pages.embed, pages.full],
     };
     for page in candidates {
         if let Ok(html) = tokio::fs::read_to_string(page).await {
