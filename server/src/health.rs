@@ -205,6 +205,18 @@ pub async fn redis_version(client: &::redis::Client) -> Option<String> {
     timeout(PROBE_TIMEOUT, ask).await.ok().flatten()
 }
 
+/// What the first broker that answers speaks, as a recording's stamp names it (`Kafka protocol
+/// Produce v9/Fetch v12`: [`crate::services::kafka_wire::protocol_named`]); none if none
+/// answers within the probe's time.
+pub async fn broker_version(brokers: &str) -> Option<String> {
+    for broker in brokers.split(',').map(str::trim).filter(|b| !b.is_empty()) {
+        if let Ok(Ok(apis)) = timeout(PROBE_TIMEOUT, crate::services::kafka_wire::api_versions(broker)).await {
+            return crate::services::kafka_wire::protocol_named(&apis);
+        }
+    }
+    None
+}
+
 /// Probes the brokers with a request (`ApiVersions`): a broker that is stopped (`SIGSTOP`),
 /// wedged or paused still completes a TCP handshake (the kernel accepts it), so a connect alone
 /// would call it up.

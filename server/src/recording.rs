@@ -214,7 +214,8 @@ async fn proof_of_lab_run(url: &str, run: &StoredRun) -> Option<shared::proof::P
 }
 
 /// Where and when: each service the run talked to and its version (PostgreSQL's as the run's
-/// header gave it, Redis's as it answers `INFO`), racelab's build, the variant, the moment.
+/// header gave it, Redis's as it answers `INFO`, the broker's as the protocol it speaks),
+/// racelab's build, the variant, the moment.
 async fn stamp(engine: &Engine, info: &ScenarioInfo, run: &StoredRun, services: &[Service], recorded_at: u64) -> Stamp {
     let variant = run.variant.as_str();
     let mut versions = Vec::new();
@@ -222,9 +223,9 @@ async fn stamp(engine: &Engine, info: &ScenarioInfo, run: &StoredRun, services: 
         let version = match service {
             Service::Postgres => run.server().map(str::to_owned),
             Service::Redis => crate::health::redis_version(&engine.services().redis).await,
-            // The Kafka protocol has no request for a broker's version; HTTP and processes are
-            // racelab's own.
-            Service::Kafka | Service::Http | Service::Process => None,
+            Service::Kafka => crate::health::broker_version(&engine.services().brokers).await,
+            // HTTP and processes are racelab's own.
+            Service::Http | Service::Process => None,
         };
         versions.push(ServiceVersion { service, version });
     }

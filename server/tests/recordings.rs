@@ -118,6 +118,34 @@ async fn a_scenario_recorded_from_the_command_line_plays_as_it_ran() {
     }
 }
 
+/// A run that talked to the broker names it in its stamp by what it speaks (the Kafka protocol
+/// has no request for a broker's version), and the player's line says so.
+#[tokio::test]
+async fn a_run_on_the_broker_names_the_protocol_it_speaks_in_its_stamp() {
+    let recorded = record("dualwrite", &["outbox/dual-write", "--variant", "commit-first"]).await;
+    let services: Vec<(Service, Option<&str>)> = recorded
+        .stamp
+        .services
+        .iter()
+        .map(|s| (s.service, s.version.as_deref()))
+        .collect();
+    assert_eq!(services.len(), 2, "{services:?}");
+    assert_eq!(services[0].0, Service::Postgres);
+    let (service, broker) = services[1];
+    assert_eq!(service, Service::Kafka);
+    let broker = broker.expect("the broker named");
+    let speaks = broker
+        .strip_prefix("Kafka protocol Produce v")
+        .and_then(|rest| rest.split_once("/Fetch v"))
+        .map(|(produce, fetch)| (produce.parse::<u32>(), fetch.parse::<u32>()));
+    assert!(matches!(speaks, Some((Ok(_), Ok(_)))), "{broker}");
+    assert!(
+        recorded.stamp.line().contains(&format!(" and {broker}, ")),
+        "{}",
+        recorded.stamp.line()
+    );
+}
+
 #[tokio::test]
 async fn a_spec_is_recorded_with_its_text_and_every_permutations_outcome() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/specs/write-skew-serializable.spec");

@@ -2,7 +2,8 @@
 //! group's coordinator, make members leave a group on their behalf (`LeaveGroup` v3, the request
 //! behind Kafka's own "remove members from consumer group"), and ask a broker which API versions
 //! it speaks (`ApiVersions` v0: the health probe, since a broker that accepts a connection may
-//! still answer nothing).
+//! still answer nothing; and what a recording's stamp says of the broker, since the protocol has
+//! no request for a broker's product or version).
 //!
 //! Why: a consumer killed at a crash point never leaves its group, and a static member
 //! (`group.instance.id`) never leaves even when it closes. Apache Kafka drops such members once
@@ -123,6 +124,44 @@ pub async fn answers(address: &str) -> Result<(), String> {
     response.i16().map(|_error_code| ())
 }
 
+/// The API versions the broker at `address` speaks (`ApiVersions` v0): each API's key and the
+/// highest version of it the broker answers.
+pub async fn api_versions(address: &str) -> Result<Vec<(i16, i16)>, String> {
+    let mut response = exchange(address, Request::new(API_VERSIONS, 0, 4)).await?;
+    read_api_versions(&mut response)
+}
+
+fn read_api_versions(response: &mut Response) -> Result<Vec<(i16, i16)>, String> {
+    let error = response.i16()?;
+    if error != 0 {
+        return Err(format!("ApiVersions answered error {error}"));
+    }
+    let count = response.i32()?;
+    // Each entry is 6 bytes: a count past what the answer holds is a broken answer.
+    let left = response.bytes.len().saturating_sub(response.at);
+    let count = usize::try_from(count).unwrap_or(0).min(left / 6);
+    (0..count)
+        .map(|_| {
+            let key = response.i16()?;
+            let _min = response.i16()?;
+            Ok((key, response.i16()?))
+        })
+        .collect()
+}
+
+/// The broker as a recording's stamp names it, from what it speaks: `Kafka protocol Produce
+/// v9/Fetch v12` (no parentheses or commas: the stamp's line lists services with commas and
+/// drops a version's parenthesised suffix). The protocol says nothing of the broker's product or version; its highest
+/// Produce and Fetch tell one broker (or release of Apache Kafka) from another.
+pub fn protocol_named(apis: &[(i16, i16)]) -> Option<String> {
+    let highest = |key: i16| apis.iter().find(|(k, _)| *k == key).map(|(_, max)| *max);
+    let (produce, fetch) = (highest(PRODUCE)?, highest(FETCH)?);
+    Some(format!("Kafka protocol Produce v{produce}/Fetch v{fetch}"))
+}
+
+const PRODUCE: i16 = 0;
+const FETCH: i16 = 1;
+
 /// `host:port` of `group`'s coordinator, asked of `bootstrap`.
 async fn coordinator(bootstrap: &str, group: &str) -> Result<String, String> {
     let mut request = Request::new(FIND_COORDINATOR, 1, 1);
@@ -169,6 +208,29 @@ mod tests {
         expected.extend_from_slice(b"racelab-cleanup");
         expected.extend_from_slice(&[0, 1, b'g', 0, 0, 0, 1, 0, 1, b'm', 0xff, 0xff]);
         assert_eq!(request.bytes, expected);
+    }
+
+    #[test]
+    fn the_broker_is_named_by_the_highest_produce_and_fetch_it_speaks() {
+        // error 0, three APIs: Produce 0–9, Fetch 0–12, ApiVersions 0–3.
+        let mut bytes = vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 3];
+        bytes.extend_from_slice(&[0, 0, 0, 0, 0, 9, 0, 1, 0, 0, 0, 12, 0, 18, 0, 0, 0, 3]);
+        let apis = read_api_versions(&mut Response { bytes, at: 4 }).expect("an answer");
+        assert_eq!(apis, [(0, 9), (1, 12), (18, 3)]);
+        assert_eq!(
+            protocol_named(&apis).as_deref(),
+            Some("Kafka protocol Produce v9/Fetch v12")
+        );
+        assert_eq!(protocol_named(&apis[1..]), None, "no Produce, no name");
+        // A count past what the answer holds reads what is there (and allocates no more).
+        let mut bytes = vec![0, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff];
+        bytes.extend_from_slice(&[0, 0, 0, 0, 0, 9]);
+        assert_eq!(read_api_versions(&mut Response { bytes, at: 4 }), Ok(vec![(0, 9)]));
+        let bytes = vec![0, 0, 0, 0, 0, 35, 0, 0, 0, 0];
+        assert!(
+            read_api_versions(&mut Response { bytes, at: 4 }).is_err(),
+            "an error code"
+        );
     }
 
     #[test]
