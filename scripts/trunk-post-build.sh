@@ -11,9 +11,13 @@
 #  2. Minifies wasm-bindgen's JS glue with terser, when install-ui-tools.sh put it in .tools/
 #     (Trunk's own --minify cannot parse the glue), and puts the file's new SRI hash in the page
 #     that loads it.
-#  3. Precompresses the bundle: the server sends `*.gz` to browsers that accept gzip. zopfli
+#  3. Strips the stylesheets' comments and runs of whitespace (they are half comments: the
+#     player's 70 KB of CSS is 16 KB gzip as written, 8 KB so), and puts each file's new SRI
+#     hash in the page. Nothing else changes: our CSS has no comment marks or runs of spaces
+#     inside its strings.
+#  4. Precompresses the bundle: the server sends `*.gz` to browsers that accept gzip. zopfli
 #     writes the same gzip format as gzip, 4-5 % smaller for our wasm; without it, gzip -9.
-#  4. Prints the sizes, raw and gzip, that a browser downloads.
+#  5. Prints the sizes, raw and gzip, that a browser downloads.
 set -eu
 stage=${TRUNK_STAGING_DIR:?run by trunk}
 if [ "${TRUNK_PROFILE:-}" = release ] && [ -z "${RACELAB_EMBED_BUILD:-}" ]; then
@@ -31,6 +35,16 @@ if [ "${TRUNK_PROFILE:-}" = release ] && [ -x "$terser" ] && command -v openssl 
     "$terser" "$js" --module --compress --mangle --output "$js.min"
     mv "$js.min" "$js"
     sed -i "s|sha384-$before|sha384-$(sri "$js")|g" "$stage/index.html"
+  done
+fi
+
+if [ "${TRUNK_PROFILE:-}" = release ] && command -v openssl >/dev/null; then
+  for css in "$stage"/*.css; do
+    [ -e "$css" ] || continue
+    before=$(sri "$css")
+    perl -0777 -pe 's{/\*.*?\*/}{}gs; s/\s+/ /g; s/ ?([{};]) ?/$1/g' "$css" >"$css.min"
+    mv "$css.min" "$css"
+    sed -i "s|sha384-$before|sha384-$(sri "$css")|g" "$stage/index.html"
   done
 fi
 

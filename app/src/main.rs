@@ -7,7 +7,7 @@
 //! the DOM contract the browser tests rely on.
 
 // The player bundle compiles every page and draws one: what the others alone use is dead there.
-#![cfg_attr(feature = "player", allow(dead_code, unused_imports))]
+#![cfg_attr(feature = "player", allow(dead_code, unused_imports, unused_variables))]
 
 mod api;
 mod components;

@@ -375,11 +375,15 @@ pub fn atlas_page(cells: &[AtlasCell], made: &str) -> String {
 pub const RECORDING_ELEMENT: &str = "racelab-recording";
 /// The element of a one-file player that holds its wasm (gzip, then base64).
 const WASM_ELEMENT: &str = "racelab-wasm";
+/// The element of a one-file player that holds its script, as text.
+const SCRIPT_ELEMENT: &str = "racelab-script";
 
 /// One page that is the player and `recording` (a recording's JSON text) together, titled
 /// `title`: it plays opened from disk (`file://`, where a page can fetch nothing, not even its
 /// own files) as from any host, and as an iframe where a host strips scripts. Its styles are
-/// inlined; its script is imported from a `data:` address; its wasm is carried gzipped, as
+/// inlined; its script is carried as text and imported from a `blob:` address (or, should its
+/// text hold `</`, which could end the element, from a `data:` address in base64, a third
+/// larger once gzipped); its wasm is carried gzipped, as
 /// base64, and unpacked by the browser's own `DecompressionStream`; its recording is a JSON
 /// element the app reads by id instead of fetching.
 pub fn one_file(dist: &Path, recording: &str, title: &str) -> Result<String, ExportError> {
@@ -389,7 +393,9 @@ pub fn one_file(dist: &Path, recording: &str, title: &str) -> Result<String, Exp
     let (Some(script), Some(wasm)) = (script, wasm) else {
         return Err(ExportError::NotTheApp(built.index));
     };
-    let mut page = built.page.clone();
+    // The build's comments (what each part of the page is for) are for its readers, not a file
+    // that is sent whole to every one of its visitors.
+    let mut page = without_comments(&built.page);
     for name in &built.assets {
         let inline = match name.ends_with(".css") {
             true => format!("<style>{}</style>", String::from_utf8_lossy(&built.read(name)?)),
@@ -399,7 +405,14 @@ pub fn one_file(dist: &Path, recording: &str, title: &str) -> Result<String, Exp
             page.replace_range(tag, &inline);
         }
     }
-    let loader = module_loader(&built.read(script)?);
+    let script = built.read(script)?;
+    let as_text = std::str::from_utf8(&script)
+        .ok()
+        .filter(|text| fits_a_script_element(text));
+    let loader = module_loader(&script, as_text.is_some());
+    let script_element = as_text
+        .map(|text| format!("<script type=\"text/plain\" id=\"{SCRIPT_ELEMENT}\">{text}</script>\n"))
+        .unwrap_or_default();
     let page = replace_module_script(&page, &loader).ok_or_else(|| ExportError::NotTheApp(built.index.clone()))?;
     // `.gz` beside the wasm: the build's post-build hook writes it (zopfli, else gzip -9).
     let packed = built
@@ -408,9 +421,10 @@ pub fn one_file(dist: &Path, recording: &str, title: &str) -> Result<String, Exp
     let route = format!("{}?src=%23{RECORDING_ELEMENT}", crate::web::headers::RECORDING_PLAYER);
     let carried = format!(
         "<script type=\"application/json\" id=\"{RECORDING_ELEMENT}\">{}</script>\n\
-         <script type=\"text/plain\" id=\"{WASM_ELEMENT}\">{}</script>\n</body>",
+         <script type=\"text/plain\" id=\"{WASM_ELEMENT}\">{}</script>\n{}</body>",
         json_in_html(recording),
-        base64::engine::general_purpose::STANDARD.encode(packed)
+        base64::engine::general_purpose::STANDARD.encode(packed),
+        script_element
     );
     Ok(page
         .replacen(
@@ -426,6 +440,32 @@ pub fn one_file(dist: &Path, recording: &str, title: &str) -> Result<String, Exp
         .replacen("</body>", &carried, 1))
 }
 
+/// `page` without its HTML comments (`<!-- … -->`), in the markup only: the text of a
+/// `<script>` or `<style>` element is left as it is.
+fn without_comments(page: &str) -> String {
+    let mut kept = String::with_capacity(page.len());
+    let mut rest = page;
+    while let Some(at) = rest.find("<!--") {
+        let (before, from) = rest.split_at(at);
+        // Inside an element whose text is raw (a script or a style), `<!--` is text.
+        let opened = ["<script", "<style"].iter().filter_map(|tag| before.rfind(tag)).max();
+        let closed = ["</script", "</style"].iter().filter_map(|tag| before.rfind(tag)).max();
+        if opened.is_some_and(|o| closed.is_none_or(|c| c < o)) {
+            kept.push_str(before);
+            kept.push_str("<!--");
+            rest = &from[4..];
+            continue;
+        }
+        kept.push_str(before);
+        match from.find("-->") {
+            Some(end) => rest = &from[end + 3..],
+            None => return kept,
+        }
+    }
+    kept.push_str(rest);
+    kept
+}
+
 /// Where in `page` the tag is that names `{prefix}name` in double quotes (a stylesheet or
 /// preload link), from its `<` to its `>`.
 fn tag_naming(page: &str, name: &str, prefix: &str) -> Option<std::ops::Range<usize>> {
@@ -435,13 +475,28 @@ fn tag_naming(page: &str, name: &str, prefix: &str) -> Option<std::ops::Range<us
     Some(start..end)
 }
 
-/// The app's start, with its script imported from a `data:` address and its wasm unpacked from
-/// the page.
-fn module_loader(script: &[u8]) -> String {
-    let script = base64::engine::general_purpose::STANDARD.encode(script);
+/// Whether `text` can be the text of a `<script>` element as it is: nothing in it can end the
+/// element (`</`) or change how the browser reads it (`<!--`).
+fn fits_a_script_element(text: &str) -> bool {
+    !text.contains("</") && !text.contains("<!--")
+}
+
+/// The app's start: its script imported from the page's element that carries it (`carried`),
+/// else from a `data:` address; its wasm unpacked from the page.
+fn module_loader(script: &[u8], carried: bool) -> String {
+    let import = match carried {
+        true => format!(
+            "const script = document.getElementById('{SCRIPT_ELEMENT}').textContent;\n\
+             const {{ default: init }} = await import(URL.createObjectURL(new Blob([script], {{ type: 'text/javascript' }})));"
+        ),
+        false => format!(
+            "import init from 'data:text/javascript;base64,{}';",
+            base64::engine::general_purpose::STANDARD.encode(script)
+        ),
+    };
     format!(
         "<script type=\"module\">\n\
-         import init from 'data:text/javascript;base64,{script}';\n\
+         {import}\n\
          const text = document.getElementById('{WASM_ELEMENT}').textContent;\n\
          const packed = Uint8Array.from(atob(text), c => c.charCodeAt(0));\n\
          const wasm = new Blob([packed]).stream().pipeThrough(new DecompressionStream('gzip'));\n\
@@ -576,6 +631,36 @@ mod tests {
         assert!(page.contains("<script>start</script>\n</head>"), "{page}");
         assert!(!page.contains("import init from '/racelab-app-9f.js'"), "{page}");
         assert!(page.contains("<body class=\"racelab-page\">"));
+    }
+
+    #[test]
+    fn comments_leave_the_markup_and_stay_in_scripts() {
+        let page = "<head><!-- why --><script>let a = '<!-- kept -->';</script>\n<!-- and\nwhy -->\
+                    <style>/* s */</style></head><body><!-- unclosed";
+        assert_eq!(
+            without_comments(page),
+            "<head><script>let a = '<!-- kept -->';</script>\n<style>/* s */</style></head><body>"
+        );
+        assert_eq!(without_comments(PAGE), PAGE, "a page with no comments is as it was");
+    }
+
+    #[test]
+    fn a_script_that_could_end_its_element_is_carried_in_base64() {
+        assert!(fits_a_script_element("let a = b < c; export default init;"));
+        assert!(!fits_a_script_element("let s = '</script>';"));
+        assert!(!fits_a_script_element("let s = '<!--';"));
+        let carried = module_loader(b"export default function init() {}", true);
+        assert!(
+            carried.contains(&format!("getElementById('{SCRIPT_ELEMENT}')")),
+            "{carried}"
+        );
+        assert!(!carried.contains("data:text/javascript"), "{carried}");
+        let inline = module_loader(b"let s = '</script>'", false);
+        assert!(
+            inline.contains("import init from 'data:text/javascript;base64,"),
+            "{inline}"
+        );
+        assert!(!inline.contains("</script>'"), "{inline}");
     }
 
     #[test]

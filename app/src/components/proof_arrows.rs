@@ -5,6 +5,7 @@
 //! cycle's heavier.
 
 use leptos::prelude::*;
+use shared::float::one_decimal;
 use shared::proof::Dep;
 use wasm_bindgen::JsCast;
 
@@ -101,16 +102,16 @@ pub fn ProofArrows(wrap: NodeRef<leptos::html::Div>, edges: Signal<Vec<SeqEdge>>
                 view! {
                     <g class="rl-proof-edge" data-dep=d.edge.dep.label() data-cycle=d.edge.in_cycle.to_string()
                         data-would-have=d.edge.would_have.to_string() data-from=d.edge.from.to_string() data-to=d.edge.to.to_string()>
-                        <line x1=d.x1.to_string() y1=d.y1.to_string() x2=d.x2.to_string() y2=d.y2.to_string()
+                        <line x1=one_decimal(d.x1) y1=one_decimal(d.y1) x2=one_decimal(d.x2) y2=one_decimal(d.y2)
                             stroke-dasharray=dash(d.edge.dep) marker-end="url(#rl-proof-arrowhead)"></line>
-                        <text x=lx.to_string() y=ly.to_string() text-anchor="middle">{label}</text>
+                        <text x=one_decimal(lx) y=one_decimal(ly) text-anchor="middle">{label}</text>
                     </g>
                 }
             })
             .collect_view();
         (!drawn.with(Vec::is_empty)).then(|| {
             view! {
-                <svg class="rl-proof-arrows" width=width.to_string() height=height.to_string() aria-hidden="true">
+                <svg class="rl-proof-arrows" width=one_decimal(width) height=one_decimal(height) aria-hidden="true">
                     <defs>
                         <marker id="rl-proof-arrowhead" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10"
                             refX="9" refY="5" orient="auto">

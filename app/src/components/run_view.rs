@@ -229,7 +229,7 @@ fn waits(_shown: Shown) {}
 /// stepped through `from_start` keeps why for its end, as a live run would.
 #[cfg(not(feature = "embed"))]
 fn proof(state: RwSignal<RunState>, shown: Shown, from_start: bool) -> impl IntoView {
-    use super::proof::{AskWhy, ProofPanel, askable, of_run};
+    use super::proof::{ProofPanel, of_run};
     move || {
         if from_start && shown.with(|s| s.events.len()) < state.with(|s| s.events.len()) {
             return None;
@@ -244,14 +244,28 @@ fn proof(state: RwSignal<RunState>, shown: Shown, from_start: bool) -> impl Into
             steps.truncate(played);
             return Some(view! { <ProofPanel proof=proof lanes=lanes steps=steps /> }.into_any());
         }
-        state
-            .with(askable)
-            .map(|(run_id, lanes, steps)| view! { <AskWhy run_id=run_id lanes=lanes steps=steps /> }.into_any())
+        ask_why(state)
     }
 }
 
 #[cfg(feature = "embed")]
 fn proof(_state: RwSignal<RunState>, _shown: Shown, _from_start: bool) {}
+
+/// "Why did it happen?", for a run whose proof racelab can work out when asked.
+#[cfg(not(any(feature = "embed", feature = "player")))]
+fn ask_why(state: RwSignal<RunState>) -> Option<AnyView> {
+    use super::proof::{AskWhy, askable};
+    state
+        .with(askable)
+        .map(|(run_id, lanes, steps)| view! { <AskWhy run_id=run_id lanes=lanes steps=steps /> }.into_any())
+}
+
+/// The player asks nothing: a recording carries its proof, or has none, and no racelab is
+/// behind it to work one out.
+#[cfg(feature = "player")]
+fn ask_why(_state: RwSignal<RunState>) -> Option<AnyView> {
+    None
+}
 
 /// In a stepped run, brings the newest card into view after each step the reader asks for, and
 /// the verdict once the run ends: the reader never has to hunt below the fold for what the step

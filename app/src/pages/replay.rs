@@ -103,7 +103,11 @@ pub fn ReplayPage(
     };
     leptos::task::spawn_local(async move {
         loaded.set(match source {
+            #[cfg(not(feature = "player"))]
             Source::Stored(id) => stored(&id, state).await,
+            // The player plays recordings only: it asks no racelab for a stored run.
+            #[cfg(feature = "player")]
+            Source::Stored(_) => Loaded::Failed("This player plays recordings only.".to_owned()),
             #[cfg(not(feature = "embed"))]
             Source::Recording(src) => recorded(&src, state, matrix).await,
             // The embed app is never asked for a recording (the server sends the full app).
@@ -115,7 +119,11 @@ pub fn ReplayPage(
     move || match loaded.get() {
         Loaded::Loading => loading("Loading the run…"),
         Loaded::Failed(message) => view! { <ErrorView message=message /> }.into_any(),
+        #[cfg(not(feature = "player"))]
         Loaded::Missing => view! { <Missing id=missing.clone() /> }.into_any(),
+        // The player asks for no stored run, so none is ever missing.
+        #[cfg(feature = "player")]
+        Loaded::Missing => ().into_any(),
         Loaded::Run(run) => {
             // A run that did not complete says so first: the timeline shows where, this says why.
             let ended = state.with_untracked(|s| match &s.phase {
@@ -125,18 +133,22 @@ pub fn ReplayPage(
             })
             .map(|(state, text)| view! { <p class="rl-status" data-state=state role="status"><span>{text}</span></p> });
             // A run racelab kept saves as a recording from its permalink too.
-            #[cfg(not(feature = "embed"))]
+            #[cfg(not(any(feature = "embed", feature = "player")))]
             let download = run
                 .recorded
                 .is_none()
                 .then(|| view! { <crate::components::download::DownloadRecording state=state /> });
             #[cfg(feature = "embed")]
             let download = ();
+            #[cfg(not(feature = "player"))]
             let toggle = (!embed && !is_load_test.get_untracked()).then(|| {
                 view! {
                     <div class="rl-controls">{download}<ViewToggle compact=compact /></div>
                 }
             });
+            // The player is always an embed, whose view its address names (`view=`).
+            #[cfg(feature = "player")]
+            let toggle = ();
             // A recording's question comes first; its race waits for the pick (the embed app
             // asks none, and keeps its bytes).
             #[cfg(not(feature = "embed"))]
@@ -309,7 +321,7 @@ fn heading(run: &Header, embed: bool, live: Option<&str>) -> AnyView {
 
 /// The full page's heading, with the scenario's own words from the catalog (the variant's label
 /// and what the scenario is about) once they arrive.
-#[cfg(not(feature = "embed"))]
+#[cfg(not(any(feature = "embed", feature = "player")))]
 fn full_heading(run: &Header) -> AnyView {
     let scenario = run.scenario.clone();
     let about = crate::api::fetched(async move {
@@ -343,8 +355,8 @@ fn full_heading(run: &Header) -> AnyView {
     .into_any()
 }
 
-/// The embed app shows runs in iframes only, with their one-line title.
-#[cfg(feature = "embed")]
+/// The embed and player apps show runs in iframes only, with their one-line title.
+#[cfg(any(feature = "embed", feature = "player"))]
 fn full_heading(run: &Header) -> AnyView {
     view! { <h1>{run.title.clone()}</h1> }.into_any()
 }
