@@ -162,6 +162,7 @@ async fn kept(engine: &Arc<Engine>, played: Played, proof_on: Option<&str>) -> R
         spec,
         run,
         proof,
+        chapters: Vec::new(),
     })
 }
 

@@ -933,3 +933,150 @@ async fn a_recording_in_step_mode_starts_before_its_first_event_and_steps_to_its
     .await;
     let _ = std::fs::remove_dir_all(&site);
 }
+
+/// Types `text` into the input `selector` names, as a reader would (its `input` event fired).
+async fn type_into(b: &Browser, selector: &str, text: &str) {
+    b.js(
+        "const i = document.querySelector(arguments[0]); i.value = arguments[1]; \
+         i.dispatchEvent(new Event('input', { bubbles: true })); return true;",
+        vec![serde_json::json!(selector), serde_json::json!(text)],
+    )
+    .await;
+}
+
+/// An author marks two steps of a finished write skew as chapters, each with a caption (one
+/// with HTML in it); the downloaded recording, on a static host with no racelab, starts before
+/// its first event and stops before each marked step: the caption is shown (as text), neither a
+/// step nor the slider goes past it until the reader asks to see what happens, and then the
+/// race plays on to its verdict and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chapters_marked_on_a_finished_run_stop_its_recording_and_ask_the_reader() {
+    let site = exported_site("chapters-site").await;
+    let mut saved = String::new();
+    let mut marked: Vec<u64> = Vec::new();
+    run("chapters_marked", async |b: &Browser| {
+        b.set_viewport(1280, 900).await;
+        b.goto("/lab/isolation/write-skew?variant=serializable").await;
+        b.wait_for("button.rl-run").await;
+        b.click("button.rl-run").await;
+        b.wait_for(".rl-verdict").await;
+        b.wait_for("details.rl-chapters").await;
+        b.click("details.rl-chapters > summary").await;
+        let seqs: Vec<u64> = b
+            .attrs(".rl-chapter-step", "data-seq")
+            .await
+            .into_iter()
+            .filter_map(|s| s?.parse().ok())
+            .collect();
+        assert!(seqs.len() >= 6, "every step of the run to mark: {seqs:?}");
+        // bob's first read, and the last step (bob's refused commit).
+        marked = vec![seqs[2], seqs[seqs.len() - 1]];
+        for (seq, caption) in marked.iter().zip([
+            "<b>alice</b> sums what is approved so far: what will she see?",
+            "bob's retry commits: will it go through?",
+        ]) {
+            let step = format!(".rl-chapter-step[data-seq=\"{seq}\"]");
+            assert!(
+                b.attr(&format!("{step} .rl-chapter-caption"), "hidden").await.is_some(),
+                "no caption unmarked"
+            );
+            b.click(&format!("{step} .rl-chapter-mark")).await;
+            assert_eq!(b.attr(&format!("{step} .rl-chapter-caption"), "hidden").await, None);
+            type_into(b, &format!("{step} .rl-chapter-caption"), caption).await;
+        }
+        let href = b.attr("a.rl-download", "href").await.unwrap_or_default();
+        assert!(href.contains(&format!("?chapter={}%3A", marked[0])), "{href}");
+        b.screenshot("marking-1280").await;
+        let text = b
+            .js(
+                "return fetch(arguments[0]).then(r => r.text());",
+                vec![serde_json::json!(href)],
+            )
+            .await;
+        saved = text.as_str().unwrap_or_default().to_owned();
+    })
+    .await;
+    let recorded = shared::recording::read(&saved).expect("the download is a recording");
+    let chapters: Vec<u64> = recorded.chapters.iter().map(|c| c.at).collect();
+    assert_eq!(chapters, marked);
+    std::fs::write(site.join("posts/chapters.racelab.json"), &saved).expect("the recording");
+    let host = static_site(site.clone()).await;
+    let pauses = shared::chapters::Pauses::of(&recorded.chapters, &recorded.events_to_play());
+    run_alone("chapters_played", async |b: &Browser| {
+        b.set_viewport(680, 900).await;
+        b.goto_url(&format!(
+            "{host}/racelab/player.html?src=../posts/chapters.racelab.json&view=detailed"
+        ))
+        .await;
+        b.wait_for(".rl-scrub-moment").await;
+        assert_eq!(
+            b.attr(".rl-scrub-moment", "data-at").await.as_deref(),
+            Some("0"),
+            "from the start"
+        );
+        for (n, (pause, caption)) in pauses.0.iter().enumerate() {
+            while b.count(".rl-chapter").await == 0 {
+                b.click(".rl-scrub-forward").await;
+            }
+            assert_eq!(
+                b.attr(".rl-scrub-moment", "data-at").await,
+                Some(pause.to_string()),
+                "before its step"
+            );
+            assert_eq!(
+                b.text(".rl-chapter-count").await,
+                Some(format!("Chapter {} of 2: what happens next?", n + 1))
+            );
+            assert_eq!(
+                b.text(".rl-chapter-text").await.as_deref(),
+                Some(caption.as_str()),
+                "as text"
+            );
+            assert_eq!(b.count(".rl-chapter-text b").await, 0, "no markup from the file");
+            assert!(
+                b.attr(".rl-scrub-forward", "disabled").await.is_some(),
+                "no step past it"
+            );
+            // Nor the slider: dragged to the end, it stays at the chapter.
+            b.js(
+                "const s = document.querySelector('.rl-scrub'); s.value = s.max; \
+                 s.dispatchEvent(new Event('input', { bubbles: true })); return true;",
+                vec![],
+            )
+            .await;
+            b.settle().await;
+            assert_eq!(b.attr(".rl-scrub-moment", "data-at").await, Some(pause.to_string()));
+            assert_eq!(
+                b.count(".rl-verdict").await,
+                0,
+                "the end is not shown before its chapters"
+            );
+            if n == 0 {
+                b.screenshot("chapter-680").await;
+                b.set_viewport(360, 740).await;
+                b.settle().await;
+                assert!(!b.scrolls_sideways().await, "the chapter fits 360 px");
+                b.screenshot("chapter-360").await;
+                b.set_viewport(680, 900).await;
+            }
+            b.click(".rl-chapter-go").await;
+            assert_eq!(
+                b.attr(".rl-scrub-moment", "data-at").await,
+                Some((pause + 1).to_string()),
+                "its step plays"
+            );
+            assert_eq!(b.count(".rl-chapter").await, 0);
+        }
+        while b.count(".rl-proof").await == 0 {
+            assert!(b.attr(".rl-scrub-forward", "disabled").await.is_none(), "on to the end");
+            b.click(".rl-scrub-forward").await;
+        }
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        assert_eq!(
+            b.js("return window.pwned === undefined;", vec![]).await,
+            serde_json::json!(true)
+        );
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&site);
+}

@@ -378,3 +378,59 @@ async fn a_finished_run_downloads_from_its_page_as_a_recording_that_plays_as_it_
     let (status, _, body) = common::get(address, "/api/runs/000000000000/recording").await;
     assert_eq!(status, 404, "{body}");
 }
+
+/// Chapters an author marked on the finished run's page go into its download, at the steps
+/// named, in order, each with its caption (HTML kept as text); one that names no step of the
+/// run, has no caption, or is one too many is refused, with why, and nothing is made.
+#[tokio::test]
+async fn a_download_keeps_the_chapters_its_author_marked_and_refuses_what_cannot_be_one() {
+    let _slot = common::db_slot().await;
+    let address = common::server().await;
+    let mut ws = common::socket::connect(address).await;
+    common::socket::start(&mut ws, "isolation/write-skew", "serializable", "auto").await;
+    let frames = common::socket::receive_until(&mut ws, |f| common::socket::is_type(f, "done")).await;
+    let run = frames
+        .last()
+        .and_then(|f| f["run_id"].as_str())
+        .expect("a run id")
+        .to_owned();
+    let steps: Vec<u64> = frames
+        .iter()
+        .filter(|f| common::socket::event_type(f) == Some("step"))
+        .filter_map(|f| f["event"]["seq"].as_u64())
+        .collect();
+    assert!(steps.len() >= 4, "{steps:?}");
+    let (last, first) = (steps[steps.len() - 1], steps[1]);
+    let url = |query: &str| format!("http://{address}/api/runs/{run}/recording?{query}");
+    let asked = format!(
+        "chapter={last}%3AAnd%20bob%27s%20commit%3F&chapter={first}%3A%20Will%20%3Cb%3Ebob%3C%2Fb%3E%20see%20alice%27s%20doctor%3F%20"
+    );
+    let response = reqwest::get(url(&asked)).await.expect("the recording is asked for");
+    assert_eq!(response.status().as_u16(), 200);
+    let recorded = recording::read(&response.text().await.expect("a body")).expect("it plays");
+    assert_plays_as_the_write_skew_ran(&recorded);
+    let chapters: Vec<(u64, &str)> = recorded.chapters.iter().map(|c| (c.at, c.caption.as_str())).collect();
+    assert_eq!(
+        chapters,
+        [
+            (first, "Will <b>bob</b> see alice's doctor?"),
+            (last, "And bob's commit?")
+        ]
+    );
+    assert_eq!(follows_the_schema(&recorded), Vec::<String>::new());
+
+    let not_a_step = steps[0] + 1;
+    let many: Vec<String> = (0..=shared::chapters::AT_MOST)
+        .map(|_| format!("chapter={first}%3Ax"))
+        .collect();
+    for (query, why) in [
+        (format!("chapter={not_a_step}%3Ahere"), "is not a step of this run"),
+        (format!("chapter={first}%3A%20"), "has no caption"),
+        ("chapter=here".to_owned(), "a chapter is `SEQ:caption`"),
+        (many.join("&"), "a recording keeps at most 20"),
+    ] {
+        let (status, _, body) = common::get(address, &format!("/api/runs/{run}/recording?{query}")).await;
+        assert_eq!(status, 400, "{query}: {body}");
+        assert!(body.contains(why), "{query}: {body}");
+    }
+}

@@ -545,6 +545,16 @@ impl FromJson for crate::recording::Recording {
             proof: json.opt("proof")?,
             #[cfg(not(feature = "proof"))]
             proof: None,
+            chapters: json.opt("chapters")?.unwrap_or_default(),
+        })
+    }
+}
+
+impl FromJson for crate::chapters::Chapter {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(crate::chapters::Chapter {
+            at: json.get("at")?,
+            caption: json.get("caption")?,
         })
     }
 }
@@ -1332,6 +1342,10 @@ mod tests {
                 events,
             },
             proof: None,
+            chapters: vec![crate::chapters::Chapter {
+                at: 1,
+                caption: text("Will it? \u{1F914} <b>"),
+            }],
         };
         reads_like_serde(&recording);
         assert_eq!(

@@ -195,7 +195,7 @@ fn loader(origin: &str) -> String {
 }
 
 /// `value` for a URL's query: everything but unreserved characters percent-encoded.
-fn encode(value: &str) -> String {
+pub(crate) fn encode(value: &str) -> String {
     value
         .bytes()
         .map(|b| match b {

@@ -35,6 +35,7 @@
 pub mod atlas;
 pub mod calendar;
 pub mod catalog;
+pub mod chapters;
 pub mod compact;
 pub mod decode;
 pub mod embed;

@@ -42,6 +42,9 @@ pub struct Recording {
     /// Why it happened, for a lab run (a spec's run carries its proof among its events).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<crate::proof::Proof>,
+    /// Steps its author marked for the player to stop at and ask ([`crate::chapters`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chapters: Vec<crate::chapters::Chapter>,
 }
 
 /// Where and when a recording was made.
@@ -383,6 +386,7 @@ mod tests {
                     .collect(),
             },
             proof,
+            chapters: Vec::new(),
         }
     }
 

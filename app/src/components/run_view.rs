@@ -75,10 +75,16 @@ pub fn RunBody(
     #[prop(default = false)]
     #[cfg_attr(feature = "embed", allow(unused_variables))]
     from_start: bool,
+    /// A recording's chapters: where the reader is stopped and asked, before each step plays.
+    /// A run with any is shown from its first event. Full app only.
+    #[prop(default = Default::default())]
+    #[cfg_attr(feature = "embed", allow(unused_variables))]
+    pauses: shared::chapters::Pauses,
 ) -> impl IntoView {
+    let from_start = from_start || !pauses.is_empty();
     // What is drawn: the run as it is, or (full app) the moment the reader travelled back to.
     #[cfg(not(feature = "embed"))]
-    let (shown, scrubber) = moment(state, from_start);
+    let (shown, scrubber) = moment(state, from_start, pauses);
     #[cfg(feature = "embed")]
     let (shown, scrubber) = moment(state);
     let timeline = Signal::derive(move || shown.with(|s| s.timeline()));
@@ -144,7 +150,7 @@ type Shown = RwSignal<RunState>;
 /// reader can drag it, or use the arrow keys, to any event, and every part of the body shows
 /// that moment. Full app only.
 #[cfg(not(feature = "embed"))]
-fn moment(state: RwSignal<RunState>, from_start: bool) -> (Shown, impl IntoView) {
+fn moment(state: RwSignal<RunState>, from_start: bool, pauses: shared::chapters::Pauses) -> (Shown, impl IntoView) {
     use super::scrubber::Scrubber;
     let at: RwSignal<Option<usize>> = RwSignal::new(None);
     // A new run (or a replay loaded) starts at its end; or, to be stepped through, before its
@@ -159,7 +165,7 @@ fn moment(state: RwSignal<RunState>, from_start: bool) -> (Shown, impl IntoView)
         }
         _ => state.get(),
     });
-    (shown, view! { <Scrubber state=state at=at /> })
+    (shown, view! { <Scrubber state=state at=at pauses=pauses /> })
 }
 
 #[cfg(feature = "embed")]

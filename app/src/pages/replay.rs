@@ -44,6 +44,9 @@ struct Header {
     /// A recording's question, asked before the run shows (`predict=1`).
     #[cfg(not(feature = "embed"))]
     predict: Option<shared::Prediction>,
+    /// Where a recording's chapters stop the reader ([`shared::chapters`]).
+    #[cfg(not(feature = "embed"))]
+    pauses: shared::chapters::Pauses,
 }
 
 /// Where the run to replay comes from.
@@ -154,10 +157,12 @@ pub fn ReplayPage(
             #[cfg(not(feature = "embed"))]
             let (question, body) = {
                 let (question, waiting) = question(run.predict.clone().filter(|_| predict), &run.variant, state);
+                let pauses = run.pauses.clone();
                 let body = move || {
                     (!waiting.get()).then(|| {
                         view! {
-                            <RunBody state=state is_load_test=is_load_test compact=compact from_start=step />
+                            <RunBody state=state is_load_test=is_load_test compact=compact from_start=step
+                                pauses=pauses.clone() />
                             {matrix_view}
                         }
                     })
@@ -203,6 +208,8 @@ async fn stored(id: &str, state: RwSignal<RunState>) -> Loaded {
                 recorded: None,
                 #[cfg(not(feature = "embed"))]
                 predict: None,
+                #[cfg(not(feature = "embed"))]
+                pauses: shared::chapters::Pauses::default(),
             })
         }
     }
@@ -224,7 +231,9 @@ async fn recorded(src: &str, state: RwSignal<RunState>, matrix: RwSignal<Option<
     match shared::recording::read(&text) {
         Err(why) => Loaded::Failed(format!("The recording at {src} cannot be played: {why}.")),
         Ok(recording) => {
-            state.set(RunState::replay(recording.run.id.clone(), recording.events_to_play()));
+            let events = recording.events_to_play();
+            let pauses = shared::chapters::Pauses::of(&recording.chapters, &events);
+            state.set(RunState::replay(recording.run.id.clone(), events));
             if let Some(spec) = &recording.spec {
                 matrix.set(Some(RunState::replay(recording.run.id.clone(), spec.matrix.clone())));
             }
@@ -235,6 +244,7 @@ async fn recorded(src: &str, state: RwSignal<RunState>, matrix: RwSignal<Option<
                 title: recording.scenario.title,
                 recorded: Some((src.to_owned(), recording.stamp.line(), recording.stamp.variant.clone())),
                 predict: recording.scenario.predict,
+                pauses,
             })
         }
     }

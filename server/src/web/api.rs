@@ -6,7 +6,7 @@ use super::error::ApiError;
 use crate::health;
 use crate::labs;
 use crate::store::StoredRun;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use shared::catalog::{LabStatus, ScenarioStatus};
@@ -122,13 +122,24 @@ async fn run_proof(
 
 /// A finished run as a recording (`*.racelab.json`, docs/recordings.md), saved by the browser
 /// under its own name: "Download recording" on the run's page. A lab run's proof is worked out
-/// now as [`run_proof`] does; a spec's matrix is played now. 404 for a run that did not complete.
+/// now as [`run_proof`] does; a spec's matrix is played now; the chapters its author marked
+/// (`?chapter=SEQ:caption`, [`shared::chapters`]) go in, or a 400 says why one cannot. 404 for a
+/// run that did not complete.
 async fn run_recording(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(asked): Query<Vec<(String, String)>>,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
     use crate::recording::{self, Source};
     let run = stored(&state, &id).await?;
+    // The chapters its author marked (`?chapter=12:caption`, each), checked before anything is
+    // played again.
+    let chapters: Vec<String> = asked
+        .into_iter()
+        .filter(|(name, _)| name == "chapter")
+        .map(|(_, chapter)| chapter)
+        .collect();
+    let chapters = shared::chapters::kept(&chapters, &run.events).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let finished_at = state.engine.store.finished_at(&id).await?.unwrap_or_default();
     let source = match run.scenario.strip_prefix("spec/") {
         Some(spec) => Source::Spec(
@@ -146,12 +157,13 @@ async fn run_recording(
     };
     let name = recording::default_file_name(&run.scenario, &run.variant);
     let proof_on = url_of_run(&state, &run);
-    let made = recording::of_stored(&state.engine, source, run, finished_at, Some(&proof_on))
+    let mut made = recording::of_stored(&state.engine, source, run, finished_at, Some(&proof_on))
         .await
         .map_err(|e| match e {
             recording::RecordError::NotCompleted(_) => ApiError::NotFound(e.to_string()),
             _ => ApiError::Unavailable(e.to_string()),
         })?;
+    made.chapters = chapters;
     let body = serde_json::to_string_pretty(&made).map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok((
         [
