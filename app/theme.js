@@ -1,5 +1,5 @@
 // The theme asked for in the URL, on <html> before anything is drawn (style/theme.css), inlined
-// into both app pages by Trunk: ?theme=light|dark forces one; ?theme=host (an embed on a blog)
+// into every app page by Trunk: ?theme=light|dark forces one; ?theme=host (an embed on a blog)
 // takes the host page's colours once its loader reports them (server/src/web/embed.js): a
 // transparent background, light or dark text as the host is. Until then, and for good where the
 // host strips the loader, it stays opaque in the reader's system colours, so it is never dark

@@ -9,6 +9,10 @@
 // The player bundle compiles every page and draws one: what the others alone use is dead there.
 #![cfg_attr(feature = "player", allow(dead_code, unused_imports, unused_variables))]
 
+// Each of these builds is one app with only its own pages: together they are none of them.
+#[cfg(all(feature = "embed", feature = "player"))]
+compile_error!("the `embed` and `player` features build two different apps: choose one");
+
 mod api;
 mod components;
 mod pages;
@@ -65,7 +69,8 @@ fn App() -> impl IntoView {
             let source = pages::replay::Source::Stored(id);
             view! { <pages::replay::ReplayPage source=source embed=true compact=options.compact /> }.into_any()
         }
-        // The recording player is the full app's (it has the scrubber the embed app leaves out).
+        // The full app plays a recording too (a dev build has no player app: the server sends it
+        // this one); the embed app leaves the player out.
         #[cfg(not(feature = "embed"))]
         Route::EmbedRecording { src, live, options } => {
             let source = pages::replay::Source::Recording(src);

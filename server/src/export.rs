@@ -4,8 +4,8 @@
 //! one page that is the player and a recording together ([`one_file`], `racelab record --html`).
 //!
 //! The player is the built player app (`dist/player-app/`, which `trunk build --release` builds
-//! beside the full app: only the recording's page, in the embed's budget), or, from a build that
-//! made none (`trunk serve`), the full app, which plays recordings the same. Two changes a
+//! beside the full app: only the recording's page, 60 % of the full app's weight), or, from a
+//! build that made none (`trunk serve`), the full app, which plays recordings the same. Two changes a
 //! static host needs: its page, `player.html`, names its assets relative to itself (the built
 //! page names them from racelab's root) and names the page it shows (`data-racelab-route`: a
 //! static host gives it a path of its own, not `/embed/recording`); and the loader, `embed.js`,
@@ -49,8 +49,9 @@ struct Built {
     assets: Vec<String>,
 }
 
-/// The player app's folder in a build, and the path its page names its files under.
-pub const PLAYER_APP: (&str, &str) = ("player-app", "/player-app/");
+/// The player app's folder in a build, and the path its page names its files under (the web
+/// layer's, which serves it; export sits above it and reads it from there).
+pub use crate::web::assets::PLAYER_APP;
 
 impl Built {
     /// The player app in `dist`, else the full app; refused when `dist` holds neither.
@@ -440,29 +441,42 @@ pub fn one_file(dist: &Path, recording: &str, title: &str) -> Result<String, Exp
         .replacen("</body>", &carried, 1))
 }
 
-/// `page` without its HTML comments (`<!-- … -->`), in the markup only: the text of a
-/// `<script>` or `<style>` element is left as it is.
+/// `page` without its HTML comments (`<!-- … -->`), in the markup only: the text of an element
+/// whose text is not markup (`<script>`, `<style>`, `<title>`, `<textarea>`) is left as it is,
+/// whatever it holds, up to that element's end tag.
 fn without_comments(page: &str) -> String {
+    const TEXT_ELEMENTS: [&str; 4] = ["script", "style", "title", "textarea"];
     let mut kept = String::with_capacity(page.len());
-    let mut rest = page;
-    while let Some(at) = rest.find("<!--") {
-        let (before, from) = rest.split_at(at);
-        // Inside an element whose text is raw (a script or a style), `<!--` is text.
-        let opened = ["<script", "<style"].iter().filter_map(|tag| before.rfind(tag)).max();
-        let closed = ["</script", "</style"].iter().filter_map(|tag| before.rfind(tag)).max();
-        if opened.is_some_and(|o| closed.is_none_or(|c| c < o)) {
-            kept.push_str(before);
-            kept.push_str("<!--");
-            rest = &from[4..];
+    let mut at = 0;
+    while let Some(found) = page[at..].find('<') {
+        let tag = at + found;
+        kept.push_str(&page[at..tag]);
+        let rest = &page[tag..];
+        if rest.starts_with("<!--") {
+            // A comment that never closes runs to the end of the page, as a browser reads it.
+            at = rest.find("-->").map_or(page.len(), |end| tag + end + 3);
             continue;
         }
-        kept.push_str(before);
-        match from.find("-->") {
-            Some(end) => rest = &from[end + 3..],
-            None => return kept,
-        }
+        let opens = TEXT_ELEMENTS.iter().find(|name| {
+            let after = 1 + name.len();
+            rest.get(1..after).is_some_and(|n| n.eq_ignore_ascii_case(name))
+                && rest[after..].starts_with(|c: char| c == '>' || c.is_ascii_whitespace())
+        });
+        let Some(name) = opens else {
+            kept.push('<');
+            at = tag + 1;
+            continue;
+        };
+        // The element whole, its text untouched, to its end tag (or the page's end).
+        let end = format!("</{name}");
+        let closes = rest
+            .to_ascii_lowercase()
+            .find(&end)
+            .map_or(rest.len(), |close| close + end.len());
+        kept.push_str(&rest[..closes]);
+        at = tag + closes;
     }
-    kept.push_str(rest);
+    kept.push_str(&page[at..]);
     kept
 }
 
@@ -487,7 +501,9 @@ fn module_loader(script: &[u8], carried: bool) -> String {
     let import = match carried {
         true => format!(
             "const script = document.getElementById('{SCRIPT_ELEMENT}').textContent;\n\
-             const {{ default: init }} = await import(URL.createObjectURL(new Blob([script], {{ type: 'text/javascript' }})));"
+             const url = URL.createObjectURL(new Blob([script], {{ type: 'text/javascript' }}));\n\
+         const {{ default: init }} = await import(url);\n\
+         URL.revokeObjectURL(url);"
         ),
         false => format!(
             "import init from 'data:text/javascript;base64,{}';",
@@ -642,6 +658,13 @@ mod tests {
             "<head><script>let a = '<!-- kept -->';</script>\n<style>/* s */</style></head><body>"
         );
         assert_eq!(without_comments(PAGE), PAGE, "a page with no comments is as it was");
+        // Two comment marks in one script, a tag in capitals, a title's text, and markup after.
+        let page = "<SCRIPT type=module>a='<!--';b='<!--';</SCRIPT><p>x</p><!-- c -->tail\
+                    <title>a <!-- b --></title><scripted>";
+        assert_eq!(
+            without_comments(page),
+            "<SCRIPT type=module>a='<!--';b='<!--';</SCRIPT><p>x</p>tail<title>a <!-- b --></title><scripted>"
+        );
     }
 
     #[test]
@@ -660,7 +683,6 @@ mod tests {
             inline.contains("import init from 'data:text/javascript;base64,"),
             "{inline}"
         );
-        assert!(!inline.contains("</script>'"), "{inline}");
     }
 
     #[test]

@@ -206,7 +206,7 @@ pub async fn redis_version(client: &::redis::Client) -> Option<String> {
 }
 
 /// What the first broker that answers speaks, as a recording's stamp names it (`Kafka protocol
-/// Produce v9/Fetch v12`: [`crate::services::kafka_wire::protocol_named`]); none if none
+/// Produce v9/Fetch v13`: [`crate::services::kafka_wire::protocol_named`]); none if none
 /// answers within the probe's time.
 pub async fn broker_version(brokers: &str) -> Option<String> {
     for broker in brokers.split(',').map(str::trim).filter(|b| !b.is_empty()) {

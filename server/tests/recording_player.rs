@@ -984,6 +984,30 @@ async fn chapters_marked_on_a_finished_run_stop_its_recording_and_ask_the_reader
             assert_eq!(b.attr(&format!("{step} .rl-chapter-caption"), "hidden").await, None);
             type_into(b, &format!("{step} .rl-chapter-caption"), caption).await;
         }
+        // Unticked and ticked again, a step keeps its caption.
+        let first = format!(".rl-chapter-step[data-seq=\"{}\"]", marked[0]);
+        b.click(&format!("{first} .rl-chapter-mark")).await;
+        let unticked = b.attr("a.rl-download", "href").await.unwrap_or_default();
+        assert!(!unticked.contains(&format!("chapter={}%3A", marked[0])), "{unticked}");
+        b.click(&format!("{first} .rl-chapter-mark")).await;
+        let kept = b
+            .js(
+                "return document.querySelector(arguments[0]).value;",
+                vec![serde_json::json!(format!("{first} .rl-chapter-caption"))],
+            )
+            .await;
+        assert_eq!(
+            kept.as_str(),
+            Some("<b>alice</b> sums what is approved so far: what will she see?")
+        );
+        // A step marked with no caption is said to be left out, and is.
+        assert_eq!(b.count(".rl-chapter-note").await, 0);
+        b.click(&format!(".rl-chapter-step[data-seq=\"{}\"] .rl-chapter-mark", seqs[0]))
+            .await;
+        assert_eq!(
+            b.text(".rl-chapter-note").await.as_deref(),
+            Some("One marked step has no caption yet: the download leaves it out.")
+        );
         let href = b.attr("a.rl-download", "href").await.unwrap_or_default();
         assert!(href.contains(&format!("?chapter={}%3A", marked[0])), "{href}");
         b.screenshot("marking-1280").await;
@@ -1016,6 +1040,10 @@ async fn chapters_marked_on_a_finished_run_stop_its_recording_and_ask_the_reader
         );
         for (n, (pause, caption)) in pauses.0.iter().enumerate() {
             while b.count(".rl-chapter").await == 0 {
+                assert!(
+                    b.attr(".rl-scrub-forward", "disabled").await.is_none(),
+                    "chapter {n} before the end"
+                );
                 b.click(".rl-scrub-forward").await;
             }
             assert_eq!(

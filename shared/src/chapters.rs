@@ -51,7 +51,7 @@ pub fn kept(asked: &[String], events: &[Event]) -> Result<Vec<Chapter>, ChapterE
     for one in asked {
         let (at, caption) = one
             .split_once(':')
-            .and_then(|(at, caption)| Some((at.trim().parse::<u64>().ok()?, caption.trim())))
+            .and_then(|(at, caption)| Some((seq(at)?, caption.trim())))
             .ok_or_else(|| ChapterError::Malformed(one.chars().take(40).collect()))?;
         let is_step = events
             .iter()
@@ -89,6 +89,15 @@ pub fn query(marks: &[(u64, String)]) -> String {
         .map(|(at, caption)| format!("chapter={}", crate::embed::encode(&format!("{at}:{}", caption.trim()))))
         .collect::<Vec<_>>()
         .join("&")
+}
+
+/// A step's number as an author writes it: digits only (no sign, no spaces inside).
+fn seq(text: &str) -> Option<u64> {
+    let text = text.trim();
+    text.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| text.parse().ok())
+        .flatten()
 }
 
 /// Where a player stops: for each chapter whose step is in the run, the moment before its step
@@ -198,10 +207,12 @@ mod tests {
             kept(&asked(&["three:x"]), &events),
             Err(ChapterError::Malformed(_))
         ));
-        assert!(matches!(
-            kept(&asked(&["no colon"]), &events),
-            Err(ChapterError::Malformed(_))
-        ));
+        for malformed in ["no colon", "+3:signed", ":none"] {
+            assert!(
+                matches!(kept(&asked(&[malformed]), &events), Err(ChapterError::Malformed(_))),
+                "{malformed}"
+            );
+        }
         assert_eq!(kept(&asked(&["3:a", "3:b"]), &events), Err(ChapterError::Twice(3)));
         let long = format!("3:{}", "é".repeat(CAPTION_AT_MOST + 1));
         assert_eq!(

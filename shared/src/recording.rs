@@ -65,7 +65,7 @@ pub struct Stamp {
 
 /// A service and the version it reported (none where it cannot say: racelab's own HTTP and
 /// processes; a broker reports the protocol versions it speaks, as `Kafka protocol Produce
-/// v9/Fetch v12`, since the Kafka protocol has no request for a broker's version).
+/// v9/Fetch v13`, since the Kafka protocol has no request for a broker's version).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ServiceVersion {
     pub service: Service,

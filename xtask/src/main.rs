@@ -45,8 +45,12 @@ const APP_BUILD: &[&str] = &[
     "--bin",
     "racelab-app",
 ];
-/// The full app's features (its defaults), then the embed app's.
-const APP_BUILDS: &[&[&str]] = &[&[], &["--no-default-features", "--features", "embed"]];
+/// The full app's features (its defaults), then the embed app's, then the player app's.
+const APP_BUILDS: &[&[&str]] = &[
+    &[],
+    &["--no-default-features", "--features", "embed"],
+    &["--no-default-features", "--features", "player"],
+];
 
 /// How the server is built for `play`: cargo's dev profile, the one the test command builds too.
 /// A playground serves one reader, and a run plays the same in both (the engine waits on
@@ -87,13 +91,17 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
             }
         }
     };
-    // One build writes both apps (the embed app from Trunk's post-build hook): the older of their
-    // pages says when it ran, and a missing one means it never did.
-    let built = ["dist/index.html", "dist/embed-app/index.html"]
-        .iter()
-        .map(|page| modified(&root.join(page)))
-        .collect::<Option<Vec<_>>>()
-        .and_then(|times| times.into_iter().min());
+    // One build writes the three apps (the embed and player apps from Trunk's post-build hook):
+    // the oldest of their pages says when it ran, and a missing one means it never did.
+    let built = [
+        "dist/index.html",
+        "dist/embed-app/index.html",
+        "dist/player-app/index.html",
+    ]
+    .iter()
+    .map(|page| modified(&root.join(page)))
+    .collect::<Option<Vec<_>>>()
+    .and_then(|times| times.into_iter().min());
     let sources = APP_SOURCES.iter().filter_map(|p| newest(&root.join(p))).max();
     let app_stale = app_is_stale(built, sources);
     if app_stale {

@@ -71,12 +71,12 @@ pub fn RunBody(
     /// The compact timeline instead of the detailed one.
     compact: RwSignal<bool>,
     /// A finished run shown from its first event, to step through (a recording's `mode=step`),
-    /// rather than as it ended. Full app only.
+    /// rather than as it ended. Not in the embed app.
     #[prop(default = false)]
     #[cfg_attr(feature = "embed", allow(unused_variables))]
     from_start: bool,
     /// A recording's chapters: where the reader is stopped and asked, before each step plays.
-    /// A run with any is shown from its first event. Full app only.
+    /// A run with any is shown from its first event. Not in the embed app.
     #[prop(default = Default::default())]
     #[cfg_attr(feature = "embed", allow(unused_variables))]
     pauses: shared::chapters::Pauses,
@@ -152,7 +152,8 @@ type Shown = RwSignal<RunState>;
 #[cfg(not(feature = "embed"))]
 fn moment(state: RwSignal<RunState>, from_start: bool, pauses: shared::chapters::Pauses) -> (Shown, impl IntoView) {
     use super::scrubber::Scrubber;
-    let at: RwSignal<Option<usize>> = RwSignal::new(None);
+    // From the start: never drawn as it ended first, then taken back.
+    let at: RwSignal<Option<usize>> = RwSignal::new(from_start.then_some(0));
     // A new run (or a replay loaded) starts at its end; or, to be stepped through, before its
     // first event.
     Effect::new(move |_| {

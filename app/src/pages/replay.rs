@@ -54,7 +54,7 @@ struct Header {
 pub enum Source {
     /// A run racelab stored, by its id.
     Stored(String),
-    /// A recording file, by its URL (the full app's only).
+    /// A recording file, by its URL (the player's and the full app's, not the embed app's).
     #[cfg_attr(feature = "embed", allow(dead_code))]
     Recording(String),
 }
@@ -113,7 +113,7 @@ pub fn ReplayPage(
             Source::Stored(_) => Loaded::Failed("This player plays recordings only.".to_owned()),
             #[cfg(not(feature = "embed"))]
             Source::Recording(src) => recorded(&src, state, matrix).await,
-            // The embed app is never asked for a recording (the server sends the full app).
+            // The embed app is never asked for a recording (the server sends the player app).
             #[cfg(feature = "embed")]
             Source::Recording(_) => Loaded::Missing,
         });

@@ -150,7 +150,7 @@ fn read_api_versions(response: &mut Response) -> Result<Vec<(i16, i16)>, String>
 }
 
 /// The broker as a recording's stamp names it, from what it speaks: `Kafka protocol Produce
-/// v9/Fetch v12` (no parentheses or commas: the stamp's line lists services with commas and
+/// v9/Fetch v13` (no parentheses or commas: the stamp's line lists services with commas and
 /// drops a version's parenthesised suffix). The protocol says nothing of the broker's product or version; its highest
 /// Produce and Fetch tell one broker (or release of Apache Kafka) from another.
 pub fn protocol_named(apis: &[(i16, i16)]) -> Option<String> {

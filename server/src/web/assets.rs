@@ -15,7 +15,7 @@ use tower_http::services::{ServeDir, ServeFile};
 pub fn service(dist: &Path) -> Router {
     let embed_app = EmbedPages {
         embed: dist.join("embed-app/index.html"),
-        player: dist.join(crate::export::PLAYER_APP.0).join("index.html"),
+        player: dist.join(PLAYER_APP.0).join("index.html"),
         full: dist.join("index.html"),
     };
     let index = dist.join("index.html");
@@ -31,6 +31,10 @@ pub fn service(dist: &Path) -> Router {
         get(move |uri: Uri| embed_page(embed_app.clone(), uri)),
     )
 }
+
+/// The player app's folder in a build, and the path its page names its files under (Trunk's
+/// `--public-url` for it in scripts/trunk-post-build.sh).
+pub const PLAYER_APP: (&str, &str) = ("player-app", "/player-app/");
 
 /// The pages an iframe at `/embed/…` may be given, each built by a release build
 /// (docs/embedding.md, "The embed bundle" and "The player bundle").

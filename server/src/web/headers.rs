@@ -4,7 +4,7 @@
 //! race) and refused for everything else. Pages read only from racelab, except the recording
 //! player (`/embed/recording?src=…`), which reads its file from wherever the author keeps it.
 //!
-//! The app's two pages each carry two inline scripts Trunk writes (the theme, set before anything
+//! The app's pages (the full app's, the embed app's, the player app's) each carry two inline scripts Trunk writes (the theme, set before anything
 //! is drawn, and the wasm loader). Rather than `'unsafe-inline'`, the policy names each by its
 //! SHA-256, taken from the page as it is sent: a script added to a page without being in it
 //! does not run.
