@@ -31,20 +31,25 @@ fn main() {
     leptos::mount::mount_to_body(App);
 }
 
+/// A recording played in its frame (`/embed/recording?src=…`): the player app's one page, and
+/// the full app's too.
+#[cfg(not(feature = "embed"))]
+fn recording_page(src: String, live: Option<String>, options: route::EmbedOptions) -> AnyView {
+    let source = pages::replay::Source::Recording(src);
+    view! {
+        <pages::replay::ReplayPage source=source embed=true compact=options.compact live=live
+            predict=options.predict step=options.step />
+    }
+    .into_any()
+}
+
 /// The player bundle's app: a recording, and nothing else. Every other page is left out, and with
 /// them (the linker keeps only what a page reaches) the websocket, the live run and the rooms.
 #[cfg(feature = "player")]
 #[component]
 fn App() -> impl IntoView {
     let page = match Route::current() {
-        Route::EmbedRecording { src, live, options } => {
-            let source = pages::replay::Source::Recording(src);
-            view! {
-                <pages::replay::ReplayPage source=source embed=true compact=options.compact live=live
-                    predict=options.predict step=options.step />
-            }
-            .into_any()
-        }
+        Route::EmbedRecording { src, live, options } => recording_page(src, live, options),
         _ => view! { <pages::not_found::NotFound path=api::location().0 /> }.into_any(),
     };
     view! {
@@ -72,14 +77,7 @@ fn App() -> impl IntoView {
         // The full app plays a recording too (a dev build has no player app: the server sends it
         // this one); the embed app leaves the player out.
         #[cfg(not(feature = "embed"))]
-        Route::EmbedRecording { src, live, options } => {
-            let source = pages::replay::Source::Recording(src);
-            view! {
-                <pages::replay::ReplayPage source=source embed=true compact=options.compact live=live
-                    predict=options.predict step=options.step />
-            }
-            .into_any()
-        }
+        Route::EmbedRecording { src, live, options } => recording_page(src, live, options),
         Route::Embed { id, options } => view! { <pages::embed::EmbedPage id=id options=options /> }.into_any(),
         #[cfg(not(feature = "embed"))]
         Route::Catalog => view! { <pages::catalog::Catalog /> }.into_any(),
