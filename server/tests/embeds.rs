@@ -114,6 +114,8 @@ async fn oembed_answers_for_our_scenario_and_run_links_and_refuses_the_rest() {
         (format!("{site}/runs/000000000000"), "", 404),
         (format!("{site}/api/labs"), "", 404),
         (format!("{site}/lab/isolation/write-skew"), "&format=xml", 501),
+        // A query that does not read: racelab's JSON error, not axum's plain text.
+        (format!("{site}/lab/isolation/write-skew"), "&maxwidth=wide", 400),
     ] {
         let (status, kind, body) = get(address, &oembed_path(&url, extra)).await;
         assert_eq!(status, expected, "{url}{extra}: {body}");

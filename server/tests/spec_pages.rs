@@ -119,6 +119,24 @@ async fn a_spec_that_does_not_read_is_refused_with_where_and_why_and_not_saved()
     let (status, _, _) = get(address, &format!("/api/specs/{id}")).await;
     assert_eq!(status, 404, "nothing saved");
 
+    // A body past the route's 96 KB, and one that is not UTF-8: refused in racelab's JSON shape.
+    let (status, refused) = save(address, &"-- a comment\n".repeat(10_000)).await;
+    assert_eq!(status, 413, "{refused}");
+    assert!(refused["error"].as_str().is_some_and(|e| !e.is_empty()), "{refused}");
+    let response = reqwest::Client::new()
+        .post(format!("http://{address}/api/specs"))
+        .body(vec![b's', 0xff, 0xfe])
+        .send()
+        .await
+        .expect("POST /api/specs");
+    assert_eq!(response.status().as_u16(), 400);
+    let body = response.text().await.expect("a body");
+    let refused: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert!(
+        refused["error"].as_str().is_some_and(|e| e.contains("UTF-8")),
+        "{refused}"
+    );
+
     let wide: String = ["a", "b", "c"]
         .iter()
         .map(|s| format!("session {s} step {s}1 {{ }} step {s}2 {{ }} step {s}3 {{ }}\n"))

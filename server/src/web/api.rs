@@ -6,6 +6,7 @@ use super::error::ApiError;
 use crate::health;
 use crate::labs;
 use crate::store::StoredRun;
+use axum::extract::rejection::{QueryRejection, StringRejection};
 use axum::extract::{Path, Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -39,8 +40,9 @@ struct VariantQuery {
 async fn scenario_as_spec(
     State(state): State<AppState>,
     Path((lab, scenario)): Path<(String, String)>,
-    axum::extract::Query(query): axum::extract::Query<VariantQuery>,
+    query: Result<Query<VariantQuery>, QueryRejection>,
 ) -> Result<Json<SpecText>, ApiError> {
+    let Query(query) = query?;
     let id = format!("{lab}/{scenario}");
     let found = labs::find(&id).ok_or_else(|| ApiError::NotFound(format!("there is no scenario called {id:?}")))?;
     let info = crate::engine::Scenario::info(found);
@@ -128,8 +130,9 @@ async fn run_proof(
 async fn run_recording(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(asked): Query<Vec<(String, String)>>,
+    asked: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
+    let Query(asked) = asked?;
     use crate::recording::{self, Source};
     let run = stored(&state, &id).await?;
     // The chapters its author marked (`?chapter=12:caption`, each), checked before anything is
@@ -224,8 +227,9 @@ fn saved(id: String, text: String, scenario: &crate::specs::scenario::SpecScenar
 /// why, and nothing is saved.
 async fn save_spec(
     State(state): State<AppState>,
-    text: String,
+    text: Result<String, StringRejection>,
 ) -> Result<(axum::http::StatusCode, Json<SavedSpec>), ApiError> {
+    let text = text?;
     let id = crate::store::spec_id(&text);
     let scenario =
         crate::specs::scenario::SpecScenario::new(&id, &text).map_err(|e| ApiError::BadRequest(e.to_string()))?;

@@ -30,8 +30,9 @@ pub struct Kept(Mutex<HashMap<u32, (Instant, Observation)>>);
 /// read as pairs, so no query string is refused before the handler can say why in JSON.
 pub async fn handler(
     State(state): State<AppState>,
-    Query(query): Query<Vec<(String, String)>>,
+    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Observation>, ApiError> {
+    let Query(query) = query?;
     let postgres = query
         .iter()
         .find(|(name, _)| name == "postgres")

@@ -20,6 +20,9 @@ pub enum ApiError {
     /// 404: no such run, scenario, room or page.
     #[error("{0}")]
     NotFound(String),
+    /// 413: a request body past its route's limit (a spec of more than 96 KB).
+    #[error("{0}")]
+    TooLarge(String),
     /// 429: past a per-reader cap (rooms per trainer).
     #[error("{0}")]
     TooMany(String),
@@ -43,6 +46,7 @@ impl ApiError {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -62,6 +66,27 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// A query string that does not read as its handler's (`maxwidth=wide` on oEmbed): a 400 in the
+/// one JSON shape, not axum's plain text. Handlers take `Result<Query<T>, QueryRejection>` and
+/// `?` it.
+impl From<axum::extract::rejection::QueryRejection> for ApiError {
+    fn from(rejection: axum::extract::rejection::QueryRejection) -> ApiError {
+        ApiError::BadRequest(format!("the query string does not read: {}", rejection.body_text()))
+    }
+}
+
+/// A text body that cannot be had: past its route's limit (413) or not UTF-8 (400), in the one
+/// JSON shape.
+impl From<axum::extract::rejection::StringRejection> for ApiError {
+    fn from(rejection: axum::extract::rejection::StringRejection) -> ApiError {
+        let said = rejection.body_text();
+        match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge(said),
+            _ => ApiError::BadRequest(said),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +97,7 @@ mod tests {
             (ApiError::BadRequest("oEmbed needs a url parameter".into()), 400),
             (ApiError::Forbidden("not yours".into()), 403),
             (ApiError::NotFound("there is no room \"K7QX2M\"".into()), 404),
+            (ApiError::TooLarge("too long".into()), 413),
             (ApiError::TooMany("too many rooms".into()), 429),
             (ApiError::NotImplemented("JSON only".into()), 501),
             (ApiError::Unavailable("the run store is not answering".into()), 503),

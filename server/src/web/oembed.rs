@@ -133,8 +133,9 @@ pub fn origin(headers: &HeaderMap) -> Option<(String, String)> {
 pub async fn handler(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(request): Query<Request>,
+    request: Result<Query<Request>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Answer>, ApiError> {
+    let Query(request) = request?;
     if request.format.as_deref().is_some_and(|f| f != "json") {
         return Err(ApiError::NotImplemented("racelab answers oEmbed in JSON only".into()));
     }
