@@ -46,18 +46,34 @@ pub async fn raised(flag: &mut watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use super::Signal;
+    use std::time::Duration;
+
+    /// `wait` returns within a second, or the test fails (a broken latch must fail the test, not
+    /// hang the suite).
+    async fn returns(signal: &Signal, what: &str) {
+        tokio::time::timeout(Duration::from_secs(1), signal.wait())
+            .await
+            .unwrap_or_else(|_| panic!("{what}: wait did not return"));
+    }
 
     #[tokio::test]
     async fn a_set_signal_stays_set() {
         let signal = Signal::new();
         signal.set();
-        signal.wait().await;
-        signal.wait().await;
+        returns(&signal, "the first wait after set").await;
+        returns(&signal, "a second wait").await;
     }
 
     #[tokio::test]
     async fn a_waiter_goes_on_when_set() {
         let signal = Signal::new();
-        let (_, ()) = tokio::join!(signal.wait(), async { signal.set() });
+        let (_, ()) = tokio::join!(returns(&signal, "a waiter, set while it waits"), async { signal.set() });
+    }
+
+    #[tokio::test]
+    async fn an_unset_signal_keeps_its_waiter_waiting() {
+        let signal = Signal::new();
+        let waited = tokio::time::timeout(Duration::from_millis(50), signal.wait()).await;
+        assert!(waited.is_err(), "wait returned before anyone set the signal");
     }
 }
