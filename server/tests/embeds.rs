@@ -254,6 +254,11 @@ async fn scenario_and_run_pages_carry_the_discovery_link_and_the_preview() {
     );
     assert!(page.contains(&image), "{page}");
     assert!(page.contains("bug prevented"), "the verdict in the title: {page}");
+
+    // A scenario that does not exist: the app's page (which says so), under a 404.
+    let (status, kind, page) = get(address, "/lab/isolation/no-such-scenario").await;
+    assert_eq!((status, kind.as_str()), (404, "text/html; charset=utf-8"), "{page}");
+    assert!(!page.contains("og:title"), "nothing to preview: {page}");
     let _ = std::fs::remove_dir_all(&dist);
 }
 

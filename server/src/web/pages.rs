@@ -53,8 +53,14 @@ async fn scenario_page(
     dist: Arc<PathBuf>,
 ) -> Response {
     let id = format!("{lab}/{scenario}");
-    let (Some(found), Some((origin, _))) = (crate::labs::find(&id), origin(&headers)) else {
-        // An unknown scenario: the app says so; nothing to preview.
+    let Some(found) = crate::labs::find(&id) else {
+        // An unknown scenario: the app's page says so, under a 404, as for a run nobody stored.
+        let mut page = app_page(&dist, None);
+        *page.status_mut() = StatusCode::NOT_FOUND;
+        return page;
+    };
+    let Some((origin, _)) = origin(&headers) else {
+        // No host to name in a preview: the page alone.
         return app_page(&dist, None);
     };
     let info = crate::engine::Scenario::info(found);
