@@ -28,23 +28,24 @@ if [ "${TRUNK_PROFILE:-}" = release ] && [ -z "${RACELAB_EMBED_BUILD:-}" ]; then
 fi
 
 sri() { openssl dgst -sha384 -binary "$1" | openssl base64 -A; }
+# `minified FILE HOW`: FILE replaced by what HOW writes from it, and its new SRI hash put in the
+# page that loads it.
+minified() {
+  before=$(sri "$1")
+  "$2" "$1" >"$1.min"
+  mv "$1.min" "$1"
+  sed -i "s|sha384-$before|sha384-$(sri "$1")|g" "$stage/index.html"
+}
 terser=${TOOLS:-$PWD/.tools}/node_modules/.bin/terser
-if [ "${TRUNK_PROFILE:-}" = release ] && [ -x "$terser" ] && command -v openssl >/dev/null; then
-  for js in "$stage"/*.js; do
-    before=$(sri "$js")
-    "$terser" "$js" --module --compress --mangle --output "$js.min"
-    mv "$js.min" "$js"
-    sed -i "s|sha384-$before|sha384-$(sri "$js")|g" "$stage/index.html"
-  done
-fi
-
+js() { "$terser" "$1" --module --compress --mangle; }
+css() { perl -0777 -pe 's{/\*.*?\*/}{}gs; s/\s+/ /g; s/ ?([{};]) ?/$1/g' "$1"; }
 if [ "${TRUNK_PROFILE:-}" = release ] && command -v openssl >/dev/null; then
-  for css in "$stage"/*.css; do
-    [ -e "$css" ] || continue
-    before=$(sri "$css")
-    perl -0777 -pe 's{/\*.*?\*/}{}gs; s/\s+/ /g; s/ ?([{};]) ?/$1/g' "$css" >"$css.min"
-    mv "$css.min" "$css"
-    sed -i "s|sha384-$before|sha384-$(sri "$css")|g" "$stage/index.html"
+  if [ -x "$terser" ]; then
+    for file in "$stage"/*.js; do minified "$file" js; done
+  fi
+  for file in "$stage"/*.css; do
+    [ -e "$file" ] || continue
+    minified "$file" css
   done
 fi
 

@@ -205,11 +205,16 @@ pub async fn redis_version(client: &::redis::Client) -> Option<String> {
     timeout(PROBE_TIMEOUT, ask).await.ok().flatten()
 }
 
+/// Each `host:port` of a comma-separated list of brokers (`KAFKA_BROKERS`), blanks left out.
+fn each_broker(brokers: &str) -> impl Iterator<Item = &str> {
+    brokers.split(',').map(str::trim).filter(|b| !b.is_empty())
+}
+
 /// What the first broker that answers speaks, as a recording's stamp names it (`Kafka protocol
 /// Produce v9/Fetch v13`: [`crate::services::kafka_wire::protocol_named`]); none if none
 /// answers within the probe's time.
 pub async fn broker_version(brokers: &str) -> Option<String> {
-    for broker in brokers.split(',').map(str::trim).filter(|b| !b.is_empty()) {
+    for broker in each_broker(brokers) {
         if let Ok(Ok(apis)) = timeout(PROBE_TIMEOUT, crate::services::kafka_wire::api_versions(broker)).await {
             return crate::services::kafka_wire::protocol_named(&apis);
         }
@@ -222,7 +227,7 @@ pub async fn broker_version(brokers: &str) -> Option<String> {
 /// would call it up.
 pub async fn kafka(brokers: &str) -> Dependency {
     let mut reasons = Vec::new();
-    for broker in brokers.split(',').map(str::trim).filter(|b| !b.is_empty()) {
+    for broker in each_broker(brokers) {
         match timeout(PROBE_TIMEOUT, crate::services::kafka_wire::answers(broker)).await {
             Ok(Ok(())) => {
                 return Dependency {

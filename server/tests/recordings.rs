@@ -324,16 +324,23 @@ async fn a_file_that_is_not_a_whole_recording_says_why() {
     assert_eq!(recorded.scenario.title, "<script>alert(1)</script>");
 }
 
-#[tokio::test]
-async fn a_finished_run_downloads_from_its_page_as_a_recording_that_plays_as_it_ran() {
-    let _slot = common::db_slot().await;
-    let address = common::server().await;
+/// The serializable write skew played to its end over `address`'s websocket, as a lab page
+/// plays it: its run id and every frame.
+async fn a_finished_write_skew(address: std::net::SocketAddr) -> (String, Vec<serde_json::Value>) {
     let mut ws = common::socket::connect(address).await;
     common::socket::start(&mut ws, "isolation/write-skew", "serializable", "auto").await;
     let frames = common::socket::receive_until(&mut ws, |f| common::socket::is_type(f, "done")).await;
     let done = frames.last().expect("a done frame");
     assert_eq!(done["outcome"]["status"], "completed", "{done}");
-    let run = done["run_id"].as_str().expect("a run id");
+    let run = done["run_id"].as_str().expect("a run id").to_owned();
+    (run, frames)
+}
+
+#[tokio::test]
+async fn a_finished_run_downloads_from_its_page_as_a_recording_that_plays_as_it_ran() {
+    let _slot = common::db_slot().await;
+    let address = common::server().await;
+    let (run, _) = a_finished_write_skew(address).await;
 
     let response = reqwest::get(format!("http://{address}/api/runs/{run}/recording"))
         .await
@@ -386,14 +393,7 @@ async fn a_finished_run_downloads_from_its_page_as_a_recording_that_plays_as_it_
 async fn a_download_keeps_the_chapters_its_author_marked_and_refuses_what_cannot_be_one() {
     let _slot = common::db_slot().await;
     let address = common::server().await;
-    let mut ws = common::socket::connect(address).await;
-    common::socket::start(&mut ws, "isolation/write-skew", "serializable", "auto").await;
-    let frames = common::socket::receive_until(&mut ws, |f| common::socket::is_type(f, "done")).await;
-    let run = frames
-        .last()
-        .and_then(|f| f["run_id"].as_str())
-        .expect("a run id")
-        .to_owned();
+    let (run, frames) = a_finished_write_skew(address).await;
     let steps: Vec<u64> = frames
         .iter()
         .filter(|f| common::socket::event_type(f) == Some("step"))

@@ -53,10 +53,7 @@ pub fn kept(asked: &[String], events: &[Event]) -> Result<Vec<Chapter>, ChapterE
             .split_once(':')
             .and_then(|(at, caption)| Some((seq(at)?, caption.trim())))
             .ok_or_else(|| ChapterError::Malformed(one.chars().take(40).collect()))?;
-        let is_step = events
-            .iter()
-            .any(|e| e.seq == at && matches!(e.kind, EventKind::Step { .. }));
-        if !is_step {
+        if step_index(events, at).is_none() {
             return Err(ChapterError::NotAStep(at));
         }
         let chars = caption.chars().count();
@@ -91,6 +88,13 @@ pub fn query(marks: &[(u64, String)]) -> String {
         .join("&")
 }
 
+/// Where in `events` the step with `seq` is; none if no step has it.
+fn step_index(events: &[Event], seq: u64) -> Option<usize> {
+    events
+        .iter()
+        .position(|e| e.seq == seq && matches!(e.kind, EventKind::Step { .. }))
+}
+
 /// A step's number as an author writes it: digits only (no sign, no spaces inside).
 fn seq(text: &str) -> Option<u64> {
     let text = text.trim();
@@ -112,9 +116,7 @@ impl Pauses {
         let mut pauses: Vec<(usize, String)> = chapters
             .iter()
             .filter_map(|c| {
-                let at = events
-                    .iter()
-                    .position(|e| e.seq == c.at && matches!(e.kind, EventKind::Step { .. }))?;
+                let at = step_index(events, c.at)?;
                 Some((at, c.caption.clone()))
             })
             .collect();
