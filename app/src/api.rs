@@ -466,6 +466,18 @@ pub fn replace_query(params: &[(&str, &str)]) {
     }
 }
 
+/// Whether a page opens in the compact view: as its address names it (`view=compact` or
+/// `view=detailed`), else compact on a phone (the detailed cards of three lanes need a wide
+/// screen) and detailed elsewhere.
+#[cfg(not(feature = "embed"))]
+pub fn compact_view() -> bool {
+    match crate::route::query_param(&location().1, "view").as_deref() {
+        Some("compact") => true,
+        Some("detailed") => false,
+        _ => narrow_screen(),
+    }
+}
+
 /// Whether the window is a phone's width (at most 640 CSS px).
 #[cfg(not(feature = "embed"))]
 pub fn narrow_screen() -> bool {

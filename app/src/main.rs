@@ -87,12 +87,7 @@ fn App() -> impl IntoView {
         Route::Compare { id } => view! { <pages::compare::ComparePage id=id /> }.into_any(),
         #[cfg(not(feature = "embed"))]
         Route::Replay { id } => {
-            // The view the address names, else compact on a phone.
-            let compact = match route::query_param(&api::location().1, "view").as_deref() {
-                Some("compact") => true,
-                Some("detailed") => false,
-                _ => api::narrow_screen(),
-            };
+            let compact = api::compact_view();
             let source = pages::replay::Source::Stored(id);
             view! { <pages::replay::ReplayPage source=source compact=compact /> }.into_any()
         }

@@ -2,6 +2,7 @@
 //! `index.html`, so a reload or a shared link lands on the same page.
 
 use crate::api::location;
+use shared::pages::Page;
 
 pub use shared::embed::Autoplay;
 
@@ -86,48 +87,51 @@ impl Route {
         Route::parse(&path, &query)
     }
 
-    /// `path` like `/lab/isolation/write-skew`, `query` like `?variant=serializable`.
+    /// `path` like `/lab/isolation/write-skew`, `query` like `?variant=serializable`. Which
+    /// paths are pages is [`Page::at`]'s to say: the server reads the same list.
     pub fn parse(path: &str, query: &str) -> Route {
-        let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
-        match parts.as_slice() {
-            [] => Route::Catalog,
-            ["lab", lab, scenario] => Route::Scenario {
+        let not_found = || Route::NotFound { path: path.to_owned() };
+        let Some(page) = Page::at(path) else {
+            return not_found();
+        };
+        match page {
+            Page::Catalog => Route::Catalog,
+            Page::Scenario { lab, scenario } => Route::Scenario {
                 id: format!("{lab}/{scenario}"),
             },
-            ["lab", lab, scenario, "compare"] => Route::Compare {
+            Page::Compare { lab, scenario } => Route::Compare {
                 id: format!("{lab}/{scenario}"),
             },
-            ["runs", id] => Route::Replay { id: (*id).to_owned() },
-            ["write"] => Route::Write,
-            ["atlas"] => Route::Atlas,
-            ["s", id] => Route::Spec { id: (*id).to_owned() },
-            ["embed", "s", id] => Route::Embed {
+            Page::Run(id) => Route::Replay { id: id.to_owned() },
+            Page::Write => Route::Write,
+            Page::Atlas => Route::Atlas,
+            Page::Spec(id) => Route::Spec { id: id.to_owned() },
+            Page::EmbedSpec(id) => Route::Embed {
                 id: format!("spec/{id}"),
                 options: embed_options(query),
             },
-            ["room", id] => Route::Room {
+            Page::Room(id) => Route::Room {
                 id: id.to_ascii_uppercase(),
                 scenario: query_param(query, "scenario"),
                 variant: query_param(query, "variant"),
                 postgres: query_param(query, "postgres"),
             },
-            ["embed", "recording"] => match query_param(query, "src").filter(|src| !src.is_empty()) {
+            Page::EmbedRecording => match query_param(query, "src").filter(|src| !src.is_empty()) {
                 Some(src) => Route::EmbedRecording {
                     src,
                     live: query_param(query, "live").filter(|live| !live.is_empty()),
                     options: embed_options(query),
                 },
-                None => Route::NotFound { path: path.to_owned() },
+                None => not_found(),
             },
-            ["embed", "runs", id] => Route::EmbedRun {
-                id: (*id).to_owned(),
+            Page::EmbedRun(id) => Route::EmbedRun {
+                id: id.to_owned(),
                 options: embed_options(query),
             },
-            ["embed", lab, scenario] => Route::Embed {
+            Page::Embed { lab, scenario } => Route::Embed {
                 id: format!("{lab}/{scenario}"),
                 options: embed_options(query),
             },
-            _ => Route::NotFound { path: path.to_owned() },
         }
     }
 }

@@ -1222,6 +1222,11 @@ async fn a_trainer_steps_a_room_and_its_participants_follow() {
         b.click("button.rl-room-close").await;
         b.click("button.rl-room-close-yes").await;
         b.wait_for(".rl-room[data-closed=\"true\"] .rl-room-ended").await;
+        assert_eq!(
+            b.text(".rl-room-participants").await.as_deref(),
+            Some("Nobody follows: the room is closed"),
+            "no count of people who followed a room that is gone"
+        );
         b.client.switch_to_window(pages[0].clone()).await.expect("switch");
         for page in [&pages[0], &pages[2]] {
             b.client.switch_to_window(page.clone()).await.expect("switch");
@@ -1327,6 +1332,76 @@ async fn the_other_labs_ask_too() {
             let lab = page.split('/').nth(2).unwrap_or("lab");
             b.screenshot(&format!("{lab}-revealed")).await;
         }
+    })
+    .await;
+}
+
+/// No page panics. The harness fails every browser test whose pages logged a panic (a
+/// `RuntimeError` from the wasm); this one goes where a reader goes: the catalog, every
+/// scenario's page, the atlas, /write with its sample spec saved and run, and a room whose
+/// trainer runs the write skew in the detailed view while a participant follows in the compact
+/// view the address names (`?view=compact`, which a room honours as every page does), then
+/// switches to the detailed one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_page_panics_across_the_catalog_the_rooms_and_write() {
+    run("no_page_panics", async |b| {
+        b.set_viewport(1280, 900).await;
+        b.goto("/").await;
+        b.wait_for("a.rl-scenario-link").await;
+        let scenarios: Vec<String> = b
+            .attrs("a.rl-scenario-link", "href")
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        assert!(scenarios.len() >= 10, "every lab's scenarios: {scenarios:?}");
+        for scenario in &scenarios {
+            b.goto(scenario).await;
+            b.wait_for("button.rl-run").await;
+            assert_eq!(b.page_errors().await, Vec::<String>::new(), "{scenario}");
+        }
+        b.goto("/atlas").await;
+        b.wait_for(".rl-atlas").await;
+
+        b.goto("/write").await;
+        b.wait_for("button.rl-spec-save:not([disabled])").await;
+        b.click("button.rl-spec-save").await;
+        b.wait_for(".rl-spec-saved label.rl-choice[data-choice=\"kept\"]").await;
+        // "Save and run": it runs once the reader has picked.
+        b.click(".rl-spec-saved label.rl-choice[data-choice=\"kept\"]").await;
+        b.wait_for(".rl-spec-saved .rl-verdict").await;
+        assert_eq!(b.page_errors().await, Vec::<String>::new(), "/write");
+
+        b.goto("/lab/isolation/write-skew?variant=serializable").await;
+        b.click("button.rl-teach").await;
+        b.wait_for(".rl-room[data-trainer=\"true\"] .rl-room-controls button.rl-run")
+            .await;
+        let room = b.attr(".rl-room", "data-room").await.expect("a room code");
+        assert_eq!(
+            b.attr(".rl-view-detailed", "aria-pressed").await.as_deref(),
+            Some("true"),
+            "the trainer's wide page is detailed"
+        );
+        let trainer = b.client.window().await.expect("the trainer's window");
+        let participant = b.client.new_window(false).await.expect("a window").handle;
+        b.client.switch_to_window(participant.clone()).await.expect("switch");
+        b.goto(&format!("/room/{room}?view=compact")).await;
+        b.wait_for(".rl-room[data-trainer=\"false\"] .rl-room-follow").await;
+        assert_eq!(
+            b.attr(".rl-view-compact", "aria-pressed").await.as_deref(),
+            Some("true"),
+            "the room opens in the view its address names"
+        );
+        b.client.switch_to_window(trainer.clone()).await.expect("switch");
+        b.click(".rl-room-controls button.rl-run").await;
+        b.wait_for(".rl-verdict").await;
+        b.client.switch_to_window(participant).await.expect("switch");
+        b.wait_for(".rl-verdict").await;
+        b.click(".rl-view-detailed").await;
+        b.wait_for(".rl-timeline .rl-card").await;
+        b.settle().await;
+        b.client.switch_to_window(trainer).await.expect("switch");
+        assert_eq!(b.page_errors().await, Vec::<String>::new(), "the room");
     })
     .await;
 }

@@ -293,18 +293,29 @@ async fn embeds_get_the_embed_app_recordings_the_player_and_pages_the_full_app()
         assert_eq!((status, kind.as_str()), (200, "text/html; charset=utf-8"), "{path}");
         assert!(body.contains("the embed app"), "{path}: {body}");
     }
-    for path in [
-        "/",
-        "/lab/isolation/write-skew",
-        "/runs/r1",
-        "/lab/isolation/write-skew/compare",
+    // The app's pages; a run nobody stored, and a path that is no page, are the app's page
+    // saying so, under a 404.
+    for (path, wanted) in [
+        ("/", 200),
+        ("/lab/isolation/write-skew", 200),
+        ("/lab/isolation/write-skew/compare", 200),
+        ("/write", 200),
+        ("/atlas", 200),
+        ("/room/K7Q2", 200),
+        ("/runs/r1", 404),
+        ("/nope", 404),
+        ("/lab/isolation", 404),
+        ("/runs/r1/more", 404),
+        ("/write/more", 404),
     ] {
-        let (status, _, body) = get(address, path).await;
-        // A run nobody stored is the app's page saying so, under a 404.
-        let wanted = if path == "/runs/r1" { 404 } else { 200 };
+        let (status, kind, body) = get(address, path).await;
         assert_eq!(status, wanted, "{path}");
+        assert!(kind.starts_with("text/html"), "{path}: {kind}");
         assert!(body.contains("the full app"), "{path}: {body}");
     }
+    let (status, _, body) = get(address, "/embed/a/b/c").await;
+    assert_eq!(status, 404, "no such embed");
+    assert!(body.contains("the embed app"), "{body}");
     std::fs::remove_dir_all(dist.join("embed-app")).expect("remove the embed app");
     std::fs::remove_dir_all(dist.join("player-app")).expect("remove the player app");
     let (_, _, body) = get(address, "/embed/isolation/write-skew").await;

@@ -885,13 +885,14 @@ async fn a_recording_asks_its_question_before_it_shows_the_race() {
 }
 
 /// `mode=step` on a recording: the race starts before its first event, and the reader steps it
-/// forward, one event at a time, to its verdict.
+/// forward a statement at a time (each press plays one step and what it led to, and stops before
+/// the next) to its verdict, and back again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recording_in_step_mode_starts_before_its_first_event_and_steps_to_its_verdict() {
-    let events = shared::recording::read(&fixture())
+    let played = shared::recording::read(&fixture())
         .expect("the fixture reads")
-        .events_to_play()
-        .len();
+        .events_to_play();
+    let events = played.len();
     let site = exported_site("step-site").await;
     let host = static_site(site.clone()).await;
     run_alone("recording_step", async |b: &Browser| {
@@ -911,14 +912,23 @@ async fn a_recording_in_step_mode_starts_before_its_first_event_and_steps_to_its
         assert_eq!(b.count(".rl-proof").await, 0, "why is kept for the end");
         b.screenshot("start-680").await;
         let mut cards = 0;
-        let mut presses = 0;
+        let mut at = 0;
+        let mut stops = vec![0];
         while b.count(".rl-verdict").await == 0 {
             b.click(".rl-scrub-forward").await;
-            presses += 1;
-            let now = b.count(".rl-timeline .rl-card").await;
-            assert!(now >= cards, "stepping forward never takes a card away");
-            cards = now;
-            assert!(presses <= events, "the verdict within the file's {events} events");
+            let now = moment(b).await;
+            assert!(
+                one_statement(&played, at, now),
+                "one press, one statement: from {at} to {now} of {events}"
+            );
+            let drawn = b.count(".rl-timeline .rl-card").await;
+            assert!(
+                drawn > cards,
+                "each press draws the statement's card: {cards} then {drawn}"
+            );
+            (at, cards) = (now, drawn);
+            stops.push(now);
+            assert!(stops.len() <= events, "the verdict within the file's {events} events");
         }
         assert!(cards >= 8, "every statement drawn on the way: {cards}");
         while b.count(".rl-proof").await == 0 {
@@ -929,9 +939,37 @@ async fn a_recording_in_step_mode_starts_before_its_first_event_and_steps_to_its
             b.click(".rl-scrub-forward").await;
         }
         b.screenshot("stepped-680").await;
+        // Back, a statement at a time, through the same stops.
+        let end = moment(b).await;
+        if stops.last() != Some(&end) {
+            stops.push(end);
+        }
+        for stop in stops.iter().rev().skip(1) {
+            b.click(".rl-scrub-back").await;
+            assert_eq!(moment(b).await, *stop, "back the way it came");
+        }
+        assert!(b.attr(".rl-scrub-back", "disabled").await.is_some(), "at the start");
     })
     .await;
     let _ = std::fs::remove_dir_all(&site);
+}
+
+/// The moment the scrubber shows: how many events have happened.
+async fn moment(b: &Browser) -> usize {
+    b.attr(".rl-scrub-moment", "data-at")
+        .await
+        .and_then(|at| at.parse().ok())
+        .unwrap_or(usize::MAX)
+}
+
+/// Whether going from moment `from` to `to` plays exactly one statement of `events`: one step
+/// with what it led to, stopping before the next step (or at the end).
+fn one_statement(events: &[shared::Event], from: usize, to: usize) -> bool {
+    let is_step = |e: &shared::Event| matches!(e.kind, shared::EventKind::Step { .. });
+    to > from
+        && to <= events.len()
+        && events[from..to].iter().filter(|e| is_step(e)).count() == 1
+        && events.get(to).is_none_or(is_step)
 }
 
 /// Types `text` into the input `selector` names, as a reader would (its `input` event fired).
@@ -1088,10 +1126,10 @@ async fn chapters_marked_on_a_finished_run_stop_its_recording_and_ask_the_reader
                 b.set_viewport(680, 900).await;
             }
             b.click(".rl-chapter-go").await;
-            assert_eq!(
-                b.attr(".rl-scrub-moment", "data-at").await,
-                Some((pause + 1).to_string()),
-                "its step plays"
+            let played = moment(b).await;
+            assert!(
+                one_statement(&recorded.events_to_play(), *pause, played),
+                "its statement plays: from {pause} to {played}"
             );
             assert_eq!(b.count(".rl-chapter").await, 0);
         }

@@ -104,6 +104,11 @@ async fn a_spec_is_saved_once_by_its_content_and_read_back() {
     assert_eq!(read["text"], WRITE_SKEW);
     let (status, _, body) = get(address, "/api/specs/0000000000000000").await;
     assert_eq!(status, 404, "{body}");
+    // Its page, and a page for a spec nobody saved: the app's page (which says so) under a 404.
+    let (status, _, _) = get(address, &format!("/s/{id}")).await;
+    assert_eq!(status, 200, "the saved spec's page");
+    let (status, _, _) = get(address, "/s/0000000000000000").await;
+    assert_eq!(status, 404, "no such spec");
 }
 
 #[tokio::test]

@@ -102,9 +102,15 @@ async fn a_reader_writes_a_race_sees_a_mistake_at_its_line_fixes_it_runs_and_sha
             .expect("the saved spec's id");
         let path = b.js("return location.pathname;", vec![]).await;
         assert_eq!(path, json!(format!("/s/{id}")), "the address is the spec's link");
-        // The author's question first: the reader predicts, then runs.
+        // The author's question first: "Save and run" runs it as soon as the reader has
+        // predicted, with no second press.
+        b.settle().await;
+        assert_eq!(
+            b.count(".rl-spec-saved .rl-timeline .rl-card").await,
+            0,
+            "not before the pick"
+        );
         b.click(".rl-spec-saved label.rl-choice[data-choice=\"kept\"]").await;
-        b.click(".rl-spec-saved button.rl-run").await;
         finished(b).await;
         assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("reproduced"));
         b.wait_for("label.rl-choice[data-choice=\"overspent\"][data-right=\"true\"]")

@@ -17,12 +17,14 @@
 //! - [`compact`]: a timeline card in one line (the compact timeline, the picture of a run).
 //! - [`embed`]: an embed's options, its address and the snippets a blog author pastes.
 //! - [`markup`]: escaping text racelab writes into HTML and SVG itself.
+//! - [`pages`]: the app's pages by their paths, for the app and the server alike.
 //! - [`spec`]: races readers write, in PostgreSQL's isolation-tester format: parsed, printed,
 //!   and their permutations.
 //! - [`recording`]: a finished run in one versioned file that plays with no server behind it.
 //! - [`proof`]: why it happened: the dependency graph of a run's transactions, its cycle, and
 //!   the anomaly it names, in plain words.
 //! - [`series`]: progress over time and crash moments, for the picture of a draining pipeline.
+//! - [`stepping`]: a finished run stepped a statement at a time, as a live one is.
 //! - [`time_axis`]: the gaps a timeline leaves where time passed, to one scale.
 //! - [`waits`]: the wait-for graph at one moment of a run: who waits for whom, on what, and
 //!   the deadlock PostgreSQL broke.
@@ -46,6 +48,7 @@ pub mod ledger;
 pub mod ledger_view;
 pub mod markup;
 pub mod money;
+pub mod pages;
 pub mod proof;
 pub mod protocol;
 pub mod psql;
@@ -53,6 +56,7 @@ pub mod recording;
 pub mod run_state;
 pub mod series;
 pub mod spec;
+pub mod stepping;
 pub mod time_axis;
 pub mod timeline;
 pub mod value;

@@ -48,11 +48,14 @@ pub fn askable(state: &RunState) -> Option<(String, Vec<String>, Steps)> {
     Some((run_id, lanes, steps(&state.events)))
 }
 
+/// The server's answer to "Why did it happen?", once asked: the proof, or why there is none.
+pub type Asked = RwSignal<Option<Result<Proof, String>>>;
+
 /// "Why did it happen?" for a lab run: asks the server (`GET /api/runs/<id>/proof`), which plays
-/// the run's statements again as a spec with its witness, then draws the proof.
+/// the run's statements again as a spec with its witness, then draws the proof. The answer goes
+/// to `answer`, which outlives this button (the scrubber draws it afresh at every moment).
 #[component]
-pub fn AskWhy(run_id: String, lanes: Vec<String>, steps: Steps) -> impl IntoView {
-    let answer: RwSignal<Option<Result<Proof, String>>> = RwSignal::new(None);
+pub fn AskWhy(run_id: String, lanes: Vec<String>, steps: Steps, answer: Asked) -> impl IntoView {
     let asking = RwSignal::new(false);
     let path = format!("/api/runs/{run_id}/proof");
     let ask = move |_| {

@@ -77,12 +77,15 @@ pub fn ProofArrows(wrap: NodeRef<leptos::html::Div>, edges: Signal<Vec<SeqEdge>>
     let drawn: RwSignal<Vec<Drawn>> = RwSignal::new(Vec::new());
     let size: RwSignal<(f64, f64)> = RwSignal::new((0.0, 0.0));
     let redraw = move || {
+        // By the next frame the timeline may have been drawn afresh and these arrows with it
+        // (a room's run redraws it): then there is nothing left to measure, nor to draw on.
         request_animation_frame(move || {
-            let Some(wrap) = wrap.get_untracked() else { return };
+            let (Some(Some(wrap)), Some(edges)) = (wrap.try_get_untracked(), edges.try_get_untracked()) else {
+                return;
+            };
             let element: &web_sys::HtmlElement = wrap.unchecked_ref();
-            let edges = edges.get_untracked();
-            drawn.set(measure(element, &edges));
-            size.set((f64::from(element.offset_width()), f64::from(element.offset_height())));
+            drawn.try_set(measure(element, &edges));
+            size.try_set((f64::from(element.offset_width()), f64::from(element.offset_height())));
         });
     };
     Effect::new(move |_| {

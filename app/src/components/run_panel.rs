@@ -99,8 +99,8 @@ pub fn RunPanel(
             socket.start_on(&id, &chosen.get_untracked(), mode, &version.get_untracked());
         }
     };
+    let mode = if step && steppable { Mode::Step } else { Mode::Auto };
     if !blocked && !untrack(unpicked) {
-        let mode = if step && steppable { Mode::Step } else { Mode::Auto };
         match autoplay {
             Autoplay::Off => {}
             Autoplay::OnLoad => start(mode),
@@ -109,6 +109,17 @@ pub fn RunPanel(
                 crate::api::when_seen(move || start(mode));
             }
         }
+    } else if !blocked && autoplay == Autoplay::OnLoad {
+        // A run asked for at once that waits for the reader's pick ("Save and run" on /write):
+        // it starts when they have picked, once.
+        let start = start.clone();
+        Effect::new(move |started: Option<bool>| {
+            let now = started == Some(true) || !unpicked();
+            if now && started == Some(false) {
+                start(mode);
+            }
+            now
+        });
     }
     // Compare's columns only: the embed app has no compare page.
     #[cfg(feature = "embed")]

@@ -237,6 +237,7 @@ fn waits(_shown: Shown) {}
 #[cfg(not(feature = "embed"))]
 fn proof(state: RwSignal<RunState>, shown: Shown, from_start: bool) -> impl IntoView {
     use super::proof::{ProofPanel, of_run};
+    let asked = asked_why(state);
     move || {
         if from_start && shown.with(|s| s.events.len()) < state.with(|s| s.events.len()) {
             return None;
@@ -251,26 +252,45 @@ fn proof(state: RwSignal<RunState>, shown: Shown, from_start: bool) -> impl Into
             steps.truncate(played);
             return Some(view! { <ProofPanel proof=proof lanes=lanes steps=steps /> }.into_any());
         }
-        ask_why(state)
+        ask_why(state, asked)
     }
 }
 
 #[cfg(feature = "embed")]
 fn proof(_state: RwSignal<RunState>, _shown: Shown, _from_start: bool) {}
 
+/// Why, once the reader asked: kept by the run's body, not by the button that asked, which is
+/// drawn afresh at each moment the reader travels to; forgotten when another run starts.
+#[cfg(not(any(feature = "embed", feature = "player")))]
+fn asked_why(state: RwSignal<RunState>) -> super::proof::Asked {
+    let asked = RwSignal::new(None);
+    let run_id = Memo::new(move |_| state.with(|s| s.run_id.clone()));
+    Effect::new(move |_| {
+        run_id.track();
+        asked.set(None);
+    });
+    asked
+}
+
+/// The player asks nothing (see its [`ask_why`]).
+#[cfg(feature = "player")]
+fn asked_why(_state: RwSignal<RunState>) -> super::proof::Asked {
+    RwSignal::new(None)
+}
+
 /// "Why did it happen?", for a run whose proof racelab can work out when asked.
 #[cfg(not(any(feature = "embed", feature = "player")))]
-fn ask_why(state: RwSignal<RunState>) -> Option<AnyView> {
+fn ask_why(state: RwSignal<RunState>, asked: super::proof::Asked) -> Option<AnyView> {
     use super::proof::{AskWhy, askable};
-    state
-        .with(askable)
-        .map(|(run_id, lanes, steps)| view! { <AskWhy run_id=run_id lanes=lanes steps=steps /> }.into_any())
+    state.with(askable).map(|(run_id, lanes, steps)| {
+        view! { <AskWhy run_id=run_id lanes=lanes steps=steps answer=asked /> }.into_any()
+    })
 }
 
 /// The player asks nothing: a recording carries its proof, or has none, and no racelab is
 /// behind it to work one out.
 #[cfg(feature = "player")]
-fn ask_why(_state: RwSignal<RunState>) -> Option<AnyView> {
+fn ask_why(_state: RwSignal<RunState>, _asked: super::proof::Asked) -> Option<AnyView> {
     None
 }
 
@@ -287,8 +307,9 @@ fn follow_steps(state: RwSignal<RunState>, deck: NodeRef<leptos::html::Div>) {
             (stepped, s.events.len(), s.next_step.is_some() || !s.is_active())
         });
         if stepped && settled && seen.is_some_and(|seen| seen != shown) {
+            // The deck may be gone by the next frame (its page drawn afresh): then nothing to do.
             request_animation_frame(move || {
-                if let Some(deck) = deck.get_untracked() {
+                if let Some(Some(deck)) = deck.try_get_untracked() {
                     crate::api::scroll_to_newest(&deck);
                 }
             });

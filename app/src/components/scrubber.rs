@@ -1,6 +1,7 @@
 //! Time travel through a finished run: a slider over its events (drag it, or focus it and use
-//! the arrow keys), and a step back and forward. The moment chosen is what every part of the
-//! run's body draws; at the last event, the run as it ended.
+//! the arrow keys), and a statement back and forward (as a live run is stepped: each press
+//! plays one statement with what it led to, [`shared::stepping`]). The moment chosen is what
+//! every part of the run's body draws; at the last event, the run as it ended.
 //!
 //! A recording's chapters stop the reader before their steps: neither the slider nor a step
 //! goes past one until the reader, having read its caption and made their guess, asks to see
@@ -10,6 +11,7 @@ use leptos::prelude::*;
 use shared::EventKind;
 use shared::chapters::Pauses;
 use shared::run_state::RunState;
+use shared::stepping::{next_statement, previous_statement};
 
 /// One event in a few words, for the moment's caption.
 fn said(kind: &EventKind) -> String {
@@ -72,6 +74,7 @@ pub fn Scrubber(
             )
         })
     };
+    let forward = move || go(state.with(|s| next_statement(&s.events, position())));
     let visible = move || state.with(|s| !s.is_active() && s.events.len() > 1);
     let at_start = move || position() == 0;
     let at_end = move || position() >= furthest();
@@ -91,7 +94,7 @@ pub fn Scrubber(
                     <p class="rl-chapter-text">{caption}</p>
                     <button class="rl-chapter-go" on:click=move |_| {
                         answered.update(|a| *a += 1);
-                        go(position() + 1);
+                        forward();
                     }>"I have my guess: show what happens"</button>
                 </div>
             }
@@ -102,9 +105,9 @@ pub fn Scrubber(
             <div class="rl-scrubber" role="group" aria-label="Travel through the run">
                 <button
                     class="rl-scrub-back"
-                    aria-label="One event back"
+                    aria-label="One statement back"
                     disabled=at_start
-                    on:click=move |_| go(position().saturating_sub(1))
+                    on:click=move |_| go(state.with(|s| previous_statement(&s.events, position())))
                 >"◀"</button>
                 <input
                     class="rl-scrub"
@@ -118,9 +121,9 @@ pub fn Scrubber(
                 />
                 <button
                     class="rl-scrub-forward"
-                    aria-label="One event forward"
+                    aria-label="One statement forward"
                     disabled=at_end
-                    on:click=move |_| go(position() + 1)
+                    on:click=move |_| forward()
                 >"▶"</button>
                 <span class="rl-scrub-moment" data-at=move || position().to_string() aria-live="polite">
                     {move || if at.get().is_none() { format!("the end ({})", caption()) } else { caption() }}

@@ -63,9 +63,12 @@ pub fn RoomPage(
         let shown = shown.get()?;
         scenarios.with(|all| all.iter().find(|s| s.id == shown).cloned())
     });
-    let is_load_test = Signal::derive(move || info.with(|i| i.as_ref().is_some_and(|i| i.workload)));
-    // Participants join on their phones, from the QR code: compact there.
-    let compact = RwSignal::new(crate::api::narrow_screen());
+    // A memo: the run's every frame changes `info`'s inputs, and a body told "load test or not"
+    // afresh would draw its whole timeline afresh each time.
+    let is_load_test: Signal<bool> = Memo::new(move |_| info.with(|i| i.as_ref().is_some_and(|i| i.workload))).into();
+    // Participants join on their phones, from the QR code: compact there, unless the address
+    // names a view.
+    let compact = RwSignal::new(crate::api::compact_view());
     let presenting = RwSignal::new(false);
     let closed = Signal::derive(move || state.with(|s| s.room_closed));
     let participants = move || state.with(|s| s.room.as_ref().map_or(0, |(_, n)| *n));
@@ -79,9 +82,11 @@ pub fn RoomPage(
             <div>
                 <h1>"Room " <span class="rl-room-code">{id.clone()}</span></h1>
                 <p class="rl-room-participants" data-count=move || participants().to_string()>
-                    {move || match participants() {
-                        1 => "1 participant follows".to_owned(),
-                        n => format!("{n} participants follow"),
+                    {move || match (closed.get(), participants()) {
+                        // Nobody follows a closed room, whoever was counted last.
+                        (true, _) => "Nobody follows: the room is closed".to_owned(),
+                        (false, 1) => "1 participant follows".to_owned(),
+                        (false, n) => format!("{n} participants follow"),
                     }}
                 </p>
                 {move || info.get().map(|i| view! { <p class="rl-room-scenario-title">{i.title}</p> })}

@@ -12,13 +12,7 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
     let query = crate::api::location().1;
     let wanted = query_param(&query, "variant");
     let predict = query_param(&query, "predict").is_some_and(|v| v == "1" || v == "true");
-    // The view the address names, else compact on a phone (the detailed cards of three lanes
-    // need a wide screen) and detailed elsewhere.
-    let compact = match query_param(&query, "view").as_deref() {
-        Some("compact") => true,
-        Some("detailed") => false,
-        _ => crate::api::narrow_screen(),
-    };
+    let compact = crate::api::compact_view();
     let step = query_param(&query, "mode").as_deref() == Some("step");
     let postgres = query_param(&query, "postgres").unwrap_or_default();
     view! {

@@ -6,6 +6,7 @@ use crate::api::{fetch_json, post_text};
 use crate::components::error_view::{ErrorView, loading};
 use crate::components::run_panel::{Chrome, RunPanel};
 use crate::components::spec_editor::{Reading, SpecEditor, read};
+use crate::route::Autoplay;
 use leptos::prelude::*;
 use shared::catalog::ScenarioStatus;
 use shared::json::{FromJson, Json, JsonError};
@@ -83,6 +84,9 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
     let saved = RwSignal::new(saved);
     let refused = RwSignal::new(None::<String>);
     let saving = RwSignal::new(false);
+    // Saved by "Save and run" here (not opened from its link): its panel runs it, once the
+    // reader has picked where it asks.
+    let just_saved = RwSignal::new(false);
     // Edited since it was saved: the panel below plays the saved text, not this one.
     let edited = move || saved.with(|s| s.as_ref().is_some_and(|s| text.with(|t| *t != s.text)));
     let save = move |_| {
@@ -94,6 +98,7 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
                     refused.set(None);
                     crate::api::go_quietly(&format!("/s/{}", answer.id));
                     saved.set(Some(answer));
+                    just_saved.set(true);
                 }
                 Err(message) => refused.set(Some(message)),
             }
@@ -124,6 +129,7 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
                     <p class="rl-hook">{s.scenario.scenario.hook.clone()}</p>
                     <RunPanel scenario=s.scenario.scenario.clone() down=s.scenario.down.clone() variant=first
                         chrome=Chrome::Full compact=crate::api::narrow_screen()
+                        autoplay=if just_saved.get_untracked() { Autoplay::OnLoad } else { Autoplay::Off }
                         predict=s.scenario.scenario.predict.is_some()
                         postgres=crate::route::query_param(&crate::api::location().1, "postgres").unwrap_or_default() />
                 </section>

@@ -40,12 +40,8 @@ pub struct Limits {
     /// long is cancelled, and given up at twice it.
     pub step_wait: Duration,
     pub keep: Keep,
-    pub max_bytes: usize,
-    pub max_sessions: usize,
-    pub max_steps: usize,
-    /// Interleavings played when the spec has no permutation lines; `None`: all, as the
-    /// tester does.
-    pub max_permutations: Option<u64>,
+    /// How much of a spec is played: the editor's limits too (`shared::spec::limits`).
+    pub spec: shared::spec::Limits,
     /// The longest a whole run may take, setup to teardown of its last permutation; `None`:
     /// no limit but the step limit (the command line, on the reader's own machine).
     pub max_wall: Option<Duration>,
@@ -57,7 +53,7 @@ impl Limits {
     pub fn command_line(step_wait: Duration) -> Limits {
         Limits {
             step_wait,
-            max_permutations: None,
+            spec: shared::spec::Limits::COMMAND_LINE,
             max_wall: None,
             ..Limits::default()
         }
@@ -73,10 +69,7 @@ impl Default for Limits {
                 rows: 1_000,
                 bytes: 1 << 20,
             },
-            max_bytes: shared::spec::MAX_BYTES,
-            max_sessions: shared::spec::MAX_SESSIONS,
-            max_steps: 100,
-            max_permutations: Some(120),
+            spec: shared::spec::Limits::PAGE,
             max_wall: Some(PAGE_WALL),
         }
     }
@@ -88,25 +81,14 @@ pub enum SpecError {
     Parse(#[from] ParseError),
     #[error("{0}")]
     Invalid(#[from] Invalid),
-    #[error("the spec is {bytes} bytes; at most {limit} are played")]
-    TooBig { bytes: usize, limit: usize },
-    #[error("the spec has {count} sessions; at most {limit} are played")]
-    TooManySessions { count: usize, limit: usize },
-    #[error("the spec has {count} steps; at most {limit} are played")]
-    TooManySteps { count: usize, limit: usize },
-    #[error("the spec's permutation lines name {count} steps in all; at most {limit} are played")]
-    TooManyListed { count: usize, limit: usize },
+    #[error(transparent)]
+    OverLimit(#[from] shared::spec::OverLimit),
     #[error("the spec has a NUL byte at line {line}, column {column}: PostgreSQL cannot take one in SQL")]
     Nul { line: usize, column: usize },
     #[error("the run stopped at its limit of {0} s, before its end")]
     TooLong(u64),
     #[error("{0}")]
     Ended(String),
-    #[error(
-        "without permutation lines this spec has {count} interleavings, and at most {limit} are played \
-         at once: add permutation lines for the ones you want to see"
-    )]
-    TooManyPermutations { count: String, limit: u64 },
     #[error(transparent)]
     Confine(#[from] confine::ConfineError),
     #[error("a session of the spec could not connect: {0}")]
@@ -115,18 +97,10 @@ pub enum SpecError {
     Stopped(#[from] Stopped),
 }
 
-/// How many steps permutation lines may name in all, per step a spec may define.
-const LISTED_PER_STEP: usize = 20;
-
 /// Reads a spec: within the size limit, parsed, valid as the tester checks it, and within the
 /// session, step and interleaving limits.
 pub fn read(text: &str, limits: &Limits) -> Result<Spec, SpecError> {
-    if text.len() > limits.max_bytes {
-        return Err(SpecError::TooBig {
-            bytes: text.len(),
-            limit: limits.max_bytes,
-        });
-    }
+    shared::spec::limits::check_size(text, &limits.spec)?;
     if let Some(at) = text.find('\0') {
         let before = &text[..at];
         return Err(SpecError::Nul {
@@ -136,37 +110,7 @@ pub fn read(text: &str, limits: &Limits) -> Result<Spec, SpecError> {
     }
     let spec = shared::spec::parse(text)?;
     spec.validate()?;
-    if spec.sessions.len() > limits.max_sessions {
-        return Err(SpecError::TooManySessions {
-            count: spec.sessions.len(),
-            limit: limits.max_sessions,
-        });
-    }
-    // The steps a spec defines, and the steps its permutation lines name in all (each may
-    // name many, so they may together name up to LISTED_PER_STEP times as many).
-    let defined: usize = spec.sessions.iter().map(|s| s.steps.len()).sum();
-    let listed: usize = spec.permutations.iter().map(|p| p.steps.len()).sum();
-    if defined > limits.max_steps {
-        return Err(SpecError::TooManySteps {
-            count: defined,
-            limit: limits.max_steps,
-        });
-    }
-    if listed > limits.max_steps * LISTED_PER_STEP {
-        return Err(SpecError::TooManyListed {
-            count: listed,
-            limit: limits.max_steps * LISTED_PER_STEP,
-        });
-    }
-    if let (true, Some(limit)) = (spec.permutations.is_empty(), limits.max_permutations) {
-        let count = shared::spec::count_permutations(&spec);
-        if count.is_none_or(|c| c > limit) {
-            return Err(SpecError::TooManyPermutations {
-                count: count.map_or_else(|| "more than 18 billion billion".to_owned(), |c| c.to_string()),
-                limit,
-            });
-        }
-    }
+    shared::spec::limits::check(&spec, &limits.spec)?;
     Ok(spec)
 }
 
@@ -176,7 +120,8 @@ pub fn permutations(spec: &Spec, limits: &Limits) -> Vec<Vec<PermutationStep>> {
         return spec.permutations.iter().map(|p| p.steps.clone()).collect();
     }
     let limit = limits
-        .max_permutations
+        .spec
+        .interleavings
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
     shared::spec::all_permutations(spec, limit)
         .into_iter()
@@ -571,14 +516,21 @@ mod tests {
         let big = format!("session s step a {{ SELECT '{}'; }}", "x".repeat(70_000));
         assert!(matches!(
             read(&big, &limits),
-            Err(SpecError::TooBig { limit: 65_536, .. })
+            Err(SpecError::OverLimit(shared::spec::OverLimit::TooBig {
+                limit: 65_536,
+                ..
+            }))
         ));
         let nine: String = (1..=9)
             .map(|i| format!("session s{i} step a{i} {{ SELECT 1; }}\n"))
             .collect();
         assert!(matches!(
             read(&nine, &limits),
-            Err(SpecError::TooManySessions { count: 9, limit: 8 })
+            Err(SpecError::OverLimit(shared::spec::OverLimit::TooManySessions {
+                count: 9,
+                limit: 8,
+                ..
+            }))
         ));
         let wide: String = (1..=4)
             .map(|i| format!("session s{i} step a{i} {{ }} step b{i} {{ }} step c{i} {{ }}\n"))

@@ -1,14 +1,17 @@
 //! The browser app: files from `dist/` (written by `trunk build`), and `index.html` for the app's
-//! own routes (`/lab/…`, `/runs/…`, `/embed/…`) so a reload or a shared link works. Trunk's
+//! own pages (`/lab/…`, `/runs/…`, `/embed/…`) so a reload or a shared link works; any other
+//! path is a 404. Trunk's
 //! post-build hook leaves a `.gz` beside each wasm, JS and CSS file; browsers that accept gzip
 //! get those.
 
 use axum::Router;
-use axum::http::{Uri, header};
+use axum::handler::HandlerWithoutStateExt;
+use axum::http::{StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
+use shared::pages::Page;
 use std::path::{Path, PathBuf};
-use tower_http::services::{ServeDir, ServeFile};
+use tower_http::services::ServeDir;
 
 /// Serves `dist`, or, when the app has not been built, a page that says how to build it; the
 /// embed app at `/embed/…`; and `/embed.js`, the one-line loader for host pages.
@@ -20,8 +23,8 @@ pub fn service(dist: &Path) -> Router {
     };
     let index = dist.join("index.html");
     let app = if index.is_file() {
-        // `fallback`, not `not_found_service`: an app route answers 200, not 404 with a page.
-        Router::new().fallback_service(ServeDir::new(dist).precompressed_gzip().fallback(ServeFile::new(index)))
+        let page = move |uri: Uri| app_page(index.clone(), uri);
+        Router::new().fallback_service(ServeDir::new(dist).precompressed_gzip().fallback(page.into_service()))
     } else {
         tracing::warn!(dist = %dist.display(), "no built app found; serving the API only");
         Router::new().fallback(get(|| async { Html(NOT_BUILT) }))
@@ -30,6 +33,20 @@ pub fn service(dist: &Path) -> Router {
         "/embed/{*rest}",
         get(move |uri: Uri| embed_page(embed_app.clone(), uri)),
     )
+}
+
+/// The app's page, for a path no file of the build answers: under 200 for the app's own pages
+/// ([`Page::at`], the list the app draws from), under 404 for any other path (the app says there
+/// is no such page, and a link checker, a crawler and the browser's history learn it is dead).
+async fn app_page(index: PathBuf, uri: Uri) -> Response {
+    let status = match Page::at(uri.path()) {
+        Some(_) => StatusCode::OK,
+        None => StatusCode::NOT_FOUND,
+    };
+    match tokio::fs::read_to_string(index).await {
+        Ok(html) => (status, [(header::CACHE_CONTROL, "no-cache")], Html(html)).into_response(),
+        Err(_) => Html(NOT_BUILT).into_response(),
+    }
 }
 
 /// The player app's folder in a build, and the path its page names its files under (Trunk's
@@ -62,9 +79,14 @@ async fn embed_page(pages: EmbedPages, uri: Uri) -> Response {
         false if predicts => vec![pages.full],
         false => vec![pages.embed, pages.full],
     };
+    // An address under /embed/ that is no embed still gets the app, which says so, under a 404.
+    let status = match Page::at(uri.path()) {
+        Some(_) => StatusCode::OK,
+        None => StatusCode::NOT_FOUND,
+    };
     for page in candidates {
         if let Ok(html) = tokio::fs::read_to_string(page).await {
-            return ([(header::CACHE_CONTROL, "no-cache")], Html(html)).into_response();
+            return (status, [(header::CACHE_CONTROL, "no-cache")], Html(html)).into_response();
         }
     }
     Html(NOT_BUILT).into_response()

@@ -34,6 +34,7 @@ pub struct Preview {
 pub fn router(dist: PathBuf) -> Router<AppState> {
     let dist = Arc::new(dist);
     let for_runs = dist.clone();
+    let for_specs = dist.clone();
     Router::new()
         .route(
             "/lab/{lab}/{scenario}",
@@ -43,6 +44,26 @@ pub fn router(dist: PathBuf) -> Router<AppState> {
             "/runs/{id}",
             get(move |state, headers, path| run_page_or_picture(state, headers, path, for_runs.clone())),
         )
+        .route(
+            "/s/{id}",
+            get(move |state, path| spec_page(state, path, for_specs.clone())),
+        )
+}
+
+/// A saved spec's page; under a 404 when no spec has the id (the app says so).
+async fn spec_page(State(state): State<AppState>, Path(id): Path<String>, dist: Arc<PathBuf>) -> Response {
+    match state.engine.store.load_spec(&id).await {
+        Ok(Some(_)) => app_page(&dist, None),
+        Ok(None) => {
+            let mut page = app_page(&dist, None);
+            *page.status_mut() = StatusCode::NOT_FOUND;
+            page
+        }
+        Err(error) => {
+            tracing::warn!(%error, "could not read the spec store");
+            ApiError::Unavailable("the spec store is not answering".into()).into_response()
+        }
+    }
 }
 
 async fn scenario_page(

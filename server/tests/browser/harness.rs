@@ -329,7 +329,14 @@ async fn open_session(driver: &Driver) -> Client {
     if let Some(binary) = find_program(&["chromium", "chromium-browser"]) {
         options["binary"] = json!(binary);
     }
-    let Json::Object(capabilities) = json!({ "browserName": "chrome", "goog:chromeOptions": options }) else {
+    // The console's messages, every window's, read (and checked for the app's panics) after the
+    // test's body: see `Browser::page_errors`.
+    let capabilities = json!({
+        "browserName": "chrome",
+        "goog:chromeOptions": options,
+        "goog:loggingPrefs": { "browser": "ALL" },
+    });
+    let Json::Object(capabilities) = capabilities else {
         unreachable!("a JSON object literal")
     };
     let mut builder = ClientBuilder::new(HttpConnector::new());
@@ -408,6 +415,40 @@ impl WebDriverCompatibleCommand for Cdp {
     }
 }
 
+/// The console's messages since they were last read (chromedriver's `browser` log, every window
+/// of the session).
+#[derive(Debug)]
+struct BrowserLog;
+
+impl WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(&self, base_url: &url::Url, session_id: Option<&str>) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!("session/{}/se/log", session_id.unwrap_or_default()))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        (http::Method::POST, Some(json!({ "type": "browser" }).to_string()))
+    }
+}
+
+/// Whether a console message is the app panicking: a Rust panic in the wasm (built with
+/// `panic = "abort"`, it traps as `RuntimeError: unreachable`), or any other uncaught
+/// `RuntimeError` the wasm throws.
+fn is_a_panic(message: &str) -> bool {
+    message.contains("RuntimeError") || message.contains("panicked at")
+}
+
+/// Fails the test if any page of it panicked: read after every test's body, so no browser test
+/// passes on a page that broke, whatever the test itself looked at.
+async fn assert_no_panic(browser: &Browser) {
+    let panics = browser.page_errors().await;
+    assert!(
+        panics.is_empty(),
+        "{}: the app panicked in the browser {} times: {panics:#?}",
+        browser.test,
+        panics.len()
+    );
+}
+
 /// Runs `body` with a fresh browser on a fresh server, then cleans up (see the module doc).
 pub async fn run(test: &'static str, body: impl AsyncFnOnce(&Browser)) {
     run_with(test, Readers::Anonymous, body).await;
@@ -426,11 +467,12 @@ pub async fn run_on(
     body: impl AsyncFnOnce(&Browser),
 ) {
     let _slot = BROWSER_SLOT.acquire().await.expect("the browser slot is never closed");
-    let before = live_runs().await;
+    // The engine first: on a fresh machine it is what creates racelab's database.
     let engine = match engine {
         Some(engine) => engine,
         None => common::engine().await,
     };
+    let before = live_runs().await;
     let address = serve_on(readers, engine).await;
     let driver = Driver::start();
     let browser = Browser {
@@ -439,7 +481,12 @@ pub async fn run_on(
         test,
         viewport: Cell::new(None),
     };
-    let outcome = AssertUnwindSafe(body(&browser)).catch_unwind().await;
+    let outcome = AssertUnwindSafe(async {
+        body(&browser).await;
+        assert_no_panic(&browser).await;
+    })
+    .catch_unwind()
+    .await;
     // Ends Chromium gracefully; the server sees the sockets close and cancels what still runs.
     let _ = browser.client.clone().close().await;
     drop(driver);
@@ -460,7 +507,12 @@ pub async fn run_alone(test: &'static str, body: impl AsyncFnOnce(&Browser)) {
         test,
         viewport: Cell::new(None),
     };
-    let outcome = AssertUnwindSafe(body(&browser)).catch_unwind().await;
+    let outcome = AssertUnwindSafe(async {
+        body(&browser).await;
+        assert_no_panic(&browser).await;
+    })
+    .catch_unwind()
+    .await;
     let _ = browser.client.clone().close().await;
     drop(driver);
     if let Err(panic) = outcome {
@@ -656,6 +708,23 @@ impl Browser {
             .click()
             .await
             .unwrap_or_else(|e| panic!("click `{selector}`: {e}"));
+    }
+
+    /// The app's panics logged in the console of any window since the last read (see
+    /// [`is_a_panic`]), each as the console had it.
+    pub async fn page_errors(&self) -> Vec<String> {
+        let log = self
+            .client
+            .issue_cmd(BrowserLog)
+            .await
+            .unwrap_or_else(|e| panic!("the browser's console log: {e}"));
+        log.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| entry["message"].as_str())
+            .filter(|message| is_a_panic(message))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// Runs a Chromium DevTools command on the page.

@@ -29,12 +29,14 @@
 //! - [`permutations`]: the interleavings a spec plays, and how many there are.
 //! - [`matrix`]: what each permutation came to, for "run every permutation".
 
+pub mod limits;
 pub mod matrix;
 mod parse;
 mod permutations;
 mod print;
 pub mod question;
 
+pub use limits::{Limits, OverLimit};
 pub use matrix::PlayedStep;
 pub use parse::{ParseError, parse};
 pub use permutations::{all_permutations, count_permutations};
@@ -289,24 +291,15 @@ impl Spec {
     }
 }
 
-/// The most a page plays: a spec's size in bytes, and its sessions (the server's limits, the
-/// editor's too).
-pub const MAX_BYTES: usize = 64 * 1024;
-pub const MAX_SESSIONS: usize = 8;
-
 /// What the editor says of a text as you type: where it goes wrong and why (the first
-/// problem, as the server would refuse it), or a summary of what reads.
+/// problem, in the words the server refuses it with: [`limits`] is the one check of both), or
+/// a summary of what reads.
 pub fn reading(text: &str) -> Result<String, (Pos, String)> {
-    if text.len() > MAX_BYTES {
-        let message = format!("the spec is {} bytes; at most {MAX_BYTES} are played", text.len());
-        return Err((Pos { line: 1, column: 1 }, message));
-    }
+    let over = |e: OverLimit| (e.at(), e.to_string());
+    limits::check_size(text, &Limits::PAGE).map_err(over)?;
     let spec = parse(text).map_err(|e| (e.at, e.message))?;
     spec.validate().map_err(|invalid| (invalid.at(), invalid.to_string()))?;
-    if let Some(extra) = spec.sessions.get(MAX_SESSIONS) {
-        let message = format!("{} sessions; at most {MAX_SESSIONS} are played", spec.sessions.len());
-        return Err((extra.at, message));
-    }
+    limits::check(&spec, &Limits::PAGE).map_err(over)?;
     let plural = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
     let permutations = if spec.permutations.is_empty() {
         let count = count_permutations(&spec).map_or_else(|| "too many".to_owned(), |n| n.to_string());
@@ -362,11 +355,22 @@ mod tests {
             reading(&nine).unwrap_err(),
             (
                 Pos { line: 9, column: 9 },
-                "9 sessions; at most 8 are played".to_owned()
+                "the spec has 9 sessions; at most 8 are played".to_owned()
             )
         );
+        // The server's every limit, in its words: the steps, and without permutation lines,
+        // the interleavings.
+        let steps: String = (1..=101).map(|i| format!("step a{i} {{ }}\n")).collect();
+        assert_eq!(
+            reading(&format!("session s\n{steps}permutation a1")).unwrap_err().1,
+            "the spec has 101 steps; at most 100 are played"
+        );
+        let wide: String = (1..=4)
+            .map(|i| format!("session s{i} step a{i} {{ }} step b{i} {{ }} step c{i} {{ }}\n"))
+            .collect();
+        assert!(reading(&wide).unwrap_err().1.contains("369600 interleavings"));
         assert!(
-            reading(&"#".repeat(MAX_BYTES + 1))
+            reading(&"#".repeat(Limits::PAGE.bytes + 1))
                 .unwrap_err()
                 .1
                 .contains("at most 65536")
