@@ -3,7 +3,8 @@
 # (versions verified in TOOLCHAIN.md). Idempotent: skips what is already there.
 #   - the wasm32 target, trunk 0.21.14, wasm-bindgen-cli = the wasm-bindgen version in Cargo.lock
 #   - wasm-opt from the npm package binaryen@132 (never Debian's 108: its output fails in browsers),
-#     terser (npm) for the JS glue, and zopfli (Debian) for the .gz files the server sends
+#     terser (npm) for the JS glue, axe-core (npm) for the accessibility tests, and zopfli
+#     (Debian) for the .gz files the server sends
 #   - Chromium and chromedriver from Debian (same build, so their versions always match), and
 #     Firefox ESR (driven over its own Marionette protocol: no geckodriver is needed), and the
 #     fonts runs are drawn with as PNG (fonts-dejavu-core, fonts-liberation)
@@ -17,10 +18,12 @@ rustup target add wasm32-unknown-unknown >/dev/null
 
 # The downloads first: `cargo xtask play` runs this while the server and the app compile, so
 # what waits on the network overlaps their compiles rather than following trunk's.
-if [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ] || [ ! -x "$TOOLS/node_modules/.bin/terser" ]; then
+if [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ] || [ ! -x "$TOOLS/node_modules/.bin/terser" ] \
+  || [ ! -f "$TOOLS/node_modules/axe-core/axe.min.js" ]; then
   mkdir -p "$TOOLS"
-  # terser minifies wasm-bindgen's JS glue in release builds (scripts/trunk-post-build.sh).
-  npm install --silent --no-audit --no-fund --prefix "$TOOLS" binaryen@132 terser@5
+  # terser minifies wasm-bindgen's JS glue in release builds (scripts/trunk-post-build.sh);
+  # axe-core checks the pages' accessibility in the browser tests (users.rs).
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS" binaryen@132 terser@5 axe-core@4
 fi
 
 # zopfli compresses the bundle's .gz files, 4-5 % smaller than gzip -9 (the same format); the

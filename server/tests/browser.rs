@@ -207,7 +207,7 @@ async fn the_compact_embed_fits_a_blog_column_and_the_full_page_toggles_it() {
             // tall as the machine was slow, so the layout's limit is on the rest.
             let [height, time, scroll_width, client_width]: [u64; 4] = serde_json::from_value(
                 b.js(
-                    "const d = document.documentElement;                      const gaps = [...document.querySelectorAll('.rl-compact-row')]                        .map(r => parseFloat(getComputedStyle(r).getPropertyValue('--rl-gap')) || 0).reduce((a, b) => a + b, 0);                      const legend = document.querySelector('.rl-time-legend');                      const legendHeight = legend ? legend.getBoundingClientRect().height + 4 : 0;                      return [d.scrollHeight, Math.ceil(gaps + legendHeight), d.scrollWidth, d.clientWidth];",
+                    "const d = document.documentElement;                      const gaps = [...document.querySelectorAll('.rl-compact-row')]                        .map(r => { const f = r.querySelector('.rl-gap-fill'); return f ? f.getBoundingClientRect().height : 0; }).reduce((a, b) => a + b, 0);                      const legend = document.querySelector('.rl-time-legend');                      const legendHeight = legend ? legend.getBoundingClientRect().height + 4 : 0;                      return [d.scrollHeight, Math.ceil(gaps + legendHeight), d.scrollWidth, d.clientWidth];",
                     vec![],
                 )
                 .await,

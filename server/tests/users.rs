@@ -514,6 +514,71 @@ async fn a_reader_on_a_phone_steps_to_the_end_with_the_next_step_in_view() {
     .await;
 }
 
+/// The narrowest a lane of the compact timeline may be, in CSS px: a dozen characters of its
+/// monospace line, `COMMIT ✓` whole, a lane's name on one line.
+const READABLE_LANE: f64 = 96.0;
+
+/// The width of the compact timeline's narrowest lane head, if one is drawn.
+async fn narrowest_lane(b: &Browser) -> Option<f64> {
+    b.js(
+        "const w = [...document.querySelectorAll('.rl-compact .rl-lane-head')].map(h => h.getBoundingClientRect().width); \
+         return w.length ? Math.min(...w) : null;",
+        vec![],
+    )
+    .await
+    .as_f64()
+}
+
+/// Runs of four, five and more lanes on a phone (two relays, the chaos run, a load test): every
+/// lane of the compact timeline keeps a readable width, and the timeline scrolls sideways
+/// inside itself while the page does not; each lane's name stays on one line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_lanes_stay_readable_on_a_phone() {
+    run("many_lanes_360", async |b| {
+        b.set_viewport(360, 740).await;
+        for id in ["outbox/two-relays", "outbox/chaos", "isolation/load-test"] {
+            b.goto(&format!("/lab/{id}")).await;
+            b.wait_for("button.rl-run:not([disabled])").await;
+            b.click("button.rl-run").await;
+            b.wait_js_for(
+                &format!("{id} to finish"),
+                Duration::from_secs(240),
+                "const s = document.querySelector('.rl-status'); return !!s && ['done', 'failed'].includes(s.dataset.state);",
+                vec![],
+            )
+            .await;
+            b.settle().await;
+            b.screenshot(&id.replace('/', "-")).await;
+            let page = "const d = document.documentElement; return d.scrollWidth > d.clientWidth;";
+            assert_eq!(b.js(page, vec![]).await, json!(false), "{id}: the page never scrolls sideways");
+            let Some(narrowest) = narrowest_lane(b).await else {
+                // A load test draws progress and a chart, not lanes: nothing to squeeze.
+                assert!(id.ends_with("load-test"), "{id} draws a timeline");
+                continue;
+            };
+            assert!(narrowest >= READABLE_LANE, "{id}: a lane {narrowest} px wide");
+            let lanes = b.count(".rl-compact .rl-lane-head").await;
+            let broken = b
+                .js(
+                    "return [...document.querySelectorAll('.rl-compact .rl-lane-name')] \
+                     .filter(n => n.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(n).lineHeight) \
+                                  || n.scrollWidth > n.clientWidth + 1) \
+                     .map(n => n.textContent);",
+                    vec![],
+                )
+                .await;
+            assert_eq!(broken, json!([]), "{id}: lane names on one line");
+            let scrolls = "const t = document.querySelector('.rl-compact'); return t.scrollWidth > t.clientWidth;";
+            assert_eq!(
+                b.js(scrolls, vec![]).await,
+                json!(lanes > 3),
+                "{id}: {lanes} lanes scroll inside the timeline"
+            );
+        }
+    })
+    .await;
+}
+
 /// No page scrolls sideways at 360 px: every scenario page of every lab, before its run and after
 /// it (each in the compact view a phone gets), then the catalog, a compare page, a permalink and
 /// a room.
@@ -560,6 +625,8 @@ async fn no_page_scrolls_sideways_at_360_px() {
                 b.screenshot(&id.replace('/', "-")).await;
             }
             assert_eq!(overflow, Json::Null, "{id} scrolls sideways after its run");
+            let narrow = narrowest_lane(b).await;
+            assert!(narrow.is_none_or(|px| px >= READABLE_LANE), "{id}: a lane {narrow:?} px wide");
             walked.push(id.clone());
         }
         println!("walked {} scenario pages at 360 px", walked.len());
@@ -631,6 +698,15 @@ async fn a_pause_and_a_lease_show_their_real_lengths() {
                 "{view}: {ms} ms drawn {px} px tall, 1 px per 5 ms"
             );
             assert_eq!(label, format!("+{ms} ms"));
+            // A shorter gap is as tall as its label (20 px, 100 ms), so the label never lies over
+            // the lines around it.
+            for (ms, px, label) in &gaps {
+                let wanted = (*ms as f64 / 5.0).clamp(20.0, 200.0);
+                assert!(
+                    (px - wanted).abs() <= 1.0,
+                    "{view}: {label} drawn {px} px tall, not {wanted}"
+                );
+            }
             let legend = b.text(".rl-time-legend").await.unwrap_or_default();
             assert!(legend.contains("1 px for every 5 ms"), "{legend}");
             if view == "detailed" {
@@ -731,6 +807,118 @@ async fn compact_captions_sit_in_their_speakers_lane() {
         assert!(placed.iter().any(|(lane, _)| lane == "bob"), "{placed:?}");
         for (lane, offset) in &placed {
             assert!(offset.abs() <= 2, "{lane}'s caption starts {offset} px from {lane}'s lane");
+        }
+    })
+    .await;
+}
+
+/// axe-core's WCAG 2 A and AA rules find nothing serious or critical on the pages readers reach:
+/// the catalog, /write, /atlas, an embed, and finished runs of the write skew and of two relays
+/// (five lanes), in the detailed view at 1280 px and the compact one at 360 px. A timeline that
+/// scrolls sideways can be scrolled by keyboard (`scrollable-region-focusable`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn axe_finds_nothing_serious_on_the_readers_pages() {
+    run("axe", async |b| {
+        for (page, ready) in [
+            ("/", "section.rl-lab"),
+            ("/write", ".rl-spec-reading"),
+            ("/atlas", ".rl-atlas"),
+            ("/embed/isolation/write-skew", "button.rl-run"),
+        ] {
+            b.goto(page).await;
+            b.wait_for(ready).await;
+            assert_eq!(b.accessibility_violations().await, Vec::<String>::new(), "{page}");
+        }
+        for (width, view) in [(1280, "detailed"), (360, "compact")] {
+            b.set_viewport(width, 800).await;
+            for id in ["isolation/write-skew", "outbox/two-relays"] {
+                b.goto(&format!("/lab/{id}?view={view}")).await;
+                b.wait_for("button.rl-run:not([disabled])").await;
+                b.click("button.rl-run").await;
+                b.wait_js_for(
+                    &format!("{id} to finish"),
+                    Duration::from_secs(120),
+                    "const s = document.querySelector('.rl-status'); return !!s && s.dataset.state === 'done';",
+                    vec![],
+                )
+                .await;
+                b.settle().await;
+                let found = b.accessibility_violations().await;
+                assert_eq!(found, Vec::<String>::new(), "{id} at {width} px ({view})");
+            }
+        }
+    })
+    .await;
+}
+
+/// Stepping on a phone: the pinned deck (Run, Step, Next, Cancel, the view, whose step is next)
+/// leaves most of the window to the run, and each step shows whose it is, though the lane
+/// heads scrolled away long ago; in the detailed view too. The run's other controls come back
+/// when it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stepping_on_a_phone_leaves_the_window_to_the_run_and_names_each_step() {
+    run("stepping_360", async |b| {
+        b.set_viewport(360, 740).await;
+        for view in ["compact", "detailed"] {
+            b.goto(&format!("/lab/isolation/write-skew?variant=serializable&view={view}"))
+                .await;
+            b.wait_for("button.rl-step:not([disabled])").await;
+            b.click("button.rl-step").await;
+            for _ in 0..4 {
+                b.wait_for("button.rl-next:not([disabled])").await;
+                b.click("button.rl-next").await;
+            }
+            b.wait_for("button.rl-next:not([disabled])").await;
+            b.settle().await;
+            let deck = b
+                .js(
+                    "return document.querySelector('.rl-deck').getBoundingClientRect().height;",
+                    vec![],
+                )
+                .await
+                .as_f64()
+                .unwrap_or(f64::MAX);
+            b.screenshot(&format!("{view}-stepping")).await;
+            assert!(deck <= 740.0 / 3.0, "{view}: the deck takes {deck} px of 740");
+            // The newest step's name, drawn with it.
+            let names = b
+                .js(
+                    "const steps = [...document.querySelectorAll(arguments[0])]; \
+                     return steps.map(s => [s.dataset.lane, getComputedStyle(s, '::before').content]);",
+                    vec![json!(match view {
+                        "compact" => ".rl-compact .rl-line",
+                        _ => ".rl-timeline .rl-card",
+                    })],
+                )
+                .await;
+            let names = names.as_array().cloned().unwrap_or_default();
+            assert!(names.len() >= 4, "{view}: four steps drawn: {names:?}");
+            for pair in &names {
+                let lane = pair[0].as_str().unwrap_or_default();
+                assert!(["alice", "bob"].contains(&lane), "{view}: {pair}");
+                assert_eq!(pair[1], json!(format!("\"{lane}\"")), "{view}: its name with it");
+            }
+            assert_eq!(b.count(".rl-deck .rl-controls .rl-teach").await, 1);
+            assert_eq!(
+                b.js(
+                    "return getComputedStyle(document.querySelector('.rl-deck .rl-teach-group')).display;",
+                    vec![]
+                )
+                .await,
+                json!("none"),
+                "{view}: nothing but stepping in the deck while stepping"
+            );
+            b.click("button.rl-cancel").await;
+            b.wait_for(".rl-status[data-state=\"cancelled\"]").await;
+            assert_ne!(
+                b.js(
+                    "return getComputedStyle(document.querySelector('.rl-deck .rl-teach-group')).display;",
+                    vec![]
+                )
+                .await,
+                json!("none"),
+                "{view}: back when the run ends"
+            );
         }
     })
     .await;

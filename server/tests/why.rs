@@ -136,6 +136,10 @@ async fn a_finished_deadlock_travels_back_by_keyboard_to_the_cycle_postgresql_br
         b.set_viewport(1280, 900).await;
         b.goto("/lab/isolation/deadlock?variant=opposite-order").await;
         b.wait_for("button.rl-run:not([disabled])").await;
+        // No Step for a race PostgreSQL's own timing decides, and the page says why.
+        assert_eq!(b.count("button.rl-step").await, 0);
+        let why = b.text(".rl-no-step").await.unwrap_or_default();
+        assert!(why.starts_with("No Step here: what happens depends on timing"), "{why}");
         b.click("button.rl-run").await;
         b.wait_for_within(".rl-verdict", Duration::from_secs(30)).await;
         b.wait_for(".rl-scrub").await;

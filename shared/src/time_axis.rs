@@ -56,7 +56,7 @@ pub fn gap(previous_ms: u64, at_ms: u64, paused: bool) -> Option<Gap> {
 /// The scale in words, for the timeline's legend.
 pub fn legend() -> String {
     format!(
-        "Time runs down. A gap is drawn where {SHOWN_FROM_MS} ms or more passed, 1 px for every {MS_PER_PX} ms (up to {}).",
+        "Time runs down. A gap is drawn where {SHOWN_FROM_MS} ms or more passed, 1 px for every {MS_PER_PX} ms (at least as tall as its label, up to {}).",
         duration(MAX_PX * MS_PER_PX)
     )
 }
@@ -102,7 +102,7 @@ mod tests {
     fn the_legend_states_the_scale() {
         assert_eq!(
             legend(),
-            "Time runs down. A gap is drawn where 30 ms or more passed, 1 px for every 5 ms (up to 1.0 s)."
+            "Time runs down. A gap is drawn where 30 ms or more passed, 1 px for every 5 ms (at least as tall as its label, up to 1.0 s)."
         );
     }
 }

@@ -20,7 +20,8 @@ fn line_view(lane: &str, row: &Row, column: usize) -> AnyView {
         (Card::Note { line: text }, _) => {
             // A psql table keeps its columns; a sentence wraps.
             let body = if text.contains('\n') {
-                view! { <pre class="rl-caption-lines" class:rl-caption-lines--table=compact::is_table(text)>{text.clone()}</pre> }.into_any()
+                // A table scrolls sideways in a narrow timeline: focusable, so a keyboard can.
+                view! { <pre class="rl-caption-lines" class:rl-caption-lines--table=compact::is_table(text) tabindex="0">{text.clone()}</pre> }.into_any()
             } else {
                 view! { <span class="rl-caption-text">{text.clone()}</span> }.into_any()
             };

@@ -93,7 +93,8 @@ pub fn LedgerDiff(
             let inner = view! {
                 <h3>{table.name.clone()}</h3>
                 <div class="rl-ledger-pair">
-                    <div class="rl-ledger-side">
+                    // A wide table scrolls sideways: focusable, so a keyboard can scroll it.
+                    <div class="rl-ledger-side" tabindex="0">
                         <p class="rl-side-label">"before → after"</p>
                         {summary}
                         <table class="rl-ledger-table" data-table=table.name.clone()>
@@ -160,7 +161,7 @@ fn ExpectedTable(table: Table, after: Option<Table>, order: Vec<String>) -> impl
         })
         .collect_view();
     view! {
-        <div class="rl-ledger-side rl-ledger-side--expected">
+        <div class="rl-ledger-side rl-ledger-side--expected" tabindex="0">
             <p class="rl-side-label">"a correct system"</p>
             {summary}
             <table class="rl-ledger-table rl-ledger-table--expected" data-table=format!("{}-expected", table.name)>

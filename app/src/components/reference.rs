@@ -23,7 +23,8 @@ pub fn ReferenceFigures(table: Table) -> impl IntoView {
     view! {
         <section class="rl-reference" data-table=table.name.clone()>
             <h3 class="rl-reference-title">{table.name.clone()}</h3>
-            <table class="rl-ledger-table rl-reference-table">
+            // It scrolls sideways on a phone: focusable, so a keyboard can scroll it.
+            <table class="rl-ledger-table rl-reference-table" tabindex="0">
                 <thead><tr>{header}</tr></thead>
                 <tbody>{rows}</tbody>
             </table>

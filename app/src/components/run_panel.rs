@@ -192,6 +192,21 @@ pub fn RunPanel(
         (chrome == Chrome::Full && !is_load_test).then(|| view! { <super::download::DownloadRecording state=state /> });
     #[cfg(feature = "embed")]
     let download = ();
+    // Where there is no Step, the full page says why, and what the reader can do instead.
+    #[cfg(not(feature = "embed"))]
+    let no_step = (chrome == Chrome::Full && !steppable).then(|| {
+        let why = match is_load_test {
+            true => "No Step here: a workload runs free, thousands of requests with no order to pause between.",
+            false => {
+                "No Step here: what happens depends on timing racelab does not hold (which waiter PostgreSQL's \
+                 deadlock check picks, a process killed mid-flight, a timer running out), so the race plays \
+                 at its own pace. Once it has, ◀ and ▶ above the timeline go through it a statement at a time."
+            }
+        };
+        view! { <p class="rl-notice rl-no-step">{why}</p> }
+    });
+    #[cfg(feature = "embed")]
+    let no_step = ();
     let step_run = move |_| start(Mode::Step);
     let next = move |_| socket.next();
     let cancel = move |_| socket.cancel();
@@ -289,6 +304,7 @@ pub fn RunPanel(
                 {download}
                 {teach}
                 {(!is_load_test && chrome != Chrome::Column).then(|| view! { <ViewToggle compact=compact /> })}
+                {no_step}
             </div>
             </RunView>
             {matrix}

@@ -89,7 +89,8 @@ fn ending(result: Option<String>, rows: Option<shared::event::Rows>, error: Opti
             view! {
                 <div class="rl-result">
                     {result}
-                    {shown.map(|rows| view! { <pre class="rl-rows">{rows}</pre> })}
+                    // It scrolls when the rows are wide or many: focusable, so a keyboard can.
+                    {shown.map(|rows| view! { <pre class="rl-rows" tabindex="0">{rows}</pre> })}
                 </div>
             }
             .into_any()

@@ -727,6 +727,41 @@ impl Browser {
             .collect()
     }
 
+    /// What axe-core (WCAG 2 A and AA rules; `scripts/install-ui-tools.sh` installs it into
+    /// `.tools/`) finds on the page as it is now, serious or critical: each as `rule: the
+    /// elements it found`.
+    pub async fn accessibility_violations(&self) -> Vec<String> {
+        let tools = std::env::var_os("TOOLS").map_or_else(|| workspace().join(".tools"), PathBuf::from);
+        let path = tools.join("node_modules/axe-core/axe.min.js");
+        let axe = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run scripts/install-ui-tools.sh)", path.display()));
+        self.js(&format!("{axe}\nreturn true;"), vec![]).await;
+        self.js(
+            "window.__axe = null; \
+             axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } }) \
+               .then(r => { window.__axe = r.violations \
+                 .filter(v => v.impact === 'serious' || v.impact === 'critical') \
+                 .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', ')); }); \
+             return true;",
+            vec![],
+        )
+        .await;
+        let found = self
+            .wait_js_for(
+                "axe-core's answer",
+                Duration::from_secs(60),
+                "return window.__axe;",
+                vec![],
+            )
+            .await;
+        found
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    }
+
     /// Runs a Chromium DevTools command on the page.
     async fn cdp(&self, command: &'static str, params: Json) -> Json {
         self.client
