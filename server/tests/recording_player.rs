@@ -1104,13 +1104,7 @@ async fn chapters_marked_on_a_finished_run_stop_its_recording_and_ask_the_reader
                 "no step past it"
             );
             // Nor the slider: dragged to the end, it stays at the chapter.
-            b.js(
-                "const s = document.querySelector('.rl-scrub'); s.value = s.max; \
-                 s.dispatchEvent(new Event('input', { bubbles: true })); return true;",
-                vec![],
-            )
-            .await;
-            b.settle().await;
+            b.scrub_to_end().await;
             assert_eq!(b.attr(".rl-scrub-moment", "data-at").await, Some(pause.to_string()));
             assert_eq!(
                 b.count(".rl-verdict").await,

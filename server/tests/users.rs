@@ -529,6 +529,21 @@ async fn narrowest_lane(b: &Browser) -> Option<f64> {
     .as_f64()
 }
 
+/// Presses Run on the scenario page open now (`what` names it) and waits, up to `within`, for the
+/// run to end, as done or failed.
+async fn run_to_its_end(b: &Browser, what: &str, within: Duration) {
+    b.wait_for("button.rl-run:not([disabled])").await;
+    b.click("button.rl-run").await;
+    b.wait_js_for(
+        &format!("{what} to finish"),
+        within,
+        "const s = document.querySelector('.rl-status'); return !!s && ['done', 'failed'].includes(s.dataset.state);",
+        vec![],
+    )
+    .await;
+    b.settle().await;
+}
+
 /// Runs of four, five and more lanes on a phone (two relays, the chaos run, a load test): every
 /// lane of the compact timeline keeps a readable width, and the timeline scrolls sideways
 /// inside itself while the page does not; each lane's name stays on one line.
@@ -538,19 +553,14 @@ async fn many_lanes_stay_readable_on_a_phone() {
         b.set_viewport(360, 740).await;
         for id in ["outbox/two-relays", "outbox/chaos", "isolation/load-test"] {
             b.goto(&format!("/lab/{id}")).await;
-            b.wait_for("button.rl-run:not([disabled])").await;
-            b.click("button.rl-run").await;
-            b.wait_js_for(
-                &format!("{id} to finish"),
-                Duration::from_secs(240),
-                "const s = document.querySelector('.rl-status'); return !!s && ['done', 'failed'].includes(s.dataset.state);",
-                vec![],
-            )
-            .await;
-            b.settle().await;
+            run_to_its_end(b, id, Duration::from_secs(240)).await;
             b.screenshot(&id.replace('/', "-")).await;
             let page = "const d = document.documentElement; return d.scrollWidth > d.clientWidth;";
-            assert_eq!(b.js(page, vec![]).await, json!(false), "{id}: the page never scrolls sideways");
+            assert_eq!(
+                b.js(page, vec![]).await,
+                json!(false),
+                "{id}: the page never scrolls sideways"
+            );
             let Some(narrowest) = narrowest_lane(b).await else {
                 // A load test draws progress and a chart, not lanes: nothing to squeeze.
                 assert!(id.ends_with("load-test"), "{id} draws a timeline");
@@ -610,15 +620,7 @@ async fn no_page_scrolls_sideways_at_360_px() {
             if !workload {
                 assert_eq!(b.attr("button.rl-view-compact", "aria-pressed").await.as_deref(), Some("true"), "{id}");
             }
-            b.click("button.rl-run").await;
-            b.wait_js_for(
-                &format!("{id} to finish"),
-                Duration::from_secs(240),
-                "const s = document.querySelector('.rl-status'); return !!s && ['done', 'failed'].includes(s.dataset.state);",
-                vec![],
-            )
-            .await;
-            b.settle().await;
+            run_to_its_end(b, id, Duration::from_secs(240)).await;
             assert_eq!(b.attr(".rl-status", "data-state").await.as_deref(), Some("done"), "{id}");
             let overflow = b.js(wide, vec![]).await;
             if overflow != Json::Null {
@@ -833,16 +835,12 @@ async fn axe_finds_nothing_serious_on_the_readers_pages() {
             b.set_viewport(width, 800).await;
             for id in ["isolation/write-skew", "outbox/two-relays"] {
                 b.goto(&format!("/lab/{id}?view={view}")).await;
-                b.wait_for("button.rl-run:not([disabled])").await;
-                b.click("button.rl-run").await;
-                b.wait_js_for(
-                    &format!("{id} to finish"),
-                    Duration::from_secs(120),
-                    "const s = document.querySelector('.rl-status'); return !!s && s.dataset.state === 'done';",
-                    vec![],
-                )
-                .await;
-                b.settle().await;
+                run_to_its_end(b, id, Duration::from_secs(120)).await;
+                assert_eq!(
+                    b.attr(".rl-status", "data-state").await.as_deref(),
+                    Some("done"),
+                    "{id}"
+                );
                 let found = b.accessibility_violations().await;
                 assert_eq!(found, Vec::<String>::new(), "{id} at {width} px ({view})");
             }

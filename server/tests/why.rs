@@ -218,13 +218,7 @@ async fn the_isolation_labs_write_skew_at_repeatable_read_says_why_when_asked() 
         // Asked once, kept while the reader travels: back a statement, and to the end again.
         b.click(".rl-scrub-back").await;
         assert_eq!(b.count(".rl-proof").await, 1, "why stays as the scrubber moves");
-        b.js(
-            "const s = document.querySelector('.rl-scrub'); s.value = s.max; \
-             s.dispatchEvent(new Event('input', { bubbles: true })); return true;",
-            vec![],
-        )
-        .await;
-        b.settle().await;
+        b.scrub_to_end().await;
         assert_eq!(b.count(".rl-proof").await, 1, "and at the end");
         assert_eq!(b.count("button.rl-why").await, 0, "never asked again");
     })

@@ -762,6 +762,18 @@ impl Browser {
             .collect()
     }
 
+    /// Drags the scrubber of a finished run to its end, as a reader would (its `input` event
+    /// fired), and waits for the page to settle.
+    pub async fn scrub_to_end(&self) {
+        self.js(
+            "const s = document.querySelector('.rl-scrub'); s.value = s.max; \
+             s.dispatchEvent(new Event('input', { bubbles: true })); return true;",
+            vec![],
+        )
+        .await;
+        self.settle().await;
+    }
+
     /// Runs a Chromium DevTools command on the page.
     async fn cdp(&self, command: &'static str, params: Json) -> Json {
         self.client
