@@ -117,6 +117,12 @@ impl Store {
     }
 }
 
+/// Whether `id` could be a spec's id ([`spec_id`]'s 16 hex digits): anything else names no spec,
+/// and is not worth asking the database about (a NUL byte in it would be an error there).
+pub fn is_spec_id(id: &str) -> bool {
+    id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// A spec's id: its content's name.
 pub fn spec_id(text: &str) -> String {
     use sha2::Digest as _;
@@ -132,5 +138,20 @@ mod tests {
         assert_eq!(a.len(), 16);
         assert_eq!(a, super::spec_id("session s step a { SELECT 1; }"));
         assert_ne!(a, super::spec_id("session s step a { SELECT 2; }"));
+        assert!(super::is_spec_id(&a));
+    }
+
+    #[test]
+    fn only_sixteen_hex_digits_can_be_a_specs_id() {
+        for id in [
+            "",
+            "0123456789abcde",
+            "0123456789abcdef0",
+            "0123456789abcdeg",
+            "0123456789abcd\0f",
+        ] {
+            assert!(!super::is_spec_id(id), "{id:?}");
+        }
+        assert!(super::is_spec_id("0123456789abcdef"));
     }
 }

@@ -1405,3 +1405,71 @@ async fn no_page_panics_across_the_catalog_the_rooms_and_write() {
     })
     .await;
 }
+
+/// "Teach this" on a reader's spec: the trainer's room names the spec (its title in the heading
+/// and the scenario list), offers its permutations as the variants and Step; a participant is
+/// told what plays once it does (a spec's round asks no question yet: the server's rooms ask
+/// only the catalog's) and follows the run to its verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_is_taught_in_a_room_by_its_title_with_its_permutations() {
+    run("spec_room", async |b| {
+        let answer = reqwest::Client::new()
+            .post(format!("{}/api/specs", b.base))
+            .body(shared::spec::STARTER)
+            .send()
+            .await
+            .expect("POST /api/specs")
+            .text()
+            .await
+            .expect("its body");
+        let saved: serde_json::Value = serde_json::from_str(&answer).expect("its JSON");
+        let id = saved["id"].as_str().expect("the spec's id").to_owned();
+        let title = "Two managers overspend a budget (write skew)";
+        b.goto(&format!("/s/{id}")).await;
+        b.wait_for(".rl-spec-saved button.rl-teach").await;
+        b.click(".rl-spec-saved button.rl-teach").await;
+        b.wait_for(".rl-room[data-trainer=\"true\"] .rl-room-controls .rl-variant")
+            .await;
+        let room = b.attr(".rl-room", "data-room").await.expect("a room code");
+        assert_eq!(b.text(".rl-room-scenario-title").await.as_deref(), Some(title));
+        let selected = "const s = document.querySelector('select.rl-room-scenario'); \
+                        return [s.value, s.selectedOptions[0].textContent];";
+        assert_eq!(b.js(selected, vec![]).await, json!([format!("spec/{id}"), title]));
+        let variants: Vec<String> = b
+            .attrs(".rl-room-controls .rl-variant", "data-variant")
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(variants, ["p1", "p2", "every"], "the spec's permutations");
+        assert_eq!(
+            b.attr(".rl-room-controls button.rl-step", "disabled").await,
+            None,
+            "Step"
+        );
+        b.screenshot("trainer").await;
+
+        let trainer = b.client.window().await.expect("the trainer's window");
+        let participant = b.client.new_window(false).await.expect("a window").handle;
+        b.client.switch_to_window(participant.clone()).await.expect("switch");
+        b.goto(&format!("/room/{room}")).await;
+        b.wait_for(".rl-room[data-trainer=\"false\"] .rl-room-follow").await;
+        b.client.switch_to_window(trainer).await.expect("switch");
+        b.click(".rl-room-controls button.rl-run").await;
+        b.wait_for(".rl-verdict").await;
+        b.client.switch_to_window(participant).await.expect("switch");
+        b.wait_for(".rl-verdict").await;
+        b.wait_for(".rl-room-scenario-title").await;
+        assert_eq!(
+            b.text(".rl-room-scenario-title").await.as_deref(),
+            Some(title),
+            "told what plays"
+        );
+        assert!(
+            b.count(".rl-timeline .rl-card, .rl-compact .rl-line").await >= 6,
+            "the run followed"
+        );
+        b.screenshot("participant").await;
+    })
+    .await;
+}

@@ -67,7 +67,7 @@ async fn pages_allow_only_their_own_scripts_and_only_embeds_may_be_framed() {
         );
     }
 
-    let embed = headers(address, "/embed/lab/isolation/write-skew").await;
+    let embed = headers(address, "/embed/isolation/write-skew").await;
     let policy = header(&embed, "content-security-policy");
     assert!(
         policy.ends_with("frame-ancestors *") && policy.contains(THEME_HASH),

@@ -32,11 +32,16 @@ pub fn RoomPage(
     let socket = RunSocket::new();
     socket.follow(&id, token.as_deref());
     let catalog = fetched(fetch_json::<Vec<LabStatus>>("/api/labs"));
+    // Readers' specs the room plays ("Teach this" on a spec's page, or a round of one): the
+    // catalog has none of them, so each is read from its own address and listed after it.
+    let specs = RwSignal::new(Vec::<ScenarioInfo>::new());
     let scenarios = Signal::derive(move || {
-        catalog.with(|labs| match labs {
+        let mut all: Vec<ScenarioInfo> = catalog.with(|labs| match labs {
             Some(Ok(labs)) => labs.iter().flat_map(|lab| lab.lab.scenarios.clone()).collect(),
-            _ => Vec::<ScenarioInfo>::new(),
-        })
+            _ => Vec::new(),
+        });
+        specs.with(|specs| all.extend(specs.iter().cloned()));
+        all
     });
     // The trainer's choice (a participant's page has none of its own).
     let chosen = RwSignal::new(scenario.unwrap_or_else(|| "isolation/write-skew".to_owned()));
@@ -62,6 +67,11 @@ pub fn RoomPage(
     let info = Signal::derive(move || {
         let shown = shown.get()?;
         scenarios.with(|all| all.iter().find(|s| s.id == shown).cloned())
+    });
+    Effect::new(move |_| {
+        if let Some(spec) = shown.get().filter(|s| s.starts_with("spec/")) {
+            read_spec(spec, specs);
+        }
     });
     // A memo: the run's every frame changes `info`'s inputs, and a body told "load test or not"
     // afresh would draw its whole timeline afresh each time.
@@ -144,6 +154,25 @@ pub fn RoomPage(
             <RunView socket=socket is_load_test=is_load_test compact=compact />
         </article>
     }
+}
+
+/// Reads the saved spec `spec` (`spec/<id>`) into `specs`, unless it is there already: its title,
+/// its permutations as the variants, its question.
+fn read_spec(spec: String, specs: RwSignal<Vec<ScenarioInfo>>) {
+    if specs.with_untracked(|all| all.iter().any(|s| s.id == spec)) {
+        return;
+    }
+    leptos::task::spawn_local(async move {
+        let path = format!("/api/specs/{}", spec.trim_start_matches("spec/"));
+        if let Ok(saved) = fetch_json::<crate::pages::write::Saved>(&path).await {
+            let info = saved.scenario.scenario;
+            specs.update(|all| {
+                if !all.iter().any(|s| s.id == info.id) {
+                    all.push(info);
+                }
+            });
+        }
+    });
 }
 
 /// Whether the room reaches participants on every racelab replica (through Redis) or only on

@@ -13,10 +13,10 @@ use shared::json::{FromJson, Json, JsonError};
 
 /// A saved spec, as `POST /api/specs` and `GET /api/specs/{id}` answer.
 #[derive(Clone, Debug)]
-struct Saved {
-    id: String,
-    text: String,
-    scenario: ScenarioStatus,
+pub struct Saved {
+    pub id: String,
+    pub text: String,
+    pub scenario: ScenarioStatus,
 }
 
 impl FromJson for Saved {

@@ -52,7 +52,11 @@ pub fn router(dist: PathBuf) -> Router<AppState> {
 
 /// A saved spec's page; under a 404 when no spec has the id (the app says so).
 async fn spec_page(State(state): State<AppState>, Path(id): Path<String>, dist: Arc<PathBuf>) -> Response {
-    match state.engine.store.load_spec(&id).await {
+    let found = match crate::store::is_spec_id(&id) {
+        true => state.engine.store.load_spec(&id).await,
+        false => Ok(None),
+    };
+    match found {
         Ok(Some(_)) => app_page(&dist, None),
         Ok(None) => {
             let mut page = app_page(&dist, None);
