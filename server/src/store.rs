@@ -108,8 +108,12 @@ impl Store {
         Ok(id)
     }
 
-    /// A saved spec's text, if one has that id.
+    /// A saved spec's text, if one has that id. What cannot be a spec's id ([`is_spec_id`]) has
+    /// none, and the database is not asked about it.
     pub async fn load_spec(&self, id: &str) -> Result<Option<String>, sqlx::Error> {
+        if !is_spec_id(id) {
+            return Ok(None);
+        }
         sqlx::query_scalar("SELECT text FROM public.specs WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)

@@ -238,11 +238,12 @@ async fn save_spec(
 }
 
 async fn saved_spec(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<SavedSpec>, ApiError> {
-    let found = match crate::store::is_spec_id(&id) {
-        true => state.engine.store.load_spec(&id).await?,
-        false => None,
-    };
-    let text = found.ok_or_else(|| ApiError::NotFound(format!("no saved spec has the id {id:?}")))?;
+    let text = state
+        .engine
+        .store
+        .load_spec(&id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no saved spec has the id {id:?}")))?;
     let scenario =
         crate::specs::scenario::SpecScenario::new(&id, &text).map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(Json(saved(id, text, &scenario)))

@@ -23,7 +23,11 @@ pub fn service(dist: &Path) -> Router {
     };
     let index = dist.join("index.html");
     let app = if index.is_file() {
-        let page = move |uri: Uri| app_page(index.clone(), uri);
+        let built = dist.to_path_buf();
+        let page = move |uri: Uri| {
+            let built = built.clone();
+            async move { super::pages::app_page_under(&built, status_at(uri.path())) }
+        };
         Router::new().fallback_service(ServeDir::new(dist).precompressed_gzip().fallback(page.into_service()))
     } else {
         tracing::warn!(dist = %dist.display(), "no built app found; serving the API only");
@@ -35,17 +39,14 @@ pub fn service(dist: &Path) -> Router {
     )
 }
 
-/// The app's page, for a path no file of the build answers: under 200 for the app's own pages
-/// ([`Page::at`], the list the app draws from), under 404 for any other path (the app says there
-/// is no such page, and a link checker, a crawler and the browser's history learn it is dead).
-async fn app_page(index: PathBuf, uri: Uri) -> Response {
-    let status = match Page::at(uri.path()) {
+/// The status the app's page goes under for a path no file of the build answers: 200 for the
+/// app's own pages ([`Page::at`], the list the app draws from), 404 for any other path (the app
+/// says there is no such page, and a link checker, a crawler and the browser's history learn it
+/// is dead).
+fn status_at(path: &str) -> StatusCode {
+    match Page::at(path) {
         Some(_) => StatusCode::OK,
         None => StatusCode::NOT_FOUND,
-    };
-    match tokio::fs::read_to_string(index).await {
-        Ok(html) => (status, [(header::CACHE_CONTROL, "no-cache")], Html(html)).into_response(),
-        Err(_) => Html(NOT_BUILT).into_response(),
     }
 }
 
@@ -80,10 +81,7 @@ async fn embed_page(pages: EmbedPages, uri: Uri) -> Response {
         false => vec![pages.embed, pages.full],
     };
     // An address under /embed/ that is no embed still gets the app, which says so, under a 404.
-    let status = match Page::at(uri.path()) {
-        Some(_) => StatusCode::OK,
-        None => StatusCode::NOT_FOUND,
-    };
+    let status = status_at(uri.path());
     for page in candidates {
         if let Ok(html) = tokio::fs::read_to_string(page).await {
             return (status, [(header::CACHE_CONTROL, "no-cache")], Html(html)).into_response();

@@ -52,17 +52,9 @@ pub fn router(dist: PathBuf) -> Router<AppState> {
 
 /// A saved spec's page; under a 404 when no spec has the id (the app says so).
 async fn spec_page(State(state): State<AppState>, Path(id): Path<String>, dist: Arc<PathBuf>) -> Response {
-    let found = match crate::store::is_spec_id(&id) {
-        true => state.engine.store.load_spec(&id).await,
-        false => Ok(None),
-    };
-    match found {
+    match state.engine.store.load_spec(&id).await {
         Ok(Some(_)) => app_page(&dist, None),
-        Ok(None) => {
-            let mut page = app_page(&dist, None);
-            *page.status_mut() = StatusCode::NOT_FOUND;
-            page
-        }
+        Ok(None) => missing_page(&dist),
         Err(error) => {
             tracing::warn!(%error, "could not read the spec store");
             ApiError::Unavailable("the spec store is not answering".into()).into_response()
@@ -80,9 +72,7 @@ async fn scenario_page(
     let id = format!("{lab}/{scenario}");
     let Some(found) = crate::labs::find(&id) else {
         // An unknown scenario: the app's page says so, under a 404, as for a run nobody stored.
-        let mut page = app_page(&dist, None);
-        *page.status_mut() = StatusCode::NOT_FOUND;
-        return page;
+        return missing_page(&dist);
     };
     let Some((origin, _)) = origin(&headers) else {
         // No host to name in a preview: the page alone.
@@ -145,11 +135,7 @@ async fn run_page_or_picture(
         (None, Some(_)) => ApiError::NotFound(format!("no finished run has the id {id:?}")).into_response(),
         // No such run: the app's page says so, under a 404 (a link checker, a crawler and a
         // browser's history all learn that the link is dead).
-        (None, None) => {
-            let mut page = app_page(&dist, None);
-            *page.status_mut() = StatusCode::NOT_FOUND;
-            page
-        }
+        (None, None) => missing_page(&dist),
         (run, None) => {
             let preview = run.zip(origin(&headers)).map(|(run, (origin, _))| {
                 let state = shared::run_state::RunState::replay(run.id.clone(), run.events.clone());
@@ -187,6 +173,19 @@ enum Picture {
 fn picture_url(origin: &str, run: &str) -> String {
     let kind = if png::available() { "png" } else { "svg" };
     format!("{origin}/runs/{run}.{kind}")
+}
+
+/// The app's page under `status`: what it draws for a path the server knows is missing (a run,
+/// a scenario, a spec or a page nobody has) says so, and the 404 tells a link checker too.
+pub(super) fn app_page_under(dist: &std::path::Path, status: StatusCode) -> Response {
+    let mut page = app_page(dist, None);
+    *page.status_mut() = status;
+    page
+}
+
+/// [`app_page_under`] a 404.
+fn missing_page(dist: &std::path::Path) -> Response {
+    app_page_under(dist, StatusCode::NOT_FOUND)
 }
 
 /// The app's `index.html` with `preview`'s tags in its head; or the page saying the app has not
