@@ -25,6 +25,11 @@
 //! `for-update` and `conditional` strategies. Every `bench_<n>` schema is dropped before the
 //! benchmark starts, after each bare run (also when it failed), and once more at the end.
 
+#![allow(
+    clippy::too_many_lines,
+    reason = "a benchmark reads top to bottom as the measurement it makes"
+)]
+
 use racelab::config::Config;
 use racelab::engine::{BoxFuture, Engine};
 use racelab::labs::isolation::load_test::{AMOUNTS, LOAD_BUDGET, Strategy, WORKERS, figures_of};

@@ -10,6 +10,11 @@
 //!
 //! Arguments: the crowd's size (default 100).
 
+#![allow(
+    clippy::too_many_lines,
+    reason = "a benchmark reads top to bottom as the measurement it makes"
+)]
+
 // The lab benchmarks' helpers; this one takes their configuration and engine.
 #[allow(dead_code)]
 mod common;

@@ -27,6 +27,11 @@
 //! machine is shared, and whatever drifts during the benchmark then lands on every column alike.
 //! One untimed warm-up round precedes each section.
 
+#![allow(
+    clippy::too_many_lines,
+    reason = "a benchmark reads top to bottom as the measurement it makes"
+)]
+
 mod common;
 
 use common::{Result, engine_run, median, millis};

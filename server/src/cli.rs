@@ -154,10 +154,7 @@ impl Cli {
     /// drops the spare databases they left in this process's pools before it returns.
     pub async fn execute(self) -> ExitCode {
         match self.command {
-            Command::List => {
-                print!("{}", list());
-                ExitCode::SUCCESS
-            }
+            Command::List => print_list(),
             Command::Export {
                 player,
                 site,
@@ -180,21 +177,10 @@ impl Cli {
                 config,
             } => {
                 if scenario == "-" || scenario.ends_with(".spec") {
-                    let run_id = run_id.unwrap_or_else(crate::sandbox::new_run_id);
-                    let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(step_limit));
-                    return with_services(config, &[Service::Postgres], |config| async move {
-                        spec_run(&scenario, &run_id, &limits, json, why, config).await
-                    })
-                    .await;
+                    run_spec(scenario, run_id, step_limit, (json, why), config).await
+                } else {
+                    run_lab(&scenario, variant, (runs, json, why), config).await
                 }
-                let Some(scenario) = labs::find(&scenario) else {
-                    eprintln!("racelab: unknown scenario {scenario:?}. Known scenarios:\n{}", list());
-                    return ExitCode::from(2);
-                };
-                let variant = variant.unwrap_or_else(|| scenario.variants[0].0.to_owned());
-                // Only the services this scenario needs: the isolation lab starts no Redis.
-                let needs = scenario.budget(&variant).services();
-                with_services(config, &needs, |config| run(scenario, variant, runs, json, why, config)).await
             }
             Command::Record {
                 scenario,
@@ -204,19 +190,10 @@ impl Cli {
                 svg,
                 dist,
                 config,
-            } => {
-                // Refused before anything is played, not after.
-                if html && !dist.join("index.html").is_file() {
-                    eprintln!("racelab: {}", crate::export::ExportError::NotBuilt(dist));
-                    return ExitCode::FAILURE;
-                }
-                let form = match (html, svg) {
-                    (true, _) => Form::Html(dist),
-                    (false, true) => Form::Picture,
-                    (false, false) => Form::Recording,
-                };
-                record(scenario, variant, Written { output, form }, config).await
-            }
+            } => match form_of(html, svg, dist) {
+                Ok(form) => record(scenario, variant, Written { output, form }, config).await,
+                Err(code) => code,
+            },
             Command::Atlas { why, config } => {
                 with_services(config, &[Service::Postgres], |config| atlas(why, config)).await
             }
@@ -243,6 +220,56 @@ impl Cli {
             }
         }
     }
+}
+
+/// `racelab run FILE.spec` (or `-`): [`spec_run`] with PostgreSQL, as run `run_id` (a fresh one
+/// by default), each step limited to `step_limit` seconds.
+async fn run_spec(
+    path: String,
+    run_id: Option<String>,
+    step_limit: u64,
+    (json, why): (bool, bool),
+    config: Config,
+) -> ExitCode {
+    let run_id = run_id.unwrap_or_else(crate::sandbox::new_run_id);
+    let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(step_limit));
+    with_services(config, &[Service::Postgres], |config| async move {
+        spec_run(&path, &run_id, &limits, json, why, config).await
+    })
+    .await
+}
+
+/// `racelab run lab/scenario`: plays `name`'s `variant` (its first by default) `runs` times,
+/// with the services it needs. Fails (2) on a name that is no scenario.
+async fn run_lab(
+    name: &str,
+    variant: Option<String>,
+    (runs, json, why): (u32, bool, bool),
+    config: Config,
+) -> ExitCode {
+    let Some(scenario) = labs::find(name) else {
+        eprintln!("racelab: unknown scenario {name:?}. Known scenarios:\n{}", list());
+        return ExitCode::from(2);
+    };
+    let variant = variant.unwrap_or_else(|| scenario.variants[0].0.to_owned());
+    // Only the services this scenario needs: the isolation lab starts no Redis.
+    let needs = scenario.budget(&variant).services();
+    with_services(config, &needs, |config| run(scenario, variant, runs, json, why, config)).await
+}
+
+/// What `racelab record` writes: a page of the built app in `dist` (`html`), a picture (`svg`),
+/// or the recording itself; or, for a page with no built app, the exit code.
+fn form_of(html: bool, svg: bool, dist: std::path::PathBuf) -> Result<Form, ExitCode> {
+    // Refused before anything is played, not after.
+    if html && !dist.join("index.html").is_file() {
+        eprintln!("racelab: {}", crate::export::ExportError::NotBuilt(dist));
+        return Err(ExitCode::FAILURE);
+    }
+    Ok(match (html, svg) {
+        (true, _) => Form::Html(dist),
+        (false, true) => Form::Picture,
+        (false, false) => Form::Recording,
+    })
 }
 
 /// Where a spec run's events go on the command line: its transcript lines to stdout as they
@@ -323,28 +350,9 @@ async fn spec_run(
     why: bool,
     config: Config,
 ) -> ExitCode {
-    let text = if path == "-" {
-        let mut text = String::new();
-        match std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
-            Ok(_) => Ok(text),
-            Err(e) => Err(e),
-        }
-    } else {
-        std::fs::read_to_string(path)
-    };
-    let text = match text {
-        Ok(text) => text,
-        Err(error) => {
-            eprintln!("racelab: cannot read {path}: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    let spec = match crate::specs::read(&text, limits) {
+    let spec = match read_spec(path, limits) {
         Ok(spec) => spec,
-        Err(error) => {
-            eprintln!("racelab: {path}: {error}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     for name in spec.unused_steps() {
         eprintln!("unused step name: {name}");
@@ -370,28 +378,7 @@ async fn spec_run(
     match played {
         Ok(played) => {
             for permutation in &played {
-                for check in &permutation.checks {
-                    let verdict = match check.held {
-                        Some(true) => "held",
-                        Some(false) => "broken",
-                        None => "not a yes or no",
-                    };
-                    eprintln!(
-                        "check {verdict} after {}: {} → {}",
-                        permutation.steps.join(" "),
-                        check.sql,
-                        check.answer
-                    );
-                }
-                if let Some(proof) = &permutation.proof {
-                    let found = proof
-                        .anomaly
-                        .map_or_else(|| "no cycle".to_owned(), |a| format!("{} ({})", a.name(), a.class()));
-                    eprintln!("why, after {}: {found}", permutation.steps.join(" "));
-                    for line in &proof.lines {
-                        eprintln!("  {line}");
-                    }
-                }
+                print_checks_and_proof(permutation);
             }
             if !played.is_empty() && spec.checks.is_empty() {
                 eprintln!("no check stated (add `# check: <SQL>` lines for a verdict)");
@@ -401,6 +388,57 @@ async fn spec_run(
         Err(error) => {
             eprintln!("{error}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// The spec at `path` (`-`: standard input), read within `limits`; or why not on stderr, and
+/// the exit code: 2 for a file that cannot be read, 1 for a spec that is not valid.
+fn read_spec(path: &str, limits: &crate::specs::Limits) -> Result<shared::spec::Spec, ExitCode> {
+    let text = if path == "-" {
+        let mut text = String::new();
+        match std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+            Ok(_) => Ok(text),
+            Err(e) => Err(e),
+        }
+    } else {
+        std::fs::read_to_string(path)
+    };
+    let text = match text {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("racelab: cannot read {path}: {error}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    crate::specs::read(&text, limits).map_err(|error| {
+        eprintln!("racelab: {path}: {error}");
+        ExitCode::FAILURE
+    })
+}
+
+/// One played permutation's `# check:` verdicts and, with `--why`, its proof, on stderr.
+fn print_checks_and_proof(permutation: &crate::specs::Played) {
+    for check in &permutation.checks {
+        let verdict = match check.held {
+            Some(true) => "held",
+            Some(false) => "broken",
+            None => "not a yes or no",
+        };
+        eprintln!(
+            "check {verdict} after {}: {} → {}",
+            permutation.steps.join(" "),
+            check.sql,
+            check.answer
+        );
+    }
+    if let Some(proof) = &permutation.proof {
+        let found = proof
+            .anomaly
+            .map_or_else(|| "no cycle".to_owned(), |a| format!("{} ({})", a.name(), a.class()));
+        eprintln!("why, after {}: {found}", permutation.steps.join(" "));
+        for line in &proof.lines {
+            eprintln!("  {line}");
         }
     }
 }
@@ -859,6 +897,12 @@ async fn crowd(crowd: crate::crowd::Crowd) -> ExitCode {
     }
 }
 
+/// `racelab list`: the catalog on stdout.
+fn print_list() -> ExitCode {
+    print!("{}", list());
+    ExitCode::SUCCESS
+}
+
 /// The catalog as text: each lab, its scenarios, their variants.
 pub fn list() -> String {
     let mut out = String::new();
@@ -969,7 +1013,7 @@ async fn run_once(
             return Err(ExitCode::from(2));
         }
     };
-    let (mut before, mut after, mut expected, mut verdict) = (None, None, None, None::<Verdict>);
+    let mut findings = Findings::default();
     let mut interrupted = false;
     loop {
         let update = tokio::select! {
@@ -992,61 +1036,14 @@ async fn run_once(
                 if why.is_some() {
                     events.push(event.clone());
                 }
-                match event.kind {
-                    EventKind::Say { line, .. } if !json => println!("{line}"),
-                    EventKind::Ledger {
-                        moment: Moment::Before,
-                        ledger,
-                    } => before = Some(ledger),
-                    EventKind::Ledger {
-                        moment: Moment::After,
-                        ledger,
-                    } => after = Some(ledger),
-                    EventKind::Ledger {
-                        moment: Moment::Expected,
-                        ledger,
-                    } => expected = Some(ledger),
-                    EventKind::Verdict { verdict: v } => verdict = Some(v),
-                    _ => {}
-                }
+                findings.note(event.kind, json);
             }
             ServerMsg::Done { outcome, .. } => {
-                if let (Some(before), Some(after)) = (&before, &after) {
-                    eprintln!("\nledger, before → after:\n{}", render_text(&diff(before, after)));
-                    if let Some(expected) = &expected {
-                        eprintln!(
-                            "against a correct system (expected → what happened):\n{}",
-                            render_text(&diff(expected, &after.restricted_to(expected)))
-                        );
-                    }
-                }
-                if let Some(verdict) = &verdict {
-                    eprintln!(
-                        "verdict: {} — {}\n  {}",
-                        verdict.label(),
-                        verdict.headline,
-                        verdict.reason
-                    );
-                    for check in &verdict.checks {
-                        eprintln!(
-                            "  [{}] {} (got {})",
-                            if check.holds { "ok" } else { "broken" },
-                            check.rule,
-                            check.actual
-                        );
-                    }
-                }
+                findings.print();
                 if let (Some(url), Outcome::Completed) = (why, &outcome) {
                     print_why(url, scenario.id, variant, &events).await;
                 }
-                return match outcome {
-                    Outcome::Completed => Ok(after.unwrap_or_default()),
-                    Outcome::Failed { message } => {
-                        eprintln!("racelab: the run failed: {message}");
-                        Err(ExitCode::FAILURE)
-                    }
-                    Outcome::Cancelled => Err(ExitCode::FAILURE),
-                };
+                return findings.final_ledger(outcome);
             }
             // A room's status never reaches a run played from the command line.
             ServerMsg::Started { .. } | ServerMsg::Error { .. } | ServerMsg::Room { .. } | ServerMsg::Tally { .. } => {}
@@ -1054,6 +1051,81 @@ async fn run_once(
     }
     eprintln!("racelab: the run ended without a result");
     Err(ExitCode::FAILURE)
+}
+
+/// What a run played on the command line shows at its end: its ledgers and its verdict.
+#[derive(Default)]
+struct Findings {
+    before: Option<Ledger>,
+    after: Option<Ledger>,
+    expected: Option<Ledger>,
+    verdict: Option<Verdict>,
+}
+
+impl Findings {
+    /// Keeps what `kind` says of the ledgers and the verdict; a transcript line goes to stdout
+    /// at once (unless every event goes out as `json`).
+    fn note(&mut self, kind: EventKind, json: bool) {
+        match kind {
+            EventKind::Say { line, .. } if !json => println!("{line}"),
+            EventKind::Ledger {
+                moment: Moment::Before,
+                ledger,
+            } => self.before = Some(ledger),
+            EventKind::Ledger {
+                moment: Moment::After,
+                ledger,
+            } => self.after = Some(ledger),
+            EventKind::Ledger {
+                moment: Moment::Expected,
+                ledger,
+            } => self.expected = Some(ledger),
+            EventKind::Verdict { verdict: v } => self.verdict = Some(v),
+            _ => {}
+        }
+    }
+
+    /// The ledger's diffs (before → after, and against a correct system) and the verdict with
+    /// its checks, on stderr.
+    fn print(&self) {
+        if let (Some(before), Some(after)) = (&self.before, &self.after) {
+            eprintln!("\nledger, before → after:\n{}", render_text(&diff(before, after)));
+            if let Some(expected) = &self.expected {
+                eprintln!(
+                    "against a correct system (expected → what happened):\n{}",
+                    render_text(&diff(expected, &after.restricted_to(expected)))
+                );
+            }
+        }
+        if let Some(verdict) = &self.verdict {
+            eprintln!(
+                "verdict: {} — {}\n  {}",
+                verdict.label(),
+                verdict.headline,
+                verdict.reason
+            );
+            for check in &verdict.checks {
+                eprintln!(
+                    "  [{}] {} (got {})",
+                    if check.holds { "ok" } else { "broken" },
+                    check.rule,
+                    check.actual
+                );
+            }
+        }
+    }
+
+    /// The run's final ledger if it completed; else the exit code (a failure says why).
+    fn final_ledger(self, outcome: Outcome) -> Result<Ledger, ExitCode> {
+        match outcome {
+            Outcome::Completed => Ok(self.after.unwrap_or_default()),
+            Outcome::Failed { message } => {
+                eprintln!("racelab: the run failed: {message}");
+                Err(ExitCode::FAILURE)
+            }
+            Outcome::Cancelled => Err(ExitCode::FAILURE),
+        }
+    }
 }
 
 async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
@@ -1065,76 +1137,17 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
         }
     };
     // The catalog racelab's runs churn is vacuumed when it is idle (autovacuum may be off).
-    let quiet = engine.clone();
-    tokio::spawn(async move {
-        let (mut vacuumed_at, mut last) = (0u64, quiet.activity());
-        let mut idle_since = std::time::Instant::now();
-        loop {
-            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
-            let now = quiet.activity();
-            if now != last || now.0 > 0 {
-                (last, idle_since) = (now, std::time::Instant::now());
-                continue;
-            }
-            if crate::sandbox::vacuum::due(idle_since.elapsed(), now.1 - vacuumed_at) {
-                for (server, services) in quiet.services_of() {
-                    match crate::sandbox::vacuum::vacuum(&services.pool).await {
-                        Ok(()) => {
-                            tracing::info!(
-                                runs = now.1 - vacuumed_at,
-                                %server,
-                                "vacuumed the catalog the runs churned"
-                            )
-                        }
-                        Err(error) => tracing::warn!(%error, %server, "could not vacuum the catalog"),
-                    }
-                }
-                vacuumed_at = now.1;
-            }
-        }
-    });
+    tokio::spawn(vacuum_when_idle(engine.clone()));
     // Sandboxes a crash or a hard stop left behind are swept now and then, not only at startup;
     // readers' specs' roles too (at startup as well: they are not in the engine's registry).
     // Each server's, as each keeps its own.
-    let sweeper = engine.clone();
-    let runs_per_client = config.runs_per_client;
-    tokio::spawn(async move {
-        let max_age = sweeper.limits().sweep_age();
-        // Each server's pool of readers' spec databases, warmed for one reader's runs at once.
-        for url in sweeper.server_urls() {
-            if let Err(error) = crate::specs::confine::warm(&url, runs_per_client).await {
-                tracing::warn!(%error, "no ready databases for readers' specs yet");
-            }
-        }
-        loop {
-            for url in sweeper.server_urls() {
-                let server = crate::health::host_port(&url, 5432);
-                match crate::specs::confine::sweep(&url, max_age).await {
-                    Ok(0) => {}
-                    Ok(swept) => tracing::info!(swept, server, "removed readers' spec sandboxes left behind"),
-                    Err(error) => tracing::warn!(%error, server, "sweep of readers' spec sandboxes failed"),
-                }
-            }
-            tokio::time::sleep(std::time::Duration::from_secs(300)).await;
-            for (server, services) in sweeper.services_of() {
-                if let Err(error) = crate::sandbox::sweep(&services, max_age).await {
-                    tracing::warn!(%error, %server, "periodic sweep of old sandboxes failed");
-                }
-            }
-        }
-    });
+    tokio::spawn(sweep_now_and_then(engine.clone(), config.runs_per_client));
     let state = AppState::new(engine.clone(), Arc::new(config));
     let sockets = state.sockets.clone();
     let (app, rooms) = web::app(state, &serve.dist);
-    let address = match serve.bind.parse::<std::net::IpAddr>() {
-        Ok(ip) => std::net::SocketAddr::new(ip, serve.port),
-        Err(_) => {
-            eprintln!(
-                "racelab: RACELAB_BIND must be an IP address (like 0.0.0.0 or ::), not {:?}",
-                serve.bind
-            );
-            return ExitCode::from(2);
-        }
+    let address = match listen_address(&serve) {
+        Ok(address) => address,
+        Err(code) => return code,
     };
     let listener = match web::listen(address).await {
         Ok((listener, _)) => listener,
@@ -1170,6 +1183,13 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
             tokio::time::sleep(std::time::Duration::from_secs(5)).await;
         } => ExitCode::SUCCESS,
     };
+    close_everything(&engine, &rooms, &sockets).await;
+    code
+}
+
+/// What a stopping server closes before it exits: its runs (every sandbox destroyed), then its
+/// rooms and its websockets, each given a moment to say its last word.
+async fn close_everything(engine: &Engine, rooms: &crate::rooms::Rooms, sockets: &web::ws::Sockets) {
     // Runs in flight finish if they can within 8 s (inside `docker stop`'s 10 s), then the rest
     // are cancelled; either way every sandbox is destroyed before exit.
     let left = engine
@@ -1189,7 +1209,79 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
     if open > 0 {
         tracing::warn!(open, "websockets still open at exit");
     }
-    code
+}
+
+/// Vacuums the catalog of every server whenever racelab has been idle long enough since the
+/// runs that churned it (see [`crate::sandbox::vacuum::due`]): a look every 10 s, forever.
+async fn vacuum_when_idle(quiet: Arc<Engine>) {
+    let (mut vacuumed_at, mut last) = (0u64, quiet.activity());
+    let mut idle_since = std::time::Instant::now();
+    loop {
+        tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+        let now = quiet.activity();
+        if now != last || now.0 > 0 {
+            (last, idle_since) = (now, std::time::Instant::now());
+            continue;
+        }
+        if crate::sandbox::vacuum::due(idle_since.elapsed(), now.1 - vacuumed_at) {
+            for (server, services) in quiet.services_of() {
+                match crate::sandbox::vacuum::vacuum(&services.pool).await {
+                    Ok(()) => {
+                        tracing::info!(
+                            runs = now.1 - vacuumed_at,
+                            %server,
+                            "vacuumed the catalog the runs churned"
+                        )
+                    }
+                    Err(error) => tracing::warn!(%error, %server, "could not vacuum the catalog"),
+                }
+            }
+            vacuumed_at = now.1;
+        }
+    }
+}
+
+/// Warms each server's pool of readers' spec databases (for `runs_per_client` runs at once),
+/// then sweeps what crashes left behind: readers' spec sandboxes, and every 300 s the runs'
+/// sandboxes older than a run may live.
+async fn sweep_now_and_then(sweeper: Arc<Engine>, runs_per_client: usize) {
+    let max_age = sweeper.limits().sweep_age();
+    // Each server's pool of readers' spec databases, warmed for one reader's runs at once.
+    for url in sweeper.server_urls() {
+        if let Err(error) = crate::specs::confine::warm(&url, runs_per_client).await {
+            tracing::warn!(%error, "no ready databases for readers' specs yet");
+        }
+    }
+    loop {
+        for url in sweeper.server_urls() {
+            let server = crate::health::host_port(&url, 5432);
+            match crate::specs::confine::sweep(&url, max_age).await {
+                Ok(0) => {}
+                Ok(swept) => tracing::info!(swept, server, "removed readers' spec sandboxes left behind"),
+                Err(error) => tracing::warn!(%error, server, "sweep of readers' spec sandboxes failed"),
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(300)).await;
+        for (server, services) in sweeper.services_of() {
+            if let Err(error) = crate::sandbox::sweep(&services, max_age).await {
+                tracing::warn!(%error, %server, "periodic sweep of old sandboxes failed");
+            }
+        }
+    }
+}
+
+/// The address `serve` asks racelab to listen on; a bind that is no IP address is refused (2).
+fn listen_address(serve: &ServeConfig) -> Result<std::net::SocketAddr, ExitCode> {
+    match serve.bind.parse::<std::net::IpAddr>() {
+        Ok(ip) => Ok(std::net::SocketAddr::new(ip, serve.port)),
+        Err(_) => {
+            eprintln!(
+                "racelab: RACELAB_BIND must be an IP address (like 0.0.0.0 or ::), not {:?}",
+                serve.bind
+            );
+            Err(ExitCode::from(2))
+        }
+    }
 }
 
 /// Ctrl-C or SIGTERM (what `docker stop`, systemd and test harnesses send). The handlers are

@@ -50,39 +50,14 @@ const SPARE: u32 = 5;
 /// that does not answer waits outside the rotation and joins when it does
 /// ([`crate::engine::servers`]).
 pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
-    let limits = Limits {
-        statement_timeout: Duration::from_millis(config.statement_timeout_ms),
-        lock_timeout: Duration::from_millis(config.lock_timeout_ms),
-        idle_in_transaction_timeout: Duration::from_secs(config.idle_timeout_secs),
-        max_duration: Duration::from_secs(config.max_run_secs),
-        reader_backlog: config.reader_backlog,
-        max_queue: config.max_queue,
-        ..Limits::default()
-    };
+    let limits = limits_of(config);
     let actor_binary = match &config.actor_binary {
         Some(path) => path.clone(),
         None => std::env::current_exe().map_err(StartupError::NoBinary)?,
     };
     let redis = redis::Client::open(config.redis_url.as_str()).map_err(StartupError::BadRedisUrl)?;
     let urls: Vec<&str> = config.server_urls().collect();
-    let connected = futures_util::future::join_all(urls.iter().enumerate().map(|(place, url)| {
-        let connecting = connect_server(url, config, &limits, (&redis, &actor_binary));
-        async move {
-            match place {
-                // The home server: racelab cannot start without it, however long it takes.
-                0 => connecting.await,
-                _ => tokio::time::timeout(JOIN_TIMEOUT, connecting)
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(StartupError::NoAnswer {
-                            url: crate::config::redact(url),
-                            after: JOIN_TIMEOUT,
-                        })
-                    }),
-            }
-        }
-    }))
-    .await;
+    let connected = connect_servers(&urls, config, &limits, (&redis, &actor_binary)).await;
     let mut servers = Vec::new();
     let mut waiting = Vec::new();
     let mut slots = Vec::new();
@@ -130,6 +105,48 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         probes: Default::default(),
         metrics: Default::default(),
     })
+}
+
+/// The limits every run is held to, as configured.
+fn limits_of(config: &Config) -> Limits {
+    Limits {
+        statement_timeout: Duration::from_millis(config.statement_timeout_ms),
+        lock_timeout: Duration::from_millis(config.lock_timeout_ms),
+        idle_in_transaction_timeout: Duration::from_secs(config.idle_timeout_secs),
+        max_duration: Duration::from_secs(config.max_run_secs),
+        reader_backlog: config.reader_backlog,
+        max_queue: config.max_queue,
+        ..Limits::default()
+    }
+}
+
+/// Connects every server at `urls` at once, each answer in the servers' order. The home server
+/// may take as long as it takes; another that does not answer within [`JOIN_TIMEOUT`] is
+/// [`StartupError::NoAnswer`], and joins later.
+async fn connect_servers(
+    urls: &[&str],
+    config: &Config,
+    limits: &Limits,
+    (redis, actor_binary): (&redis::Client, &std::path::Path),
+) -> Vec<Result<(Server, u32, Arc<Leases>), StartupError>> {
+    futures_util::future::join_all(urls.iter().enumerate().map(|(place, url)| {
+        let connecting = connect_server(url, config, limits, (redis, actor_binary));
+        async move {
+            match place {
+                // The home server: racelab cannot start without it, however long it takes.
+                0 => connecting.await,
+                _ => tokio::time::timeout(JOIN_TIMEOUT, connecting)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(StartupError::NoAnswer {
+                            url: crate::config::redact(url),
+                            after: JOIN_TIMEOUT,
+                        })
+                    }),
+            }
+        }
+    }))
+    .await
 }
 
 /// How a server down when racelab started is reached when it answers: as at the start.

@@ -9,6 +9,8 @@
 //! `RACELAB_CUTS` (default 1,000) sets how many runs; `RACELAB_CUT_SEED` replays a failing
 //! draw (every run prints its seed's draws on failure).
 
+#![allow(clippy::too_many_lines, reason = "a test reads top to bottom as the story it checks")]
+
 mod common;
 
 use racelab::engine::{Engine, RunHandle};

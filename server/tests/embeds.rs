@@ -2,6 +2,8 @@
 //! run links (and its 404 and 501), the discovery link and Open Graph tags in the pages' heads,
 //! and the picture of a stored run, drawn on the server.
 
+#![allow(clippy::too_many_lines, reason = "a test reads top to bottom as the story it checks")]
+
 mod common;
 
 use common::{db_slot, get, play};

@@ -7,6 +7,8 @@
 //! The services that fail are private ones this test starts (`racelab::embedded`), so nothing
 //! else on the machine notices.
 
+#![allow(clippy::too_many_lines, reason = "a test reads top to bottom as the story it checks")]
+
 mod common;
 
 use racelab::engine::{Engine, RunHandle, StartError};

@@ -5,6 +5,8 @@
 //! cut short and a file from a later format are said plainly; script in a recording's text stays
 //! text. Screenshots at 680 and 360 px (`target/screenshots/`).
 
+#![allow(clippy::too_many_lines, reason = "a test reads top to bottom as the story it checks")]
+
 mod common;
 #[allow(dead_code)]
 #[path = "browser/harness.rs"]

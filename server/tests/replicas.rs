@@ -7,6 +7,8 @@
 //! finished runs' sessions for their next runs (`engine::kept`), as served: kept sessions are
 //! counted too, and must fit in the same budget.
 
+#![allow(clippy::too_many_lines, reason = "a test reads top to bottom as the story it checks")]
+
 mod common;
 
 use common::{WRITE_SKEW_SERIALIZABLE, lines, play};

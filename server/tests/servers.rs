@@ -3,6 +3,8 @@
 //! PostgreSQL and PostgreSQL 18.6 (the tutorial's), and two private ones started for the crowd,
 //! one of which is stopped mid-crowd and started again.
 
+#![allow(clippy::too_many_lines, reason = "a test reads top to bottom as the story it checks")]
+
 mod common;
 
 use common::socket::{connect, receive_until, send};

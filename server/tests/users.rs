@@ -8,6 +8,8 @@
 //! of each test's own, waits that poll the page (never fixed sleeps), screenshots in
 //! `target/screenshots/`.
 
+#![allow(clippy::too_many_lines, reason = "a test reads top to bottom as the story it checks")]
+
 mod common;
 // Shared with the other browser test binaries, each of which uses part of it.
 #[allow(dead_code)]

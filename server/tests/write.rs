@@ -4,6 +4,8 @@
 //! opens its own run); the saved page and its embed at 360 px. Screenshots in
 //! `target/screenshots/`.
 
+#![allow(clippy::too_many_lines, reason = "a test reads top to bottom as the story it checks")]
+
 mod common;
 #[allow(dead_code)]
 #[path = "browser/harness.rs"]

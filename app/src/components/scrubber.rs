@@ -8,10 +8,10 @@
 //! what happens.
 
 use leptos::prelude::*;
-use shared::EventKind;
 use shared::chapters::Pauses;
 use shared::run_state::RunState;
 use shared::stepping::{next_statement, previous_statement};
+use shared::{Event, EventKind};
 
 /// One event in a few words, for the moment's caption.
 fn said(kind: &EventKind) -> String {
@@ -66,13 +66,7 @@ pub fn Scrubber(
     };
     let caption = move || {
         let n = position();
-        state.with(|s| {
-            // Event n is the n-th, 1-based: at 0, none has happened yet.
-            n.checked_sub(1).and_then(|i| s.events.get(i)).map_or_else(
-                || "before the first event".to_owned(),
-                |e| format!("event {n} of {}, at {} ms: {}", s.events.len(), e.at_ms, said(&e.kind)),
-            )
-        })
+        state.with(|s| moment(&s.events, n))
     };
     let forward = move || go(state.with(|s| next_statement(&s.events, position())));
     let visible = move || state.with(|s| !s.is_active() && s.events.len() > 1);
@@ -87,18 +81,7 @@ pub fn Scrubber(
                 )
             })
         });
-        waiting.map(|(count, caption)| {
-            view! {
-                <div class="rl-chapter" role="group" aria-label="A chapter">
-                    <p class="rl-chapter-count">{count}</p>
-                    <p class="rl-chapter-text">{caption}</p>
-                    <button class="rl-chapter-go" on:click=move |_| {
-                        answered.update(|a| *a += 1);
-                        forward();
-                    }>"I have my guess: show what happens"</button>
-                </div>
-            }
-        })
+        waiting.map(|(count, caption)| chapter_question(count, caption, answered, forward))
     };
     view! {
         <Show when=visible>
@@ -131,5 +114,56 @@ pub fn Scrubber(
                 {chapter}
             </div>
         </Show>
+    }
+}
+
+/// The moment after `n` of the run's `events`, in words: event n is the n-th, 1-based, so at 0
+/// none has happened yet.
+fn moment(events: &[Event], n: usize) -> String {
+    n.checked_sub(1).and_then(|i| events.get(i)).map_or_else(
+        || "before the first event".to_owned(),
+        |e| format!("event {n} of {}, at {} ms: {}", events.len(), e.at_ms, said(&e.kind)),
+    )
+}
+
+/// A chapter the reader is stopped at: its caption, and the button that, once they have made
+/// their guess, counts the chapter `answered` and plays on (`forward`).
+fn chapter_question(
+    count: String,
+    caption: String,
+    answered: RwSignal<usize>,
+    forward: impl Fn() + 'static,
+) -> impl IntoView {
+    view! {
+        <div class="rl-chapter" role="group" aria-label="A chapter">
+            <p class="rl-chapter-count">{count}</p>
+            <p class="rl-chapter-text">{caption}</p>
+            <button class="rl-chapter-go" on:click=move |_| {
+                answered.update(|a| *a += 1);
+                forward();
+            }>"I have my guess: show what happens"</button>
+        </div>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(at_ms: u64, actor: &str) -> Event {
+        Event {
+            seq: at_ms,
+            at_ms,
+            kind: EventKind::Commit {
+                actor: actor.to_owned(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_moment_is_said_after_the_event_it_follows() {
+        let events = [event(3, "alice"), event(9, "bob")];
+        assert_eq!(moment(&events, 0), "before the first event");
+        assert_eq!(moment(&events, 2), "event 2 of 2, at 9 ms: bob commits");
     }
 }

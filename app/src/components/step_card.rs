@@ -112,33 +112,18 @@ pub fn StepCard(lane: String, card: Card) -> impl IntoView {
             received,
             error,
         } => {
-            // An HTTP answer that is an error status is shown as one, with its headers kept.
-            let refused = matches!(received.as_deref(), Some(Detail::Response { status, .. }) if *status >= 400);
+            let failed = error.is_some() || refused(received.as_deref());
             // A request to one of the run's servers points at its lane; its answer comes back.
-            let to = match sent.as_deref() {
-                Some(Detail::Request { to: Some(to), .. }) => Some(to.clone()),
-                _ => None,
-            };
-            let arrow = to
-                .clone()
-                .map(|to| view! { <span class="rl-http-to" data-to=to.clone()>{format!("→ {to}")}</span> });
-            let result = match (to, result) {
-                (Some(to), Some(result)) => Some(format!("← {to}: {result}")),
-                (_, result) => result,
-            };
-            let failed = error.is_some() || refused;
-            let (service_id, service_label) = service_badge(service);
+            let to = request_to(sent.as_deref());
+            let head = step_head(service, text, to.clone());
             let params = (!params.is_empty()).then(|| view! { <div class="rl-params">{params_text(&params)}</div> });
             let sent = sent.map(|d| detail_view(*d));
             let received = received.map(|d| detail_view(*d));
-            let outcome = ending(result, rows, error);
+            let outcome = ending(answered(to, result), rows, error);
+            let service = service_badge(service).0;
             view! {
-                <div class="rl-card" class:rl-card--error=failed data-lane=lane data-kind="statement" data-service=service_id>
-                    <div class="rl-step-head">
-                        <span class="rl-service-badge" data-service=service_id>{service_label}</span>
-                        <code class="rl-sql">{text}</code>
-                        {arrow}
-                    </div>
+                <div class="rl-card" class:rl-card--error=failed data-lane=lane data-kind="statement" data-service=service>
+                    {head}
                     {params}
                     {sent}
                     {outcome}
@@ -160,31 +145,17 @@ pub fn StepCard(lane: String, card: Card) -> impl IntoView {
             error,
         } => {
             let failed = error.is_some();
-            let headline = if failed {
-                format!("stopped waiting after {waited_ms} ms")
-            } else {
-                format!("got the lock after {waited_ms} ms")
-            };
             view! {
                 <div class="rl-card" class:rl-card--error=failed data-lane=lane data-kind="released">
-                    <div class="rl-released">{headline}</div>
+                    <div class="rl-released">{released_headline(waited_ms, failed)}</div>
                     {ending(result, rows, error)}
                 </div>
             }
             .into_any()
         }
-        Card::Commit => view! { <div class="rl-card" data-lane=lane data-kind="commit">"COMMIT ✓"</div> }.into_any(),
-        Card::Rollback => {
-            view! { <div class="rl-card" data-lane=lane data-kind="rollback">"ROLLBACK"</div> }.into_any()
-        }
-        Card::Process { pid, restart } => {
-            let text = if restart {
-                format!("restarted: a new process, pid {pid}")
-            } else {
-                format!("process started, pid {pid}")
-            };
-            view! { <div class="rl-card" data-lane=lane data-kind="process">{text}</div> }.into_any()
-        }
+        Card::Commit => line_card(lane, "commit", "COMMIT ✓".to_owned()),
+        Card::Rollback => line_card(lane, "rollback", "ROLLBACK".to_owned()),
+        Card::Process { pid, restart } => line_card(lane, "process", process_text(pid, restart)),
         Card::Crash { point } => view! {
             <div class="rl-card rl-card--error" data-lane=lane data-kind="crash">
                 <span class="rl-sqlstate" data-error-kind="crash">"SIGKILL"</span>
@@ -193,23 +164,128 @@ pub fn StepCard(lane: String, card: Card) -> impl IntoView {
             </div>
         }
         .into_any(),
-        Card::Exited { code } => {
-            let text = match code {
-                Some(code) => format!("exited with status {code}"),
-                None => "exited".to_owned(),
-            };
-            view! { <div class="rl-card" data-lane=lane data-kind="exited">{text}</div> }.into_any()
+        Card::Exited { code } => line_card(lane, "exited", exited_text(code)),
+        Card::Note { line } if line.contains('\n') => note_lines(lane, line),
+        Card::Note { line } => line_card(lane, "note", line),
+    }
+}
+
+/// A statement's headline: the badge of its service, its text, and an arrow to the lane of the
+/// run's server it goes `to`, if any.
+fn step_head(service: Service, text: String, to: Option<String>) -> impl IntoView {
+    let (service_id, service_label) = service_badge(service);
+    let arrow = to.map(|to| view! { <span class="rl-http-to" data-to=to.clone()>{format!("→ {to}")}</span> });
+    view! {
+        <div class="rl-step-head">
+            <span class="rl-service-badge" data-service=service_id>{service_label}</span>
+            <code class="rl-sql">{text}</code>
+            {arrow}
+        </div>
+    }
+}
+
+/// Whether an HTTP answer is an error status: its card is shown as a failure, with its headers
+/// kept.
+fn refused(received: Option<&Detail>) -> bool {
+    matches!(received, Some(Detail::Response { status, .. }) if *status >= 400)
+}
+
+/// The lane a request goes to, when it goes to one of the run's own servers.
+fn request_to(sent: Option<&Detail>) -> Option<String> {
+    match sent {
+        Some(Detail::Request { to: Some(to), .. }) => Some(to.clone()),
+        _ => None,
+    }
+}
+
+/// A statement's result, said as coming back from the server it went `to` (`← shop: 201`).
+fn answered(to: Option<String>, result: Option<String>) -> Option<String> {
+    match (to, result) {
+        (Some(to), Some(result)) => Some(format!("← {to}: {result}")),
+        (_, result) => result,
+    }
+}
+
+/// How a wait for a lock ended, after how long.
+fn released_headline(waited_ms: u64, failed: bool) -> String {
+    if failed {
+        format!("stopped waiting after {waited_ms} ms")
+    } else {
+        format!("got the lock after {waited_ms} ms")
+    }
+}
+
+/// A child process starting: a restart is a new process (the old one was killed or exited).
+fn process_text(pid: u32, restart: bool) -> String {
+    if restart {
+        format!("restarted: a new process, pid {pid}")
+    } else {
+        format!("process started, pid {pid}")
+    }
+}
+
+/// A child process that exited by itself, with its status when it has one.
+fn exited_text(code: Option<i32>) -> String {
+    match code {
+        Some(code) => format!("exited with status {code}"),
+        None => "exited".to_owned(),
+    }
+}
+
+/// A card that is one line of text (a commit, a process starting, a note).
+fn line_card(lane: String, kind: &'static str, text: String) -> AnyView {
+    view! { <div class="rl-card" data-lane=lane data-kind=kind>{text}</div> }.into_any()
+}
+
+/// Several lines spoken in a row (a psql result): they keep their columns.
+fn note_lines(lane: String, line: String) -> AnyView {
+    let table = shared::compact::is_table(&line);
+    view! {
+        <div class="rl-card" data-lane=lane data-kind="note">
+            <pre class="rl-note-lines" class:rl-note-lines--table=table>{line}</pre>
+        </div>
+    }
+    .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(to: Option<&str>) -> Detail {
+        Detail::Request {
+            method: "POST".to_owned(),
+            path: "/orders".to_owned(),
+            headers: vec![],
+            body: String::new(),
+            to: to.map(str::to_owned),
         }
-        // Several lines spoken in a row (a psql result) keep their columns.
-        Card::Note { line } if line.contains('\n') => {
-            let table = shared::compact::is_table(&line);
-            view! {
-                <div class="rl-card" data-lane=lane data-kind="note">
-                    <pre class="rl-note-lines" class:rl-note-lines--table=table>{line}</pre>
-                </div>
-            }
-            .into_any()
+    }
+
+    fn response(status: u16) -> Detail {
+        Detail::Response {
+            status,
+            headers: vec![],
+            body: String::new(),
         }
-        Card::Note { line } => view! { <div class="rl-card" data-lane=lane data-kind="note">{line}</div> }.into_any(),
+    }
+
+    #[test]
+    fn a_request_to_a_run_s_server_is_answered_from_its_lane() {
+        let to = request_to(Some(&request(Some("shop"))));
+        assert_eq!(to.as_deref(), Some("shop"));
+        assert_eq!(answered(to, Some("201".to_owned())).as_deref(), Some("← shop: 201"));
+        assert_eq!(request_to(Some(&request(None))), None);
+        assert_eq!(request_to(Some(&response(200))), None);
+        assert_eq!(answered(None, Some("1 row".to_owned())).as_deref(), Some("1 row"));
+        assert_eq!(answered(Some("shop".to_owned()), None), None);
+    }
+
+    #[test]
+    fn an_answer_from_400_up_is_a_refusal() {
+        assert!(refused(Some(&response(409))));
+        assert!(!refused(Some(&response(201))));
+        assert!(!refused(Some(&request(None))));
+        assert!(!refused(None));
     }
 }

@@ -94,50 +94,15 @@ pub fn TeachThis(
     let opening = RwSignal::new(false);
     // The rooms this browser opened that the server says are still open.
     let open_rooms = RwSignal::new(Vec::<Remembered>::new());
-    leptos::task::spawn_local(async move {
-        let mut closed = Vec::new();
-        let mut open = Vec::new();
-        for room in remembered() {
-            // Forgotten only when the server says it has no such room: a server that did not
-            // answer this time must not cost the trainer their token.
-            match fetch_found::<StillOpen>(&format!("/api/rooms/{}", room.id)).await {
-                Ok(None) => closed.push(room.id),
-                Ok(Some(StillOpen)) => open.push(room),
-                Err(_) => {}
-            }
-        }
-        // Read again: a room opened meanwhile (in another tab) is kept.
-        let kept: Vec<Remembered> = remembered().into_iter().filter(|r| !closed.contains(&r.id)).collect();
-        remember(&kept);
-        open_rooms.set(open);
-    });
+    leptos::task::spawn_local(async move { open_rooms.set(still_open().await) });
     let open = move |_| {
         let scenario = scenario.clone();
-        let variant = variant.get_untracked();
-        let postgres = match version.get_untracked() {
-            v if v.is_empty() => String::new(),
-            v => format!("&postgres={v}"),
-        };
+        let (variant, version) = (variant.get_untracked(), version.get_untracked());
         opening.set(true);
         failed.set(None);
         leptos::task::spawn_local(async move {
-            match post_json::<Opened>("/api/rooms").await {
-                Ok(room) => {
-                    let mut rooms = remembered();
-                    rooms.insert(
-                        0,
-                        Remembered {
-                            id: room.id.clone(),
-                            token: room.trainer_token.clone(),
-                            scenario: scenario.clone(),
-                        },
-                    );
-                    remember(&rooms);
-                    go_to(&format!(
-                        "/room/{}?scenario={scenario}&variant={variant}{postgres}#trainer={}",
-                        room.id, room.trainer_token
-                    ));
-                }
+            match open_room(&scenario, &variant, &version).await {
+                Ok(trainer_page) => go_to(&trainer_page),
                 Err(message) => {
                     opening.set(false);
                     failed.set(Some(message));
@@ -151,7 +116,71 @@ pub fn TeachThis(
                 title="Open a room: participants follow your run on their own screens">
                 "Teach this"
             </button>
-            {move || (!open_rooms.with(Vec::is_empty)).then(|| view! {
+            {my_rooms(open_rooms)}
+        </span>
+        {move || failed.get().map(|message| view! {
+            <p class="rl-notice rl-notice--refused" role="alert">
+                <strong>"No room opened. "</strong>{message}
+                {(!open_rooms.with(Vec::is_empty)).then_some(" Your open rooms are listed beside the button.")}
+            </p>
+        })}
+    }
+}
+
+/// The rooms remembered here that are still open; the closed ones are forgotten.
+async fn still_open() -> Vec<Remembered> {
+    let mut closed = Vec::new();
+    let mut open = Vec::new();
+    for room in remembered() {
+        // Forgotten only when the server says it has no such room: a server that did not
+        // answer this time must not cost the trainer their token.
+        match fetch_found::<StillOpen>(&format!("/api/rooms/{}", room.id)).await {
+            Ok(None) => closed.push(room.id),
+            Ok(Some(StillOpen)) => open.push(room),
+            Err(_) => {}
+        }
+    }
+    // Read again: a room opened meanwhile (in another tab) is kept.
+    let kept: Vec<Remembered> = remembered().into_iter().filter(|r| !closed.contains(&r.id)).collect();
+    remember(&kept);
+    open
+}
+
+/// Opens a room for `scenario` and remembers it (newest first); its trainer page, or why not.
+async fn open_room(scenario: &str, variant: &str, version: &str) -> Result<String, String> {
+    let room = post_json::<Opened>("/api/rooms").await?;
+    let mut rooms = remembered();
+    rooms.insert(
+        0,
+        Remembered {
+            id: room.id.clone(),
+            token: room.trainer_token.clone(),
+            scenario: scenario.to_owned(),
+        },
+    );
+    remember(&rooms);
+    Ok(trainer_page(&room, scenario, variant, version))
+}
+
+/// Where the trainer goes: the room with the page's scenario, variant and version (none named:
+/// the first), the token in the fragment.
+fn trainer_page(room: &Opened, scenario: &str, variant: &str, version: &str) -> String {
+    let postgres = if version.is_empty() {
+        String::new()
+    } else {
+        format!("&postgres={version}")
+    };
+    format!(
+        "/room/{}?scenario={scenario}&variant={variant}{postgres}#trainer={}",
+        room.id, room.trainer_token
+    )
+}
+
+/// "Your open rooms", beside the button while there are any: each a link to its trainer page.
+fn my_rooms(open_rooms: RwSignal<Vec<Remembered>>) -> impl IntoView {
+    move || {
+        (!open_rooms.with(Vec::is_empty)).then(|| {
+            view! {
                 <details class="rl-my-rooms">
                     <summary>{move || format!("Your open rooms ({})", open_rooms.with(Vec::len))}</summary>
                     <ul>
@@ -162,13 +191,28 @@ pub fn TeachThis(
                         }).collect_view()}
                     </ul>
                 </details>
-            })}
-        </span>
-        {move || failed.get().map(|message| view! {
-            <p class="rl-notice rl-notice--refused" role="alert">
-                <strong>"No room opened. "</strong>{message}
-                {(!open_rooms.with(Vec::is_empty)).then_some(" Your open rooms are listed beside the button.")}
-            </p>
-        })}
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trainer_page_names_a_version_only_when_one_was_picked() {
+        let room = Opened {
+            id: "K7Q2".to_owned(),
+            trainer_token: "t0k3n".to_owned(),
+        };
+        assert_eq!(
+            trainer_page(&room, "isolation/write-skew", "serializable", ""),
+            "/room/K7Q2?scenario=isolation/write-skew&variant=serializable#trainer=t0k3n"
+        );
+        assert_eq!(
+            trainer_page(&room, "isolation/write-skew", "serializable", "15"),
+            "/room/K7Q2?scenario=isolation/write-skew&variant=serializable&postgres=15#trainer=t0k3n"
+        );
     }
 }

@@ -59,9 +59,56 @@ fn Matrix(observations: Vec<Observation>) -> impl IntoView {
         .map(|r| r.cells.iter().map(|c| c.level.clone()).collect())
         .unwrap_or_default();
     let servers: Vec<String> = observations.iter().map(|o| short(&o.server).to_owned()).collect();
-    let observed_at = first.observed_at.clone();
     let versions = observations.len();
-    let notes: Vec<String> = observations
+    let rows = first
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| view! { <Row row=row.clone() by_level=by_level(&observations, i, levels.len()) /> })
+        .collect_view();
+    let notes = notes(&observations);
+    view! {
+        <p class="rl-atlas-observed">
+            "Observed on " <strong>{servers.join(" and ")}</strong> " at " {first.observed_at.clone()} "."
+        </p>
+        <div class="rl-atlas-scroll">
+            <table class="rl-atlas-matrix" data-versions=versions.to_string()>
+                {head(levels, &servers)}
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+        {legend(versions > 1)}
+        {(!notes.is_empty()).then(|| view! {
+            <ul class="rl-atlas-notes">
+                {notes.into_iter().map(|n| view! { <li>"* " {n}</li> }).collect_view()}
+            </ul>
+        })}
+    }
+    .into_any()
+}
+
+/// Row `row` of the matrix, each of its `levels` with its cell on every version side by side
+/// (each named by its major version).
+fn by_level(observations: &[Observation], row: usize, levels: usize) -> Vec<Vec<(String, ObservedCell)>> {
+    (0..levels)
+        .map(|j| {
+            observations
+                .iter()
+                .filter_map(|o| {
+                    let cell = o.rows.get(row)?.cells.get(j)?.clone();
+                    let major = shared::versions::major_of(&o.server).unwrap_or(0).to_string();
+                    Some((major, cell))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The notes under the matrix: each run that showed an anomaly other than its row's (marked *
+/// in its cell), said with its level, and its version where there are several.
+fn notes(observations: &[Observation]) -> Vec<String> {
+    let versions = observations.len();
+    observations
         .iter()
         .flat_map(|observation| {
             let on = if versions > 1 {
@@ -84,38 +131,23 @@ fn Matrix(observations: Vec<Observation>) -> impl IntoView {
                 })
             })
         })
-        .collect();
-    // Row by row, each level's cell on every version side by side.
-    let rows = first
-        .rows
-        .iter()
-        .enumerate()
-        .map(|(i, row)| {
-            let by_level: Vec<Vec<(String, ObservedCell)>> = (0..levels.len())
-                .map(|j| {
-                    observations
-                        .iter()
-                        .filter_map(|o| {
-                            let cell = o.rows.get(i)?.cells.get(j)?.clone();
-                            let major = shared::versions::major_of(&o.server).unwrap_or(0).to_string();
-                            Some((major, cell))
-                        })
-                        .collect()
-                })
-                .collect();
-            view! { <Row row=row.clone() by_level=by_level /> }
-        })
-        .collect_view();
+        .collect()
+}
+
+/// The matrix's head: a column group per level, and where the atlas played on several
+/// `servers`, a column per version under each level.
+fn head(levels: Vec<String>, servers: &[String]) -> impl IntoView + use<> {
+    let versions = servers.len();
+    let per_level = levels.len();
     let heads = levels
         .into_iter()
         .map(|l| view! { <th scope="colgroup" colspan=versions.to_string()>{l}</th> })
         .collect_view();
     let version_heads = (versions > 1).then(|| {
-        let per_level = first.rows.first().map_or(0, |r| r.cells.len());
         view! {
             <tr class="rl-atlas-versions">
                 {(0..per_level)
-                    .flat_map(|_| servers.clone())
+                    .flat_map(|_| servers.to_vec())
                     .map(|s| view! { <th scope="col">{s}</th> })
                     .collect_view()}
             </tr>
@@ -123,37 +155,29 @@ fn Matrix(observations: Vec<Observation>) -> impl IntoView {
     });
     let anomaly_rows = if versions > 1 { "2" } else { "1" };
     view! {
-        <p class="rl-atlas-observed">
-            "Observed on " <strong>{servers.join(" and ")}</strong> " at " {observed_at} "."
-        </p>
-        <div class="rl-atlas-scroll">
-            <table class="rl-atlas-matrix" data-versions=versions.to_string()>
-                <thead>
-                    <tr>
-                        <th scope="col" rowspan=anomaly_rows>"Anomaly"</th>
-                        {heads}
-                    </tr>
-                    {version_heads}
-                </thead>
-                <tbody>{rows}</tbody>
-            </table>
-        </div>
+        <thead>
+            <tr>
+                <th scope="col" rowspan=anomaly_rows>"Anomaly"</th>
+                {heads}
+            </tr>
+            {version_heads}
+        </thead>
+    }
+}
+
+/// What each mark means, in words; ≠ only where versions are side by side.
+fn legend(versions_compared: bool) -> impl IntoView {
+    view! {
         <ul class="rl-atlas-legend">
             <li data-kind="allowed">"✗ allowed: the run's proof found the anomaly"</li>
             <li data-kind="refused">"✓ error: PostgreSQL refused a step, with this SQLSTATE"</li>
             <li data-kind="waited">"✓ waits: a step waited for another's lock, then saw its result"</li>
             <li data-kind="unseen">"✓ not seen: no reader's snapshot showed it"</li>
-            {(versions > 1).then(|| view! {
+            {versions_compared.then(|| view! {
                 <li data-kind="differs">"≠ the versions did not do the same"</li>
             })}
         </ul>
-        {(!notes.is_empty()).then(|| view! {
-            <ul class="rl-atlas-notes">
-                {notes.into_iter().map(|n| view! { <li>"* " {n}</li> }).collect_view()}
-            </ul>
-        })}
     }
-    .into_any()
 }
 
 #[component]
@@ -211,5 +235,75 @@ fn CellView(
             </a>
             <a class="rl-atlas-spec" href=format!("/s/{}", cell.spec_id)>"spec"</a>
         </td>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::proof::Anomaly;
+
+    fn cell(level: &str, cell: Cell, instead: Option<Anomaly>) -> ObservedCell {
+        ObservedCell {
+            level: level.to_owned(),
+            cell,
+            instead,
+            run_id: "r".to_owned(),
+            spec_id: "s".to_owned(),
+        }
+    }
+
+    /// The atlas on `server`: one row, G1c, prevented at READ COMMITTED by waiting, and there a
+    /// write skew instead; `serializable` at SERIALIZABLE.
+    fn observed(server: &str, serializable: Cell) -> Observation {
+        Observation {
+            server: server.to_owned(),
+            observed_at: "2025-12-05 10:00".to_owned(),
+            rows: vec![ObservedRow {
+                id: "g1c".to_owned(),
+                class: "G1c".to_owned(),
+                name: "circular information flow".to_owned(),
+                cells: vec![
+                    cell("READ COMMITTED", Cell::Waited, Some(Anomaly::WriteSkew)),
+                    cell("SERIALIZABLE", serializable, None),
+                ],
+            }],
+        }
+    }
+
+    #[test]
+    fn each_level_holds_its_cell_on_every_version() {
+        let refused = Cell::Refused {
+            code: "40001".to_owned(),
+        };
+        let observations = [
+            observed("PostgreSQL 15.20 (Debian)", Cell::Unseen),
+            observed("PostgreSQL 18.1", refused.clone()),
+        ];
+        let levels = by_level(&observations, 0, 2);
+        let serializable: Vec<(&str, &Cell)> = levels[1].iter().map(|(major, c)| (major.as_str(), &c.cell)).collect();
+        assert_eq!(serializable, [("15", &Cell::Unseen), ("18", &refused)]);
+        assert_eq!(levels[0].len(), 2);
+        assert!(
+            by_level(&observations, 1, 2).iter().all(Vec::is_empty),
+            "there is no second row"
+        );
+    }
+
+    #[test]
+    fn a_note_names_the_version_only_where_there_are_several() {
+        let one = [observed("PostgreSQL 18.1", Cell::Unseen)];
+        assert_eq!(
+            notes(&one),
+            ["circular information flow at READ COMMITTED: the same run showed a write skew (G2-item)."]
+        );
+        let two = [
+            observed("PostgreSQL 15.20 (Debian)", Cell::Unseen),
+            observed("PostgreSQL 18.1", Cell::Unseen),
+        ];
+        assert_eq!(
+            notes(&two)[0],
+            "circular information flow at READ COMMITTED on PostgreSQL 15.20: the same run showed a write skew (G2-item)."
+        );
     }
 }

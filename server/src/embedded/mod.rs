@@ -194,7 +194,29 @@ impl Embedded {
             },
         );
         // Keep every process that started, so a failure of one still stops the others.
-        let mut failure = None;
+        let failure = self.take_postgres(config, pg).err();
+        self.take_redis(config, redis, rd);
+        self.take_broker(config, broker, bk, &dir);
+        if forced {
+            keep_private(config);
+        }
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        if let Some(major) = config.postgres {
+            self.plan_version(config, major).await?;
+        }
+        self.start_more_servers(config, &dir).await
+    }
+
+    /// Keeps the private PostgreSQL that started (`pg`) and points `config` at it; none was
+    /// asked for: says which server the configuration names. Its failure is returned for the
+    /// caller to report once every other process is kept.
+    fn take_postgres(
+        &mut self,
+        config: &mut Config,
+        pg: Option<Result<postgres::PrivatePostgres, EmbeddedError>>,
+    ) -> Result<(), EmbeddedError> {
         match pg {
             Some(Ok(pg)) => {
                 tracing::info!(
@@ -206,9 +228,20 @@ impl Embedded {
                 config.database_url = pg.url();
                 self.processes.push(pg.process);
             }
-            Some(Err(error)) => failure = Some(error),
+            Some(Err(error)) => return Err(error),
             None => tracing::info!("PostgreSQL: {}", crate::config::redact(&config.database_url)),
         }
+        Ok(())
+    }
+
+    /// Keeps the private Redis that started (`rd`) and points `config` at it; one that could not
+    /// start, or could not be found, is down (the labs that need it say why).
+    fn take_redis(
+        &mut self,
+        config: &mut Config,
+        redis: Plan,
+        rd: Option<Result<(ServiceProcess, u16), EmbeddedError>>,
+    ) {
         match (redis, rd) {
             (_, Some(Ok((process, port)))) => {
                 tracing::info!("Redis: private, on 127.0.0.1:{port}; keeps nothing on disk");
@@ -223,6 +256,17 @@ impl Embedded {
             (Plan::Shared, None) => tracing::info!("Redis: {}", config.redis_url),
             (Plan::Unneeded, None) => {}
         }
+    }
+
+    /// Keeps the private broker that started (`bk`, its data under `dir`) and points `config` at
+    /// it; one that could not start, or could not be found, is down.
+    fn take_broker(
+        &mut self,
+        config: &mut Config,
+        broker: Plan,
+        bk: Option<Result<(ServiceProcess, u16), EmbeddedError>>,
+        dir: &std::path::Path,
+    ) {
         match (broker, bk) {
             (_, Some(Ok((process, port)))) => {
                 tracing::info!(
@@ -240,16 +284,6 @@ impl Embedded {
             (Plan::Shared, None) => tracing::info!("broker: {}", config.kafka_brokers),
             (Plan::Unneeded, None) => {}
         }
-        if forced {
-            keep_private(config);
-        }
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        if let Some(major) = config.postgres {
-            self.plan_version(config, major).await?;
-        }
-        self.start_more_servers(config, &dir).await
     }
 
     /// For `--postgres <major>` (`config.postgres`) where no configured server is of that

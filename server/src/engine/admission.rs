@@ -223,36 +223,13 @@ impl Admission {
         mut on_position: impl FnMut(usize),
     ) -> Result<Admitted, NotAdmitted> {
         let needs = self.needs(&budget);
-        if let Some((_, needed, service, capacity)) = needs.iter().find(|(_, needed, _, size)| needed > size) {
-            return Err(TooBig {
-                needed: *needed,
-                capacity: *capacity,
-                what: unit_of(*service),
-            }
-            .into());
+        if let Some(too_big) = more_than_a_pool_holds(&needs) {
+            return Err(too_big.into());
         }
         // Its own sessions and the monitor, on a server big enough for them.
         let connections = budget.sessions();
         let servers = self.slots();
-        let fits: Vec<usize> = placement
-            .allowed
-            .iter()
-            .copied()
-            .filter(|&i| servers.get(i).is_some_and(|s| s.size >= connections))
-            .collect();
-        if fits.is_empty() {
-            return Err(TooBig {
-                needed: connections,
-                capacity: placement
-                    .allowed
-                    .iter()
-                    .filter_map(|&i| servers.get(i).map(|s| s.size))
-                    .max()
-                    .unwrap_or(0),
-                what: unit_of(Service::Postgres),
-            }
-            .into());
-        }
+        let fits = servers_big_enough(&servers, &placement.allowed, connections)?;
         let ticket = self.next_ticket.fetch_add(1, Ordering::SeqCst);
         let _place = Place::join(self, ticket);
         let mut moved = self.moved.subscribe();
@@ -261,41 +238,7 @@ impl Admission {
             .as_ref()
             .filter(|_| mode == Mode::Auto)
             .map(|(places, _)| places.clone());
-        let acquire = async move {
-            let mut held = Vec::new();
-            // A place to play first, then the services, always in this order.
-            if let Some(places) = playing
-                && let Ok(place) = places.acquire_owned().await
-            {
-                held.push(place);
-            }
-            let (server, connections_held) = self.place(&servers, &fits, &placement, connections).await;
-            held.extend(connections_held);
-            for (pool, needed, _, _) in needs {
-                if needed > 0 {
-                    // The semaphores are never closed.
-                    if let Ok(permit) = pool.acquire_many_owned(needed).await {
-                        held.push(permit);
-                    }
-                }
-            }
-            let (lease, kept) = match &servers[server].leases {
-                Some(leases) => {
-                    let (lease, kept) = leases
-                        .take(connections)
-                        .await
-                        .map_err(|error| NotAdmitted::Postgres { server, error })?;
-                    (Some(lease), kept)
-                }
-                None => (None, Vec::new()),
-            };
-            Ok::<_, NotAdmitted>(Admitted {
-                server,
-                _slots: held,
-                lease,
-                kept,
-            })
-        };
+        let acquire = self.take_all(playing, (servers, fits, placement, connections), needs);
         tokio::pin!(acquire);
         // A run that gets in at once (its lease is one short transaction away) is never told it
         // waits: its page would flash "queued" for nothing.
@@ -329,6 +272,51 @@ impl Admission {
                 last_told = Some(position);
             }
         }
+    }
+
+    /// Takes everything a run holds, in the one order every run takes it in (so two runs never
+    /// each hold what the other waits for): a place to play (`playing`, for a run that plays by
+    /// itself), its connections on one of the servers that `fit` it, the other services' `needs`,
+    /// and last the lease on the connections other replicas share.
+    async fn take_all(
+        &self,
+        playing: Option<Arc<Semaphore>>,
+        (servers, fits, placement, connections): (Arc<[Slots]>, Vec<usize>, Placement<'_>, u32),
+        needs: Vec<(Arc<Semaphore>, u32, Service, u32)>,
+    ) -> Result<Admitted, NotAdmitted> {
+        let mut held = Vec::new();
+        // A place to play first, then the services, always in this order.
+        if let Some(places) = playing
+            && let Ok(place) = places.acquire_owned().await
+        {
+            held.push(place);
+        }
+        let (server, connections_held) = self.place(&servers, &fits, &placement, connections).await;
+        held.extend(connections_held);
+        for (pool, needed, _, _) in needs {
+            if needed > 0 {
+                // The semaphores are never closed.
+                if let Ok(permit) = pool.acquire_many_owned(needed).await {
+                    held.push(permit);
+                }
+            }
+        }
+        let (lease, kept) = match &servers[server].leases {
+            Some(leases) => {
+                let (lease, kept) = leases
+                    .take(connections)
+                    .await
+                    .map_err(|error| NotAdmitted::Postgres { server, error })?;
+                (Some(lease), kept)
+            }
+            None => (None, Vec::new()),
+        };
+        Ok(Admitted {
+            server,
+            _slots: held,
+            lease,
+            kept,
+        })
     }
 
     /// Takes `connections` on one of the servers `fits` (each big enough): the one with the
@@ -455,6 +443,39 @@ impl Slots {
 fn in_use(pool: &Semaphore, size: u32) -> (u32, u32) {
     let free = u32::try_from(pool.available_permits()).unwrap_or(size);
     (size.saturating_sub(free), size)
+}
+
+/// The first service of `needs` (pool, needed, service, pool size) a run asks more of than its
+/// pool holds: refused at once, as no wait would ever let it in.
+fn more_than_a_pool_holds(needs: &[(Arc<Semaphore>, u32, Service, u32)]) -> Option<TooBig> {
+    let (_, needed, service, capacity) = needs.iter().find(|(_, needed, _, size)| needed > size)?;
+    Some(TooBig {
+        needed: *needed,
+        capacity: *capacity,
+        what: unit_of(*service),
+    })
+}
+
+/// The servers among `allowed` big enough for a run's `connections`, in the order allowed; if
+/// none is, the refusal names the biggest of them.
+fn servers_big_enough(servers: &[Slots], allowed: &[usize], connections: u32) -> Result<Vec<usize>, TooBig> {
+    let fits: Vec<usize> = allowed
+        .iter()
+        .copied()
+        .filter(|&i| servers.get(i).is_some_and(|s| s.size >= connections))
+        .collect();
+    if fits.is_empty() {
+        return Err(TooBig {
+            needed: connections,
+            capacity: allowed
+                .iter()
+                .filter_map(|&i| servers.get(i).map(|s| s.size))
+                .max()
+                .unwrap_or(0),
+            what: unit_of(Service::Postgres),
+        });
+    }
+    Ok(fits)
 }
 
 /// Where a run may be placed: the servers it may play on (by place in the servers' order), and

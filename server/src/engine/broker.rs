@@ -423,26 +423,7 @@ pub async fn topic_table(brokers: &str, sandbox: &Sandbox, name: &str, logical: 
         .set("enable.auto.commit", "false")
         .create()
         .map_err(|e| RunError::Other(format!("cannot create a reader: {e}")))?;
-    // librdkafka's watermark query blocks its caller; keep it off the runtime's threads.
-    let watermarks = {
-        let (brokers, wire) = (brokers.to_owned(), wire.clone());
-        tokio::task::spawn_blocking(move || {
-            let probe: rdkafka::consumer::BaseConsumer = ClientConfig::new()
-                .set("bootstrap.servers", &brokers)
-                .create()
-                .map_err(|e| e.to_string())?;
-            (0..partitions)
-                .map(|p| {
-                    probe
-                        .fetch_watermarks(&wire, p, Duration::from_secs(5))
-                        .map_err(|e| e.to_string())
-                })
-                .collect::<Result<Vec<(i64, i64)>, String>>()
-        })
-        .await
-        .map_err(|e| RunError::Other(e.to_string()))?
-        .map_err(|e| RunError::Other(format!("cannot read {logical}'s watermarks: {e}")))?
-    };
+    let watermarks = watermarks(brokers, &wire, partitions, logical).await?;
     let mut assignment = TopicPartitionList::new();
     let mut remaining = 0i64;
     for (partition, (low, high)) in (0..partitions).zip(&watermarks) {
@@ -461,27 +442,7 @@ pub async fn topic_table(brokers: &str, sandbox: &Sandbox, name: &str, logical: 
             .await
             .map_err(|_| RunError::Other(format!("reading {logical} took too long")))?
             .map_err(|e| RunError::Other(format!("cannot read {logical}: {e}")))?;
-        let text_of =
-            |bytes: Option<&[u8]>| bytes.map_or(Value::Null, |b| Value::Text(String::from_utf8_lossy(b).into_owned()));
-        let headers = message.headers().map_or(String::new(), |h| {
-            h.iter()
-                .map(|header| {
-                    format!(
-                        "{}={}",
-                        header.key,
-                        String::from_utf8_lossy(header.value.unwrap_or_default())
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        });
-        rows.push(vec![
-            Value::Int(message.partition().into()),
-            Value::Int(message.offset()),
-            text_of(message.key()),
-            text_of(message.payload()),
-            Value::Text(headers),
-        ]);
+        rows.push(row_of(&message));
         remaining -= 1;
     }
     rows.sort_by_key(|row| (row[0].as_int(), row[1].as_int()));
@@ -494,4 +455,54 @@ pub async fn topic_table(brokers: &str, sandbox: &Sandbox, name: &str, logical: 
         key_columns: 2,
         rows,
     })
+}
+
+/// Each of topic `wire`'s `partitions`' low and high watermarks (the first offset kept, the
+/// next one to be written), asked of `brokers` by a client of its own; `logical` is the topic's
+/// name in the error.
+async fn watermarks(brokers: &str, wire: &str, partitions: i32, logical: &str) -> Result<Vec<(i64, i64)>, RunError> {
+    // librdkafka's watermark query blocks its caller; keep it off the runtime's threads.
+    let (brokers, wire) = (brokers.to_owned(), wire.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let probe: rdkafka::consumer::BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .create()
+            .map_err(|e| e.to_string())?;
+        (0..partitions)
+            .map(|p| {
+                probe
+                    .fetch_watermarks(&wire, p, Duration::from_secs(5))
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<Vec<(i64, i64)>, String>>()
+    })
+    .await
+    .map_err(|e| RunError::Other(e.to_string()))?
+    .map_err(|e| RunError::Other(format!("cannot read {logical}'s watermarks: {e}")))
+}
+
+/// A message as a row of the topic's table: partition, offset, key, value and headers
+/// (`name=value, …`), the bytes read as text.
+fn row_of(message: &impl rdkafka::message::Message) -> Vec<Value> {
+    let text_of =
+        |bytes: Option<&[u8]>| bytes.map_or(Value::Null, |b| Value::Text(String::from_utf8_lossy(b).into_owned()));
+    let headers = message.headers().map_or(String::new(), |h| {
+        h.iter()
+            .map(|header| {
+                format!(
+                    "{}={}",
+                    header.key,
+                    String::from_utf8_lossy(header.value.unwrap_or_default())
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    vec![
+        Value::Int(message.partition().into()),
+        Value::Int(message.offset()),
+        text_of(message.key()),
+        text_of(message.payload()),
+        Value::Text(headers),
+    ]
 }

@@ -462,7 +462,6 @@ async fn own(
     mut orders: mpsc::UnboundedReceiver<Order>,
     listening: Listening,
 ) {
-    let Listening { muted, sessions } = listening;
     let Pipes { mut stdin, stdout } = pipes;
     let mut lines = BufReader::new(stdout).lines();
     let mut killed_at: Option<String> = None;
@@ -473,33 +472,14 @@ async fn own(
         tokio::select! {
             line = lines.next_line() => {
                 let Ok(Some(line)) = line else { break };
-                match serde_json::from_str::<ChildMsg>(&line) {
-                    Ok(ChildMsg::Event { event }) => {
-                        if !muted {
-                            core.sink().emit(event.clone());
-                        }
-                        let _ = news.send(News::Event(event));
-                    }
-                    Ok(ChildMsg::Session { pid }) => {
-                        core.name_session(pid, lane.name());
-                        sessions.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
-                    }
-                    Ok(ChildMsg::Gate { service, step }) => {
-                        core.gate(lane.name(), service, &step).await;
-                        if stdin.write_all(b"go\n").await.is_err() || stdin.flush().await.is_err() {
-                            break;
-                        }
-                    }
-                    Ok(ChildMsg::CrashPoint { point }) => {
+                match heed(&line, (&core, &lane), &mut stdin, &news, &listening).await {
+                    Heard::GoOn => {}
+                    Heard::Deaf => break,
+                    Heard::AtCrashPoint(point) => {
                         let _ = child.start_kill();
                         killed_at = Some(point);
                         break;
                     }
-                    Ok(ChildMsg::Listening { port }) => {
-                        let _ = news.send(News::Listening(port));
-                    }
-                    // Anything else on stdout is not ours to interpret; keep it out of the stream.
-                    Err(_) => tracing::debug!(actor = lane.name(), %line, "a child printed a line that is not a message"),
                 }
             }
             () = sleep_until_or_never(stop_by) => {
@@ -529,7 +509,65 @@ async fn own(
         }
     }
     let status = child.wait().await;
-    let end = match killed_at {
+    let end = announce_end(&lane, killed_at, status);
+    let _ = news.send(News::Ended(end));
+    for done in told_dead {
+        let _ = done.send(());
+    }
+}
+
+/// What one line of a child's asks of the task that owns it, once passed on.
+enum Heard {
+    /// Nothing more: read the next line.
+    GoOn,
+    /// The child no longer reads its stdin (the gate's `go` could not be written).
+    Deaf,
+    /// The child waits at this crash point to be killed.
+    AtCrashPoint(String),
+}
+
+/// Passes on one `line` of a child's on `lane` of run `core`: its events to the run's stream
+/// (unless muted) and to the scenario's `news`, its sessions' pids to blocked detection, and
+/// its gate requests to the step gate, answered on its `stdin` once the gate opens.
+async fn heed(
+    line: &str,
+    (core, lane): (&RunCore, &Lane),
+    stdin: &mut ChildStdin,
+    news: &mpsc::UnboundedSender<News>,
+    listening: &Listening,
+) -> Heard {
+    let Listening { muted, sessions } = listening;
+    match serde_json::from_str::<ChildMsg>(line) {
+        Ok(ChildMsg::Event { event }) => {
+            if !muted {
+                core.sink().emit(event.clone());
+            }
+            let _ = news.send(News::Event(event));
+        }
+        Ok(ChildMsg::Session { pid }) => {
+            core.name_session(pid, lane.name());
+            sessions.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
+        }
+        Ok(ChildMsg::Gate { service, step }) => {
+            core.gate(lane.name(), service, &step).await;
+            if stdin.write_all(b"go\n").await.is_err() || stdin.flush().await.is_err() {
+                return Heard::Deaf;
+            }
+        }
+        Ok(ChildMsg::CrashPoint { point }) => return Heard::AtCrashPoint(point),
+        Ok(ChildMsg::Listening { port }) => {
+            let _ = news.send(News::Listening(port));
+        }
+        // Anything else on stdout is not ours to interpret; keep it out of the stream.
+        Err(_) => tracing::debug!(actor = lane.name(), %line, "a child printed a line that is not a message"),
+    }
+    Heard::GoOn
+}
+
+/// How the child ended, said on its lane: a crash where it was killed at a crash point, else
+/// its exit (with its code, from `status`).
+fn announce_end(lane: &Lane, killed_at: Option<String>, status: std::io::Result<std::process::ExitStatus>) -> End {
+    match killed_at {
         Some(point) => {
             lane.emit_always(EventKind::Crash {
                 actor: lane.name().to_owned(),
@@ -545,9 +583,5 @@ async fn own(
             });
             End::Exited { code }
         }
-    };
-    let _ = news.send(News::Ended(end));
-    for done in told_dead {
-        let _ = done.send(());
     }
 }

@@ -7,15 +7,15 @@
 //! session the run opened, its child processes' included, and removing its keys, topics and
 //! groups) while it stores the events for replay, and only then says `done`.
 
-use super::admission::Placement;
+use super::admission::{Admitted, NotAdmitted, Placement};
 use super::events::EventSink;
-use super::run::{Gate, Limits, Run};
+use super::run::{Gate, Limits, Reach, Run};
 use super::servers::{NoSuchVersion, Server, ServerState, Servers};
 use super::signal::raised;
 use super::{Admission, RunError, Scenario};
 use crate::sandbox::{self, Sandbox};
 use crate::store::Store;
-use shared::{Event, EventKind, Mode, Outcome, ServerMsg, Service};
+use shared::{Event, EventKind, Mode, Outcome, ScenarioInfo, ServerMsg, Service};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -508,54 +508,13 @@ impl Engine {
     ) -> Result<RunHandle, StartError> {
         let scenario = scenario.into_scenario();
         let info = scenario.info();
-        if info.variant(variant).is_none() {
-            let valid = info
-                .variants
-                .iter()
-                .map(|v| v.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(StartError::UnknownVariant {
-                scenario: info.id,
-                variant: variant.to_owned(),
-                valid,
-            });
-        }
-        if *self.live.closing.borrow() {
-            return Err(StartError::ShuttingDown);
-        }
-        let waiting = self.admission.waiting();
-        if waiting >= self.limits.max_queue {
-            let playing = (*self.live.count.borrow()).saturating_sub(waiting);
-            return Err(StartError::QueueFull {
-                waiting,
-                retry_after_s: self.pace.retry_after_s(waiting, playing),
-            });
-        }
-        if mode == Mode::Step && !info.steppable {
-            return Err(StartError::NotSteppable(info.id));
-        }
+        self.refuse_at_once(&info, variant, mode)?;
         self.join_waiting();
         let servers = self.servers.all();
         let allowed = super::servers::of_major(&servers, postgres.or(self.default_postgres))
             .map_err(|missing| self.not_yet_joined(info.id.clone(), missing))?;
         let answers = futures_util::future::join_all(allowed.iter().map(|&i| servers[i].probe())).await;
-        if answers.iter().all(Result::is_err) {
-            let detail = allowed
-                .iter()
-                .zip(answers)
-                .map(|(&i, answer)| {
-                    let why = answer.err().unwrap_or_default();
-                    format!("{} at {}: {why}", servers[i].version, servers[i].name)
-                })
-                .collect::<Vec<_>>()
-                .join("; ");
-            return Err(StartError::ServiceDown {
-                scenario: info.id,
-                service: Service::Postgres.label(),
-                detail,
-            });
-        }
+        some_server_answers(&servers, &allowed, answers, &info.id)?;
         for service in scenario.budget(variant).services() {
             if service == Service::Postgres {
                 continue;
@@ -575,10 +534,13 @@ impl Engine {
             tx: updates_tx,
             lagged: lagged.clone(),
         };
-        tokio::spawn(
-            self.clone()
-                .supervise(scenario, (variant.to_owned(), allowed), mode, link, control_rx),
-        );
+        let request = Request {
+            scenario,
+            info,
+            variant: variant.to_owned(),
+            mode,
+        };
+        tokio::spawn(self.clone().supervise(request, allowed, link, control_rx));
         Ok(RunHandle {
             updates,
             control,
@@ -587,36 +549,56 @@ impl Engine {
         })
     }
 
+    /// The refusals a start needs to ask no service for, in this order: a variant the scenario
+    /// does not have, an engine that is closing, a full line, and step mode for a scenario that
+    /// cannot pause between steps.
+    fn refuse_at_once(&self, info: &ScenarioInfo, variant: &str, mode: Mode) -> Result<(), StartError> {
+        if info.variant(variant).is_none() {
+            let valid = info
+                .variants
+                .iter()
+                .map(|v| v.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(StartError::UnknownVariant {
+                scenario: info.id.clone(),
+                variant: variant.to_owned(),
+                valid,
+            });
+        }
+        if *self.live.closing.borrow() {
+            return Err(StartError::ShuttingDown);
+        }
+        let waiting = self.admission.waiting();
+        if waiting >= self.limits.max_queue {
+            let playing = (*self.live.count.borrow()).saturating_sub(waiting);
+            return Err(StartError::QueueFull {
+                waiting,
+                retry_after_s: self.pace.retry_after_s(waiting, playing),
+            });
+        }
+        if mode == Mode::Step && !info.steppable {
+            return Err(StartError::NotSteppable(info.id.clone()));
+        }
+        Ok(())
+    }
+
     async fn supervise(
         self: Arc<Self>,
-        scenario: Arc<dyn Scenario>,
-        (variant, allowed): (String, Vec<usize>),
-        mode: Mode,
+        request: Request,
+        allowed: Vec<usize>,
         updates: ReaderLink,
         mut control: mpsc::UnboundedReceiver<Control>,
     ) {
         let _live = self.live.enter();
         let entered = std::time::Instant::now();
-        let budget = scenario.budget(&variant);
-        // The engine outlives every run, so its flags' senders do too.
-        let mut closing = self.live.closing.subscribe();
         // Admission places the run among these (a server joining later is not one of them).
         let servers = self.servers.all();
-        let passed_over = |i: usize| servers.get(i).is_none_or(|s| s.seems_down());
-        let placement = Placement {
-            allowed,
-            passed_over: &passed_over,
-        };
-        let mut admitted = tokio::select! {
-            admitted = self.admission.enter_on(budget, mode, placement, |position| updates.send(ServerMsg::Queued { position })) => admitted,
-            () = raised(&mut closing) => {
-                updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
-                return;
-            }
-            () = cancelled(&mut control) => {
-                updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
-                return;
-            }
+        let Some(mut admitted) = self
+            .wait_for_place(&request, allowed, &servers, &updates, &mut control)
+            .await
+        else {
+            return;
         };
         // Where it plays (the home server if it was never admitted, for the header's version).
         let server = servers[admitted.as_ref().map_or(0, |a| a.server)].clone();
@@ -625,65 +607,24 @@ impl Engine {
         let ready = admitted
             .as_ref()
             .ok()
-            .and_then(|_| server.warm.take(scenario.sandbox()));
+            .and_then(|_| server.warm.take(request.scenario.sandbox()));
         let run_id = sandbox::new_stored_run_id();
         updates.send(ServerMsg::Started { run_id: run_id.clone() });
         let mut pipe = EventPipe::new(&updates);
-        let info = scenario.info();
-        pipe.sink.emit(EventKind::RunStarted {
-            run_id: run_id.clone(),
-            scenario: info.id.clone(),
-            variant: variant.clone(),
-            title: info.title.clone(),
-            actors: scenario.actors(&variant),
-            server: server.version.clone(),
-        });
-
+        pipe.sink.emit(run_started(&request, &run_id, &server));
         let (outcome, sandbox, kept) = match &mut admitted {
             Err(refused) => {
-                let message = match refused {
-                    super::admission::NotAdmitted::Postgres { server, error } => {
-                        let server = &servers[*server];
-                        // Asked afresh, so that the next runs pass it over while it is down.
-                        let _ = server.probe_afresh().await;
-                        format!(
-                            "the PostgreSQL server this run was placed on ({} at {}) could not be asked for its connections: {error}",
-                            server.version, server.name
-                        )
-                    }
-                    other => other.to_string(),
-                };
+                let message = why_refused(refused, &servers).await;
                 (Outcome::Failed { message }, None, Vec::new())
             }
             Ok(admitted) => {
-                let began = std::time::Instant::now();
-                self.metrics.started(&info.id, entered.elapsed());
-                let kept = admitted.take_kept();
-                let (outcome, sandbox, kept) = self
-                    .play(
-                        scenario.clone(),
-                        &variant,
-                        mode,
-                        (&server, &run_id, ready, kept),
-                        &mut pipe,
-                        &mut control,
-                    )
-                    .await;
-                if mode == Mode::Auto && outcome == Outcome::Completed {
-                    self.pace.record(began.elapsed());
-                }
-                let outcome = naming_a_lost_server(&server, outcome).await;
-                let ended = match &outcome {
-                    Outcome::Completed => "completed",
-                    Outcome::Failed { .. } => "failed",
-                    Outcome::Cancelled => "cancelled",
-                };
-                self.metrics.finished(&info.id, ended, began.elapsed());
-                (outcome, sandbox, kept)
+                let placed = (&*server, run_id.as_str(), ready);
+                self.play_counted(&request, (entered, admitted), placed, &mut pipe, &mut control)
+                    .await
             }
         };
         if outcome == Outcome::Completed
-            && let Some((choice, why)) = scenario.reveal(&variant)
+            && let Some((choice, why)) = request.scenario.reveal(&request.variant)
         {
             pipe.sink.emit(EventKind::Reveal { choice, why });
         }
@@ -694,25 +635,8 @@ impl Engine {
         // Stored and cleaned at once (neither needs the other); `done` only after both, so a
         // reader who has it finds the run stored and nothing of it left (a completed run's
         // sandbox, reset, may wait on the shelf for the next run: `engine::warm`).
-        let (stored, destroyed) =
-            tokio::join!(self.store.save(&run_id, &info.id, &variant, &outcome, &events), async {
-                match &sandbox {
-                    Some(sandbox) if outcome == Outcome::Completed => {
-                        server.warm.take_back(sandbox.clone(), scenario.sandbox()).await
-                    }
-                    Some(sandbox) => sandbox.destroy(&server.reach.services).await,
-                    None => Ok(()),
-                }
-            });
-        if let Err(error) = stored {
-            tracing::warn!(run = %run_id, %error, "could not store the run");
-        }
-        if let (Err(error), Some(sandbox)) = (destroyed, sandbox) {
-            // A service is down (PostgreSQL restarting, Redis gone): the sandbox goes as soon as
-            // it is back, not at the next sweep.
-            tracing::warn!(run = %run_id, %error, "could not destroy the sandbox yet; trying again until its services are back");
-            tokio::spawn(sandbox.destroy_when_back(server.reach.services.clone(), self.limits.sweep_age()));
-        }
+        self.store_and_clean(&request, &server, sandbox, (&run_id, &outcome, &events))
+            .await;
         // Its place goes back before the reader hears `done`: a process that exits on it (the
         // command line, a test) leaves no lease for others to wait out.
         if let Ok(admitted) = admitted {
@@ -722,7 +646,102 @@ impl Engine {
         updates.send(ServerMsg::Done { run_id, outcome });
         // Not while the engine closes: `close` empties the shelves once the last run is done.
         if !*self.live.closing.borrow() {
-            server.warm.refill(scenario.sandbox());
+            server.warm.refill(request.scenario.sandbox());
+        }
+    }
+
+    /// Waits in line for the run's place on one of the servers `allowed` (among `servers`,
+    /// passing over those that seem down), telling the reader its place as the line moves.
+    /// `None` if the reader cancelled or went, or the engine began to close, first: the reader
+    /// has heard `done` already.
+    async fn wait_for_place(
+        &self,
+        request: &Request,
+        allowed: Vec<usize>,
+        servers: &[Arc<Server>],
+        updates: &ReaderLink,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+    ) -> Option<Result<Admitted, NotAdmitted>> {
+        let budget = request.scenario.budget(&request.variant);
+        // The engine outlives every run, so its flags' senders do too.
+        let mut closing = self.live.closing.subscribe();
+        let passed_over = |i: usize| servers.get(i).is_none_or(|s| s.seems_down());
+        let placement = Placement {
+            allowed,
+            passed_over: &passed_over,
+        };
+        tokio::select! {
+            admitted = self.admission.enter_on(budget, request.mode, placement, |position| updates.send(ServerMsg::Queued { position })) => Some(admitted),
+            () = raised(&mut closing) => {
+                updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
+                None
+            }
+            () = cancelled(control) => {
+                updates.send(ServerMsg::Done { run_id: String::new(), outcome: Outcome::Cancelled });
+                None
+            }
+        }
+    }
+
+    /// [`Engine::play`], counted: the run's wait in line (since it `entered`) and its time go to
+    /// the metrics, a completed auto run's time to the pace a reader refused by a full line is
+    /// told, and a failure names its server if that server stopped answering.
+    async fn play_counted(
+        &self,
+        request: &Request,
+        (entered, admitted): (std::time::Instant, &mut Admitted),
+        (server, run_id, ready): (&Server, &str, Option<Sandbox>),
+        pipe: &mut EventPipe<'_>,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+    ) -> (Outcome, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>) {
+        let began = std::time::Instant::now();
+        self.metrics.started(&request.info.id, entered.elapsed());
+        let kept = admitted.take_kept();
+        let (outcome, sandbox, kept) = self.play(request, (server, run_id, ready, kept), pipe, control).await;
+        if request.mode == Mode::Auto && outcome == Outcome::Completed {
+            self.pace.record(began.elapsed());
+        }
+        let outcome = naming_a_lost_server(server, outcome).await;
+        let ended = match &outcome {
+            Outcome::Completed => "completed",
+            Outcome::Failed { .. } => "failed",
+            Outcome::Cancelled => "cancelled",
+        };
+        self.metrics.finished(&request.info.id, ended, began.elapsed());
+        (outcome, sandbox, kept)
+    }
+
+    /// Stores run `run_id`'s `events` while its sandbox goes (destroyed, or put back on the
+    /// shelf after a completed run). A sandbox whose services are down goes as soon as they are
+    /// back.
+    async fn store_and_clean(
+        &self,
+        request: &Request,
+        server: &Server,
+        sandbox: Option<Sandbox>,
+        (run_id, outcome, events): (&str, &Outcome, &[Event]),
+    ) {
+        let (stored, destroyed) = tokio::join!(
+            self.store
+                .save(run_id, &request.info.id, &request.variant, outcome, events),
+            async {
+                match &sandbox {
+                    Some(sandbox) if *outcome == Outcome::Completed => {
+                        server.warm.take_back(sandbox.clone(), request.scenario.sandbox()).await
+                    }
+                    Some(sandbox) => sandbox.destroy(&server.reach.services).await,
+                    None => Ok(()),
+                }
+            }
+        );
+        if let Err(error) = stored {
+            tracing::warn!(run = %run_id, %error, "could not store the run");
+        }
+        if let (Err(error), Some(sandbox)) = (destroyed, sandbox) {
+            // A service is down (PostgreSQL restarting, Redis gone): the sandbox goes as soon as
+            // it is back, not at the next sweep.
+            tracing::warn!(run = %run_id, %error, "could not destroy the sandbox yet; trying again until its services are back");
+            tokio::spawn(sandbox.destroy_when_back(server.reach.services.clone(), self.limits.sweep_age()));
         }
     }
 
@@ -732,22 +751,14 @@ impl Engine {
     /// the run's sessions, reset, if they are to be kept for the next run.
     async fn play(
         &self,
-        scenario: Arc<dyn Scenario>,
-        variant: &str,
-        mode: Mode,
+        request: &Request,
         (server, run_id, ready, kept): (&Server, &str, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>),
         pipe: &mut EventPipe<'_>,
         control: &mut mpsc::UnboundedReceiver<Control>,
     ) -> (Outcome, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>) {
+        let (scenario, variant, mode) = (&request.scenario, request.variant.as_str(), request.mode);
         let services = &server.reach.services;
-        let mut reach = server.reach.clone();
-        if mode == Mode::Step {
-            // A reader may think for minutes while an actor waits for a lock: the wait must not
-            // time out before the run's idle limit does. (Later `-c` options win.)
-            // Set on each session as it takes the run, so a kept session keeps none of it.
-            let idle = format!("{}ms", self.limits.idle_in_transaction_timeout.as_millis());
-            reach.settings = vec![("lock_timeout", idle.clone()), ("statement_timeout", idle)];
-        }
+        let reach = self.reach_for(server, mode);
         // The monitor and the actors' sessions connect while the sandbox is made: none waits
         // for another. A sandbox made for this run gets an id of its own, never the run's: its
         // names are seen by every role on the server, and the run's id fetches its transcript.
@@ -793,78 +804,108 @@ impl Engine {
                 },
                 Vec::new(),
             ),
-            Ok(run) => {
-                let needs = scenario.budget(variant).services();
-                let variant = variant.to_owned();
-                let playing = run.clone();
-                let mut task = tokio::spawn(async move { scenario.play(&playing, &variant).await });
-                let limit = tokio::time::sleep(self.limits.max_duration);
-                tokio::pin!(limit);
-                let mut cancelling = self.live.cancelling.subscribe();
-                let shutdown = raised(&mut cancelling);
-                tokio::pin!(shutdown);
-                let lost = self.watch_services(needs);
-                tokio::pin!(lost);
-                let mut finished = false;
-                let outcome = loop {
-                    tokio::select! {
-                        Some(event) = pipe.events_rx.recv() => {
-                            pipe.forward(event);
-                            // A reader this far behind is gone: its run stops and is cleaned.
-                            if pipe.updates.fell_behind() {
-                                break Outcome::Cancelled;
-                            }
-                        }
-                        joined = &mut task => break {
-                            finished = true;
-                            match joined {
-                            Ok(Ok(())) => Outcome::Completed,
-                            Ok(Err(error)) => Outcome::Failed { message: error.for_reader() },
-                            Err(_) => Outcome::Failed { message: "the scenario crashed; see the server log".into() },
-                            }
-                        },
-                        command = control.recv() => match command {
-                            Some(Control::Next) => { let _ = permits.send(()); }
-                            Some(Control::Cancel) | None => break Outcome::Cancelled,
-                        },
-                        () = &mut shutdown => break Outcome::Cancelled,
-                        (service, detail) = &mut lost => {
-                            pipe.sink.emit(EventKind::Error {
-                                actor: service.label().to_owned(),
-                                // Drawn against its service (`timeline::service_of_error`).
-                                kind: match service {
-                                    Service::Kafka => shared::ErrorKind::Broker,
-                                    _ => shared::ErrorKind::Connection,
-                                },
-                                code: None,
-                                message: format!("stopped answering: {detail}"),
-                            });
-                            break Outcome::Failed { message: RunError::ServiceLost { service, detail }.to_string() };
-                        }
-                        () = &mut limit => break Outcome::Failed {
-                            message: RunError::TooLong(self.limits.max_duration.as_secs()).to_string(),
-                        },
-                    }
-                };
-                if outcome != Outcome::Completed {
-                    // Its actors' sessions are closed, not reset: a reset one would take a name
-                    // the sandbox's cleanup does not look for.
-                    run.abandon();
-                }
-                if !finished {
-                    // Dropping the scenario drops its actors; their sessions end with the sandbox.
-                    task.abort();
-                    let _ = task.await;
-                }
-                // A completed run's sessions are reset and kept for the next run (`kept`).
-                let kept = match outcome {
-                    Outcome::Completed if self.admission.keeps_sessions() => run.hand_back().await,
-                    _ => Vec::new(),
-                };
-                (outcome, kept)
-            }
+            Ok(run) => self.watch_over(request, run, &permits, pipe, control).await,
         };
         (outcome, Some(sandbox), kept)
+    }
+
+    /// How the run's sessions reach `server`: as every run's, but for a run played step by step
+    /// (`mode`), whose lock and statement waits last as long as its idle limit.
+    fn reach_for(&self, server: &Server, mode: Mode) -> Reach {
+        let mut reach = server.reach.clone();
+        if mode == Mode::Step {
+            // A reader may think for minutes while an actor waits for a lock: the wait must not
+            // time out before the run's idle limit does. (Later `-c` options win.)
+            // Set on each session as it takes the run, so a kept session keeps none of it.
+            let idle = format!("{}ms", self.limits.idle_in_transaction_timeout.as_millis());
+            reach.settings = vec![("lock_timeout", idle.clone()), ("statement_timeout", idle)];
+        }
+        reach
+    }
+
+    /// Plays the scenario on `run` on a task of its own, and stays outside it until the run
+    /// ends ([`Engine::until_it_ends`]). Returns how it ended and, if it completed, its
+    /// sessions, reset, for the next run.
+    async fn watch_over(
+        &self,
+        request: &Request,
+        run: Run,
+        permits: &mpsc::UnboundedSender<()>,
+        pipe: &mut EventPipe<'_>,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+    ) -> (Outcome, Vec<sqlx::postgres::PgConnection>) {
+        let needs = request.scenario.budget(&request.variant).services();
+        let (scenario, variant) = (request.scenario.clone(), request.variant.clone());
+        let playing = run.clone();
+        let mut task = tokio::spawn(async move { scenario.play(&playing, &variant).await });
+        let (outcome, finished) = self.until_it_ends(&mut task, needs, permits, pipe, control).await;
+        if outcome != Outcome::Completed {
+            // Its actors' sessions are closed, not reset: a reset one would take a name
+            // the sandbox's cleanup does not look for.
+            run.abandon();
+        }
+        if !finished {
+            // Dropping the scenario drops its actors; their sessions end with the sandbox.
+            task.abort();
+            let _ = task.await;
+        }
+        // A completed run's sessions are reset and kept for the next run (`kept`).
+        let kept = match outcome {
+            Outcome::Completed if self.admission.keeps_sessions() => run.hand_back().await,
+            _ => Vec::new(),
+        };
+        (outcome, kept)
+    }
+
+    /// Forwards the run's events to its reader and passes `next` to its step gate (`permits`)
+    /// until the scenario's `task` ends, or the reader cancels, goes or falls behind, or the
+    /// engine cancels its runs, or a service the run `needs` is lost, or its time is up.
+    /// Returns how the run ended, and whether its task finished by itself.
+    async fn until_it_ends(
+        &self,
+        task: &mut tokio::task::JoinHandle<Result<(), RunError>>,
+        needs: Vec<Service>,
+        permits: &mpsc::UnboundedSender<()>,
+        pipe: &mut EventPipe<'_>,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+    ) -> (Outcome, bool) {
+        let limit = tokio::time::sleep(self.limits.max_duration);
+        tokio::pin!(limit);
+        let mut cancelling = self.live.cancelling.subscribe();
+        let shutdown = raised(&mut cancelling);
+        tokio::pin!(shutdown);
+        let lost = self.watch_services(needs);
+        tokio::pin!(lost);
+        let mut finished = false;
+        let outcome = loop {
+            tokio::select! {
+                Some(event) = pipe.events_rx.recv() => {
+                    pipe.forward(event);
+                    // A reader this far behind is gone: its run stops and is cleaned.
+                    if pipe.updates.fell_behind() {
+                        break Outcome::Cancelled;
+                    }
+                }
+                joined = &mut *task => break {
+                    finished = true;
+                    match joined {
+                    Ok(Ok(())) => Outcome::Completed,
+                    Ok(Err(error)) => Outcome::Failed { message: error.for_reader() },
+                    Err(_) => Outcome::Failed { message: "the scenario crashed; see the server log".into() },
+                    }
+                },
+                command = control.recv() => match command {
+                    Some(Control::Next) => { let _ = permits.send(()); }
+                    Some(Control::Cancel) | None => break Outcome::Cancelled,
+                },
+                () = &mut shutdown => break Outcome::Cancelled,
+                (service, detail) = &mut lost => break lost_service(&pipe.sink, service, detail),
+                () = &mut limit => break Outcome::Failed {
+                    message: RunError::TooLong(self.limits.max_duration.as_secs()).to_string(),
+                },
+            }
+        };
+        (outcome, finished)
     }
 
     /// Ends, with the service and why, when a service among `services` that the run cannot
@@ -908,6 +949,90 @@ async fn naming_a_lost_server(server: &Server, outcome: Outcome) -> Outcome {
                 server.version, server.name
             ),
         },
+    }
+}
+
+/// A run as it was asked for: the scenario (and its catalog entry), the variant, and how it
+/// plays. Every step of its supervision reads it.
+struct Request {
+    scenario: Arc<dyn Scenario>,
+    info: ScenarioInfo,
+    variant: String,
+    mode: Mode,
+}
+
+/// The head of a run's transcript: what plays, who plays it, and on which server.
+fn run_started(request: &Request, run_id: &str, server: &Server) -> EventKind {
+    EventKind::RunStarted {
+        run_id: run_id.to_owned(),
+        scenario: request.info.id.clone(),
+        variant: request.variant.clone(),
+        title: request.info.title.clone(),
+        actors: request.scenario.actors(&request.variant),
+        server: server.version.clone(),
+    }
+}
+
+/// Refuses a run none of whose servers (`allowed`, of `servers`) answered its probe
+/// (`answers`, in the same order), saying why each did not; one that answers is enough
+/// (admission passes over the others while they are down).
+fn some_server_answers(
+    servers: &[Arc<Server>],
+    allowed: &[usize],
+    answers: Vec<Result<(), String>>,
+    scenario: &str,
+) -> Result<(), StartError> {
+    if answers.iter().all(Result::is_err) {
+        let detail = allowed
+            .iter()
+            .zip(answers)
+            .map(|(&i, answer)| {
+                let why = answer.err().unwrap_or_default();
+                format!("{} at {}: {why}", servers[i].version, servers[i].name)
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(StartError::ServiceDown {
+            scenario: scenario.to_owned(),
+            service: Service::Postgres.label(),
+            detail,
+        });
+    }
+    Ok(())
+}
+
+/// Why a run was not admitted, in its reader's words, naming the server it was placed on if
+/// that server could not be asked for its connections.
+async fn why_refused(refused: &NotAdmitted, servers: &[Arc<Server>]) -> String {
+    match refused {
+        NotAdmitted::Postgres { server, error } => {
+            let server = &servers[*server];
+            // Asked afresh, so that the next runs pass it over while it is down.
+            let _ = server.probe_afresh().await;
+            format!(
+                "the PostgreSQL server this run was placed on ({} at {}) could not be asked for its connections: {error}",
+                server.version, server.name
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
+/// How a run ends when `service` stopped answering (`detail`): an error on the service's own
+/// lane, then the run fails with it.
+fn lost_service(sink: &EventSink, service: Service, detail: String) -> Outcome {
+    sink.emit(EventKind::Error {
+        actor: service.label().to_owned(),
+        // Drawn against its service (`timeline::service_of_error`).
+        kind: match service {
+            Service::Kafka => shared::ErrorKind::Broker,
+            _ => shared::ErrorKind::Connection,
+        },
+        code: None,
+        message: format!("stopped answering: {detail}"),
+    });
+    Outcome::Failed {
+        message: RunError::ServiceLost { service, detail }.to_string(),
     }
 }
 

@@ -91,6 +91,14 @@ struct Active {
     waited_since: Option<Instant>,
 }
 
+/// Whether a step's answer came while the player waited for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answered {
+    Yes,
+    /// It waits on another session (seen with `nonblock`): the player goes on to other steps.
+    NotYet,
+}
+
 /// The tester's flags to `try_complete_step`.
 #[derive(Clone, Copy)]
 struct Flags {
@@ -632,12 +640,43 @@ impl<'a> Player<'a> {
             return Ok(false);
         };
         let step = &steps[index];
-        let sql = self.sql_of(step);
+        // A step marked `(*)` waits for its turn once, whatever it does, as the tester's does.
         if !flags.retry && step.blockers.contains(&Blocker::Once) {
-            let line = format!("step {}: {} <waiting ...>\n", step.name, sql);
-            self.printer.print(&self.lanes[session], &line);
+            self.print_waiting(session, step);
             return Ok(true);
         }
+        if self.wait_for_answer(steps, session, flags).await? == Answered::NotYet {
+            return Ok(true);
+        }
+        self.print_notices(session);
+        // Answered, but a blocker annotation holds the report back until its step completes.
+        if self.has_blocker(steps, session) {
+            if !flags.retry {
+                self.print_waiting(session, step);
+            }
+            return Ok(true);
+        }
+        self.report_completed(step, session, flags).await;
+        Ok(false)
+    }
+
+    /// `step X: <sql> <waiting ...>`: the tester's line for a step that has not completed.
+    fn print_waiting(&mut self, session: usize, step: &PermutationStep) {
+        let line = format!("step {}: {} <waiting ...>\n", step.name, self.sql_of(step));
+        self.printer.print(&self.lanes[session], &line);
+    }
+
+    /// Polls `session`'s step until it answers, or, with `nonblock`, until PostgreSQL shows it
+    /// waiting on another session (then marked so, once, unless this is a retry). Past the step
+    /// wait it is cancelled, as the tester does after `max_step_wait`; past twice that, the run
+    /// stops.
+    async fn wait_for_answer(
+        &mut self,
+        steps: &[PermutationStep],
+        session: usize,
+        flags: Flags,
+    ) -> Result<Answered, Stopped> {
+        let step = &steps[self.active[session].as_ref().map_or(0, |a| a.index)];
         let start = Instant::now();
         let mut canceled = false;
         while self.busy(session) {
@@ -649,33 +688,15 @@ impl<'a> Player<'a> {
             if flags.nonblock {
                 let (blocked, by, on) = self.blocked(session).await?;
                 if blocked {
+                    // Its notices may have come with its answer meanwhile.
                     self.print_notices(session);
                     if !self.busy(session) {
                         break;
                     }
                     if !flags.retry {
-                        let line = format!("step {}: {} <waiting ...>\n", step.name, sql);
-                        self.printer.print(&self.lanes[session], &line);
-                        if let Some(active) = self.active[session].as_mut() {
-                            active.waited_since = Some(Instant::now());
-                        }
-                        if let Some(played) = self.played.iter_mut().rev().find(|p| p.name == step.name) {
-                            played.waited = true;
-                        }
-                        if let Some(witness) = self.witness.as_mut() {
-                            let holders = by
-                                .iter()
-                                .filter_map(|name| self.spec.sessions.iter().position(|s| s.name == *name))
-                                .collect();
-                            witness.waited(session, index, holders);
-                        }
-                        self.lanes[session].emit(EventKind::Blocked {
-                            actor: self.spec.sessions[session].name.clone(),
-                            by,
-                            on,
-                        });
+                        self.mark_waiting(steps, session, by, on);
                     }
-                    return Ok(true);
+                    return Ok(Answered::NotYet);
                 }
             }
             let waited = start.elapsed();
@@ -695,14 +716,40 @@ impl<'a> Player<'a> {
                 });
             }
         }
-        self.print_notices(session);
-        if self.has_blocker(steps, session) {
-            if !flags.retry {
-                let line = format!("step {}: {} <waiting ...>\n", step.name, sql);
-                self.printer.print(&self.lanes[session], &line);
-            }
-            return Ok(true);
+        Ok(Answered::Yes)
+    }
+
+    /// `session`'s step is seen waiting for the sessions `by` (on `on`): the tester's line, the
+    /// matrix's mark, the witness's wait-for edge, and the lane's `Blocked` event.
+    fn mark_waiting(&mut self, steps: &[PermutationStep], session: usize, by: Vec<String>, on: Option<String>) {
+        let Some(active) = self.active[session].as_mut() else {
+            return;
+        };
+        active.waited_since = Some(Instant::now());
+        let index = active.index;
+        let step = &steps[index];
+        self.print_waiting(session, step);
+        if let Some(played) = self.played.iter_mut().rev().find(|p| p.name == step.name) {
+            played.waited = true;
         }
+        if let Some(witness) = self.witness.as_mut() {
+            let holders = by
+                .iter()
+                .filter_map(|name| self.spec.sessions.iter().position(|s| s.name == *name))
+                .collect();
+            witness.waited(session, index, holders);
+        }
+        self.lanes[session].emit(EventKind::Blocked {
+            actor: self.spec.sessions[session].name.clone(),
+            by,
+            on,
+        });
+    }
+
+    /// Reports `session`'s completed step: the tester's line (`<... completed>` on a retry),
+    /// how long it waited, its failure in the matrix, what the witness learns, and its answer.
+    async fn report_completed(&mut self, step: &PermutationStep, session: usize, flags: Flags) {
+        let sql = self.sql_of(step);
         let line = if flags.retry {
             format!("step {}: <... completed>\n", step.name)
         } else {
@@ -710,7 +757,7 @@ impl<'a> Player<'a> {
         };
         self.printer.print(&self.lanes[session], &line);
         let Some(active) = self.active[session].take() else {
-            return Ok(false);
+            return;
         };
         if let Some(since) = active.waited_since {
             self.lanes[session].emit(EventKind::Unblocked {
@@ -730,12 +777,18 @@ impl<'a> Player<'a> {
         }
         if let Some(witness) = self.witness.as_mut() {
             witness
-                .step_done(session, index, sql, &answer, active.probe, &mut self.sessions[session])
+                .step_done(
+                    session,
+                    active.index,
+                    sql,
+                    &answer,
+                    active.probe,
+                    &mut self.sessions[session],
+                )
                 .await;
         }
         self.print_answer(Some(session), &answer);
         self.print_notifications(session);
-        Ok(false)
     }
 
     /// Whether a blocker annotation still holds `session`'s finished step back.

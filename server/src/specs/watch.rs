@@ -152,28 +152,16 @@ pub fn megabytes(bytes: u64) -> String {
 /// Watches database `database`'s backends from `admin` (racelab's own connection) until
 /// aborted, saying on `lane` what it stopped; a run it ends, it says why in `ended`.
 pub async fn watch(admin: Arc<Client>, database: String, lane: Lane, ended: Arc<std::sync::Mutex<Option<String>>>) {
-    let size = |admin: Arc<Client>, database: String| async move {
-        admin
-            .query_one("SELECT pg_catalog.pg_database_size($1)", &[&database])
-            .await
-            .ok()
-            .map(|row| row.get::<_, i64>(0))
-    };
-    let Some(start) = size(admin.clone(), database.clone()).await else {
+    let Some(start) = database_size(&admin, &database).await else {
         return;
     };
-    // Backends cancelled for their memory, and when: one still past the bound a second later
-    // is ended (a cancelled statement frees its memory at once).
-    let mut over: HashMap<i32, Instant> = HashMap::new();
-    let mut niced: std::collections::HashSet<i32> = std::collections::HashSet::new();
-    // Each backend's CPU time at the last look.
-    let mut cpu_seen: HashMap<i32, Duration> = HashMap::new();
+    let mut backends = Backends::default();
     let mut look = 0u32;
     loop {
         tokio::time::sleep(EVERY).await;
         look += 1;
         if look.is_multiple_of(DISK_EVERY)
-            && let Some(now) = size(admin.clone(), database.clone()).await
+            && let Some(now) = database_size(&admin, &database).await
             && now - start > DISK_ABOVE_START
         {
             let why = format!(
@@ -202,13 +190,41 @@ pub async fn watch(admin: Arc<Client>, database: String, lane: Lane, ended: Arc<
         else {
             continue;
         };
+        backends.look_at(rows, (&admin, &database), &lane).await;
+    }
+}
+
+/// `database`'s size on disk, in bytes; none if `admin` could not ask.
+async fn database_size(admin: &Client, database: &str) -> Option<i64> {
+    admin
+        .query_one("SELECT pg_catalog.pg_database_size($1)", &[&database])
+        .await
+        .ok()
+        .map(|row| row.get::<_, i64>(0))
+}
+
+/// What the watch remembers of a run's backends from one look to the next.
+#[derive(Default)]
+struct Backends {
+    /// Backends cancelled for their memory, and when: one still past the bound a second later
+    /// is ended (a cancelled statement frees its memory at once).
+    over: HashMap<i32, Instant>,
+    niced: std::collections::HashSet<i32>,
+    /// Each backend's CPU time at the last look.
+    cpu_seen: HashMap<i32, Duration>,
+}
+
+impl Backends {
+    /// One look at the run's backends (`rows`: pid, leader pid, application name): each that
+    /// kept a core busy is demoted, and each past its memory bound is cancelled, then ended.
+    async fn look_at(&mut self, rows: Vec<tokio_postgres::Row>, (admin, database): (&Client, &str), lane: &Lane) {
         let mut still_over = HashMap::new();
         for row in rows {
             let (pid, leader, name): (i32, i32, String) = (row.get(0), row.get(1), row.get(2));
-            let memory = private_memory(pid, &database);
+            let memory = private_memory(pid, database);
             if let (Some(_), Some(used)) = (memory, cpu_time(pid)) {
-                let before = cpu_seen.insert(pid, used).unwrap_or(used);
-                if used.saturating_sub(before) >= DEMOTE_AT && niced.insert(pid) {
+                let before = self.cpu_seen.insert(pid, used).unwrap_or(used);
+                if used.saturating_sub(before) >= DEMOTE_AT && self.niced.insert(pid) {
                     lower_priority(pid);
                 }
             }
@@ -216,7 +232,7 @@ pub async fn watch(admin: Arc<Client>, database: String, lane: Lane, ended: Arc<
                 continue;
             };
             let who = name.rsplit('/').next().unwrap_or("a session").to_owned();
-            let since = over.get(&pid).copied();
+            let since = self.over.get(&pid).copied();
             let (verb, function) = match since {
                 None => ("its statement is cancelled", "pg_cancel_backend"),
                 Some(at) if at.elapsed() >= Duration::from_secs(1) => ("it is ended", "pg_terminate_backend"),
@@ -226,7 +242,7 @@ pub async fn watch(admin: Arc<Client>, database: String, lane: Lane, ended: Arc<
                 }
             };
             say(
-                &lane,
+                lane,
                 format!(
                     "racelab: {who} held {} of memory, more than {}: {verb}",
                     megabytes(held),
@@ -238,7 +254,7 @@ pub async fn watch(admin: Arc<Client>, database: String, lane: Lane, ended: Arc<
                 .await;
             still_over.insert(pid, since.unwrap_or_else(Instant::now));
         }
-        over = still_over;
+        self.over = still_over;
     }
 }
 

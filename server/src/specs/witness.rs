@@ -383,57 +383,16 @@ impl Witness {
             "witnessed"
         );
         history.txns = txns.iter().map(|t| t.txn.clone()).collect();
-        let txn_of = |session: usize, began: &str| {
-            txns.iter()
-                .position(|t| t.session == session && t.began.as_deref() == Some(began))
-        };
-        // Versions: the setup's, then every write in the order the server made it.
-        let mut order: Vec<&Written> = self.writes.iter().collect();
-        order.sort_by_key(|w| w.at);
-        let mut rows_of: Vec<Map<String, Value>> = Vec::new();
-        for (table, row) in &self.initial {
-            if let Some(version) = self.version(table, Some(row), None, None) {
-                history.versions.push(version);
-                rows_of.push(row.clone());
-            }
-        }
-        let mut xid_of: HashMap<usize, u64> = HashMap::new();
-        for w in order {
-            let Some(by) = txn_of(w.session, &w.began) else {
-                continue;
-            };
-            xid_of.insert(by, w.xid);
-            let step = Some(w.step as u64);
-            let old_key = w.old.as_ref().and_then(|o| self.key(&w.table, o));
-            let new_key = w.new.as_ref().and_then(|n| self.key(&w.table, n));
-            if old_key.is_some() && old_key != new_key {
-                // Deleted, or its key changed: the old key's row is gone.
-                if let Some(v) = self.version(&w.table, None, w.old.as_ref(), Some((by, step))) {
-                    history.versions.push(v);
-                    rows_of.push(Map::new());
-                }
-            }
-            if let Some(new) = &w.new
-                && let Some(v) = self.version(&w.table, Some(new), None, Some((by, step)))
-            {
-                history.versions.push(v);
-                rows_of.push(new.clone());
-            }
-        }
+        let Installed {
+            versions,
+            rows: rows_of,
+            xid_of,
+        } = self.versions(&txns);
+        history.versions = versions;
         // Reads: which versions mattered to each, then which of those its snapshot held.
         let matters = self.matters(control, &history, &rows_of, asked).await;
         // Each row's versions in install order, once for every read.
-        let mut rows: Vec<&Row> = history.versions.iter().map(|v| &v.row).collect();
-        rows.sort();
-        rows.dedup();
-        let by_row: Vec<Vec<usize>> = rows
-            .iter()
-            .map(|row| {
-                (0..history.versions.len())
-                    .filter(|&i| history.versions[i].row == **row)
-                    .collect()
-            })
-            .collect();
+        let by_row = versions_by_row(&history.versions);
         let mut unknown = 0;
         for (r, seen) in self.reads.iter().enumerate() {
             if returns_its_own_write(&seen.sql) {
@@ -443,53 +402,16 @@ impl Witness {
                 txns.iter()
                     .position(|t| t.session == seen.session && t.alone_step == Some(seen.step))
             } else {
-                txn_of(seen.session, &seen.began)
+                txn_of(&txns, seen.session, &seen.began)
             };
             let (Some(reader), Some(matter)) = (reader, matters.get(&r)) else {
                 unknown += 1;
                 continue;
             };
-            let visible = |v: &Version| match v.by {
-                None => true,
-                Some(by) if by == reader => v.step.is_some_and(|s| s <= seen.step as u64),
-                Some(by) => {
-                    history.txns[by].end == End::Committed
-                        && xid_of.get(&by).is_some_and(|&xid| seen.snapshot.shows(xid))
-                }
-            };
-            let mut read = Read {
-                txn: reader,
-                step: seen.step as u64,
-                saw: Vec::new(),
-                missed: Vec::new(),
-            };
-            for of_row in &by_row {
-                let shown = of_row.iter().rposition(|&i| visible(&history.versions[i]));
-                if let Some(at) = shown
-                    && matter[of_row[at]]
-                {
-                    read.saw.push(of_row[at]);
-                }
-                let later = shown.map_or(0, |at| at + 1);
-                for &i in &of_row[later..] {
-                    let v = &history.versions[i];
-                    if matter[i] && v.by.is_some_and(|by| by != reader) && !visible(v) {
-                        read.missed.push(i);
-                    }
-                }
-            }
+            let read = what_it_saw(seen, (reader, matter.as_slice()), &by_row, &history, &xid_of);
             history.reads.push(read);
         }
-        for (waiter, step, holders) in &self.waits {
-            let Some(waiter) = txns.iter().position(|t| t.session == *waiter && t.holds(*step)) else {
-                continue;
-            };
-            for holder in holders {
-                if let Some(holder) = txns.iter().rposition(|t| t.session == *holder && t.first <= *step) {
-                    history.waits.push(Wait { waiter, holder });
-                }
-            }
-        }
+        history.waits = self.waits_between(&txns);
         let mut proof = proof::derive(&history);
         if unknown > 0 {
             proof.lines.push(format!(
@@ -500,6 +422,67 @@ impl Witness {
             ));
         }
         proof
+    }
+
+    /// The versions the setup left and the permutation's transactions installed, each writer
+    /// told by its place in `txns` (a write of a transaction not among them is left out).
+    fn versions(&self, txns: &[Observed]) -> Installed {
+        let mut versions = Vec::new();
+        // Versions: the setup's, then every write in the order the server made it.
+        let mut order: Vec<&Written> = self.writes.iter().collect();
+        order.sort_by_key(|w| w.at);
+        let mut rows_of: Vec<Map<String, Value>> = Vec::new();
+        for (table, row) in &self.initial {
+            if let Some(version) = self.version(table, Some(row), None, None) {
+                versions.push(version);
+                rows_of.push(row.clone());
+            }
+        }
+        let mut xid_of: HashMap<usize, u64> = HashMap::new();
+        for w in order {
+            let Some(by) = txn_of(txns, w.session, &w.began) else {
+                continue;
+            };
+            xid_of.insert(by, w.xid);
+            let step = Some(w.step as u64);
+            let old_key = w.old.as_ref().and_then(|o| self.key(&w.table, o));
+            let new_key = w.new.as_ref().and_then(|n| self.key(&w.table, n));
+            if old_key.is_some() && old_key != new_key {
+                // Deleted, or its key changed: the old key's row is gone.
+                if let Some(v) = self.version(&w.table, None, w.old.as_ref(), Some((by, step))) {
+                    versions.push(v);
+                    rows_of.push(Map::new());
+                }
+            }
+            if let Some(new) = &w.new
+                && let Some(v) = self.version(&w.table, Some(new), None, Some((by, step)))
+            {
+                versions.push(v);
+                rows_of.push(new.clone());
+            }
+        }
+        Installed {
+            versions,
+            rows: rows_of,
+            xid_of,
+        }
+    }
+
+    /// Each step that waited, as a wait of its transaction for each holder's transaction
+    /// (the holder's latest to start by then), by their places in `txns`.
+    fn waits_between(&self, txns: &[Observed]) -> Vec<Wait> {
+        let mut waits = Vec::new();
+        for (waiter, step, holders) in &self.waits {
+            let Some(waiter) = txns.iter().position(|t| t.session == *waiter && t.holds(*step)) else {
+                continue;
+            };
+            for holder in holders {
+                if let Some(holder) = txns.iter().rposition(|t| t.session == *holder && t.first <= *step) {
+                    waits.push(Wait { waiter, holder });
+                }
+            }
+        }
+        waits
     }
 
     /// The primary key's value of `row` of `table`, as text (`1`, or `1,2` for several columns).
@@ -647,6 +630,44 @@ impl Witness {
 
     /// The permutation's transactions, in the order they started, with how each ended.
     async fn transactions(&self, control: &mut SpecSession, sessions: &[String]) -> Vec<Observed> {
+        let mut found = self.started(sessions);
+        // The server says how a writer ended unless its steps already did: each ended at its
+        // own COMMIT or ROLLBACK, and no step failed (a failed transaction's COMMIT rolls back;
+        // a savepoint can undo a failure; a procedure can commit).
+        let told_by_steps = self.failures.is_empty()
+            && found
+                .iter()
+                .filter(|t| t.xid.is_some())
+                .all(|t| self.ends.iter().any(|(s, step, _)| *s == t.session && t.holds(*step)));
+        let statuses = match told_by_steps {
+            true => HashMap::new(),
+            false => xact_statuses(control, found.iter().filter_map(|t| t.xid)).await,
+        };
+        let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
+        for t in &mut found {
+            let n = counts.entry(t.session).or_default();
+            *n += 1;
+            t.txn.name = proof::ordinal_name(&t.txn.session, *n);
+            (t.txn.end, t.txn.ended) = self.end_by_steps(t);
+            // A writer's end is the server's to say (a COMMIT of a failed transaction rolls back).
+            if let Some(xid) = t.xid {
+                match statuses.get(&xid).map(String::as_str) {
+                    Some("committed") => t.txn.end = End::Committed,
+                    Some("aborted") if t.txn.end == End::Committed || t.txn.end == End::Unfinished => {
+                        t.txn.end = End::Aborted { code: None };
+                    }
+                    Some("in progress") => t.txn.end = End::Unfinished,
+                    _ => {}
+                }
+            }
+        }
+        found
+    }
+
+    /// The transactions the permutation's writes and reads were seen in, in the order they
+    /// started, each with the steps it can hold and its transaction id if it wrote; how each
+    /// ended is left for [`Witness::transactions`] to find.
+    fn started(&self, sessions: &[String]) -> Vec<Observed> {
         let mut found: Vec<Observed> = Vec::new();
         let mut note = |session: usize, began: Option<&str>, alone: Option<usize>, step: usize| {
             let same = |t: &Observed| t.session == session && t.began.as_deref() == began && t.alone_step == alone;
@@ -693,49 +714,94 @@ impl Witness {
                 .find(|w| w.session == t.session && Some(&w.began) == t.began.as_ref())
                 .map(|w| w.xid);
         }
-        // The server says how a writer ended unless its steps already did: each ended at its
-        // own COMMIT or ROLLBACK, and no step failed (a failed transaction's COMMIT rolls back;
-        // a savepoint can undo a failure; a procedure can commit).
-        let told_by_steps = self.failures.is_empty()
-            && found
-                .iter()
-                .filter(|t| t.xid.is_some())
-                .all(|t| self.ends.iter().any(|(s, step, _)| *s == t.session && t.holds(*step)));
-        let statuses = match told_by_steps {
-            true => HashMap::new(),
-            false => xact_statuses(control, found.iter().filter_map(|t| t.xid)).await,
-        };
-        let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
-        for t in &mut found {
-            let n = counts.entry(t.session).or_default();
-            *n += 1;
-            t.txn.name = proof::ordinal_name(&t.txn.session, *n);
-            let end = self.ends.iter().find(|(s, step, _)| *s == t.session && t.holds(*step));
-            // A failure after the transaction's COMMIT or ROLLBACK is another statement's.
-            let failure = self.failures.iter().find(|(s, step, _)| {
-                *s == t.session && t.holds(*step) && end.is_none_or(|(_, ended, _)| step <= ended)
-            });
-            (t.txn.end, t.txn.ended) = match (t.alone_step, failure, end) {
-                (Some(step), _, _) => (End::Committed, Some(step as u64)),
-                (None, Some((_, step, code)), _) => (End::Aborted { code: code.clone() }, Some(*step as u64)),
-                (None, None, Some((_, step, true))) => (End::Committed, Some(*step as u64)),
-                (None, None, Some((_, step, false))) => (End::Aborted { code: None }, Some(*step as u64)),
-                (None, None, None) => (End::Unfinished, None),
-            };
-            // A writer's end is the server's to say (a COMMIT of a failed transaction rolls back).
-            if let Some(xid) = t.xid {
-                match statuses.get(&xid).map(String::as_str) {
-                    Some("committed") => t.txn.end = End::Committed,
-                    Some("aborted") if t.txn.end == End::Committed || t.txn.end == End::Unfinished => {
-                        t.txn.end = End::Aborted { code: None };
-                    }
-                    Some("in progress") => t.txn.end = End::Unfinished,
-                    _ => {}
-                }
-            }
-        }
         found
     }
+
+    /// How transaction `t` ended as its own steps tell it, and at which step: a read alone
+    /// commits at once; else its first failure, or its COMMIT or ROLLBACK; else it is unfinished.
+    fn end_by_steps(&self, t: &Observed) -> (End, Option<u64>) {
+        let end = self.ends.iter().find(|(s, step, _)| *s == t.session && t.holds(*step));
+        // A failure after the transaction's COMMIT or ROLLBACK is another statement's.
+        let failure = self
+            .failures
+            .iter()
+            .find(|(s, step, _)| *s == t.session && t.holds(*step) && end.is_none_or(|(_, ended, _)| step <= ended));
+        match (t.alone_step, failure, end) {
+            (Some(step), _, _) => (End::Committed, Some(step as u64)),
+            (None, Some((_, step, code)), _) => (End::Aborted { code: code.clone() }, Some(*step as u64)),
+            (None, None, Some((_, step, true))) => (End::Committed, Some(*step as u64)),
+            (None, None, Some((_, step, false))) => (End::Aborted { code: None }, Some(*step as u64)),
+            (None, None, None) => (End::Unfinished, None),
+        }
+    }
+}
+
+/// The versions a permutation installed, as [`Witness::versions`] found them.
+struct Installed {
+    /// In the order the server installed them, the setup's first.
+    versions: Vec<Version>,
+    /// Each version's row as JSON (empty for a deletion), to ask reads again with.
+    rows: Vec<Map<String, Value>>,
+    /// Each writer's transaction id, by the writer's place among the transactions.
+    xid_of: HashMap<usize, u64>,
+}
+
+/// The place in `txns` of `session`'s transaction that began at `began` (`now()` in it).
+fn txn_of(txns: &[Observed], session: usize, began: &str) -> Option<usize> {
+    txns.iter()
+        .position(|t| t.session == session && t.began.as_deref() == Some(began))
+}
+
+/// For each row, the places of its versions in `versions` (install order), rows in their order.
+fn versions_by_row(versions: &[Version]) -> Vec<Vec<usize>> {
+    let mut rows: Vec<&Row> = versions.iter().map(|v| &v.row).collect();
+    rows.sort();
+    rows.dedup();
+    rows.iter()
+        .map(|row| (0..versions.len()).filter(|&i| versions[i].row == **row).collect())
+        .collect()
+}
+
+/// What read `seen` of transaction `reader` saw and missed, among the versions that `matter` to
+/// its answer: of each row (`by_row`), the newest version its snapshot shows, and the later
+/// ones of other transactions it hid. A transaction sees its own writes of earlier steps; another
+/// transaction's, if it committed and the snapshot shows its id (`xid_of`).
+fn what_it_saw(
+    seen: &Seen,
+    (reader, matter): (usize, &[bool]),
+    by_row: &[Vec<usize>],
+    history: &History,
+    xid_of: &HashMap<usize, u64>,
+) -> Read {
+    let visible = |v: &Version| match v.by {
+        None => true,
+        Some(by) if by == reader => v.step.is_some_and(|s| s <= seen.step as u64),
+        Some(by) => {
+            history.txns[by].end == End::Committed && xid_of.get(&by).is_some_and(|&xid| seen.snapshot.shows(xid))
+        }
+    };
+    let mut read = Read {
+        txn: reader,
+        step: seen.step as u64,
+        saw: Vec::new(),
+        missed: Vec::new(),
+    };
+    for of_row in by_row {
+        let shown = of_row.iter().rposition(|&i| visible(&history.versions[i]));
+        if let Some(at) = shown
+            && matter[of_row[at]]
+        {
+            read.saw.push(of_row[at]);
+        }
+        let later = shown.map_or(0, |at| at + 1);
+        for &i in &of_row[later..] {
+            let v = &history.versions[i];
+            if matter[i] && v.by.is_some_and(|by| by != reader) && !visible(v) {
+                read.missed.push(i);
+            }
+        }
+    }
+    read
 }
 
 /// What became of each of `xids` (`committed`, `aborted`, `in progress`), asked in one round

@@ -176,87 +176,110 @@ async fn serve(mut socket: WebSocket, state: AppState, reader: Reader) {
     let mut this = Socket::default();
     let mut goodbye = state.sockets.goodbye.subscribe();
     loop {
-        tokio::select! {
-            incoming = socket.recv() => {
-                let reply = match incoming {
-                    Some(Err(e)) if too_big(&e) => {
-                        // The rest of the frame is never read: say why, then hang up.
-                        let reason = format!("frames are at most {} KiB", MAX_FRAME / 1024);
-                        let close = CloseFrame { code: TOO_BIG, reason: reason.into() };
-                        let _ = socket.send(Message::Close(Some(close))).await;
-                        break;
-                    }
-                    None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
-                    Some(Ok(Message::Text(text))) => act(text.as_str(), &mut this, &state, &reader).await,
-                    Some(Ok(Message::Binary(_))) => Some(error(ErrorCode::BadFrame, "frames are JSON text, not binary")),
-                    Some(Ok(_)) => None, // ping and pong are answered by axum
-                };
-                if let Some(reply) = reply
-                    && !send(&mut socket, reply).await
-                {
-                    break;
-                }
-            }
-            update = next_update(this.run.as_mut()) => {
-                let Some(update) = update else {
-                    // The run's messages ended without `done`: this reader fell too far behind.
-                    if this.run.as_ref().is_some_and(RunHandle::fell_behind) {
-                        let told = error(ErrorCode::TooSlow, "this page fell too far behind the run's messages, so the run was cancelled and cleaned up; run it again");
-                        let _ = send(&mut socket, told).await;
-                        break;
-                    }
-                    this.run = None;
-                    this.slot = None;
-                    continue;
-                };
-                // Updates already waiting go out with it in one write: a run's events come in
-                // bursts, and each write is a system call here and a wake-up at the reader.
-                let mut batch = vec![update];
-                if let Some(run) = this.run.as_mut() {
-                    while batch.len() < BATCH && !matches!(batch.last(), Some(ServerMsg::Done { .. })) {
-                        match run.updates.try_recv() {
-                            Ok(update) => batch.push(update),
-                            Err(_) => break,
-                        }
-                    }
-                }
-                let finished = matches!(batch.last(), Some(ServerMsg::Done { .. }));
-                if finished {
-                    // The reader's place frees before it hears `done`, so its next start fits.
-                    this.slot = None;
-                }
-                if !send_all(&mut socket, batch).await {
-                    break;
-                }
-                if finished {
-                    this.run = None;
-                }
-            }
+        let open = tokio::select! {
+            incoming = socket.recv() => answer(&mut socket, incoming, &mut this, (&state, &reader)).await,
+            update = next_update(this.run.as_mut()) => deliver(&mut socket, update, &mut this).await,
             // The server is about to exit: a socket whose run has ended (or that had none), and
             // whose room has closed, says so and closes, after its last frame.
             () = raised(&mut goodbye), if this.run.is_none() && this.following.is_none() => {
                 let close = CloseFrame { code: GOING_AWAY, reason: "racelab is stopping".into() };
                 let _ = socket.send(Message::Close(Some(close))).await;
-                break;
+                false
             }
-            outgoing = next_in_room(&mut this.following) => {
-                let sent = match outgoing {
-                    Outgoing::Frame(frame) => socket.send(Message::Text(frame.as_ref().into())).await.is_ok(),
-                    Outgoing::Message(message) => send(&mut socket, *message).await,
-                    Outgoing::Ended(why) => {
-                        this.following = None;
-                        send(&mut socket, *why).await
-                    }
-                };
-                if !sent {
-                    break;
+            outgoing = next_in_room(&mut this.following) => match outgoing {
+                Outgoing::Frame(frame) => socket.send(Message::Text(frame.as_ref().into())).await.is_ok(),
+                Outgoing::Message(message) => send(&mut socket, *message).await,
+                Outgoing::Ended(why) => {
+                    this.following = None;
+                    send(&mut socket, *why).await
                 }
-            }
+            },
+        };
+        if !open {
+            break;
         }
     }
     // Dropping the handle cancels a run still going; the supervisor cleans its sandbox. A room's
     // run is the room's: this socket only stops following it.
     drop(this);
+}
+
+/// Answers what the reader sent (`incoming`): a frame acted on, or refused; returns whether the
+/// socket stays open (not once the reader hung up, or sent a frame over the limit).
+async fn answer(
+    socket: &mut WebSocket,
+    incoming: Option<Result<Message, axum::Error>>,
+    this: &mut Socket,
+    (state, reader): (&AppState, &Reader),
+) -> bool {
+    let reply = match incoming {
+        Some(Err(e)) if too_big(&e) => {
+            // The rest of the frame is never read: say why, then hang up.
+            let reason = format!("frames are at most {} KiB", MAX_FRAME / 1024);
+            let close = CloseFrame {
+                code: TOO_BIG,
+                reason: reason.into(),
+            };
+            let _ = socket.send(Message::Close(Some(close))).await;
+            return false;
+        }
+        None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return false,
+        Some(Ok(Message::Text(text))) => act(text.as_str(), this, state, reader).await,
+        Some(Ok(Message::Binary(_))) => Some(error(ErrorCode::BadFrame, "frames are JSON text, not binary")),
+        Some(Ok(_)) => None, // ping and pong are answered by axum
+    };
+    match reply {
+        Some(reply) => send(socket, reply).await,
+        None => true,
+    }
+}
+
+/// Sends the run's `update` to the reader, with the updates already waiting behind it; returns
+/// whether the socket stays open.
+async fn deliver(socket: &mut WebSocket, update: Option<ServerMsg>, this: &mut Socket) -> bool {
+    let Some(update) = update else {
+        // The run's messages ended without `done`: this reader fell too far behind.
+        if this.run.as_ref().is_some_and(RunHandle::fell_behind) {
+            let told = error(
+                ErrorCode::TooSlow,
+                "this page fell too far behind the run's messages, so the run was cancelled and cleaned up; run it again",
+            );
+            let _ = send(socket, told).await;
+            return false;
+        }
+        this.run = None;
+        this.slot = None;
+        return true;
+    };
+    let batch = with_those_waiting(update, this.run.as_mut());
+    let finished = matches!(batch.last(), Some(ServerMsg::Done { .. }));
+    if finished {
+        // The reader's place frees before it hears `done`, so its next start fits.
+        this.slot = None;
+    }
+    if !send_all(socket, batch).await {
+        return false;
+    }
+    if finished {
+        this.run = None;
+    }
+    true
+}
+
+/// `update` and the updates already waiting behind it on `run`, up to [`BATCH`] and never past
+/// `done`. They go out in one write: a run's events come in bursts, and each write is a system
+/// call here and a wake-up at the reader.
+fn with_those_waiting(update: ServerMsg, run: Option<&mut RunHandle>) -> Vec<ServerMsg> {
+    let mut batch = vec![update];
+    if let Some(run) = run {
+        while batch.len() < BATCH && !matches!(batch.last(), Some(ServerMsg::Done { .. })) {
+            match run.updates.try_recv() {
+                Ok(update) => batch.push(update),
+                Err(_) => break,
+            }
+        }
+    }
+    batch
 }
 
 /// Acts on one client frame; returns the immediate reply, if any.

@@ -355,51 +355,89 @@ fn dirty_read(history: &History) -> Option<Anomaly> {
 
 /// The edges among the transactions `counted` admits, each once.
 fn edges(history: &History, counted: &dyn Fn(usize) -> bool) -> Vec<Edge> {
-    let versions = &history.versions;
-    let counts = |v: &Version| v.by.is_none_or(counted);
-    // Whether `read` came after `writer` ended without committing: had it committed, the read
-    // would have seen its writes, so there is no anti-dependency to suppose.
-    let after_end = |read: &Read, writer: usize| {
-        let txn = &history.txns[writer];
-        txn.end != End::Committed && txn.ended.is_some_and(|end| read.step > end)
+    let mut edges = Edges {
+        history,
+        counted,
+        out: Vec::new(),
+        seen: BTreeSet::new(),
     };
-    // The versions of one row in install order, of counted writers only.
-    let chain = |row: &Row| -> Vec<usize> {
-        (0..versions.len())
-            .filter(|&i| versions[i].row == *row && counts(&versions[i]))
-            .collect()
-    };
-    let mut out: Vec<Edge> = Vec::new();
-    let mut seen: BTreeSet<(usize, usize, Dep, Row)> = BTreeSet::new();
-    let mut push = |edge: Edge| {
-        if edge.from != edge.to && seen.insert((edge.from, edge.to, edge.dep, edge.row.clone())) {
-            out.push(edge);
+    edges.write_write();
+    for read in history.reads.iter().filter(|r| counted(r.txn)) {
+        edges.items(read);
+        edges.predicates(read);
+    }
+    edges.out
+}
+
+/// The edges found so far, and what they are derived from: a read's edges need the rows'
+/// version chains and the transactions' ends, so every kind of edge shares them.
+struct Edges<'a> {
+    history: &'a History,
+    counted: &'a dyn Fn(usize) -> bool,
+    out: Vec<Edge>,
+    seen: BTreeSet<(usize, usize, Dep, Row)>,
+}
+
+impl Edges<'_> {
+    /// Adds `edge` unless it loops or is already there.
+    fn push(&mut self, edge: Edge) {
+        if edge.from != edge.to && self.seen.insert((edge.from, edge.to, edge.dep, edge.row.clone())) {
+            self.out.push(edge);
         }
-    };
-    let rows: BTreeSet<&Row> = versions.iter().map(|v| &v.row).collect();
-    for row in rows {
-        let chain = chain(row);
-        for pair in chain.windows(2) {
-            let (a, b) = (&versions[pair[0]], &versions[pair[1]]);
-            if let (Some(from), Some(to)) = (a.by, b.by) {
-                push(Edge {
-                    from,
-                    to,
-                    dep: Dep::Ww,
-                    row: row.clone(),
-                    predicate: false,
-                    from_step: a.step,
-                    to_step: b.step,
-                    because: words::ww(history, a, b),
-                });
+    }
+
+    fn counts(&self, v: &Version) -> bool {
+        v.by.is_none_or(self.counted)
+    }
+
+    /// Whether `read` came after `writer` ended without committing: had it committed, the read
+    /// would have seen its writes, so there is no anti-dependency to suppose.
+    fn after_end(&self, read: &Read, writer: usize) -> bool {
+        let txn = &self.history.txns[writer];
+        txn.end != End::Committed && txn.ended.is_some_and(|end| read.step > end)
+    }
+
+    /// The versions of one row in install order, of counted writers only.
+    fn chain(&self, row: &Row) -> Vec<usize> {
+        let versions = &self.history.versions;
+        (0..versions.len())
+            .filter(|&i| versions[i].row == *row && self.counts(&versions[i]))
+            .collect()
+    }
+
+    /// `ww`: each version of a row after the one before it.
+    fn write_write(&mut self) {
+        let history = self.history;
+        let versions = &history.versions;
+        let rows: BTreeSet<&Row> = versions.iter().map(|v| &v.row).collect();
+        for row in rows {
+            let chain = self.chain(row);
+            for pair in chain.windows(2) {
+                let (a, b) = (&versions[pair[0]], &versions[pair[1]]);
+                if let (Some(from), Some(to)) = (a.by, b.by) {
+                    self.push(Edge {
+                        from,
+                        to,
+                        dep: Dep::Ww,
+                        row: row.clone(),
+                        predicate: false,
+                        from_step: a.step,
+                        to_step: b.step,
+                        because: words::ww(history, a, b),
+                    });
+                }
             }
         }
     }
-    for read in history.reads.iter().filter(|r| counted(r.txn)) {
+
+    /// What `read` saw: `wr` from the version's writer, and `rw` to whoever replaced it next.
+    fn items(&mut self, read: &Read) {
+        let history = self.history;
+        let versions = &history.versions;
         for &v in &read.saw {
             let Some(version) = versions.get(v) else { continue };
-            if let Some(writer) = version.by.filter(|&w| counted(w)) {
-                push(Edge {
+            if let Some(writer) = version.by.filter(|&w| (self.counted)(w)) {
+                self.push(Edge {
                     from: writer,
                     to: read.txn,
                     dep: Dep::Wr,
@@ -413,7 +451,7 @@ fn edges(history: &History, counted: &dyn Fn(usize) -> bool) -> Vec<Edge> {
             // The next version after the one read, by someone else than the reader and the
             // writer (whose later versions of the row are the same transaction's): it
             // overwrote what was read.
-            let chain = chain(&version.row);
+            let chain = self.chain(&version.row);
             let next = chain
                 .iter()
                 .skip_while(|&&i| i != v)
@@ -422,9 +460,9 @@ fn edges(history: &History, counted: &dyn Fn(usize) -> bool) -> Vec<Edge> {
                 .find(|n| n.by != Some(read.txn) && n.by != version.by);
             if let Some(next) = next
                 && let Some(writer) = next.by
-                && !after_end(read, writer)
+                && !self.after_end(read, writer)
             {
-                push(Edge {
+                self.push(Edge {
                     from: read.txn,
                     to: writer,
                     dep: Dep::Rw,
@@ -436,11 +474,18 @@ fn edges(history: &History, counted: &dyn Fn(usize) -> bool) -> Vec<Edge> {
                 });
             }
         }
+    }
+
+    /// What `read`'s predicate missed: `rw` to the writer of each version it would have matched,
+    /// unless the read saw that row (then [`Edges::items`] says it).
+    fn predicates(&mut self, read: &Read) {
+        let history = self.history;
+        let versions = &history.versions;
         for &m in &read.missed {
             let Some(missed) = versions.get(m) else { continue };
             let Some(writer) = missed
                 .by
-                .filter(|&w| counted(w) && w != read.txn && !after_end(read, w))
+                .filter(|&w| (self.counted)(w) && w != read.txn && !self.after_end(read, w))
             else {
                 continue;
             };
@@ -451,7 +496,7 @@ fn edges(history: &History, counted: &dyn Fn(usize) -> bool) -> Vec<Edge> {
             {
                 continue; // the read saw this row: the item edge above says it
             }
-            push(Edge {
+            self.push(Edge {
                 from: read.txn,
                 to: writer,
                 dep: Dep::Rw,
@@ -463,7 +508,6 @@ fn edges(history: &History, counted: &dyn Fn(usize) -> bool) -> Vec<Edge> {
             });
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The proof in plain words: an edge a line, in the order a reader follows the cycle.
 
-use super::{End, History, Proof, Read, Version};
+use super::{End, History, Prevented, Proof, Read, Version};
 
 /// How a reader calls a session's `n`th transaction (from 1): `alice`, `alice's 2nd transaction`.
 pub fn ordinal_name(session: &str, n: usize) -> String {
@@ -89,19 +89,9 @@ fn order(history: &History, order: &[usize]) -> String {
 
 pub(super) fn lines(history: &History, proof: &Proof) -> Vec<String> {
     let mut lines = Vec::new();
-    let cycle_lines = |cycle: &[usize], lines: &mut Vec<String>| {
-        for (i, &e) in cycle.iter().enumerate() {
-            let because = &proof.edges[e].because;
-            lines.push(if i + 1 == cycle.len() {
-                however(because)
-            } else {
-                sentence(because)
-            });
-        }
-    };
     match (proof.anomaly, &proof.prevented) {
         (Some(anomaly), _) if !proof.cycle.is_empty() => {
-            cycle_lines(&proof.cycle, &mut lines);
+            cycle_lines(proof, &proof.cycle, &mut lines);
             lines.push(format!(
                 "No order of one-at-a-time runs explains this: {} ({}).",
                 anomaly.name(),
@@ -128,21 +118,7 @@ pub(super) fn lines(history: &History, proof: &Proof) -> Vec<String> {
                 lines.push("No committed transaction depended on another's reads or writes.".to_owned());
             }
             if let Some(p) = prevented {
-                let cancelled = name(history, Some(p.cancelled));
-                lines.push(format!(
-                    "Had {cancelled} committed, this cycle would have closed, a {} ({}):",
-                    p.anomaly.name(),
-                    p.anomaly.class()
-                ));
-                cycle_lines(&p.cycle, &mut lines);
-                let instead = match (&history.txns[p.cancelled].end, &p.code) {
-                    (End::Aborted { .. }, Some(code)) => {
-                        format!("PostgreSQL cancelled {cancelled} instead (SQLSTATE {code}).")
-                    }
-                    (End::Unfinished, _) => format!("{cancelled} never committed."),
-                    _ => format!("{cancelled} rolled back instead."),
-                };
-                lines.push(instead);
+                prevented_lines(history, proof, p, &mut lines);
             }
         }
     }
@@ -167,6 +143,38 @@ pub(super) fn lines(history: &History, proof: &Proof) -> Vec<String> {
         }
     }
     lines
+}
+
+/// A cycle's edges in order, a sentence each; the last, which closes it, starts "However".
+fn cycle_lines(proof: &Proof, cycle: &[usize], lines: &mut Vec<String>) {
+    for (i, &e) in cycle.iter().enumerate() {
+        let because = &proof.edges[e].because;
+        lines.push(if i + 1 == cycle.len() {
+            however(because)
+        } else {
+            sentence(because)
+        });
+    }
+}
+
+/// The cycle a cancelled transaction's commit would have closed, and what happened instead:
+/// PostgreSQL cancelled it, it rolled back, or it never committed.
+fn prevented_lines(history: &History, proof: &Proof, p: &Prevented, lines: &mut Vec<String>) {
+    let cancelled = name(history, Some(p.cancelled));
+    lines.push(format!(
+        "Had {cancelled} committed, this cycle would have closed, a {} ({}):",
+        p.anomaly.name(),
+        p.anomaly.class()
+    ));
+    cycle_lines(proof, &p.cycle, lines);
+    let instead = match (&history.txns[p.cancelled].end, &p.code) {
+        (End::Aborted { .. }, Some(code)) => {
+            format!("PostgreSQL cancelled {cancelled} instead (SQLSTATE {code}).")
+        }
+        (End::Unfinished, _) => format!("{cancelled} never committed."),
+        _ => format!("{cancelled} rolled back instead."),
+    };
+    lines.push(instead);
 }
 
 #[cfg(test)]

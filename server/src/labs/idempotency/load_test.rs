@@ -11,7 +11,7 @@ use super::shop::{Mode, Options};
 use super::{Servers, ledger};
 use crate::engine::{Budget, HttpClient, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at};
-use shared::{Check, EventKind, Moment, Verdict};
+use shared::{Check, EventKind, Ledger, Moment, Verdict};
 use std::time::Duration;
 
 /// How many payments, how many copies of each, and the first amount less one.
@@ -63,8 +63,26 @@ pub async fn play(run: &Run, judge: bool) -> Result<Servers, RunError> {
     let mode = Mode::Idempotent(Options::leased(LEASE, true));
     let servers = Servers::start_for_crowd(run, mode, PROVIDER_POOL).await?;
     let before = ledger(run).await?;
-    let base = servers.shop.url("");
-    let phones: Vec<(usize, HttpClient, Settings)> = (1..=PAYMENTS)
+    let copies = send(run, &servers.shop.url(""), phones(run)).await;
+    for line in super::parallel_copies::counted(&answers(&copies)) {
+        run.say_plain(line);
+    }
+    servers.settle().await?;
+    let after = ledger(run).await?;
+    let totals = Totals::of(run, &after).await?;
+    totals.say(run);
+    if !judge {
+        return Ok(servers);
+    }
+    emit_ledgers(run, before, after);
+    run.verdict(totals.verdict());
+    Ok(servers)
+}
+
+/// Every copy's phone and what it sends: five copies of each payment, each payment with its own
+/// amount. Only payment 1's copy 1 is drawn; the others are workers on quiet lanes.
+fn phones(run: &Run) -> Vec<(usize, HttpClient, Settings)> {
+    (1..=PAYMENTS)
         .flat_map(|payment| {
             // One key per payment, shared by its five copies, as `pay -parallel 5` makes it.
             let settings = Settings {
@@ -84,11 +102,14 @@ pub async fn play(run: &Run, judge: bool) -> Result<Servers, RunError> {
             };
             (copy, phone, settings)
         })
-        .collect();
+        .collect()
+}
+
+/// Sends every copy at once to the shop at `base`, and returns each copy's attempts.
+async fn send(run: &Run, base: &str, phones: Vec<(usize, HttpClient, Settings)>) -> Vec<Vec<Attempt>> {
     let total = phones.len() as u64;
-    let copies = futures_util::future::join_all(phones.iter().map(|(copy, phone, settings)| {
-        let base = &base;
-        async move { pay_printing(phone, base, settings, &format!("copy {copy} "), false).await }
+    let copies = futures_util::future::join_all(phones.iter().map(|(copy, phone, settings)| async move {
+        pay_printing(phone, base, settings, &format!("copy {copy} "), false).await
     }))
     .await;
     run.emit(EventKind::Progress {
@@ -96,7 +117,12 @@ pub async fn play(run: &Run, judge: bool) -> Result<Servers, RunError> {
         done: total,
         total,
     });
-    let lines: Vec<String> = copies
+    copies
+}
+
+/// Every answer as the tutorial counts it: masked, without its `copy N attempt N: ` prefix.
+fn answers(copies: &[Vec<Attempt>]) -> Vec<String> {
+    copies
         .iter()
         .flat_map(|attempts| {
             attempts
@@ -105,39 +131,103 @@ pub async fn play(run: &Run, judge: bool) -> Result<Servers, RunError> {
                 .map(|(n, a): (usize, &Attempt)| masked(&a.line(n as u32 + 1)))
         })
         .map(|line| line.split_once(": ").map_or(line.clone(), |(_, rest)| rest.to_owned()))
-        .collect();
-    for line in super::parallel_copies::counted(&lines) {
-        run.say_plain(line);
+        .collect()
+}
+
+/// What both ledgers hold after the burst, as the tutorial's queries count it: the shop's
+/// payments and their distinct amounts, the provider's card charges, the keys completed with 201.
+#[derive(Clone, Copy)]
+struct Totals {
+    payments: i64,
+    amounts: i64,
+    card_charges: i64,
+    completed: i64,
+}
+
+impl Totals {
+    /// Counts the ledger `after` (and the shop's amounts, which it does not show).
+    async fn of(run: &Run, after: &Ledger) -> Result<Totals, RunError> {
+        let totals = run
+            .check("SELECT count(*), count(DISTINCT amount) FROM charges", &[])
+            .await?;
+        let (payments, amounts) = (totals.int_at(0)?, totals.int_at(1)?);
+        let card_charges = after.table("card_charges").map_or(0, |t| t.rows.len()) as i64;
+        let completed = after.table("idempotency_keys").map_or(0, |t| {
+            t.rows
+                .iter()
+                .filter(|r| {
+                    r.get(1).and_then(|v| v.as_text()) == Some("completed")
+                        && r.get(2).and_then(|v| v.as_int()) == Some(201)
+                })
+                .count()
+        }) as i64;
+        Ok(Totals {
+            payments,
+            amounts,
+            card_charges,
+            completed,
+        })
     }
-    servers.settle().await?;
-    let after = ledger(run).await?;
-    let totals = run
-        .check("SELECT count(*), count(DISTINCT amount) FROM charges", &[])
-        .await?;
-    let (payments, amounts) = (totals.int_at(0)?, totals.int_at(1)?);
-    let card_charges = after.table("card_charges").map_or(0, |t| t.rows.len()) as i64;
-    let completed = after.table("idempotency_keys").map_or(0, |t| {
-        t.rows
-            .iter()
-            .filter(|r| {
-                r.get(1).and_then(|v| v.as_text()) == Some("completed")
-                    && r.get(2).and_then(|v| v.as_int()) == Some(201)
-            })
-            .count()
-    }) as i64;
-    run.say_plain(format!("payments {payments} | distinct_amounts {amounts}"));
-    run.say_plain(format!("card_charges {card_charges}"));
-    run.say_plain(format!("completed | 201 | {completed}"));
-    if !judge {
-        return Ok(servers);
+
+    /// The tutorial's three query results, as lines.
+    fn say(&self, run: &Run) {
+        run.say_plain(format!(
+            "payments {} | distinct_amounts {}",
+            self.payments, self.amounts
+        ));
+        run.say_plain(format!("card_charges {}", self.card_charges));
+        run.say_plain(format!("completed | 201 | {}", self.completed));
     }
+
+    /// One payment per payment sent, in both ledgers: counting 201s alone would not tell.
+    fn verdict(&self) -> Verdict {
+        let want = PAYMENTS as i64;
+        let Totals {
+            payments,
+            amounts,
+            card_charges,
+            completed,
+        } = *self;
+        let checks = vec![
+            Check::new(
+                format!("{want} payments, of {want} distinct amounts"),
+                format!("{payments} payments, {amounts} amounts"),
+                payments == want && amounts == want,
+            ),
+            Check::new(
+                format!("{want} card charges"),
+                format!("{card_charges} charges"),
+                card_charges == want,
+            ),
+            Check::new(
+                format!("{want} keys completed with 201"),
+                format!("{completed} keys"),
+                completed == want,
+            ),
+        ];
+        let ok = checks.iter().all(|c| c.holds);
+        Verdict::judge(
+            checks,
+            if ok {
+                format!("150 copies, {want} payments: both ledgers agree")
+            } else {
+                format!("150 copies: {payments} payments, {card_charges} charges")
+            },
+            "Each payment's five copies shared one key: one claimed it and charged (with the key passed on to the provider), the others waited for its answer.",
+        )
+    }
+}
+
+/// The ledgers before and after, a correct system's (one charge per payment in each), and the
+/// tutorial's counts beside them.
+fn emit_ledgers(run: &Run, before: Ledger, after: Ledger) {
     let want = PAYMENTS as i64;
     for (moment, ledger) in [
         (Moment::Before, before),
         (Moment::After, after),
         (
             Moment::Expected,
-            shared::Ledger {
+            Ledger {
                 tables: vec![super::counts(want, want)],
             },
         ),
@@ -159,34 +249,6 @@ pub async fn play(run: &Run, judge: bool) -> Result<Servers, RunError> {
     ] {
         run.emit(EventKind::Ledger { moment, ledger });
     }
-    let checks = vec![
-        Check::new(
-            format!("{want} payments, of {want} distinct amounts"),
-            format!("{payments} payments, {amounts} amounts"),
-            payments == want && amounts == want,
-        ),
-        Check::new(
-            format!("{want} card charges"),
-            format!("{card_charges} charges"),
-            card_charges == want,
-        ),
-        Check::new(
-            format!("{want} keys completed with 201"),
-            format!("{completed} keys"),
-            completed == want,
-        ),
-    ];
-    let ok = checks.iter().all(|c| c.holds);
-    run.verdict(Verdict::judge(
-        checks,
-        if ok {
-            format!("150 copies, {want} payments: both ledgers agree")
-        } else {
-            format!("150 copies: {payments} payments, {card_charges} charges")
-        },
-        "Each payment's five copies shared one key: one claimed it and charged (with the key passed on to the provider), the others waited for its answer.",
-    ));
-    Ok(servers)
 }
 
 #[cfg(test)]

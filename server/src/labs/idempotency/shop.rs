@@ -359,37 +359,46 @@ async fn idempotent(shop: &Shop, headers: &HeaderMap, body: &str, options: Optio
     }
     match charged {
         Charged::Id(id) => finish(shop, &key, &customer, &request, &id).await,
-        Charged::Declined => {
-            let body = serde_json::json!({"error": "card declined"}).to_string();
-            match complete_with(&shop.pool, &key, 402, body.as_bytes()).await {
-                Ok(true) => {
-                    shop.lane.note(format!("stored the decline under key {}", key.key));
-                    stored_answer(402, body.into_bytes(), false)
-                }
-                Ok(false) => replay(shop, &key).await,
-                Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "could not save result"),
-            }
-        }
+        Charged::Declined => store_decline(shop, &key).await,
         Charged::InProgress => in_progress(),
         Charged::Refused(card) => {
             release(shop, &key, locked_at, options).await;
             unknown_card(&card)
         }
-        Charged::Fault(why) if options.makes(Mistake::StoreFaults) => {
-            let body = serde_json::json!({"error": "payment provider unavailable"}).to_string();
-            let _ = complete_with(&shop.pool, &key, 502, body.as_bytes()).await;
-            shop.lane.note(format!(
-                "provider fault ({why}): stored the 502 as key {}'s final answer",
-                key.key
-            ));
-            error(StatusCode::BAD_GATEWAY, "payment provider unavailable")
-        }
+        Charged::Fault(why) if options.makes(Mistake::StoreFaults) => store_fault(shop, &key, &why).await,
         Charged::Fault(why) => {
             let released = release(shop, &key, locked_at, options).await;
             shop.lane.note(format!("provider fault ({why}): {released}"));
             error(StatusCode::BAD_GATEWAY, "payment provider unavailable")
         }
     }
+}
+
+/// A decline is a final answer: stored as the key's 402, so a retry gets the same decline
+/// without another charge. A takeover that completed the key first wins, and this request
+/// replays its answer.
+async fn store_decline(shop: &Shop, key: &KeyRow) -> Response {
+    let body = serde_json::json!({"error": "card declined"}).to_string();
+    match complete_with(&shop.pool, key, 402, body.as_bytes()).await {
+        Ok(true) => {
+            shop.lane.note(format!("stored the decline under key {}", key.key));
+            stored_answer(402, body.into_bytes(), false)
+        }
+        Ok(false) => replay(shop, key).await,
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "could not save result"),
+    }
+}
+
+/// The store-faults mistake: a provider fault (`why`) stored as the key's final 502, so every
+/// retry of this key fails too, though the provider might answer now.
+async fn store_fault(shop: &Shop, key: &KeyRow, why: &str) -> Response {
+    let body = serde_json::json!({"error": "payment provider unavailable"}).to_string();
+    let _ = complete_with(&shop.pool, key, 502, body.as_bytes()).await;
+    shop.lane.note(format!(
+        "provider fault ({why}): stored the 502 as key {}'s final answer",
+        key.key
+    ));
+    error(StatusCode::BAD_GATEWAY, "payment provider unavailable")
 }
 
 /// A key row as the shop addresses it: whose keys it is unique among (the customer, or nobody

@@ -11,7 +11,7 @@
 //!
 //! Invariant in every variant: the balance never goes below 0.
 
-use super::lock::{acquire_fenced, release};
+use super::lock::{Lock, acquire_fenced, release};
 use super::{
     AMOUNT, CALLERS, FENCE_KEY, FENCED_LOCK_KEY, INITIAL, WORK, caller_lanes, check_line, correct_accepts, emit_ledger,
     hammer, log_prefix, open_callers, spend_verdict, spends_of, tutorial_figures,
@@ -19,6 +19,7 @@ use super::{
 use crate::engine::{Budget, Command, RedisActor, Run, RunError, TableQuery};
 use crate::labs::ScenarioDef;
 use shared::{Ledger, Moment, Table, Value};
+use sqlx::PgPool;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
@@ -95,39 +96,7 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
         let (db, rejected) = (&db, &rejected);
         async move {
             let lock = acquire_fenced(who, FENCED_LOCK_KEY, FENCE_KEY, ttl, DEADLINE).await?;
-            let spent = async {
-                let (balance, seen): (i64, i64) = sqlx::query_as("SELECT balance, fence FROM wallets WHERE id = 42")
-                    .fetch_one(db)
-                    .await?;
-                if balance < AMOUNT {
-                    return Ok(false);
-                }
-                tokio::time::sleep(WORK).await;
-                let write = if same_version {
-                    sqlx::query(FENCED_SAME_VERSION)
-                        .bind(balance - AMOUNT)
-                        .bind(lock.fence)
-                        .bind(seen)
-                } else {
-                    sqlx::query(FENCED).bind(balance - AMOUNT).bind(lock.fence)
-                };
-                let changed = write.execute(db).await?.rows_affected();
-                if changed == 0 {
-                    rejected.fetch_add(1, Ordering::SeqCst);
-                    who.lane().note(format!(
-                        "read {balance} (fence {seen}); the write with fence {} changed nothing",
-                        lock.fence
-                    ));
-                    return Ok(false);
-                }
-                who.lane().note(format!(
-                    "read {balance} (fence {seen}), wrote {} with fence {}",
-                    balance - AMOUNT,
-                    lock.fence
-                ));
-                Ok::<bool, RunError>(true)
-            }
-            .await;
+            let spent = fenced_spend(who, db, &lock, same_version, rejected).await;
             // The release's answer is not checked, as in the program.
             let _ = release(who, &lock).await;
             spent
@@ -146,7 +115,56 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     emit_ledger(run, Moment::After, ledger(run, round.accepted, rejected).await?);
     emit_ledger(run, Moment::Expected, expected());
     emit_ledger(run, Moment::Reference, tutorial_figures(tutorial(variant)));
-    let how = match (ttl < Duration::from_millis(2), same_version) {
+    run.verdict(spend_verdict(CALLERS, round.accepted, balance, how(ttl, same_version)));
+    Ok(())
+}
+
+/// One spend while holding `lock`: read the wallet, work, and write it back fenced (and, with
+/// `same_version`, only if the fence is still the one read). A write that changes nothing was
+/// refused by the database, and counts in `rejected`.
+async fn fenced_spend(
+    who: &RedisActor,
+    db: &PgPool,
+    lock: &Lock,
+    same_version: bool,
+    rejected: &AtomicI64,
+) -> Result<bool, RunError> {
+    let (balance, seen): (i64, i64) = sqlx::query_as("SELECT balance, fence FROM wallets WHERE id = 42")
+        .fetch_one(db)
+        .await?;
+    if balance < AMOUNT {
+        return Ok(false);
+    }
+    tokio::time::sleep(WORK).await;
+    let write = if same_version {
+        sqlx::query(FENCED_SAME_VERSION)
+            .bind(balance - AMOUNT)
+            .bind(lock.fence)
+            .bind(seen)
+    } else {
+        sqlx::query(FENCED).bind(balance - AMOUNT).bind(lock.fence)
+    };
+    let changed = write.execute(db).await?.rows_affected();
+    if changed == 0 {
+        rejected.fetch_add(1, Ordering::SeqCst);
+        who.lane().note(format!(
+            "read {balance} (fence {seen}); the write with fence {} changed nothing",
+            lock.fence
+        ));
+        return Ok(false);
+    }
+    who.lane().note(format!(
+        "read {balance} (fence {seen}), wrote {} with fence {}",
+        balance - AMOUNT,
+        lock.fence
+    ));
+    Ok(true)
+}
+
+/// Why the run came out as it did: whether leases overlapped (`ttl` under a spend's work), and
+/// whether the write checked the version it read.
+fn how(ttl: Duration, same_version: bool) -> &'static str {
+    match (ttl < Duration::from_millis(2), same_version) {
         (false, _) => {
             "The lease outlasted each spend, so the requests took turns and every write carried the newest token."
         }
@@ -156,9 +174,7 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
         (true, true) => {
             "Leases overlapped, but a write made from a stale read no longer matched the version, and PostgreSQL refused it."
         }
-    };
-    run.verdict(spend_verdict(CALLERS, round.accepted, balance, how));
-    Ok(())
+    }
 }
 
 /// Spends the database refused: their fencing token was stale.

@@ -29,7 +29,7 @@ use super::writer::{authorize, capture};
 use super::{TOPIC, finish, invariants, ledger, message};
 use crate::engine::{Budget, ChildActor, End, Level, News, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at, tutorial_figures};
-use shared::{Check, EventKind, Table, Value};
+use shared::{Check, EventKind, Ledger, Table, Value};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
@@ -205,29 +205,9 @@ async fn play(run: &Run, payments: usize) -> Result<(), RunError> {
         relay.stop().await?;
     }
     notifier.stop().await?;
-    let after = ledger(run).await?;
-    let verify = run.lane("verify", false);
-    let actual = Figures::from_table(after.table(figures::TABLE));
-    for line in actual.lines() {
-        verify.say_exactly(line);
-    }
-    let topic = run.topic_table("messages", TOPIC).await?;
-    let stale = stale_payments(&topic);
-    verify.say_exactly(format!(
-        "payments with an 'authorized' arriving after 'captured': {}",
-        stale.len()
-    ));
-    let n = payments as i64;
-    let expected = Figures {
-        captured: n,
-        events: 2 * n,
-        unpublished: 0,
-        messages: 2 * n,
-        processed: 2 * n,
-        receipts: n,
-        receipt_payments: n,
-        projection_captured: n,
-    };
+    let mut after = ledger(run).await?;
+    let (actual, topic, stale) = verify(run, &after).await?;
+    let expected = expected(payments);
     // Every figure but the topic's: at-least-once delivery repeats what a crash interrupted.
     let mut checks: Vec<Check> = expected
         .checks(&actual)
@@ -238,50 +218,11 @@ async fn play(run: &Run, payments: usize) -> Result<(), RunError> {
         &invariants::state(run, &topic).await?,
         invariants::Scope::WITH_NOTIFIER,
     ));
-    checks.push(Check::new(
-        "duplicates on the topic = rows of the batches a relay crashed after producing",
-        format!(
-            "{} duplicates, {} rows in crashed batches",
-            actual.messages - actual.events,
-            counts.replayed
-        ),
-        actual.messages - actual.events == counts.replayed as i64,
-    ));
-    let published: u64 = counts.relays.iter().map(|r| r.rows).sum();
-    checks.push(Check::new(
-        format!("the relays' `published N` lines add up to {} events", 2 * n),
-        format!("{published}"),
-        published == 2 * n as u64,
-    ));
-    let duplicates = actual.messages - actual.events;
-    let crashes = i64::try_from(counts.notifier_crashes).unwrap_or(i64::MAX);
-    let skipped = i64::try_from(counts.skipped).unwrap_or(i64::MAX);
-    checks.push(Check::new(
-        "duplicates ≤ duplicates skipped ≤ duplicates + notifier crashes (a crashed first claim comes back as a duplicate)",
-        format!("{duplicates} ≤ {skipped} ≤ {duplicates} + {crashes}"),
-        duplicates <= skipped && skipped <= duplicates + crashes,
-    ));
-    checks.push(Check::new(
-        "payments read out of order = payments with both events in one crashed batch",
-        format!(
-            "{} read out of order, {} with both events in a crashed batch",
-            stale.len(),
-            counts.both_in_a_crash.len()
-        ),
-        stale == counts.both_in_a_crash,
-    ));
-    let ours = ours(&counts, &actual, stale.len(), load_took, drained);
-    let mut after = after;
-    after.tables.push(ours);
-    let headline = if checks.iter().all(|c| c.holds) {
-        format!(
-            "{} duplicates, {} crashes, and the thousands still add up",
-            actual.messages - actual.events,
-            counts.relays.iter().map(|r| r.crashes).sum::<u64>() + counts.notifier_crashes
-        )
-    } else {
-        "The figures do not add up".to_owned()
-    };
+    checks.extend(arithmetic(&counts, &actual, &stale, payments));
+    after
+        .tables
+        .push(ours(&counts, &actual, stale.len(), load_took, drained));
+    let headline = headline(&checks, &counts, &actual);
     finish(
         run,
         before,
@@ -295,6 +236,89 @@ async fn play(run: &Run, payments: usize) -> Result<(), RunError> {
         Some(tutorial()),
     );
     Ok(())
+}
+
+/// The tutorial's `verify.py` then `replay_order.py`, on the verify lane: the six figures of the
+/// ledger `after`, and how many payments were read out of order. Returns the figures, the topic
+/// and those payments, which the checks compare with what the supervisor counted.
+async fn verify(run: &Run, after: &Ledger) -> Result<(Figures, Table, HashSet<String>), RunError> {
+    let verify = run.lane("verify", false);
+    let actual = Figures::from_table(after.table(figures::TABLE));
+    for line in actual.lines() {
+        verify.say_exactly(line);
+    }
+    let topic = run.topic_table("messages", TOPIC).await?;
+    let stale = stale_payments(&topic);
+    verify.say_exactly(format!(
+        "payments with an 'authorized' arriving after 'captured': {}",
+        stale.len()
+    ));
+    Ok((actual, topic, stale))
+}
+
+/// A correct system's six figures for `payments` payments: every one captured, its two events
+/// published, processed once, one receipt each. The topic too holds each event once.
+fn expected(payments: usize) -> Figures {
+    let n = payments as i64;
+    Figures {
+        captured: n,
+        events: 2 * n,
+        unpublished: 0,
+        messages: 2 * n,
+        processed: 2 * n,
+        receipts: n,
+        receipt_payments: n,
+        projection_captured: n,
+    }
+}
+
+/// The checks only this run can make, because the supervisor counted what every crash cut short:
+/// the counts in between vary run to run, the arithmetic between them does not.
+fn arithmetic(counts: &Counts, actual: &Figures, stale: &HashSet<String>, payments: usize) -> Vec<Check> {
+    let n = payments as i64;
+    let duplicates = actual.messages - actual.events;
+    let published: u64 = counts.relays.iter().map(|r| r.rows).sum();
+    let crashes = i64::try_from(counts.notifier_crashes).unwrap_or(i64::MAX);
+    let skipped = i64::try_from(counts.skipped).unwrap_or(i64::MAX);
+    vec![
+        Check::new(
+            "duplicates on the topic = rows of the batches a relay crashed after producing",
+            format!("{duplicates} duplicates, {} rows in crashed batches", counts.replayed),
+            duplicates == counts.replayed as i64,
+        ),
+        Check::new(
+            format!("the relays' `published N` lines add up to {} events", 2 * n),
+            format!("{published}"),
+            published == 2 * n as u64,
+        ),
+        Check::new(
+            "duplicates ≤ duplicates skipped ≤ duplicates + notifier crashes (a crashed first claim comes back as a duplicate)",
+            format!("{duplicates} ≤ {skipped} ≤ {duplicates} + {crashes}"),
+            duplicates <= skipped && skipped <= duplicates + crashes,
+        ),
+        Check::new(
+            "payments read out of order = payments with both events in one crashed batch",
+            format!(
+                "{} read out of order, {} with both events in a crashed batch",
+                stale.len(),
+                counts.both_in_a_crash.len()
+            ),
+            *stale == counts.both_in_a_crash,
+        ),
+    ]
+}
+
+/// The headline: when everything holds, how much chaos it held through.
+fn headline(checks: &[Check], counts: &Counts, actual: &Figures) -> String {
+    if checks.iter().all(|c| c.holds) {
+        format!(
+            "{} duplicates, {} crashes, and the thousands still add up",
+            actual.messages - actual.events,
+            counts.relays.iter().map(|r| r.crashes).sum::<u64>() + counts.notifier_crashes
+        )
+    } else {
+        "The figures do not add up".to_owned()
+    }
 }
 
 /// The tutorial's loadgen: `payments` payments over [`WRITERS`] writers, each payment on a new

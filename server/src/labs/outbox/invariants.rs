@@ -52,17 +52,53 @@ impl Scope<'_> {
 
 /// The rules, one check each.
 pub fn checks(state: &State, scope: Scope<'_>) -> Vec<Check> {
-    let ours = |id: &str| scope.payments.is_none_or(|own| own.contains(&id));
-    let status: HashMap<&str, &str> = state.payments.iter().map(|(id, s)| (id.as_str(), s.as_str())).collect();
-    let captured: Vec<&str> = state
-        .payments
-        .iter()
-        .filter(|(id, s)| s == "captured" && ours(id))
-        .map(|(id, _)| id.as_str())
-        .collect();
-    let on_topic: HashSet<&str> = state.messages.iter().filter_map(|m| m.event_id.as_deref()).collect();
-    let in_outbox: HashSet<&str> = state.outbox.iter().map(|(e, ..)| e.as_str()).collect();
-    let told_captured = |id: &str| {
+    let rules = Rules::new(state, scope);
+    let mut checks = vec![
+        rules.no_lost_events(),
+        rules.no_phantom_events(),
+        rules.per_payment_order(),
+    ];
+    if scope.notifier {
+        checks.push(rules.one_receipt_each());
+        checks.push(rules.projection_right());
+    }
+    checks
+}
+
+/// The state as every rule reads it: which payments are the scenario's own, each payment's
+/// status, and the captured ones among them. Worked out once, since most rules need them.
+struct Rules<'a> {
+    state: &'a State,
+    scope: Scope<'a>,
+    status: HashMap<&'a str, &'a str>,
+    captured: Vec<&'a str>,
+}
+
+impl<'a> Rules<'a> {
+    fn new(state: &'a State, scope: Scope<'a>) -> Rules<'a> {
+        let mut rules = Rules {
+            state,
+            scope,
+            status: state.payments.iter().map(|(id, s)| (id.as_str(), s.as_str())).collect(),
+            captured: Vec::new(),
+        };
+        rules.captured = state
+            .payments
+            .iter()
+            .filter(|(id, s)| s == "captured" && rules.ours(id))
+            .map(|(id, _)| id.as_str())
+            .collect();
+        rules
+    }
+
+    /// Whether payment `id` is the scenario's own.
+    fn ours(&self, id: &str) -> bool {
+        self.scope.payments.is_none_or(|own| own.contains(&id))
+    }
+
+    /// Whether payment `id`'s capture has an event, in the outbox or on the topic.
+    fn told_captured(&self, id: &str) -> bool {
+        let state = self.state;
         state
             .outbox
             .iter()
@@ -71,47 +107,143 @@ pub fn checks(state: &State, scope: Scope<'_>) -> Vec<Check> {
                 .messages
                 .iter()
                 .any(|m| m.payment_id == id && m.event_type == "payment.captured")
-    };
-    let mut checks = Vec::new();
+    }
 
-    let untold: Vec<&str> = captured.iter().copied().filter(|id| !told_captured(id)).collect();
-    let unpublished_but_marked: Vec<&str> = state
-        .outbox
-        .iter()
-        .filter(|(e, p, _, published)| *published && ours(p) && !on_topic.contains(e.as_str()))
-        .map(|(_, p, ..)| p.as_str())
-        .collect();
-    let lost: Vec<&str> = untold.iter().chain(&unpublished_but_marked).copied().collect();
-    checks.push(Check::new(
-        "no lost events: every capture has its event, and every event marked published is on the topic",
-        none_or(&lost, "events lost for"),
-        lost.is_empty(),
-    ));
+    /// A capture with no event, or an event marked published that the topic never got: what a
+    /// crash between the change and its publication loses.
+    fn no_lost_events(&self) -> Check {
+        let on_topic: HashSet<&str> = self
+            .state
+            .messages
+            .iter()
+            .filter_map(|m| m.event_id.as_deref())
+            .collect();
+        let untold: Vec<&str> = self
+            .captured
+            .iter()
+            .copied()
+            .filter(|id| !self.told_captured(id))
+            .collect();
+        let unpublished_but_marked: Vec<&str> = self
+            .state
+            .outbox
+            .iter()
+            .filter(|(e, p, _, published)| *published && self.ours(p) && !on_topic.contains(e.as_str()))
+            .map(|(_, p, ..)| p.as_str())
+            .collect();
+        let lost: Vec<&str> = untold.iter().chain(&unpublished_but_marked).copied().collect();
+        Check::new(
+            "no lost events: every capture has its event, and every event marked published is on the topic",
+            none_or(&lost, "events lost for"),
+            lost.is_empty(),
+        )
+    }
 
-    let phantoms: Vec<String> = state
-        .messages
-        .iter()
-        .filter(|m| ours(&m.payment_id))
-        .filter(|m| {
-            let unknown = m.event_id.as_deref().is_some_and(|e| !in_outbox.contains(e));
-            let uncommitted = match m.event_type.as_str() {
-                "payment.captured" => status.get(m.payment_id.as_str()) != Some(&"captured"),
-                _ => !status.contains_key(m.payment_id.as_str()),
-            };
-            unknown || uncommitted
-        })
-        .map(|m| format!("{} {}", m.event_type, m.payment_id))
-        .collect();
-    checks.push(Check::new(
-        "no phantom events: every message describes a change that committed",
-        none_or(&phantoms, "phantoms:"),
-        phantoms.is_empty(),
-    ));
+    /// A message for a change that never committed, or for an event the outbox never held: what
+    /// publishing before committing leaves behind.
+    fn no_phantom_events(&self) -> Check {
+        let in_outbox: HashSet<&str> = self.state.outbox.iter().map(|(e, ..)| e.as_str()).collect();
+        let phantoms: Vec<String> = self
+            .state
+            .messages
+            .iter()
+            .filter(|m| self.ours(&m.payment_id))
+            .filter(|m| {
+                let unknown = m.event_id.as_deref().is_some_and(|e| !in_outbox.contains(e));
+                let uncommitted = match m.event_type.as_str() {
+                    "payment.captured" => self.status.get(m.payment_id.as_str()) != Some(&"captured"),
+                    _ => !self.status.contains_key(m.payment_id.as_str()),
+                };
+                unknown || uncommitted
+            })
+            .map(|m| format!("{} {}", m.event_type, m.payment_id))
+            .collect();
+        Check::new(
+            "no phantom events: every message describes a change that committed",
+            none_or(&phantoms, "phantoms:"),
+            phantoms.is_empty(),
+        )
+    }
 
-    // Per payment, the order its events first arrive in must be the order they were written.
+    /// Per payment, the order its events first arrive in must be the order they were written.
+    fn per_payment_order(&self) -> Check {
+        let mut reordered: Vec<&str> = first_arrivals(&self.state.messages)
+            .into_iter()
+            .filter(|(id, types)| {
+                self.ours(id) && {
+                    let written: Vec<&str> = self
+                        .state
+                        .outbox
+                        .iter()
+                        .filter(|(_, p, ..)| p == *id)
+                        .map(|(_, _, t, _)| t.as_str())
+                        .filter(|t| types.contains(t))
+                        .collect();
+                    written.len() == types.len() && written != *types
+                }
+            })
+            .map(|(id, _)| id)
+            .collect();
+        reordered.sort_unstable();
+        Check::new(
+            "per-payment order: each payment's events first arrive in the order they were written",
+            none_or(&reordered, "out of order:"),
+            reordered.is_empty(),
+        )
+    }
+
+    /// The receipt is the effect a customer sees: a repeat the inbox let through sends a second
+    /// one, a lost capture none, and a phantom one for a payment never captured.
+    fn one_receipt_each(&self) -> Check {
+        let state = self.state;
+        let receipts: HashMap<&str, i64> = state.receipts.iter().map(|(p, n)| (p.as_str(), *n)).collect();
+        let mut wrong: Vec<String> = self
+            .captured
+            .iter()
+            .filter(|id| receipts.get(*id).copied().unwrap_or(0) != 1)
+            .map(|id| format!("{id} ({})", receipts.get(id).copied().unwrap_or(0)))
+            .chain(
+                state
+                    .receipts
+                    .iter()
+                    .filter(|(p, _)| self.ours(p) && self.status.get(p.as_str()) != Some(&"captured"))
+                    .map(|(p, n)| format!("{p} ({n}, not captured)")),
+            )
+            .collect();
+        wrong.sort();
+        Check::new(
+            "exactly one receipt per captured payment",
+            none_or(&wrong, "receipts:"),
+            wrong.is_empty(),
+        )
+    }
+
+    /// The notifier's view against the payments database: two events swapped on the topic leave
+    /// it wrong while every count agrees.
+    fn projection_right(&self) -> Check {
+        let status = &self.status;
+        let mut disagree: Vec<String> = self
+            .state
+            .projection
+            .iter()
+            .filter(|(p, seen)| self.ours(p) && status.get(p.as_str()).is_some_and(|s| s != seen))
+            .map(|(p, seen)| format!("{p} shown {seen}, is {}", status.get(p.as_str()).unwrap_or(&"?")))
+            .collect();
+        disagree.sort();
+        Check::new(
+            "the projection shows every payment's real status",
+            none_or(&disagree, ""),
+            disagree.is_empty(),
+        )
+    }
+}
+
+/// Each payment's event types in the order they first arrive: a repeat (the same event id, or
+/// for messages without one, the same type) is not an arrival.
+fn first_arrivals(messages: &[Message]) -> HashMap<&str, Vec<&str>> {
     let mut first_arrivals: HashMap<&str, Vec<&str>> = HashMap::new();
     let mut seen = HashSet::new();
-    for m in &state.messages {
+    for m in messages {
         let key = m
             .event_id
             .clone()
@@ -123,63 +255,7 @@ pub fn checks(state: &State, scope: Scope<'_>) -> Vec<Check> {
                 .push(m.event_type.as_str());
         }
     }
-    let mut reordered: Vec<&str> = first_arrivals
-        .iter()
-        .filter(|(id, types)| {
-            ours(id) && {
-                let written: Vec<&str> = state
-                    .outbox
-                    .iter()
-                    .filter(|(_, p, ..)| p == *id)
-                    .map(|(_, _, t, _)| t.as_str())
-                    .filter(|t| types.contains(t))
-                    .collect();
-                written.len() == types.len() && written != **types
-            }
-        })
-        .map(|(id, _)| *id)
-        .collect();
-    reordered.sort_unstable();
-    checks.push(Check::new(
-        "per-payment order: each payment's events first arrive in the order they were written",
-        none_or(&reordered, "out of order:"),
-        reordered.is_empty(),
-    ));
-
-    if scope.notifier {
-        let receipts: HashMap<&str, i64> = state.receipts.iter().map(|(p, n)| (p.as_str(), *n)).collect();
-        let mut wrong: Vec<String> = captured
-            .iter()
-            .filter(|id| receipts.get(*id).copied().unwrap_or(0) != 1)
-            .map(|id| format!("{id} ({})", receipts.get(id).copied().unwrap_or(0)))
-            .chain(
-                state
-                    .receipts
-                    .iter()
-                    .filter(|(p, _)| ours(p) && status.get(p.as_str()) != Some(&"captured"))
-                    .map(|(p, n)| format!("{p} ({n}, not captured)")),
-            )
-            .collect();
-        wrong.sort();
-        checks.push(Check::new(
-            "exactly one receipt per captured payment",
-            none_or(&wrong, "receipts:"),
-            wrong.is_empty(),
-        ));
-        let mut disagree: Vec<String> = state
-            .projection
-            .iter()
-            .filter(|(p, seen)| ours(p) && status.get(p.as_str()).is_some_and(|s| s != seen))
-            .map(|(p, seen)| format!("{p} shown {seen}, is {}", status.get(p.as_str()).unwrap_or(&"?")))
-            .collect();
-        disagree.sort();
-        checks.push(Check::new(
-            "the projection shows every payment's real status",
-            none_or(&disagree, ""),
-            disagree.is_empty(),
-        ));
-    }
-    checks
+    first_arrivals
 }
 
 /// `none`, or what is wrong.

@@ -22,7 +22,7 @@ use super::notifier::{self, Switches as NotifierSwitches};
 use super::relay::{self, Switches};
 use super::writer::{authorize, capture};
 use super::{Judging, judge, ledger, reached};
-use crate::engine::{Budget, Level, Run, RunError};
+use crate::engine::{Budget, Level, PgActor, Run, RunError};
 use crate::labs::{PredictDef, ScenarioDef, actors_at, tutorial_figures};
 use shared::{Check, EventKind, Milestone, Value};
 use std::time::Duration;
@@ -166,6 +166,16 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
         relay.stop().await?;
     }
     notifier.stop().await?;
+    let (paid, seen) = statuses(run, &psql, payment).await?;
+    psql.close().await;
+    payments.close().await;
+    judge(run, before, judging(single_active, agree(payment, paid, seen))).await?;
+    Ok(())
+}
+
+/// `payment`'s status as the payments database has it, then as the notifier's projection shows
+/// it: psql on both databases, as the tutorial checks them.
+async fn statuses(run: &Run, psql: &PgActor, payment: &str) -> Result<(Option<String>, Option<String>), RunError> {
     let paid = psql
         .psql(&format!(
             "SELECT id, status FROM {}.payments WHERE id = '{payment}'",
@@ -178,18 +188,25 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
             crate::sandbox::postgres::quote_ident(run.schema("notifier")?)
         ))
         .await?;
-    psql.close().await;
-    payments.close().await;
     let status = |rows: &[Vec<Value>]| rows.first().and_then(|r| r.get(1)).map(ToString::to_string);
-    let (paid, seen) = (status(&paid.rows), status(&seen.rows));
-    let agree = Check::new(
+    Ok((status(&paid.rows), status(&seen.rows)))
+}
+
+/// The check the figures cannot make: the projection agrees with the payment (`paid`, `seen`).
+/// Two swapped events still count as two events processed once.
+fn agree(payment: &str, paid: Option<String>, seen: Option<String>) -> Check {
+    Check::new(
         format!(
             "the projection shows {payment} as the payments database does ({})",
             paid.clone().unwrap_or_default()
         ),
         seen.clone().unwrap_or_else(|| "no row".into()),
         paid.is_some() && paid == seen,
-    );
+    )
+}
+
+/// How the run is judged, with the projection's check (`agree`) beside the figures.
+fn judging(single_active: bool, agree: Check) -> Judging<'static> {
     let expected = Figures {
         captured: 1,
         events: 2,
@@ -200,36 +217,37 @@ async fn play(run: &Run, single_active: bool) -> Result<(), RunError> {
         projection_captured: 1,
         ..Figures::default()
     };
-    judge(
-        run,
-        before,
-        Judging {
-            expected,
-            scope: Scope::WITH_NOTIFIER,
-            extra: vec![agree],
-            headlines: (
-                "One relay active: the authorization, then the capture",
-                "The capture was published before the authorization: the projection is wrong",
-            ),
-            how: if single_active {
-                "Relay B never got the advisory lock while A held it, so one relay published the outbox in id order."
-            } else {
-                "Relay B skipped the row A had locked and published the later event first; the broker kept the order it was given, and the notifier's blind upsert let the older event win."
-            },
-            tutorial: Some(tutorial_figures(&[
-                ("relay A's hold", "HOLD_SECONDS=6, as here"),
-                (
-                    "the notifier",
-                    if single_active {
-                        "p2@2 authorized, p2@3 captured (after the two-relays run's p2@0 and p2@1; ours is a fresh topic)"
-                    } else {
-                        "p2@0 captured: receipt sent, p2@1 authorized: status updated"
-                    },
-                ),
-                ("relay B", if single_active { "`standby: another relay is active` every 2 s" } else { "published the capture at once" }),
-            ])),
+    Judging {
+        expected,
+        scope: Scope::WITH_NOTIFIER,
+        extra: vec![agree],
+        headlines: (
+            "One relay active: the authorization, then the capture",
+            "The capture was published before the authorization: the projection is wrong",
+        ),
+        how: if single_active {
+            "Relay B never got the advisory lock while A held it, so one relay published the outbox in id order."
+        } else {
+            "Relay B skipped the row A had locked and published the later event first; the broker kept the order it was given, and the notifier's blind upsert let the older event win."
         },
-    )
-    .await?;
-    Ok(())
+        tutorial: Some(tutorial_figures(&[
+            ("relay A's hold", "HOLD_SECONDS=6, as here"),
+            (
+                "the notifier",
+                if single_active {
+                    "p2@2 authorized, p2@3 captured (after the two-relays run's p2@0 and p2@1; ours is a fresh topic)"
+                } else {
+                    "p2@0 captured: receipt sent, p2@1 authorized: status updated"
+                },
+            ),
+            (
+                "relay B",
+                if single_active {
+                    "`standby: another relay is active` every 2 s"
+                } else {
+                    "published the capture at once"
+                },
+            ),
+        ])),
+    }
 }
