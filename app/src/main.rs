@@ -37,8 +37,8 @@ fn main() {
 fn recording_page(src: String, live: Option<String>, options: route::EmbedOptions) -> AnyView {
     let source = pages::replay::Source::Recording(src);
     view! {
-        <pages::replay::ReplayPage source=source embed=true compact=options.compact live=live
-            predict=options.predict step=options.step />
+        <pages::replay::ReplayPage source=source embed=true compact=options.opening.compact live=live
+            predict=options.opening.predict step=options.opening.step />
     }
     .into_any()
 }
@@ -72,7 +72,7 @@ fn App() -> impl IntoView {
     let page = match route {
         Route::EmbedRun { id, options } => {
             let source = pages::replay::Source::Stored(id);
-            view! { <pages::replay::ReplayPage source=source embed=true compact=options.compact /> }.into_any()
+            view! { <pages::replay::ReplayPage source=source embed=true compact=options.opening.compact /> }.into_any()
         }
         // The full app plays a recording too (a dev build has no player app: the server sends it
         // this one); the embed app leaves the player out.

@@ -6,15 +6,24 @@ use shared::pages::Page;
 
 pub use shared::embed::Autoplay;
 
-/// How an embed starts.
+/// How an embed starts: the variant its address names, and how its panel opens.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EmbedOptions {
     pub variant: Option<String>,
+    pub opening: Opening,
+}
+
+/// How a scenario's run panel opens, as its page's address asks (an embed's options, the
+/// scenario page's query, /write's "Save and run").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Opening {
+    /// Runs are stepped (`mode=step`), where the scenario can be.
     pub step: bool,
     pub autoplay: Autoplay,
-    /// The compact timeline (the default) or, with `view=detailed`, the detailed one.
+    /// The compact timeline (an embed's default) or, with `view=detailed`, the detailed one.
     pub compact: bool,
-    /// Predict, then run (`predict=1`).
+    /// Predict, then run (`predict=1`): the reader picks what they expect before Run, if the
+    /// scenario asks.
     pub predict: bool,
     /// The PostgreSQL version runs play on (`postgres=18`); empty: the server's first.
     pub postgres: String,
@@ -139,11 +148,24 @@ impl Route {
 fn embed_options(query: &str) -> EmbedOptions {
     EmbedOptions {
         variant: query_param(query, "variant"),
-        step: query_param(query, "mode").as_deref() == Some("step"),
-        autoplay: Autoplay::parse(query_param(query, "autoplay").as_deref()),
-        compact: query_param(query, "view").as_deref() != Some("detailed"),
-        predict: query_param(query, "predict").is_some_and(|v| v == "1" || v == "true"),
-        postgres: query_param(query, "postgres").unwrap_or_default(),
+        opening: Opening {
+            autoplay: Autoplay::parse(query_param(query, "autoplay").as_deref()),
+            compact: query_param(query, "view").as_deref() != Some("detailed"),
+            ..Opening::from_query(query)
+        },
+    }
+}
+
+impl Opening {
+    /// What a page's query asks of its panel (`mode=step`, `predict=1`, `postgres=18`); the
+    /// view and autoplay are each page's own to choose.
+    pub fn from_query(query: &str) -> Opening {
+        Opening {
+            step: query_param(query, "mode").as_deref() == Some("step"),
+            predict: query_param(query, "predict").is_some_and(|v| v == "1" || v == "true"),
+            postgres: query_param(query, "postgres").unwrap_or_default(),
+            ..Opening::default()
+        }
     }
 }
 

@@ -123,9 +123,7 @@ impl Store {
 
 /// Whether `id` could be a spec's id ([`spec_id`]'s 16 hex digits): anything else names no spec,
 /// and is not worth asking the database about (a NUL byte in it would be an error there).
-pub fn is_spec_id(id: &str) -> bool {
-    id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())
-}
+pub use shared::spec::is_saved_id as is_spec_id;
 
 /// A spec's id: its content's name.
 pub fn spec_id(text: &str) -> String {

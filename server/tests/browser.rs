@@ -12,6 +12,8 @@
 //! `measure_run_latency_and_embed_first_paint` asserts nothing: it prints timings and appends
 //! them to `target/screenshots/measurements.txt`.
 
+#![allow(clippy::too_many_lines, reason = "a test reads top to bottom as the story it checks")]
+
 mod common;
 // Shared with the other browser test binaries, each of which uses part of it.
 #[allow(dead_code)]
@@ -1406,10 +1408,133 @@ async fn no_page_panics_across_the_catalog_the_rooms_and_write() {
     .await;
 }
 
+/// A reader's spec goes wherever a scenario goes, every permutation included: its page keeps
+/// the permutation its link names (`?variant=every`), its embed plays every permutation as the
+/// matrix and opens a row in place, the permalink of that run draws the matrix, and a room
+/// playing a lab scenario switches to the spec from a pasted link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_goes_wherever_a_scenario_goes() {
+    run("spec_everywhere", async |b| {
+        let answer = reqwest::Client::new()
+            .post(format!("{}/api/specs", b.base))
+            .body(shared::spec::STARTER)
+            .send()
+            .await
+            .expect("POST /api/specs")
+            .text()
+            .await
+            .expect("its body");
+        let saved: serde_json::Value = serde_json::from_str(&answer).expect("its JSON");
+        let id = saved["id"].as_str().expect("the spec's id").to_owned();
+        let matrix_rows = |n: usize| async move {
+            b.wait_js(
+                "the matrix's rows",
+                "return document.querySelectorAll(arguments[0]).length === arguments[1];",
+                vec![json!(".rl-matrix-row"), json!(n)],
+            )
+            .await;
+        };
+
+        // Its page keeps "every permutation" from its link, and plays it as the matrix.
+        b.goto(&format!("/s/{id}?variant=every")).await;
+        b.wait_for(".rl-spec-saved .rl-run-panel[data-variant=\"every\"]").await;
+        b.settle().await;
+        let search = b.js("return location.search;", vec![]).await;
+        assert!(search.as_str().is_some_and(|q| q.contains("variant=every")), "{search}");
+        b.click(".rl-spec-saved button.rl-run").await;
+        matrix_rows(2).await;
+        b.wait_for("a.rl-permalink").await;
+        let permalink = b
+            .js(
+                "return new URL(document.querySelector('a.rl-permalink').href).pathname;",
+                vec![],
+            )
+            .await;
+        let permalink = permalink.as_str().expect("the permalink").to_owned();
+
+        // Its permalink: the matrix as played, from the stored run.
+        b.goto(&permalink).await;
+        b.wait_for(".rl-replay .rl-matrix").await;
+        matrix_rows(2).await;
+        assert_eq!(
+            b.text(".rl-matrix-heading").await.as_deref(),
+            Some("Every permutation, as played")
+        );
+        let outcomes = b.texts(".rl-matrix-row .rl-matrix-outcome").await;
+        assert!(
+            outcomes[0].contains("broken") && outcomes[1].contains("checks held"),
+            "{outcomes:?}"
+        );
+        b.screenshot("permalink").await;
+
+        // Its embed, at a blog's column width: every permutation, and a row opened in place.
+        b.set_viewport(680, 900).await;
+        b.goto(&format!("/embed/s/{id}?variant=every")).await;
+        b.click("button.rl-run").await;
+        matrix_rows(2).await;
+        b.wait_js(
+            "the run to end",
+            "return !document.querySelector('button.rl-cancel');",
+            vec![],
+        )
+        .await;
+        b.screenshot("embed-every").await;
+        b.click(".rl-matrix-row[data-index=\"1\"] .rl-matrix-open").await;
+        b.wait_js(
+            "the second permutation's verdict",
+            "const v = document.querySelector('.rl-verdict'); return !!v && v.dataset.kind === 'prevented';",
+            vec![],
+        )
+        .await;
+        let title = b.attr(".rl-embed-title a", "href").await;
+        assert_eq!(
+            title,
+            Some(format!("/s/{id}")),
+            "the embed's title leads to the spec's page"
+        );
+        b.reset_viewport().await;
+
+        // A room playing a lab scenario switches to the spec from its pasted link.
+        b.goto("/lab/isolation/write-skew").await;
+        b.click("button.rl-teach").await;
+        b.wait_for(".rl-room[data-trainer=\"true\"] .rl-room-spec-link").await;
+        let link = format!("{}/s/{id}?variant=p2", b.base);
+        b.js(
+            "const i = document.querySelector('.rl-room-spec-link'); i.value = arguments[0]; \
+             i.dispatchEvent(new Event('input', {bubbles: true}));",
+            vec![json!(link)],
+        )
+        .await;
+        b.click("button.rl-room-spec-play").await;
+        b.wait_js(
+            "the spec chosen",
+            "return document.querySelector('select.rl-room-scenario').value === arguments[0];",
+            vec![json!(format!("spec/{id}"))],
+        )
+        .await;
+        b.wait_for(".rl-room-controls .rl-variant[data-variant=\"p2\"][aria-pressed=\"true\"]")
+            .await;
+        assert_eq!(
+            b.text(".rl-room-scenario-title").await.as_deref(),
+            Some("Two managers overspend a budget (write skew)")
+        );
+        b.screenshot("room-spec").await;
+        // A link that names no spec says so.
+        b.js(
+            "const i = document.querySelector('.rl-room-spec-link'); i.value = 'https://example.com/lab/x'; \
+             i.dispatchEvent(new Event('input', {bubbles: true}));",
+            vec![],
+        )
+        .await;
+        b.click("button.rl-room-spec-play").await;
+        b.wait_for(".rl-room-spec [role=\"alert\"]").await;
+    })
+    .await;
+}
+
 /// "Teach this" on a reader's spec: the trainer's room names the spec (its title in the heading
 /// and the scenario list), offers its permutations as the variants and Step; a participant is
-/// told what plays once it does (a spec's round asks no question yet: the server's rooms ask
-/// only the catalog's) and follows the run to its verdict.
+/// asked the spec's question, told what plays once it does, and follows the run to its verdict.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spec_is_taught_in_a_room_by_its_title_with_its_permutations() {
     run("spec_room", async |b| {
@@ -1454,7 +1579,18 @@ async fn a_spec_is_taught_in_a_room_by_its_title_with_its_permutations() {
         b.client.switch_to_window(participant.clone()).await.expect("switch");
         b.goto(&format!("/room/{room}")).await;
         b.wait_for(".rl-room[data-trainer=\"false\"] .rl-room-follow").await;
-        b.client.switch_to_window(trainer).await.expect("switch");
+        // The spec's own question and choices (the starter's `# choice` lines).
+        b.wait_for(".rl-predict label.rl-choice[data-choice=\"kept\"]").await;
+        let choices = b.attrs(".rl-predict label.rl-choice", "data-choice").await;
+        assert_eq!(choices, [Some("overspent".to_owned()), Some("kept".to_owned())]);
+        b.click(".rl-predict label.rl-choice[data-choice=\"kept\"]").await;
+        b.client.switch_to_window(trainer.clone()).await.expect("switch");
+        b.wait_js(
+            "the trainer's tally to count the pick",
+            "const e = document.querySelector('.rl-tally li[data-choice=\"kept\"]'); return !!e && e.dataset.count === '1';",
+            vec![],
+        )
+        .await;
         b.click(".rl-room-controls button.rl-run").await;
         b.wait_for(".rl-verdict").await;
         b.client.switch_to_window(participant).await.expect("switch");

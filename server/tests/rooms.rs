@@ -2,6 +2,8 @@
 //! it step by step, a late joiner catches up, nobody without the token drives anything, the
 //! limits hold, and 200 participants each get every frame in order.
 
+#![allow(clippy::too_many_lines, reason = "a test reads top to bottom as the story it checks")]
+
 mod common;
 
 use common::socket::{Socket, connect, event_type, is_type, receive, receive_until, send};
@@ -849,6 +851,19 @@ async fn a_trainer_drives_a_readers_spec_in_a_room() {
     let mut follower = connect(address).await;
     join(&mut trainer, &room, Some(&token)).await;
     join(&mut follower, &room, None).await;
+    // The spec's question is the round's, as a catalog scenario's is: its author's choices
+    // (the starter's `# choice overspent` and `# choice kept`), counted for the trainer.
+    let ask = json!({"type": "ask", "scenario": spec, "variant": "p1"});
+    send(&mut trainer, trainer_frame(&room, &token, ask)).await;
+    let asked = receive_until(&mut follower, |f| is_type(f, "room") && !f["asked"].is_null()).await;
+    assert_eq!(asked.last().expect("room")["asked"], json!([spec, "p1"]));
+    send(
+        &mut follower,
+        json!({"v": 1, "type": "predict", "room": room, "choice": "kept"}),
+    )
+    .await;
+    let counts = json!([["overspent", 0], ["kept", 1]]);
+    receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == counts).await;
     send(
         &mut trainer,
         trainer_frame(
@@ -867,12 +882,22 @@ async fn a_trainer_drives_a_readers_spec_in_a_room() {
         let last = frames.last().expect("a frame");
         if is_type(last, "done") {
             assert_eq!(last["outcome"]["status"], "completed", "{last}");
+            // The first permutation's answer, as the spec's `# answer 1 overspent` gives it.
+            let reveal = frames
+                .iter()
+                .find(|f| event_type(f) == Some("reveal"))
+                .expect("a reveal");
+            assert_eq!(reveal["event"]["choice"], "overspent", "{reveal}");
             break;
         }
         pauses += 1;
         assert!(pauses <= 6, "six steps");
     }
     assert_eq!(pauses, 6);
+    // Every permutation answers no one question: a round of it asks none.
+    let every = json!({"type": "ask", "scenario": spec, "variant": "every"});
+    send(&mut trainer, trainer_frame(&room, &token, every)).await;
+    receive_until(&mut follower, |f| is_type(f, "room") && f["asked"].is_null()).await;
     // Its picture, as a shared link shows it.
     let (status, kind, svg) = common::get(address, &format!("/runs/{run_id}.svg")).await;
     assert_eq!(status, 200, "{svg}");

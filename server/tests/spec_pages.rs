@@ -285,7 +285,22 @@ async fn every_permutation_sums_each_up_for_the_matrix() {
         .find(|s| s["error"] == "40001")
         .expect("a step that failed with 40001");
     assert!(failing_step["session"] == "alice" || failing_step["session"] == "bob");
-    assert_eq!(left_by(done["run_id"].as_str().unwrap_or_default()).await, 0);
+    let run_id = done["run_id"].as_str().unwrap_or_default();
+    assert_eq!(left_by(run_id).await, 0);
+
+    // Its picture is the matrix: a line per interleaving, and the outcomes grouped where a
+    // run's verdict goes (every check held, so the rules held), not "no verdict".
+    let (status, kind, svg) = get(address, &format!("/runs/{run_id}.svg")).await;
+    assert_eq!((status, kind.starts_with("image/svg+xml")), (200, true), "{kind}");
+    assert_eq!(svg.matches("class=\"permutation\"").count(), 6, "{svg}");
+    assert!(svg.contains("a_leave  a_commit  b_leave  b_commit"), "{svg}");
+    assert!(svg.contains("class=\"verdict prevented\""), "{svg}");
+    assert!(
+        svg.contains("in 6 permutations") && !svg.contains("no verdict"),
+        "{svg}"
+    );
+    let (status, kind, _) = get(address, &format!("/runs/{run_id}.png")).await;
+    assert_eq!((status, kind.as_str()), (200, "image/png"));
 }
 
 #[tokio::test]

@@ -82,6 +82,22 @@ impl ScenarioInfo {
     pub fn variant(&self, id: &str) -> Option<&VariantInfo> {
         self.variants.iter().find(|v| v.id == id)
     }
+
+    /// The question a reader answers before a run of `variant`: the scenario's, but none at a
+    /// spec's "every permutation", whose permutations each come to their own answer.
+    pub fn question_at(&self, variant: &str) -> Option<&Prediction> {
+        self.predict.as_ref().filter(|_| variant != crate::spec::matrix::EVERY)
+    }
+
+    /// The variant a page shows first: the one its address asks for, if the scenario has it,
+    /// else its first (a spec's `p2` or `every` survives a reload and a shared link).
+    pub fn variant_or_first(&self, wanted: Option<&str>) -> String {
+        wanted
+            .filter(|v| self.variant(v).is_some())
+            .or_else(|| self.variants.first().map(|v| v.id.as_str()))
+            .unwrap_or_default()
+            .to_owned()
+    }
 }
 
 /// One lab: a tutorial's worth of scenarios.
@@ -139,4 +155,52 @@ pub struct ScenarioStatus {
     #[cfg(feature = "rooms")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rooms: Option<RoomsReach>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_with(variants: &[&str]) -> ScenarioInfo {
+        ScenarioInfo {
+            id: "spec/0123456789abcdef".into(),
+            title: "Lost update".into(),
+            hook: String::new(),
+            about: String::new(),
+            steppable: true,
+            workload: false,
+            variants: variants
+                .iter()
+                .map(|id| VariantInfo {
+                    id: (*id).into(),
+                    label: (*id).into(),
+                    description: String::new(),
+                })
+                .collect(),
+            predict: None,
+        }
+    }
+
+    #[test]
+    fn a_spec_asks_its_question_at_each_permutation_but_not_at_every_one() {
+        let mut spec = spec_with(&["p1", "p2", "every"]);
+        assert_eq!(spec.question_at("p1"), None, "no question written");
+        let asked = Prediction {
+            question: "Which runs first?".into(),
+            choices: vec![],
+        };
+        spec.predict = Some(asked.clone());
+        assert_eq!(spec.question_at("p2"), Some(&asked));
+        assert_eq!(spec.question_at("every"), None);
+    }
+
+    #[test]
+    fn a_page_shows_the_variant_its_address_asks_for_or_else_the_first() {
+        let spec = spec_with(&["p1", "p2", "every"]);
+        assert_eq!(spec.variant_or_first(Some("every")), "every");
+        assert_eq!(spec.variant_or_first(Some("p2")), "p2");
+        assert_eq!(spec.variant_or_first(Some("p9")), "p1");
+        assert_eq!(spec.variant_or_first(None), "p1");
+        assert_eq!(spec_with(&[]).variant_or_first(Some("p1")), "");
+    }
 }

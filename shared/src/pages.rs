@@ -54,9 +54,42 @@ impl<'a> Page<'a> {
     }
 }
 
+/// The path of scenario `id`'s page: `/lab/isolation/write-skew`, or a reader's spec's
+/// `/s/0123456789abcdef` (its id is `spec/0123456789abcdef`).
+pub fn scenario_page(id: &str) -> String {
+    match id.strip_prefix("spec/") {
+        Some(spec) => format!("/s/{spec}"),
+        None => format!("/lab/{id}"),
+    }
+}
+
+/// The path of scenario `id`'s embed: `/embed/isolation/write-skew`, or `/embed/s/…`.
+pub fn embed_page(id: &str) -> String {
+    match id.strip_prefix("spec/") {
+        Some(spec) => format!("/embed/s/{spec}"),
+        None => format!("/embed/{id}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scenario_and_a_spec_each_have_a_page_and_an_embed_that_lead_back_to_them() {
+        for id in ["isolation/write-skew", "spec/0123456789abcdef"] {
+            let page = scenario_page(id);
+            let embed = embed_page(id);
+            let (from_page, from_embed) = match (Page::at(&page), Page::at(&embed)) {
+                (Some(Page::Scenario { lab, scenario }), Some(Page::Embed { lab: l, scenario: s })) => {
+                    (format!("{lab}/{scenario}"), format!("{l}/{s}"))
+                }
+                (Some(Page::Spec(a)), Some(Page::EmbedSpec(b))) => (format!("spec/{a}"), format!("spec/{b}")),
+                other => panic!("{id}: {page} and {embed} are {other:?}"),
+            };
+            assert_eq!((from_page.as_str(), from_embed.as_str()), (id, id));
+        }
+    }
 
     #[test]
     fn each_page_by_its_path() {

@@ -252,10 +252,7 @@ pub fn live_address(server: &str, scenario: &str, variant: &str) -> Option<Strin
     if host.is_empty() || host.contains(|c: char| c.is_whitespace() || c.is_control() || "\"'<>\\".contains(c)) {
         return None;
     }
-    let page = match scenario.strip_prefix("spec/") {
-        Some(id) => format!("/s/{}", escaped(id)),
-        None => format!("/lab/{}", escaped(scenario)),
-    };
+    let page = crate::pages::scenario_page(&escaped(scenario));
     Some(format!("{server}{page}?variant={}", escaped(variant)))
 }
 

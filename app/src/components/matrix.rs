@@ -4,20 +4,16 @@
 //! matrix is only read).
 
 use leptos::prelude::*;
-use shared::EventKind;
 use shared::run_state::RunState;
 use shared::spec::PlayedStep;
-use shared::spec::matrix::group;
+use shared::spec::matrix::{self, group};
 
-/// The permutation rows a run has reported so far: index, steps, outcome.
+/// The permutation rows a run has reported so far: index, steps, outcome (owned: a `Memo`
+/// keeps them).
 fn rows(state: &RunState) -> Vec<(u32, Vec<PlayedStep>, String)> {
-    state
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Permutation { index, steps, outcome } => Some((*index, steps.clone(), outcome.clone())),
-            _ => None,
-        })
+    matrix::rows(&state.events)
+        .into_iter()
+        .map(|row| (row.index, row.steps.to_vec(), row.outcome.to_owned()))
         .collect()
 }
 
@@ -35,12 +31,11 @@ pub fn Matrix(
                 .into_iter()
                 .map(|(outcome, members)| {
                     let count = members.len();
-                    let which: Vec<String> = members.iter().map(|i| (i + 1).to_string()).collect();
                     view! {
                         <li class="rl-matrix-group" data-count=count>
                             <strong>{format!("{count} × ")}</strong>
                             <span class="rl-matrix-outcome">{outcome.to_owned()}</span>
-                            <span class="rl-matrix-which">{format!(" (permutation{} {})", if count == 1 { "" } else { "s" }, which.join(", "))}</span>
+                            <span class="rl-matrix-which">{format!(" ({})", matrix::which(&members))}</span>
                         </li>
                     }
                 })
@@ -54,11 +49,7 @@ pub fn Matrix(
                 let cells = steps
                     .into_iter()
                     .map(|s| {
-                        let mark = match (&s.error, s.waited) {
-                            (Some(code), _) => format!(" ✗ {code}"),
-                            (None, true) => " waited".to_owned(),
-                            (None, false) => String::new(),
-                        };
+                        let mark = s.mark();
                         view! {
                             <li class="rl-matrix-step" data-session=s.session.clone() data-waited=s.waited.to_string()
                                 data-error=s.error.clone().unwrap_or_default() title=s.session.clone()>

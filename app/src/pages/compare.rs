@@ -6,8 +6,8 @@
 
 use super::{Found, load_scenario};
 use crate::components::error_view::{ErrorView, loading};
-use crate::components::run_panel::{Chrome, RunPanel};
-use crate::route::query_param;
+use crate::components::run_panel::{Chrome, Columns, RunPanel};
+use crate::route::{Autoplay, Opening, query_param};
 use leptos::prelude::*;
 
 #[component]
@@ -35,8 +35,17 @@ pub fn ComparePage(id: String) -> impl IntoView {
     }
 }
 
+/// How each column opens: playing at once.
+fn column() -> Opening {
+    Opening {
+        autoplay: Autoplay::OnLoad,
+        ..Opening::default()
+    }
+}
+
 /// One column per variant.
 fn every_variant(found: &Found, run_all: RwSignal<u32>) -> impl IntoView + use<> {
+    provide_context(Columns { run_all, told: None });
     let columns = found
         .scenario
         .variants
@@ -51,8 +60,7 @@ fn every_variant(found: &Found, run_all: RwSignal<u32>) -> impl IntoView + use<>
                         down=found.down.clone()
                         variant=variant.id.clone()
                         chrome=Chrome::Column
-                        autoplay=crate::route::Autoplay::OnLoad
-                        run_all=run_all
+                        opening=column()
                     />
                 </div>
             }
@@ -77,11 +85,19 @@ fn across_versions(found: &Found, variant: &str, versions: &[String], run_all: R
         .map_or_else(|| variant.to_owned(), |v| v.label.clone());
     // Each column's latest completed transcript, in the columns' order.
     let transcripts = RwSignal::new(vec![None::<String>; versions.len()]);
+    let majors = versions.to_vec();
+    let told = Callback::new(move |(major, text): (String, String)| {
+        if let Some(i) = majors.iter().position(|m| *m == major) {
+            transcripts.update(|t| t[i] = Some(text));
+        }
+    });
+    provide_context(Columns {
+        run_all,
+        told: Some(told),
+    });
     let columns = versions
         .iter()
-        .enumerate()
-        .map(|(i, major)| {
-            let told = Callback::new(move |text: String| transcripts.update(|t| t[i] = Some(text)));
+        .map(|major| {
             view! {
                 <div class="rl-compare-col" data-postgres=major.clone()>
                     <h2>{format!("PostgreSQL {major}")}</h2>
@@ -91,10 +107,7 @@ fn across_versions(found: &Found, variant: &str, versions: &[String], run_all: R
                         down=found.down.clone()
                         variant=variant.to_owned()
                         chrome=Chrome::Column
-                        autoplay=crate::route::Autoplay::OnLoad
-                        run_all=run_all
-                        postgres=major.clone()
-                        on_transcript=told
+                        opening=Opening { postgres: major.clone(), ..column() }
                     />
                 </div>
             }

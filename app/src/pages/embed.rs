@@ -19,14 +19,14 @@ pub fn EmbedPage(id: String, options: EmbedOptions) -> impl IntoView {
                 let variant = found.variant_or_first(options.variant.as_deref());
                 let scenario_id = found.scenario.id.clone();
                 // The version its author picked, if any: the runs here play on it.
-                let by = match options.postgres.as_str() {
+                let by = match options.opening.postgres.as_str() {
                     "" => " · racelab".to_owned(),
                     postgres => format!(" · racelab on PostgreSQL {postgres}"),
                 };
                 view! {
                     <article class="rl-scenario" data-scenario=scenario_id.clone()>
                         <p class="rl-embed-title">
-                            <a href=format!("/lab/{scenario_id}") target="_blank" rel="noopener">
+                            <a href=shared::pages::scenario_page(&scenario_id) target="_blank" rel="noopener">
                                 {found.scenario.title.clone()}
                             </a>
                             <span class="rl-embed-by">{by}</span>
@@ -36,11 +36,7 @@ pub fn EmbedPage(id: String, options: EmbedOptions) -> impl IntoView {
                             down=found.down
                             variant=variant
                             chrome=Chrome::Embed
-                            autoplay=options.autoplay
-                            step=options.step
-                            compact=options.compact
-                            predict=options.predict
-                            postgres=options.postgres.clone()
+                            opening=options.opening.clone()
                         />
                     </article>
                 }

@@ -32,11 +32,7 @@ pub struct Found {
 impl Found {
     /// The variant to show first: the one asked for, if the scenario has it, else its first.
     pub fn variant_or_first(&self, wanted: Option<&str>) -> String {
-        wanted
-            .filter(|v| self.scenario.variant(v).is_some())
-            .map(str::to_owned)
-            .or_else(|| self.scenario.variants.first().map(|v| v.id.clone()))
-            .unwrap_or_default()
+        self.scenario.variant_or_first(wanted)
     }
 }
 

@@ -94,31 +94,18 @@ pub fn ReplayPage(
             crate::api::replace_query(&[("view", view)]);
         });
     }
-    let loaded = RwSignal::new(Loaded::Loading);
-    let state = RwSignal::new(RunState::default());
-    // A spec's recording keeps every permutation's outcome: its matrix, drawn under the run.
-    #[cfg(not(feature = "embed"))]
-    let matrix = RwSignal::new(None::<RunState>);
-    #[cfg(not(feature = "embed"))]
-    let matrix_view = move || matrix_of(matrix);
+    let replay = Replay {
+        state: RwSignal::new(RunState::default()),
+        // A spec's every-permutation run, or its recording, keeps each permutation's outcome:
+        // its matrix, drawn under the run.
+        #[cfg(not(feature = "embed"))]
+        matrix: RwSignal::new(None),
+        compact,
+    };
     let missing = match &source {
         Source::Stored(id) | Source::Recording(id) => id.clone(),
     };
-    leptos::task::spawn_local(async move {
-        loaded.set(match source {
-            #[cfg(not(feature = "player"))]
-            Source::Stored(id) => stored(&id, state).await,
-            // The player plays recordings only: it asks no racelab for a stored run.
-            #[cfg(feature = "player")]
-            Source::Stored(_) => Loaded::Failed("This player plays recordings only.".to_owned()),
-            #[cfg(not(feature = "embed"))]
-            Source::Recording(src) => recorded(&src, state, matrix).await,
-            // The embed app is never asked for a recording (the server sends the player app).
-            #[cfg(feature = "embed")]
-            Source::Recording(_) => Loaded::Missing,
-        });
-    });
-    let is_load_test = Signal::derive(move || state.with(|s| s.table_after("strategies").is_some()));
+    let loaded = load(source, replay);
     move || match loaded.get() {
         Loaded::Loading => loading("Loading the run…"),
         Loaded::Failed(message) => view! { <ErrorView message=message /> }.into_any(),
@@ -128,57 +115,15 @@ pub fn ReplayPage(
         #[cfg(feature = "player")]
         Loaded::Missing => ().into_any(),
         Loaded::Run(run) => {
-            // A run that did not complete says so first: the timeline shows where, this says why.
-            let ended = state.with_untracked(|s| match &s.phase {
-                Phase::Finished(Outcome::Failed { message }) => Some(("failed", format!("This run failed: {message}"))),
-                Phase::Finished(Outcome::Cancelled) => Some(("cancelled", "This run was cancelled before its end.".to_owned())),
-                _ => None,
-            })
-            .map(|(state, text)| view! { <p class="rl-status" data-state=state role="status"><span>{text}</span></p> });
-            // A run racelab kept saves as a recording from its permalink too.
-            #[cfg(not(any(feature = "embed", feature = "player")))]
-            let download = run
-                .recorded
-                .is_none()
-                .then(|| view! { <crate::components::download::DownloadRecording state=state /> });
-            #[cfg(feature = "embed")]
-            let download = ();
-            #[cfg(not(feature = "player"))]
-            let toggle = (!embed && !is_load_test.get_untracked()).then(|| {
-                view! {
-                    <div class="rl-controls">{download}<ViewToggle compact=compact /></div>
-                }
-            });
-            // The player is always an embed, whose view its address names (`view=`).
-            #[cfg(feature = "player")]
-            let toggle = ();
-            // A recording's question comes first; its race waits for the pick (the embed app
-            // asks none, and keeps its bytes).
-            #[cfg(not(feature = "embed"))]
-            let (question, body) = {
-                let (question, waiting) = question(run.predict.clone().filter(|_| predict), &run.variant, state);
-                let pauses = run.pauses.clone();
-                let body = move || {
-                    (!waiting.get()).then(|| {
-                        view! {
-                            <RunBody state=state is_load_test=is_load_test compact=compact from_start=step
-                                pauses=pauses.clone() />
-                            {matrix_view}
-                        }
-                    })
-                };
-                (question, body)
+            let question = Question {
+                predict,
+                from_start: step,
             };
-            // The embed app plays no recording (every byte of it counts against its budget).
-            #[cfg(feature = "embed")]
-            let (question, body) = (
-                (),
-                view! { <RunBody state=state is_load_test=is_load_test compact=compact /> },
-            );
+            let (question, toggle, body) = replay.body(&run, embed, question);
             view! {
                 <article class="rl-replay" data-run-id=run.id.clone()>
                     {heading(&run, embed, live.as_deref())}
-                    {ended}
+                    {ended(replay.state)}
                     {question}
                     {toggle}
                     {body}
@@ -189,7 +134,131 @@ pub fn ReplayPage(
     }
 }
 
+/// What the page draws the run with: its state, the matrix of a spec's permutations, the view.
+#[derive(Clone, Copy)]
+struct Replay {
+    state: RwSignal<RunState>,
+    #[cfg(not(feature = "embed"))]
+    matrix: RwSignal<Option<RunState>>,
+    compact: RwSignal<bool>,
+}
+
+/// How a recording is shown: its question first (`predict=1`), from its first event
+/// (`mode=step`).
+#[derive(Clone, Copy)]
+#[cfg_attr(feature = "embed", allow(dead_code))]
+struct Question {
+    predict: bool,
+    from_start: bool,
+}
+
+/// The run from `source`, folded into `replay` once fetched and read; what the page has of it
+/// meanwhile.
+fn load(source: Source, replay: Replay) -> RwSignal<Loaded> {
+    let loaded = RwSignal::new(Loaded::Loading);
+    let state = replay.state;
+    leptos::task::spawn_local(async move {
+        loaded.set(match source {
+            #[cfg(not(any(feature = "player", feature = "embed")))]
+            Source::Stored(id) => {
+                let loaded = stored(&id, state).await;
+                // A spec's run at every permutation: its matrix, drawn under the run.
+                if state.with_untracked(|s| !shared::spec::matrix::rows(&s.events).is_empty()) {
+                    replay.matrix.set(Some(state.get_untracked()));
+                }
+                loaded
+            }
+            #[cfg(feature = "embed")]
+            Source::Stored(id) => stored(&id, state).await,
+            // The player plays recordings only: it asks no racelab for a stored run.
+            #[cfg(feature = "player")]
+            Source::Stored(_) => Loaded::Failed("This player plays recordings only.".to_owned()),
+            #[cfg(not(feature = "embed"))]
+            Source::Recording(src) => recorded(&src, state, replay.matrix).await,
+            // The embed app is never asked for a recording (the server sends the player app).
+            #[cfg(feature = "embed")]
+            Source::Recording(_) => Loaded::Missing,
+        });
+    });
+    loaded
+}
+
+/// A run that did not complete says so first: the timeline shows where, this says why.
+fn ended(state: RwSignal<RunState>) -> Option<impl IntoView> {
+    state
+        .with_untracked(|s| match &s.phase {
+            Phase::Finished(Outcome::Failed { message }) => Some(("failed", format!("This run failed: {message}"))),
+            Phase::Finished(Outcome::Cancelled) => {
+                Some(("cancelled", "This run was cancelled before its end.".to_owned()))
+            }
+            _ => None,
+        })
+        .map(|(state, text)| view! { <p class="rl-status" data-state=state role="status"><span>{text}</span></p> })
+}
+
+impl Replay {
+    fn is_load_test(self) -> Signal<bool> {
+        let state = self.state;
+        Signal::derive(move || state.with(|s| s.table_after("strategies").is_some()))
+    }
+
+    /// The full page's controls (the view toggle, and for a run racelab kept, the recording to
+    /// download), the recording's question, then the run's body.
+    #[cfg_attr(feature = "embed", allow(unused_variables))]
+    fn body(
+        self,
+        run: &Header,
+        embed: bool,
+        asked: Question,
+    ) -> (impl IntoView + use<>, impl IntoView + use<>, impl IntoView + use<>) {
+        let (state, compact, is_load_test) = (self.state, self.compact, self.is_load_test());
+        // A run racelab kept saves as a recording from its permalink too.
+        #[cfg(not(any(feature = "embed", feature = "player")))]
+        let download = run
+            .recorded
+            .is_none()
+            .then(|| view! { <crate::components::download::DownloadRecording state=state /> });
+        #[cfg(feature = "embed")]
+        let download = ();
+        #[cfg(not(feature = "player"))]
+        let toggle = (!embed && !is_load_test.get_untracked()).then(|| {
+            view! {
+                <div class="rl-controls">{download}<ViewToggle compact=compact /></div>
+            }
+        });
+        // The player is always an embed, whose view its address names (`view=`).
+        #[cfg(feature = "player")]
+        let toggle = ();
+        // A recording's question comes first; its race waits for the pick (the embed app asks
+        // none, and keeps its bytes).
+        #[cfg(not(feature = "embed"))]
+        let (question, body) = {
+            let (question, waiting) = question(run.predict.clone().filter(|_| asked.predict), &run.variant, state);
+            let pauses = run.pauses.clone();
+            let matrix = matrix_of(self.matrix, run.recorded.is_some());
+            let body = move || {
+                (!waiting.get()).then(|| {
+                    view! {
+                        <RunBody state=state is_load_test=is_load_test compact=compact from_start=asked.from_start
+                            pauses=pauses.clone() />
+                        {matrix}
+                    }
+                })
+            };
+            (question, body)
+        };
+        // The embed app plays no recording (every byte of it counts against its budget).
+        #[cfg(feature = "embed")]
+        let (question, body) = (
+            (),
+            view! { <RunBody state=state is_load_test=is_load_test compact=compact /> },
+        );
+        (question, toggle, body)
+    }
+}
+
 /// A run racelab stored, folded into `state`.
+#[cfg(not(feature = "player"))]
 async fn stored(id: &str, state: RwSignal<RunState>) -> Loaded {
     match fetch_found::<StoredRun>(&format!("/api/runs/{id}")).await {
         Err(message) => Loaded::Failed(message),
@@ -277,14 +346,19 @@ fn question(
     )
 }
 
-/// A spec recording's every-permutation matrix, read from the file (no row opens a run: there
-/// is no server to play it).
+/// A spec's every-permutation matrix, read from its recording or its stored run (no row opens
+/// a run: this page plays none).
 #[cfg(not(feature = "embed"))]
-fn matrix_of(matrix: RwSignal<Option<RunState>>) -> impl IntoView {
+fn matrix_of(matrix: RwSignal<Option<RunState>>, recorded: bool) -> impl IntoView + Copy {
+    let heading = if recorded {
+        "Every permutation, as recorded"
+    } else {
+        "Every permutation, as played"
+    };
     move || {
         matrix.get().map(|played| {
             view! {
-                <h2 class="rl-matrix-heading">"Every permutation, as recorded"</h2>
+                <h2 class="rl-matrix-heading">{heading}</h2>
                 <crate::components::matrix::Matrix state=RwSignal::new(played) />
             }
         })
@@ -349,7 +423,11 @@ fn full_heading(run: &Header) -> AnyView {
         })
     };
     let hook = move || about.with(|a| a.as_ref().and_then(|a| a.as_ref()).map(|a| a.scenario.hook.clone()));
-    let live = format!("/lab/{}?variant={}", run.scenario, run.variant);
+    let live = format!(
+        "{}?variant={}",
+        shared::pages::scenario_page(&run.scenario),
+        run.variant
+    );
     view! {
         <h1>{run.title.clone()} <span class="rl-replay-variant">{move || format!(" ({})", label())}</span></h1>
         {move || hook().map(|hook| view! { <p class="rl-hook">{hook}</p> })}

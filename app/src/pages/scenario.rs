@@ -3,7 +3,7 @@
 use super::load_scenario;
 use crate::components::error_view::{ErrorView, loading};
 use crate::components::run_panel::{Chrome, RunPanel};
-use crate::route::query_param;
+use crate::route::{Opening, query_param};
 use leptos::prelude::*;
 
 #[component]
@@ -11,10 +11,10 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
     let found = load_scenario(id.clone());
     let query = crate::api::location().1;
     let wanted = query_param(&query, "variant");
-    let predict = query_param(&query, "predict").is_some_and(|v| v == "1" || v == "true");
-    let compact = crate::api::compact_view();
-    let step = query_param(&query, "mode").as_deref() == Some("step");
-    let postgres = query_param(&query, "postgres").unwrap_or_default();
+    let opening = Opening {
+        compact: crate::api::compact_view(),
+        ..Opening::from_query(&query)
+    };
     view! {
         {move || found.get().map(|result| match result {
             Err(message) => view! { <ErrorView message=message /> }.into_any(),
@@ -35,7 +35,7 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
                         <p class="rl-explain">{found.scenario.about.clone()}</p>
                         {write}
                         <RunPanel scenario=found.scenario down=found.down variant=variant chrome=Chrome::Full
-                            predict=predict compact=compact step=step postgres=postgres.clone() />
+                            opening=opening.clone() />
                     </article>
                 }
                 .into_any()

@@ -6,7 +6,7 @@ use crate::api::{fetch_json, post_text};
 use crate::components::error_view::{ErrorView, loading};
 use crate::components::run_panel::{Chrome, RunPanel};
 use crate::components::spec_editor::{Reading, SpecEditor, read};
-use crate::route::Autoplay;
+use crate::route::{Autoplay, Opening};
 use leptos::prelude::*;
 use shared::catalog::ScenarioStatus;
 use shared::json::{FromJson, Json, JsonError};
@@ -108,34 +108,7 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
     let cannot_save = move || {
         saving.get() || matches!(reading.get(), Reading::Problem { .. }) || (saved.with(Option::is_some) && !edited())
     };
-    let panel = move || {
-        saved.get().map(|s| {
-            let origin = crate::api::origin();
-            let first = s
-                .scenario
-                .scenario
-                .variants
-                .first()
-                .map(|v| v.id.clone())
-                .unwrap_or_default();
-            view! {
-                <section class="rl-spec-saved" data-spec=s.id.clone()>
-                    <p class="rl-spec-link">
-                        "Saved at "
-                        <a href=format!("/s/{}", s.id)>{format!("{origin}/s/{}", s.id)}</a>
-                        ". A saved spec never changes: edit it and save again for a new link."
-                    </p>
-                    <h2>{s.scenario.scenario.title.clone()}</h2>
-                    <p class="rl-hook">{s.scenario.scenario.hook.clone()}</p>
-                    <RunPanel scenario=s.scenario.scenario.clone() down=s.scenario.down.clone() variant=first
-                        chrome=Chrome::Full compact=crate::api::narrow_screen()
-                        autoplay=if just_saved.get_untracked() { Autoplay::OnLoad } else { Autoplay::Off }
-                        predict=s.scenario.scenario.predict.is_some()
-                        postgres=crate::route::query_param(&crate::api::location().1, "postgres").unwrap_or_default() />
-                </section>
-            }
-        })
-    };
+    let panel = move || saved.get().map(|s| saved_panel(s, just_saved.get_untracked()));
     view! {
         <article class="rl-write">
             <h1>"Write your own race"</h1>
@@ -156,5 +129,36 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
             </div>
             {panel}
         </article>
+    }
+}
+
+/// A saved spec: its link, its title and hook, and its run panel at the permutation its address
+/// names (`?variant=p2`, `every`: a link keeps it). A spec asks its question, if it has one;
+/// "Save and run" (`just_saved`) runs it, once picked.
+fn saved_panel(s: Saved, just_saved: bool) -> impl IntoView {
+    let origin = crate::api::origin();
+    let query = crate::api::location().1;
+    let first = s
+        .scenario
+        .scenario
+        .variant_or_first(crate::route::query_param(&query, "variant").as_deref());
+    let opening = Opening {
+        compact: crate::api::narrow_screen(),
+        autoplay: if just_saved { Autoplay::OnLoad } else { Autoplay::Off },
+        predict: s.scenario.scenario.predict.is_some(),
+        ..Opening::from_query(&query)
+    };
+    view! {
+        <section class="rl-spec-saved" data-spec=s.id.clone()>
+            <p class="rl-spec-link">
+                "Saved at "
+                <a href=format!("/s/{}", s.id)>{format!("{origin}/s/{}", s.id)}</a>
+                ". A saved spec never changes: edit it and save again for a new link."
+            </p>
+            <h2>{s.scenario.scenario.title.clone()}</h2>
+            <p class="rl-hook">{s.scenario.scenario.hook.clone()}</p>
+            <RunPanel scenario=s.scenario.scenario.clone() down=s.scenario.down.clone() variant=first
+                chrome=Chrome::Full opening=opening />
+        </section>
     }
 }

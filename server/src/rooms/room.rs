@@ -18,7 +18,7 @@ use crate::control::{Refusal, cancel_run, error, next_update, start_refusal, ste
 use crate::engine::{Engine, RunHandle};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use shared::{ErrorCode, EventKind, Mode, Outcome, ServerMsg};
+use shared::{ErrorCode, EventKind, Mode, Outcome, ScenarioInfo, ServerMsg};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -361,8 +361,9 @@ impl Room {
     /// page that joins or reloads now sees the new question, not the old answer under it), and
     /// everyone's picks start again. Asking again what is still open (a trainer's page reloaded
     /// before the run) changes nothing.
-    pub fn ask(&self, scenario: &str, variant: &str) -> Result<(), Refusal> {
-        let question = Question::ask(scenario, variant)?;
+    pub fn ask(&self, info: &ScenarioInfo, variant: &str) -> Result<(), Refusal> {
+        let scenario = info.id.as_str();
+        let question = Question::ask(info, variant)?;
         let asked = question.as_ref().map(|_| (scenario.to_owned(), variant.to_owned()));
         let counts = question.as_ref().map_or_else(Vec::new, Question::counts);
         {
@@ -406,9 +407,14 @@ impl Room {
                 let Some((scenario, variant)) = self.asked.borrow().clone() else {
                     return Err(nothing_asked());
                 };
-                Question::ask(&scenario, &variant)?
-                    .ok_or_else(nothing_asked)?
-                    .pick(String::new(), choice)?;
+                // A catalog scenario's choices are known here, so a wrong one is refused at
+                // once; a reader's spec is read from the store by the holder alone, which
+                // counts only its choices.
+                if let Ok(def) = crate::control::scenario_named(&scenario) {
+                    Question::ask(&crate::engine::Scenario::info(def), &variant)?
+                        .ok_or_else(nothing_asked)?
+                        .pick(String::new(), choice)?;
+                }
                 let _ = to_holder.send(ToHolder::Predict {
                     who: format!("{replica}/{who}"),
                     choice: choice.to_owned(),
@@ -623,7 +629,10 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
             ErrorCode::Busy,
             "the room's run is still going; ask the next question when it is done",
         )),
-        Order::Ask { scenario, variant } => room.ask(&scenario, &variant).err().map(ServerMsg::from),
+        Order::Ask { scenario, variant } => match crate::control::scenario_for(&scenario, &engine.store).await {
+            Ok(def) => room.ask(&def.info(), &variant).err().map(ServerMsg::from),
+            Err(refusal) => Some(refusal.into()),
+        },
         Order::Close => None,
     }
 }

@@ -5,7 +5,7 @@
 //! starts. The trainer sees the counts live; everyone sees them after the run reveals the answer.
 
 use crate::control::Refusal;
-use shared::ErrorCode;
+use shared::{ErrorCode, ScenarioInfo};
 use std::collections::HashMap;
 
 /// One question and the picks made for it.
@@ -29,24 +29,19 @@ fn refusal(code: ErrorCode, message: String) -> Refusal {
 
 impl Question {
     /// The question for `scenario` at `variant`; `None` when the scenario asks nothing (a round
-    /// without a question: the load test, a monitor).
-    pub fn ask(scenario: &str, variant: &str) -> Result<Option<Question>, Refusal> {
-        // A reader's spec asks nothing (yet): its rounds are rounds without a question.
-        if scenario.starts_with("spec/") {
-            return Ok(None);
-        }
-        let def = crate::control::scenario_named(scenario)?;
-        let info = crate::engine::Scenario::info(def);
-        if info.variant(variant).is_none() {
+    /// without a question: the load test, a monitor). A reader's spec asks its own question
+    /// (which of its outcomes comes), as its page does.
+    pub fn ask(scenario: &ScenarioInfo, variant: &str) -> Result<Option<Question>, Refusal> {
+        if scenario.variant(variant).is_none() {
             return Err(refusal(
                 ErrorCode::UnknownVariant,
-                format!("{scenario} has no variant {variant:?}"),
+                format!("{} has no variant {variant:?}", scenario.id),
             ));
         }
-        Ok(info.predict.map(|prediction| Question {
-            scenario: scenario.to_owned(),
+        Ok(scenario.question_at(variant).map(|prediction| Question {
+            scenario: scenario.id.clone(),
             variant: variant.to_owned(),
-            choices: prediction.choices.into_iter().map(|c| c.id).collect(),
+            choices: prediction.choices.iter().map(|c| c.id.clone()).collect(),
             picks: HashMap::new(),
             started: false,
             revealed: false,
@@ -90,9 +85,13 @@ impl Question {
 mod tests {
     use super::*;
 
+    fn catalog(id: &str) -> ScenarioInfo {
+        crate::engine::Scenario::info(crate::control::scenario_named(id).expect("in the catalog"))
+    }
+
     #[test]
     fn picks_are_counted_per_choice_and_a_change_of_mind_moves_one() {
-        let mut question = Question::ask("isolation/write-skew", "serializable")
+        let mut question = Question::ask(&catalog("isolation/write-skew"), "serializable")
             .expect("a scenario")
             .expect("that asks");
         question.pick("1".into(), "both-commit").expect("a choice");
@@ -129,20 +128,53 @@ mod tests {
     #[test]
     fn only_scenarios_that_ask_have_questions() {
         assert!(
-            Question::ask("isolation/load-test", "serializable")
+            Question::ask(&catalog("isolation/load-test"), "serializable")
                 .expect("a scenario")
                 .is_none(),
             "the load test asks nothing"
         );
         assert_eq!(
-            Question::ask("isolation/write-skew", "snapshot")
+            Question::ask(&catalog("isolation/write-skew"), "snapshot")
                 .map(|_| ())
                 .map_err(|r| r.code),
             Err(ErrorCode::UnknownVariant)
         );
-        assert_eq!(
-            Question::ask("isolation/nope", "x").map(|_| ()).map_err(|r| r.code),
-            Err(ErrorCode::UnknownScenario)
+    }
+
+    /// A reader's spec asks the question its author wrote, with its choices, at each of its
+    /// permutations (not at every one); a spec that asks nothing has rounds without a question.
+    #[test]
+    fn a_spec_asks_its_authors_question() {
+        let steps = "session a\nstep a1 { SELECT 1; }\nsession b\nstep b1 { SELECT 2; }\n";
+        let asking = format!(
+            "# question: Which runs first?\n# choice a: a does\n# choice b: b does\n\
+             # answer 1 a: a1 is first\n# answer 2 b: b1 is first\n{steps}"
         );
+        let spec = |text: &str| {
+            crate::engine::Scenario::info(
+                &crate::specs::scenario::SpecScenario::new("0123456789abcdef", text).expect("a spec"),
+            )
+        };
+        assert!(
+            Question::ask(&spec(&asking), "every").expect("its variant").is_none(),
+            "every permutation answers no one question"
+        );
+        for variant in ["p1", "p2"] {
+            let mut question = Question::ask(&spec(&asking), variant)
+                .expect("its variant")
+                .expect("it asks");
+            assert_eq!(question.scenario, "spec/0123456789abcdef");
+            question.pick("1".into(), "b").expect("one of its choices");
+            assert_eq!(
+                question.counts(),
+                [("a".to_owned(), 0), ("b".to_owned(), 1)],
+                "{variant}"
+            );
+        }
+        assert_eq!(
+            Question::ask(&spec(&asking), "p3").map(|_| ()).map_err(|r| r.code),
+            Err(ErrorCode::UnknownVariant)
+        );
+        assert!(Question::ask(&spec(steps), "p1").expect("its variant").is_none());
     }
 }

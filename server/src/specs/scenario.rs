@@ -11,8 +11,7 @@ use shared::event::ActorInfo;
 use shared::spec::Spec;
 use shared::{ScenarioInfo, VariantInfo};
 
-/// The variant that plays every permutation.
-pub const EVERY: &str = "every";
+pub use shared::spec::matrix::EVERY;
 
 /// A spec's sandbox is its own database and role (`confine`), made as it plays: the engine's
 /// has nothing in it.

@@ -68,16 +68,18 @@ struct EmbedPages {
 
 /// An iframe's page: the player app for a recording (`/embed/recording`), the embed app for the
 /// rest, or the full app when a build made neither (a `trunk serve` dev build), and for what the
-/// embed app leaves out to stay small (`predict=1` on a live embed).
+/// embed app leaves out to stay small: the question of a live embed with `predict=1`, and a
+/// reader's spec (`/embed/s/…`), whose every-permutation matrix plays in the embed too.
 async fn embed_page(pages: EmbedPages, uri: Uri) -> Response {
     let predicts = uri.query().is_some_and(|query| {
         query
             .split('&')
             .any(|pair| pair == "predict=1" || pair == "predict=true")
     });
+    let spec = matches!(Page::at(uri.path()), Some(Page::EmbedSpec(_)));
     let candidates = match uri.path() == super::headers::RECORDING_PLAYER {
         true => vec![pages.player, pages.full],
-        false if predicts => vec![pages.full],
+        false if predicts || spec => vec![pages.full],
         false => vec![pages.embed, pages.full],
     };
     // An address under /embed/ that is no embed still gets the app, which says so, under a 404.

@@ -159,11 +159,8 @@ pub async fn handler(
                 Some(_) => return not_found(),
                 None => info.variants[0].id.clone(),
             };
-            // A reader's spec embeds at /embed/s/<id>.
-            let path = id
-                .strip_prefix("spec/")
-                .map_or_else(|| id.clone(), |spec| format!("s/{spec}"));
-            let mut src = Url::parse(&format!("{origin}/embed/{path}")).expect("an origin and a path make a URL");
+            let path = shared::pages::embed_page(&id);
+            let mut src = Url::parse(&format!("{origin}{path}")).expect("an origin and a path make a URL");
             src.query_pairs_mut().append_pair("variant", &variant);
             // A page on another version embeds on it, and its title says so.
             let played = match crate::control::postgres_version(postgres.as_deref()).map_err(ApiError::BadRequest)? {

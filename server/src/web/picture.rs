@@ -8,6 +8,7 @@ use shared::compact::{self, Tone};
 use shared::markup::escape;
 use shared::protocol::StoredRun;
 use shared::run_state::RunState;
+use shared::spec::matrix;
 use std::fmt::Write;
 
 const WIDTH: usize = 1200;
@@ -49,132 +50,213 @@ pub fn draw(run: &StoredRun) -> String {
     draw_with(run, Motion::Still)
 }
 
-/// The SVG document of `run`, moving as told.
+/// The SVG document of `run`, moving as told: its timeline and verdict, or, for a spec played
+/// at every permutation (whose lanes stay quiet), each permutation and their outcomes grouped.
 pub fn draw_with(run: &StoredRun, motion: Motion) -> String {
     let state = RunState::replay(run.id.clone(), run.events.clone());
+    let mut sheet = Sheet {
+        body: String::new(),
+        bottom: HEADER,
+        motion,
+    };
+    let permutations = matrix::rows(&state.events);
+    if permutations.is_empty() {
+        let (shown, hidden) = timeline(&mut sheet, &state);
+        // What is said under the steps, and the verdict, once the last step is in.
+        sheet.appearing_at(shown as f64 * STEP_SECONDS + 0.3, |sheet| {
+            if hidden > 0 {
+                sheet.more(&format!(
+                    "… and {hidden} more steps (the whole run is at /runs/{})",
+                    run.id
+                ));
+            }
+            sheet.below(&why_lines(&state));
+            verdict(sheet, state.verdict(), &run.outcome);
+        });
+    } else {
+        every_permutation(&mut sheet, &permutations);
+    }
+    let (title, server) = state.header().unwrap_or((run.scenario.as_str(), ""));
+    sheet.document(title, &format!("{} · {} · {}", run.scenario, run.variant, server))
+}
+
+/// A picture being drawn: its elements so far, and how far down they reach.
+struct Sheet {
+    body: String,
+    bottom: usize,
+    motion: Motion,
+}
+
+impl Sheet {
+    /// Elements drawn by `draw` appear together, `at` seconds in (a played picture).
+    fn appearing_at(&mut self, at: f64, draw: impl FnOnce(&mut Sheet)) {
+        let _ = write!(self.body, "<g{}>", appear(self.motion, at));
+        draw(self);
+        self.body.push_str("</g>");
+    }
+
+    /// A line that says what was left out, under what is drawn.
+    fn more(&mut self, line: &str) {
+        let _ = write!(
+            self.body,
+            r#"<text class="more" x="{MARGIN}" y="{}">{}</text>"#,
+            self.bottom + 17,
+            escape(line)
+        );
+        self.bottom += ROW;
+    }
+
+    /// One line of text per entry of `lines`, across the picture, under what is drawn.
+    fn below(&mut self, lines: &[String]) {
+        for line in lines {
+            let _ = write!(
+                self.body,
+                r#"<text class="why" x="{MARGIN}" y="{}">{}</text>"#,
+                self.bottom + 17,
+                escape(&compact::fit(line, 140))
+            );
+            self.bottom += ROW;
+        }
+    }
+
+    /// The whole SVG document: the page, its title and the line under it, then what is drawn.
+    fn document(self, title: &str, sub: &str) -> String {
+        let height = self.bottom + MARGIN;
+        let mut svg = String::new();
+        let _ = write!(
+            svg,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="title">"#
+        );
+        let _ = write!(
+            svg,
+            "<title id=\"title\">{}</title>",
+            escape(&format!("racelab: {title}"))
+        );
+        svg.push_str(STYLE);
+        if self.motion == Motion::Played {
+            svg.push_str(MOTION_STYLE);
+        }
+        let _ = write!(svg, r#"<rect class="page" width="{WIDTH}" height="{height}"/>"#);
+        let _ = write!(
+            svg,
+            r#"<text class="title" x="{MARGIN}" y="36">{}</text><text class="sub" x="{MARGIN}" y="60">{}</text>"#,
+            escape(title),
+            escape(sub)
+        );
+        svg.push_str(&self.body);
+        svg.push_str("</svg>\n");
+        svg
+    }
+}
+
+/// The lanes and, on them, the steps: the first [`MAX_ROWS`] are drawn; how many were, and how
+/// many were left out.
+fn timeline(sheet: &mut Sheet, state: &RunState) -> (usize, usize) {
     let timeline = state.timeline();
-    let lanes = timeline.lanes.len().max(1);
-    let lane_width = (WIDTH - 2 * MARGIN) / lanes;
+    let lane_width = (WIDTH - 2 * MARGIN) / timeline.lanes.len().max(1);
     let shown = timeline.rows.len().min(MAX_ROWS);
     let hidden = timeline.rows.len() - shown;
-    let verdict = state.verdict();
-    let checks = verdict.map_or(0, |v| v.checks.len().min(4));
     let rows_top = HEADER + LANE_HEADER;
-    let rows_bottom = rows_top + shown * ROW + if hidden > 0 { ROW } else { 0 };
-    let verdict_height = 58 + checks * 20;
-    let why = why_lines(&state);
-    let rows_bottom = rows_bottom + why.len() * ROW;
-    let height = rows_bottom + 16 + verdict_height + MARGIN;
-
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="title">"#
-    );
-    let (title, server) = state.header().unwrap_or((run.scenario.as_str(), ""));
-    let _ = write!(
-        svg,
-        "<title id=\"title\">{}</title>",
-        escape(&format!("racelab: {title}"))
-    );
-    svg.push_str(STYLE);
-    if motion == Motion::Played {
-        svg.push_str(MOTION_STYLE);
-    }
-    let _ = write!(svg, r#"<rect class="page" width="{WIDTH}" height="{height}"/>"#);
-    let _ = write!(
-        svg,
-        r#"<text class="title" x="{MARGIN}" y="36">{}</text><text class="sub" x="{MARGIN}" y="60">{}</text>"#,
-        escape(title),
-        escape(&format!("{} · {} · {}", run.scenario, run.variant, server))
-    );
-
-    // Lanes: a header and a rule down each.
+    // The lanes reach down past the steps to what is said under them.
+    let lanes_bottom = rows_top + (shown + usize::from(hidden > 0) + why_lines(state).len()) * ROW;
     for (i, lane) in timeline.lanes.iter().enumerate() {
-        let x = MARGIN + i * lane_width;
-        let _ = write!(
-            svg,
-            r#"<g class="lane" data-lane="{name}"><rect class="lane-bg{odd}" x="{x}" y="{HEADER}" width="{lane_width}" height="{h}"/><text class="actor" x="{tx}" y="{ty}">{name}</text><text class="detail" x="{dx}" y="{ty}" text-anchor="end">{detail}</text></g>"#,
-            name = escape(&lane.name),
-            odd = if i % 2 == 1 { " odd" } else { "" },
-            h = rows_bottom - HEADER,
-            tx = x + 10,
-            ty = HEADER + 22,
-            dx = x + lane_width - 10,
-            detail = escape(&compact::fit(&lane.detail, lane_width / 8 / 2)),
-        );
+        lane_header(sheet, i, lane, lane_width, lanes_bottom);
     }
-
-    // Steps: one line each, in its lane; bars through the lanes that wait.
-    let chars = ((lane_width - 28) as f64 / CHAR_PX) as usize;
     for (n, row) in timeline.rows.iter().take(shown).enumerate() {
-        let y = rows_top + n * ROW;
-        let _ = write!(svg, "<g{}>", appear(motion, n as f64 * STEP_SECONDS));
-        for lane in &row.waiting {
-            let x = MARGIN + lane * lane_width + 3;
-            let _ = write!(
-                svg,
-                r#"<rect class="wait-bar" x="{x}" y="{y}" width="5" height="{ROW}"/>"#
-            );
-        }
-        let line = compact::line(&row.card);
-        let x = MARGIN + row.lane * lane_width + 14;
-        let outcome = line.outcome.as_deref().unwrap_or_default();
-        let room = chars.saturating_sub(if outcome.is_empty() {
-            0
-        } else {
-            outcome.chars().count() + 3
+        sheet.appearing_at(n as f64 * STEP_SECONDS, |sheet| {
+            step_line(sheet, row, rows_top + n * ROW, lane_width);
         });
-        let _ = write!(
-            svg,
-            r#"<text class="line {tone}" x="{x}" y="{ty}">{text}"#,
-            tone = line.tone.class(),
-            ty = y + 17,
-            text = escape(&compact::fit(&line.text, room.max(8))),
-        );
-        if !outcome.is_empty() {
-            let class = if line.tone == Tone::Failed {
-                "outcome failed"
-            } else {
-                "outcome"
-            };
-            // A no-break space: renderers that trim a tspan's leading space (resvg) keep this one.
-            let _ = write!(svg, "<tspan class=\"{class}\">\u{a0}→ {}</tspan>", escape(outcome));
-        }
-        svg.push_str("</text></g>");
     }
-    // What is said under the steps, and the verdict, once the last step is in.
-    let _ = write!(svg, "<g{}>", appear(motion, shown as f64 * STEP_SECONDS + 0.3));
-    let mut below = rows_top + shown * ROW;
-    if hidden > 0 {
-        let _ = write!(
-            svg,
-            r#"<text class="more" x="{MARGIN}" y="{}">… and {hidden} more steps (the whole run is at /runs/{})</text>"#,
-            below + 17,
-            escape(&run.id)
-        );
-        below += ROW;
-    }
-    for line in &why {
-        let _ = write!(
-            svg,
-            r#"<text class="why" x="{MARGIN}" y="{}">{}</text>"#,
-            below + 17,
-            escape(&compact::fit(line, 140))
-        );
-        below += ROW;
-    }
+    sheet.bottom = rows_top + shown * ROW;
+    (shown, hidden)
+}
 
-    // The verdict.
-    let top = rows_bottom + 16;
-    let (class, label, headline) = match (verdict, &run.outcome) {
+/// Lane `i`'s header (its actor and what it runs on) and its background down to `bottom`.
+fn lane_header(sheet: &mut Sheet, i: usize, lane: &shared::event::ActorInfo, lane_width: usize, bottom: usize) {
+    let x = MARGIN + i * lane_width;
+    let _ = write!(
+        sheet.body,
+        r#"<g class="lane" data-lane="{name}"><rect class="lane-bg{odd}" x="{x}" y="{HEADER}" width="{lane_width}" height="{h}"/><text class="actor" x="{tx}" y="{ty}">{name}</text><text class="detail" x="{dx}" y="{ty}" text-anchor="end">{detail}</text></g>"#,
+        name = escape(&lane.name),
+        odd = if i % 2 == 1 { " odd" } else { "" },
+        h = bottom - HEADER,
+        tx = x + 10,
+        ty = HEADER + 22,
+        dx = x + lane_width - 10,
+        detail = escape(&compact::fit(&lane.detail, lane_width / 8 / 2)),
+    );
+}
+
+/// One step, in one line on its lane at `y`, with bars through the lanes that wait meanwhile.
+fn step_line(sheet: &mut Sheet, row: &shared::timeline::Row, y: usize, lane_width: usize) {
+    for lane in &row.waiting {
+        let x = MARGIN + lane * lane_width + 3;
+        let _ = write!(
+            sheet.body,
+            r#"<rect class="wait-bar" x="{x}" y="{y}" width="5" height="{ROW}"/>"#
+        );
+    }
+    let chars = ((lane_width - 28) as f64 / CHAR_PX) as usize;
+    let line = compact::line(&row.card);
+    let outcome = line.outcome.as_deref().unwrap_or_default();
+    let room = chars.saturating_sub(if outcome.is_empty() {
+        0
+    } else {
+        outcome.chars().count() + 3
+    });
+    let _ = write!(
+        sheet.body,
+        r#"<text class="line {tone}" x="{x}" y="{ty}">{text}"#,
+        tone = line.tone.class(),
+        x = MARGIN + row.lane * lane_width + 14,
+        ty = y + 17,
+        text = escape(&compact::fit(&line.text, room.max(8))),
+    );
+    if !outcome.is_empty() {
+        let class = if line.tone == Tone::Failed {
+            "outcome failed"
+        } else {
+            "outcome"
+        };
+        // A no-break space: renderers that trim a tspan's leading space (resvg) keep this one.
+        let _ = write!(
+            sheet.body,
+            "<tspan class=\"{class}\">\u{a0}→ {}</tspan>",
+            escape(outcome)
+        );
+    }
+    sheet.body.push_str("</text>");
+}
+
+/// The verdict in its box under what is drawn: its label, its headline and up to four checks.
+fn verdict(sheet: &mut Sheet, verdict: Option<&shared::Verdict>, outcome: &Outcome) {
+    let (class, label, headline) = match (verdict, outcome) {
         (Some(v), _) => (v.kind_name(), v.label(), v.headline.as_str()),
         (None, Outcome::Failed { message }) => ("failed", "the run failed", message.as_str()),
         (None, _) => ("failed", "no verdict", "the run ended before its verdict"),
     };
+    let checks: Vec<(bool, String)> = verdict
+        .map(|v| &v.checks[..v.checks.len().min(4)])
+        .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            (
+                c.holds,
+                format!("{} {} (got {})", if c.holds { "✓" } else { "✗" }, c.rule, c.actual),
+            )
+        })
+        .collect();
+    verdict_box(sheet, class, label, headline, &checks);
+}
+
+/// A box under what is drawn: a label, a headline, and a line under them for each of `lines`
+/// (green where it holds, red where it does not).
+fn verdict_box(sheet: &mut Sheet, class: &str, label: &str, headline: &str, lines: &[(bool, String)]) {
+    let top = sheet.bottom + 16;
+    let height = 58 + lines.len() * 20;
     let _ = write!(
-        svg,
-        r#"<g class="verdict {class}"><rect x="{MARGIN}" y="{top}" width="{w}" height="{verdict_height}" rx="8"/><text class="label" x="{lx}" y="{ly}">{label}</text><text class="headline" x="{hx}" y="{ly}">{headline}</text>"#,
+        sheet.body,
+        r#"<g class="verdict {class}"><rect x="{MARGIN}" y="{top}" width="{w}" height="{height}" rx="8"/><text class="label" x="{lx}" y="{ly}">{label}</text><text class="headline" x="{hx}" y="{ly}">{headline}</text>"#,
         w = WIDTH - 2 * MARGIN,
         lx = MARGIN + 16,
         ly = top + 32,
@@ -182,25 +264,75 @@ pub fn draw_with(run: &StoredRun, motion: Motion) -> String {
         label = escape(label),
         headline = escape(&compact::fit(headline, 110)),
     );
-    for (i, check) in verdict
-        .map(|v| &v.checks[..checks])
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
+    for (i, (holds, line)) in lines.iter().enumerate() {
         let _ = write!(
-            svg,
-            r#"<text class="check{broken}" x="{x}" y="{y}">{mark} {rule} (got {actual})</text>"#,
-            broken = if check.holds { "" } else { " broken" },
+            sheet.body,
+            r#"<text class="check{broken}" x="{x}" y="{y}">{line}</text>"#,
+            broken = if *holds { "" } else { " broken" },
             x = MARGIN + 200,
             y = top + 56 + i * 20,
-            mark = if check.holds { "✓" } else { "✗" },
-            rule = escape(&check.rule),
-            actual = escape(&check.actual),
+            line = escape(&compact::fit(line, 118)),
         );
     }
-    svg.push_str("</g></g></svg>\n");
-    svg
+    sheet.body.push_str("</g>");
+    sheet.bottom = top + height;
+}
+
+/// A spec played at every permutation: a line per permutation (its steps in order, waits and
+/// failures marked, and what it came to), one appearing after another, then the outcomes
+/// grouped in the verdict's box: the same permutations the app's matrix shows.
+fn every_permutation(sheet: &mut Sheet, permutations: &[matrix::Row<'_>]) {
+    let shown = permutations.len().min(MAX_ROWS);
+    let outcome_x = WIDTH / 2 + 60;
+    let _ = write!(
+        sheet.body,
+        r#"<text class="actor" x="{MARGIN}" y="{y}">Every permutation: its steps in order</text><text class="actor" x="{outcome_x}" y="{y}">What it came to</text>"#,
+        y = sheet.bottom + 22,
+    );
+    sheet.bottom += LANE_HEADER;
+    let step_chars = ((outcome_x - MARGIN - 60) as f64 / CHAR_PX) as usize;
+    let outcome_chars = ((WIDTH - MARGIN - outcome_x) as f64 / CHAR_PX) as usize;
+    for (n, row) in permutations.iter().take(shown).enumerate() {
+        let steps: Vec<String> = row.steps.iter().map(|s| format!("{}{}", s.name, s.mark())).collect();
+        let broken = row.outcome.contains("broken:");
+        sheet.appearing_at(n as f64 * STEP_SECONDS, |sheet| {
+            let _ = write!(
+                sheet.body,
+                r#"<g class="permutation" data-index="{index}"><text class="line" x="{MARGIN}" y="{y}">{number:>3}  {steps}</text><text class="line{tone}" x="{outcome_x}" y="{y}">{outcome}</text></g>"#,
+                index = row.index,
+                number = row.index + 1,
+                y = sheet.bottom + 17,
+                steps = escape(&compact::fit(&steps.join("  "), step_chars)),
+                tone = if broken { " failed" } else { "" },
+                outcome = escape(&compact::fit(row.outcome, outcome_chars)),
+            );
+        });
+        sheet.bottom += ROW;
+    }
+    if permutations.len() > shown {
+        sheet.more(&format!("… and {} more permutations", permutations.len() - shown));
+    }
+    let groups = matrix::group(permutations.iter().map(|r| (r.index as usize, r.outcome)));
+    let lines: Vec<(bool, String)> = groups
+        .iter()
+        .take(6)
+        .map(|(outcome, members)| {
+            let line = format!("{} × {outcome} ({})", members.len(), matrix::which(members));
+            (!outcome.contains("broken:"), line)
+        })
+        .collect();
+    let (class, label) = match groups.iter().any(|(outcome, _)| outcome.contains("broken:")) {
+        true => ("reproduced", "a rule broke"),
+        false if groups.iter().all(|(outcome, _)| outcome.contains("checks held")) => ("prevented", "the rules held"),
+        false => ("unstated", "every permutation"),
+    };
+    let headline = match groups.len() {
+        1 => format!("one outcome in all {} permutations", permutations.len()),
+        n => format!("{n} outcomes in {} permutations", permutations.len()),
+    };
+    sheet.appearing_at(shown as f64 * STEP_SECONDS + 0.3, |sheet| {
+        verdict_box(sheet, class, label, &headline, &lines);
+    });
 }
 
 /// Why, in a line or two under the steps: the anomaly the run's proof found, and the deadlock
@@ -259,6 +391,82 @@ mod tests {
             .skip(1)
             .filter_map(|rest| rest.split('s').next()?.parse().ok())
             .collect()
+    }
+
+    /// A spec's run at every permutation: two orders of a lost update, one that loses the
+    /// increment, one where the second writer fails, as the engine reports them.
+    fn every_permutation_run() -> StoredRun {
+        let step = |name: &str, session: &str, waited: bool, error: Option<&str>| shared::spec::PlayedStep {
+            name: name.into(),
+            session: session.into(),
+            waited,
+            error: error.map(str::to_owned),
+        };
+        let lost = "no errors · broken: (SELECT n FROM counter) = 2 → 1";
+        let refused = "b_write 40001 · checks held";
+        let permutations = [
+            (
+                0,
+                vec![step("a_read", "a", false, None), step("b_read", "b", false, None)],
+                lost,
+            ),
+            (
+                1,
+                vec![
+                    step("a_read", "a", false, None),
+                    step("b_write", "b", true, Some("40001")),
+                ],
+                refused,
+            ),
+            (
+                2,
+                vec![step("b_read", "b", false, None), step("a_read", "a", false, None)],
+                lost,
+            ),
+        ];
+        let events = permutations
+            .into_iter()
+            .enumerate()
+            .map(|(seq, (index, steps, outcome))| shared::Event {
+                seq: seq as u64,
+                at_ms: 0,
+                kind: shared::EventKind::Permutation {
+                    index,
+                    steps,
+                    outcome: outcome.to_owned(),
+                },
+            })
+            .collect();
+        StoredRun {
+            id: "r1".into(),
+            scenario: "spec/0123456789abcdef".into(),
+            variant: "every".into(),
+            outcome: Outcome::Completed,
+            events,
+        }
+    }
+
+    #[test]
+    fn a_run_at_every_permutation_is_pictured_as_its_permutations_and_their_outcomes_grouped() {
+        let svg = draw(&every_permutation_run());
+        assert_eq!(svg.matches("class=\"permutation\"").count(), 3, "{svg}");
+        assert!(
+            svg.contains("b_write ✗ 40001"),
+            "a failure is marked on its step: {svg}"
+        );
+        assert!(!svg.contains("no verdict"), "{svg}");
+        assert!(
+            svg.contains("class=\"verdict reproduced\""),
+            "an order broke the rule: {svg}"
+        );
+        assert!(svg.contains("2 outcomes in 3 permutations"), "{svg}");
+        assert!(
+            svg.contains("2 × no errors · broken: (SELECT n FROM counter) = 2 → 1 (permutations 1, 3)"),
+            "{svg}"
+        );
+        assert!(svg.contains("1 × b_write 40001 · checks held (permutation 2)"), "{svg}");
+        let played = draw_with(&every_permutation_run(), Motion::Played);
+        assert_eq!(delays(&played).len(), 3 + 1, "each permutation, then the outcomes");
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! "Run every permutation": what each permutation did, in one line a reader can compare, and the
 //! permutations grouped by it.
 
+use crate::event::{Event, EventKind};
 use crate::verdict::Check;
 use serde::{Deserialize, Serialize};
+
+/// A spec's variant that plays every permutation, one after another, for the matrix.
+pub const EVERY: &str = "every";
 
 /// One step as a permutation played it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,6 +18,50 @@ pub struct PlayedStep {
     pub waited: bool,
     /// It failed: its SQLSTATE (`40001`), or the error's first words where there is none.
     pub error: Option<String>,
+}
+
+impl PlayedStep {
+    /// What marks the step in a permutation's row: ` ✗ 40001` where it failed, ` waited` where
+    /// the server made it wait, nothing where it just ran.
+    pub fn mark(&self) -> String {
+        match (&self.error, self.waited) {
+            (Some(code), _) => format!(" ✗ {code}"),
+            (None, true) => " waited".to_owned(),
+            (None, false) => String::new(),
+        }
+    }
+}
+
+/// One permutation as a run at every permutation reported it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row<'a> {
+    /// From 0; a reader counts from 1.
+    pub index: u32,
+    pub steps: &'a [PlayedStep],
+    pub outcome: &'a str,
+}
+
+/// The permutations a run has reported so far, in the order played: a run at every
+/// permutation's whole content (its lanes stay quiet), and empty for any other run.
+pub fn rows(events: &[Event]) -> Vec<Row<'_>> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Permutation { index, steps, outcome } => Some(Row {
+                index: *index,
+                steps,
+                outcome,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The permutations in a group, as a reader counts them: `permutation 2`, `permutations 1, 3`.
+pub fn which(members: &[usize]) -> String {
+    let numbers: Vec<String> = members.iter().map(|i| (i + 1).to_string()).collect();
+    let plural = if members.len() == 1 { "" } else { "s" };
+    format!("permutation{plural} {}", numbers.join(", "))
 }
 
 /// What a permutation came to, in a line: its failures by step, then its checks
@@ -78,6 +126,62 @@ mod tests {
             "no errors · broken: sum <= 5000 → f"
         );
         assert_eq!(outcome(&[], &[]), "no errors · no check stated");
+    }
+
+    #[test]
+    fn a_step_is_marked_by_its_failure_first_then_its_wait() {
+        let mut waited = step("b_read", None);
+        waited.waited = true;
+        let mut failed_after_waiting = step("b_commit", Some("40001"));
+        failed_after_waiting.waited = true;
+        assert_eq!(step("a", None).mark(), "");
+        assert_eq!(waited.mark(), " waited");
+        assert_eq!(failed_after_waiting.mark(), " ✗ 40001");
+    }
+
+    #[test]
+    fn a_runs_rows_are_its_permutation_events_and_nothing_else() {
+        let event = |seq, kind| Event { seq, at_ms: 0, kind };
+        let steps = vec![step("a", None)];
+        let events = [
+            event(
+                0,
+                EventKind::Note {
+                    actor: "tester".into(),
+                    text: "header".into(),
+                },
+            ),
+            event(
+                1,
+                EventKind::Permutation {
+                    index: 1,
+                    steps: steps.clone(),
+                    outcome: "no errors".into(),
+                },
+            ),
+            event(
+                2,
+                EventKind::Permutation {
+                    index: 0,
+                    steps: vec![],
+                    outcome: "x".into(),
+                },
+            ),
+        ];
+        let rows = rows(&events);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (rows[0].index, rows[0].steps, rows[0].outcome),
+            (1, steps.as_slice(), "no errors")
+        );
+        assert_eq!((rows[1].index, rows[1].outcome), (0, "x"));
+        assert!(super::rows(&events[..1]).is_empty());
+    }
+
+    #[test]
+    fn a_group_is_named_as_a_reader_counts() {
+        assert_eq!(which(&[1]), "permutation 2");
+        assert_eq!(which(&[0, 2, 3]), "permutations 1, 3, 4");
     }
 
     #[test]

@@ -35,12 +35,14 @@ mod parse;
 mod permutations;
 mod print;
 pub mod question;
+mod saved;
 
 pub use limits::{Limits, OverLimit};
 pub use matrix::PlayedStep;
 pub use parse::{ParseError, parse};
 pub use permutations::{all_permutations, count_permutations};
 pub use print::{name as quote_name, print};
+pub use saved::{is_saved_id, saved_id};
 
 /// Where something is in the spec's text: 1-based line and column (columns count characters).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
