@@ -293,7 +293,7 @@ async fn every_permutation_sums_each_up_for_the_matrix() {
     let (status, kind, svg) = get(address, &format!("/runs/{run_id}.svg")).await;
     assert_eq!((status, kind.starts_with("image/svg+xml")), (200, true), "{kind}");
     assert_eq!(svg.matches("class=\"permutation\"").count(), 6, "{svg}");
-    assert!(svg.contains("a_leave  a_commit  b_leave  b_commit"), "{svg}");
+    assert!(svg.contains("1. a_leave · a_commit · b_leave · b_commit"), "{svg}");
     assert!(svg.contains("class=\"verdict prevented\""), "{svg}");
     assert!(
         svg.contains("in 6 permutations") && !svg.contains("no verdict"),

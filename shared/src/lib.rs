@@ -38,6 +38,7 @@ pub mod atlas;
 pub mod calendar;
 pub mod catalog;
 pub mod chapters;
+pub mod chart;
 pub mod compact;
 pub mod decode;
 pub mod embed;

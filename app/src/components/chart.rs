@@ -1,18 +1,11 @@
 //! The load test's picture: a progress bar while the approvals run, then one group of bars per
-//! strategy (over budget, approved, retries, most attempts, gave up) beside the tutorial's ranges.
+//! strategy (over budget, approved, retries, most attempts, gave up) beside the tutorial's ranges
+//! (the metrics are `shared::chart`'s, which a run's picture draws too).
 
 use leptos::prelude::*;
+use shared::chart::{METRICS, int_at};
 use shared::float::one_decimal;
-use shared::{Table, Value, usd};
-
-/// The metrics drawn, with the column they come from and whether they are money.
-const METRICS: [(&str, &str, bool); 5] = [
-    ("over_budget", "over budget", true),
-    ("approved", "approved", false),
-    ("retries", "retries", false),
-    ("most_attempts", "most attempts", false),
-    ("gave_up", "gave up", false),
-];
+use shared::{Table, usd};
 
 #[component]
 pub fn Progress(label: String, done: u64, total: u64) -> impl IntoView {
@@ -22,16 +15,6 @@ pub fn Progress(label: String, done: u64, total: u64) -> impl IntoView {
             <span class="rl-progress-label">{format!("{done} of {total} approvals (now: {label})")}</span>
         </div>
     }
-}
-
-fn int_at(table: &Table, row: &[Value], column: &str) -> i64 {
-    table
-        .columns
-        .iter()
-        .position(|c| c == column)
-        .and_then(|i| row.get(i))
-        .and_then(Value::as_int)
-        .unwrap_or(0)
 }
 
 #[component]

@@ -183,7 +183,7 @@ fn ProofGraph(picture: picture::Picture, marker: String) -> impl IntoView {
                         stroke-dasharray=dash(a.dep)
                         marker-end=url.clone()
                     ></line>
-                    <text x=a.label_x.to_string() y=(a.label_y.saturating_sub(5)).to_string() text-anchor="middle">{label}</text>
+                    <text x=a.label_x.to_string() y=(a.label_y.saturating_sub(5)).to_string() text-anchor=a.label_anchor>{label}</text>
                 </g>
             }
         })

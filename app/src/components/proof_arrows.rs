@@ -102,12 +102,14 @@ pub fn ProofArrows(wrap: NodeRef<leptos::html::Div>, edges: Signal<Vec<SeqEdge>>
             .map(|d| {
                 let label = format!("{}{}", d.edge.dep.label(), if d.edge.predicate { " (predicate)" } else { "" });
                 let (lx, ly) = ((4.0 * d.x1 + d.x2) / 5.0, (4.0 * d.y1 + d.y2) / 5.0 - 6.0);
+                // Away from the card the arrow leaves, as the proof's own picture does.
+                let anchor = if d.x2 < d.x1 { "end" } else { "start" };
                 view! {
                     <g class="rl-proof-edge" data-dep=d.edge.dep.label() data-cycle=d.edge.in_cycle.to_string()
                         data-would-have=d.edge.would_have.to_string() data-from=d.edge.from.to_string() data-to=d.edge.to.to_string()>
                         <line x1=one_decimal(d.x1) y1=one_decimal(d.y1) x2=one_decimal(d.x2) y2=one_decimal(d.y2)
                             stroke-dasharray=dash(d.edge.dep) marker-end="url(#rl-proof-arrowhead)"></line>
-                        <text x=one_decimal(lx) y=one_decimal(ly) text-anchor="middle">{label}</text>
+                        <text x=one_decimal(lx) y=one_decimal(ly) text-anchor=anchor>{label}</text>
                     </g>
                 }
             })

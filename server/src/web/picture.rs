@@ -60,7 +60,11 @@ pub fn draw_with(run: &StoredRun, motion: Motion) -> String {
         motion,
     };
     let permutations = matrix::rows(&state.events);
-    if permutations.is_empty() {
+    if let Some(figures) = state.table_after("strategies") {
+        // A workload: thousands of requests have no timeline worth drawing; its figures do.
+        strategies(&mut sheet, figures);
+        verdict(&mut sheet, state.verdict(), &run.outcome);
+    } else if permutations.is_empty() {
         let (shown, hidden) = timeline(&mut sheet, &state);
         // What is said under the steps, and the verdict, once the last step is in.
         sheet.appearing_at(shown as f64 * STEP_SECONDS + 0.3, |sheet| {
@@ -278,6 +282,39 @@ fn verdict_box(sheet: &mut Sheet, class: &str, label: &str, headline: &str, line
     sheet.bottom = top + height;
 }
 
+/// A load test's results: a group of bars per strategy (the app's chart, as SVG).
+fn strategies(sheet: &mut Sheet, figures: &shared::Table) {
+    const LABEL_X: usize = MARGIN + 24;
+    const TRACK_X: usize = MARGIN + 200;
+    const TRACK_WIDTH: usize = WIDTH - TRACK_X - 160;
+    const BAR: usize = 14;
+    for group in shared::chart::groups(figures) {
+        let _ = write!(
+            sheet.body,
+            r#"<g class="strategy" data-strategy="{name}"><text class="actor" x="{MARGIN}" y="{y}">{name}</text>"#,
+            name = escape(&group.strategy),
+            y = sheet.bottom + 24,
+        );
+        sheet.bottom += 32;
+        for bar in &group.bars {
+            let width = (bar.share * TRACK_WIDTH as f64).round() as usize;
+            let _ = write!(
+                sheet.body,
+                r#"<text class="detail" x="{LABEL_X}" y="{ty}">{label}</text><rect class="track" x="{TRACK_X}" y="{y}" width="{TRACK_WIDTH}" height="{BAR}" rx="3"/><rect class="bar {metric}" data-metric="{metric}" x="{TRACK_X}" y="{y}" width="{width}" height="{BAR}" rx="3"/><text class="line" x="{vx}" y="{ty}">{shown}</text>"#,
+                ty = sheet.bottom + 12,
+                label = bar.label,
+                y = sheet.bottom,
+                metric = bar.metric,
+                vx = TRACK_X + TRACK_WIDTH + 12,
+                shown = escape(&bar.shown),
+            );
+            sheet.bottom += 20;
+        }
+        sheet.body.push_str("</g>");
+        sheet.bottom += 8;
+    }
+}
+
 /// A spec played at every permutation: a line per permutation (its steps in order, waits and
 /// failures marked, and what it came to), one appearing after another, then the outcomes
 /// grouped in the verdict's box: the same permutations the app's matrix shows.
@@ -298,11 +335,11 @@ fn every_permutation(sheet: &mut Sheet, permutations: &[matrix::Row<'_>]) {
         sheet.appearing_at(n as f64 * STEP_SECONDS, |sheet| {
             let _ = write!(
                 sheet.body,
-                r#"<g class="permutation" data-index="{index}"><text class="line" x="{MARGIN}" y="{y}">{number:>3}  {steps}</text><text class="line{tone}" x="{outcome_x}" y="{y}">{outcome}</text></g>"#,
+                r#"<g class="permutation" data-index="{index}"><text class="line" x="{MARGIN}" y="{y}">{number}. {steps}</text><text class="line{tone}" x="{outcome_x}" y="{y}">{outcome}</text></g>"#,
                 index = row.index,
                 number = row.index + 1,
                 y = sheet.bottom + 17,
-                steps = escape(&compact::fit(&steps.join("  "), step_chars)),
+                steps = escape(&compact::fit(&steps.join(" · "), step_chars)),
                 tone = if broken { " failed" } else { "" },
                 outcome = escape(&compact::fit(row.outcome, outcome_chars)),
             );
@@ -374,6 +411,7 @@ text{font-family:'DejaVu Sans Mono','Liberation Mono',Menlo,Consolas,monospace;f
 .verdict .label{font-weight:700;font-size:16px}.verdict.reproduced .label{fill:#cf222e}.verdict.prevented .label{fill:#1a7f37}\
 .headline{font-family:'Liberation Sans',Helvetica,Arial,sans-serif;font-size:16px;font-weight:700}\
 .check{fill:#1a7f37;font-size:12px}.check.broken{fill:#cf222e}\
+.track{fill:#eef1f4}.bar{fill:#0969da}.bar.over_budget{fill:#cf222e}.bar.gave_up{fill:#9a6700}\
 </style>";
 
 #[cfg(test)]
@@ -467,6 +505,46 @@ mod tests {
         assert!(svg.contains("1 × b_write 40001 · checks held (permutation 2)"), "{svg}");
         let played = draw_with(&every_permutation_run(), Motion::Played);
         assert_eq!(delays(&played).len(), 3 + 1, "each permutation, then the outcomes");
+    }
+
+    #[test]
+    fn a_load_test_is_pictured_as_its_figures_per_strategy_not_its_thousand_lanes() {
+        let columns = [
+            "strategy",
+            "approved",
+            "retries",
+            "most_attempts",
+            "over_budget",
+            "gave_up",
+        ];
+        let row = |name: &str, over: i64| -> Vec<shared::Value> {
+            vec![name.into(), 100.into(), 3.into(), 2.into(), over.into(), 0.into()]
+        };
+        let figures = shared::Table {
+            name: "strategies".into(),
+            columns: columns.map(str::to_owned).to_vec(),
+            key_columns: 1,
+            rows: vec![row("naive", 4_000), row("serializable", 0)],
+        };
+        let mut run = every_permutation_run();
+        run.scenario = "isolation/load-test".into();
+        run.events = vec![shared::Event {
+            seq: 0,
+            at_ms: 0,
+            kind: shared::EventKind::Ledger {
+                moment: shared::Moment::After,
+                ledger: shared::Ledger { tables: vec![figures] },
+            },
+        }];
+        let svg = draw(&run);
+        assert_eq!(svg.matches("class=\"strategy\"").count(), 2, "{svg}");
+        assert_eq!(svg.matches("class=\"bar ").count(), 2 * 5, "five bars each: {svg}");
+        assert!(svg.contains("$4,000"), "over budget, in dollars: {svg}");
+        let full = format!("width=\"{}\"", WIDTH - (MARGIN + 200) - 160);
+        let naive = &svg[svg.find("data-strategy=\"naive\"").expect("naive")..];
+        let over = &naive[naive.find("data-metric=\"over_budget\"").expect("its bar")..];
+        assert!(over[..80].contains(&full), "the worst is the longest: {over}");
+        assert!(!svg.contains("class=\"lane\""), "no lanes: {svg}");
     }
 
     #[test]

@@ -42,6 +42,15 @@ pub struct Arrow {
     /// arrows that cross keep theirs apart.
     pub label_x: u32,
     pub label_y: u32,
+    /// Which end of its name sits there (SVG's `text-anchor`): the name runs away from the box
+    /// the arrow leaves, out over the gap between the lanes, never over that box.
+    pub label_anchor: &'static str,
+}
+
+/// The `text-anchor` of an arrow's name, for an arrow from `x1` to `x2`: one going left ends
+/// its name at the label's point, one going right (or straight down) starts it there.
+pub fn label_anchor(x1: u32, x2: u32) -> &'static str {
+    if x2 < x1 { "end" } else { "start" }
 }
 
 /// The whole picture.
@@ -116,6 +125,7 @@ pub fn draw(proof: &Proof, lanes: &[String], steps: &[(String, String)]) -> Pict
             would_have: i >= proof.would_have,
             label_x: (4 * x1 + x2) / 5,
             label_y: (4 * y1 + y2) / 5,
+            label_anchor: label_anchor(x1, x2),
         });
     }
     let rows = u32::try_from(involved.len()).unwrap_or(0);
@@ -153,6 +163,43 @@ mod tests {
             to_step: Some(to_step),
             because: String::new(),
         }
+    }
+
+    /// The longest name an arrow has, `rw (predicate)`, at about 8 units a character, is drawn
+    /// clear of the box its arrow leaves, going left or right.
+    #[test]
+    fn an_arrows_name_runs_away_from_the_box_it_leaves() {
+        let proof = Proof {
+            edges: vec![edge(0, 3, Dep::Rw), edge(1, 2, Dep::Rw)],
+            would_have: 2,
+            cycle: vec![0, 1],
+            ..Proof::default()
+        };
+        let lanes = ["alice".to_owned(), "bob".to_owned()];
+        let steps: Vec<(String, String)> = ["alice", "bob", "alice", "bob"]
+            .iter()
+            .map(|l| ((*l).to_owned(), "SELECT 1".to_owned()))
+            .collect();
+        let picture = draw(&proof, &lanes, &steps);
+        let name = 8 * u32::try_from("rw (predicate)".len()).unwrap_or(0);
+        for arrow in &picture.arrows {
+            let from = proof.edges[arrow.edge].from_step;
+            let from = picture.boxes.iter().find(|b| Some(b.step) == from).expect("its box");
+            let (left, right) = match arrow.label_anchor {
+                "end" => (arrow.label_x.saturating_sub(name), arrow.label_x),
+                _ => (arrow.label_x, arrow.label_x + name),
+            };
+            assert!(
+                right <= from.x || left >= from.x + from.width,
+                "{arrow:?}'s name spans {left}..{right}, over its box {}..{}",
+                from.x,
+                from.x + from.width
+            );
+        }
+        assert_eq!(
+            picture.arrows.iter().map(|a| a.label_anchor).collect::<Vec<_>>(),
+            ["start", "end"]
+        );
     }
 
     #[test]
