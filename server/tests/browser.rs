@@ -1415,17 +1415,7 @@ async fn no_page_panics_across_the_catalog_the_rooms_and_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spec_goes_wherever_a_scenario_goes() {
     run("spec_everywhere", async |b| {
-        let answer = reqwest::Client::new()
-            .post(format!("{}/api/specs", b.base))
-            .body(shared::spec::STARTER)
-            .send()
-            .await
-            .expect("POST /api/specs")
-            .text()
-            .await
-            .expect("its body");
-        let saved: serde_json::Value = serde_json::from_str(&answer).expect("its JSON");
-        let id = saved["id"].as_str().expect("the spec's id").to_owned();
+        let id = harness::save_spec(b, shared::spec::STARTER).await;
         let matrix_rows = |n: usize| async move {
             b.wait_js(
                 "the matrix's rows",
@@ -1472,20 +1462,8 @@ async fn a_spec_goes_wherever_a_scenario_goes() {
         b.goto(&format!("/embed/s/{id}?variant=every")).await;
         b.click("button.rl-run").await;
         matrix_rows(2).await;
-        b.wait_js(
-            "the run to end",
-            "return !document.querySelector('button.rl-cancel');",
-            vec![],
-        )
-        .await;
         b.screenshot("embed-every").await;
-        b.click(".rl-matrix-row[data-index=\"1\"] .rl-matrix-open").await;
-        b.wait_js(
-            "the second permutation's verdict",
-            "const v = document.querySelector('.rl-verdict'); return !!v && v.dataset.kind === 'prevented';",
-            vec![],
-        )
-        .await;
+        harness::open_permutation(b, 1, "prevented").await;
         let title = b.attr(".rl-embed-title a", "href").await;
         assert_eq!(
             title,
@@ -1538,17 +1516,7 @@ async fn a_spec_goes_wherever_a_scenario_goes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spec_is_taught_in_a_room_by_its_title_with_its_permutations() {
     run("spec_room", async |b| {
-        let answer = reqwest::Client::new()
-            .post(format!("{}/api/specs", b.base))
-            .body(shared::spec::STARTER)
-            .send()
-            .await
-            .expect("POST /api/specs")
-            .text()
-            .await
-            .expect("its body");
-        let saved: serde_json::Value = serde_json::from_str(&answer).expect("its JSON");
-        let id = saved["id"].as_str().expect("the spec's id").to_owned();
+        let id = harness::save_spec(b, shared::spec::STARTER).await;
         let title = "Two managers overspend a budget (write skew)";
         b.goto(&format!("/s/{id}")).await;
         b.wait_for(".rl-spec-saved button.rl-teach").await;

@@ -533,3 +533,45 @@ async fn a_run_printing_past_its_cap_is_cut_with_a_line_and_stored_cut() {
     assert!(stored.contains("racelab: output cut at "), "stored with its cut line");
     assert_eq!(left_by(&run_id).await, 0);
 }
+
+/// A setup the database refuses ends the run as the tester does, and shows where it ran: the
+/// tester's lane sends the setup's SQL and fails with the SQLSTATE (42P01, the table nobody
+/// made), the run's failure quotes the tester's line, and a session's own setup fails on its
+/// lane the same way.
+#[tokio::test]
+async fn a_failing_setup_shows_its_sql_and_sqlstate_on_the_lane_it_ran_on() {
+    let _slot = db_slot().await;
+    let address = common::server().await;
+    for (text, lane, sql) in [
+        (
+            "setup { SELECT * FROM no_such_table; }\nsession s\nstep a { SELECT 1; }\n",
+            "tester",
+            "SELECT * FROM no_such_table;",
+        ),
+        (
+            "session s\nsetup { SELECT * FROM no_such_table; }\nstep a { SELECT 1; }\n",
+            "s",
+            "SELECT * FROM no_such_table;",
+        ),
+    ] {
+        let (status, saved) = save(address, text).await;
+        assert_eq!(status, 201, "{saved}");
+        let frames = play(address, saved["id"].as_str().expect("an id"), "p1").await;
+        let done = frames.last().expect("done");
+        assert_eq!(done["outcome"]["status"], "failed", "{done}");
+        let message = done["outcome"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("ERROR:  relation \"no_such_table\" does not exist"),
+            "{message}"
+        );
+        let step = events(&frames, "step")
+            .find(|e| e["actor"] == lane)
+            .expect("the setup, on its lane");
+        assert_eq!(step["text"], sql);
+        let error = events(&frames, "error")
+            .find(|e| e["actor"] == lane)
+            .expect("its failure");
+        assert_eq!(error["code"], "42P01", "{error}");
+        assert_eq!(left_by(done["run_id"].as_str().unwrap_or_default()).await, 0);
+    }
+}

@@ -164,19 +164,7 @@ async fn a_reader_writes_a_race_sees_a_mistake_at_its_line_fixes_it_runs_and_sha
         assert!(outcomes[1].contains("checks held"), "{outcomes:?}");
         assert_eq!(b.count(".rl-matrix-group").await, 2, "two outcomes, each counted once");
         b.screenshot("matrix").await;
-        b.wait_js(
-            "the run to end",
-            "return !document.querySelector('button.rl-cancel');",
-            vec![],
-        )
-        .await;
-        b.click(".rl-matrix-row[data-index=\"1\"] .rl-matrix-open").await;
-        b.wait_js(
-            "the second permutation's verdict",
-            "const v = document.querySelector('.rl-verdict'); return !!v && v.dataset.kind === 'prevented';",
-            vec![],
-        )
-        .await;
+        harness::open_permutation(b, 1, "prevented").await;
 
         // The saved page, at a phone's width, and its embed.
         b.set_viewport(360, 740).await;
@@ -224,6 +212,64 @@ async fn a_reader_writes_a_race_sees_a_mistake_at_its_line_fixes_it_runs_and_sha
         assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("reproduced"));
         assert!(!b.scrolls_sideways().await, "the embed fits 360 px");
         b.screenshot("embed-360").await;
+    })
+    .await;
+}
+
+/// A setup the database refuses: "Save and run" plays it, the run fails, and the page goes back
+/// to the editor with the setup's line marked and the database's SQLSTATE beside it, the spec
+/// not kept as a link to share; fixed, it saves and runs.
+#[tokio::test]
+async fn a_setup_the_database_refuses_is_marked_at_its_line_and_not_kept_as_a_link() {
+    run("write-setup-fails", async |b| {
+        // Line 6 of this text is where the failing setup's SQL begins, at column 3.
+        let broken = "# A setup that names a table nobody made\n\
+                      # check: SELECT true\n\
+                      \n\
+                      setup\n\
+                      {\n  SELECT count(*) FROM no_such_table;\n}\n\
+                      session s\n\
+                      step a { SELECT 1; }\n";
+        b.goto("/write").await;
+        b.wait_for(".rl-spec-reading[data-ok=\"true\"]").await;
+        type_spec(b, broken).await;
+        b.wait_for(".rl-spec-reading[data-ok=\"true\"]").await;
+        b.click("button.rl-spec-save").await;
+        b.wait_for_within(
+            ".rl-spec-reading[data-ok=\"false\"][data-line=\"6\"]",
+            Duration::from_secs(30),
+        )
+        .await;
+        let said = b.text(".rl-spec-reading").await.unwrap_or_default();
+        assert!(said.starts_with("Line 6, column 3"), "{said}");
+        assert!(
+            said.contains("SQLSTATE 42P01") && said.contains("no_such_table"),
+            "{said}"
+        );
+        assert!(b.has_class(".rl-gutter li[data-line=\"6\"]", "rl-gutter-wrong").await);
+        assert_eq!(
+            b.js("return location.pathname;", vec![]).await,
+            json!("/write"),
+            "not kept as a link"
+        );
+        assert_eq!(b.count(".rl-spec-saved").await, 0);
+        assert!(
+            b.attr("button.rl-spec-save", "disabled").await.is_some(),
+            "not saved again as it is"
+        );
+        b.screenshot("marked").await;
+
+        // Fixed, it saves and runs.
+        type_spec(b, &broken.replace("FROM no_such_table", "FROM pg_class")).await;
+        b.wait_for(".rl-spec-reading[data-ok=\"true\"]").await;
+        b.click("button.rl-spec-save").await;
+        finished(b).await;
+        assert!(
+            b.js("return location.pathname;", vec![])
+                .await
+                .as_str()
+                .is_some_and(|p| p.starts_with("/s/"))
+        );
     })
     .await;
 }

@@ -4,12 +4,15 @@
 
 use crate::api::{fetch_json, post_text};
 use crate::components::error_view::{ErrorView, loading};
-use crate::components::run_panel::{Chrome, RunPanel};
+use crate::components::run_panel::{Chrome, RunEnded, RunPanel};
 use crate::components::spec_editor::{Reading, SpecEditor, read};
 use crate::route::{Autoplay, Opening};
 use leptos::prelude::*;
+use shared::Outcome;
 use shared::catalog::ScenarioStatus;
 use shared::json::{FromJson, Json, JsonError};
+use shared::run_state::{Phase, RunState};
+use shared::spec::Pos;
 
 /// A saved spec, as `POST /api/specs` and `GET /api/specs/{id}` answer.
 #[derive(Clone, Debug)]
@@ -80,7 +83,20 @@ pub fn SpecPage(id: String) -> impl IntoView {
 #[component]
 fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
     let text = RwSignal::new(text);
-    let reading = Memo::new(move |_| text.with(|t| read(t)));
+    // Where a run of a text failed (a setup the database refused): marked in the editor like a
+    // line the parser refused, until the text changes.
+    let failed = RwSignal::new(None::<(String, Pos, String)>);
+    let reading = Memo::new(move |_| {
+        text.with(|t| {
+            failed.with(|f| match f {
+                Some((ran, at, why)) if ran == t => Reading::Problem {
+                    at: *at,
+                    message: why.clone(),
+                },
+                _ => read(t),
+            })
+        })
+    });
     let saved = RwSignal::new(saved);
     let refused = RwSignal::new(None::<String>);
     let saving = RwSignal::new(false);
@@ -108,6 +124,9 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
     let cannot_save = move || {
         saving.get() || matches!(reading.get(), Reading::Problem { .. }) || (saved.with(Option::is_some) && !edited())
     };
+    provide_context(RunEnded(Callback::new(move |run: RunState| {
+        mark_where_it_failed(&run, saved, failed, just_saved);
+    })));
     let panel = move || saved.get().map(|s| saved_panel(s, just_saved.get_untracked()));
     view! {
         <article class="rl-write">
@@ -129,6 +148,35 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
             </div>
             {panel}
         </article>
+    }
+}
+
+/// A run of the saved spec that failed where its text says (a setup the database refused) marks
+/// that line in the editor, with the SQLSTATE. One "Save and run" just saved is not kept as a
+/// link: the page goes back to the editor, the spec unsaved, to be fixed and saved again.
+fn mark_where_it_failed(
+    run: &RunState,
+    saved: RwSignal<Option<Saved>>,
+    failed: RwSignal<Option<(String, Pos, String)>>,
+    just_saved: RwSignal<bool>,
+) {
+    if !matches!(run.phase, Phase::Finished(Outcome::Failed { .. })) {
+        return;
+    }
+    let Some(ran) = saved.with_untracked(|s| s.as_ref().map(|s| s.text.clone())) else {
+        return;
+    };
+    let Some((at, why)) = shared::spec::failed_at(&ran, &run.events) else {
+        return;
+    };
+    failed.set(Some((ran, at, why)));
+    if just_saved.get_untracked() {
+        just_saved.set(false);
+        // Not from inside the panel's own effect, which this takes away.
+        leptos::task::spawn_local(async move {
+            saved.set(None);
+            crate::api::go_quietly("/write");
+        });
     }
 }
 

@@ -54,6 +54,23 @@ pub enum Stopped {
     Overran { what: String, seconds: u64 },
 }
 
+/// `failure` on `lane`, with its SQLSTATE where the server gave one.
+fn error_on(lane: &Lane, failure: &Failure) {
+    let (kind, code) = match failure {
+        Failure::Server { sqlstate, .. } => (ErrorKind::Database, Some(sqlstate.clone())),
+        Failure::Lost(_) => (ErrorKind::Connection, None),
+    };
+    lane.error(kind, code, failure.line());
+}
+
+/// A setup that failed, shown where it ran (the tester's lane for the spec's setup, a session's
+/// for its own): its SQL and the failure, SQLSTATE included, so the reader sees what failed and
+/// /write marks the line it came from. The tester prints only the failure, and the run ends.
+fn failed_on(lane: &Lane, sql: &str, failure: &Failure) {
+    lane.step(Service::Postgres, sql.trim(), &[], None);
+    error_on(lane, failure);
+}
+
 /// Writes the tester's output, a line at a time, through the lane it belongs to (quiet lanes,
 /// the matrix's, print nothing). The lines are the run's transcript, not any one lane's
 /// captions: the cards already show each step and its rows.
@@ -242,6 +259,7 @@ impl<'a> Player<'a> {
             };
             self.control.take_notices();
             if let Some(failure) = &answer.failure {
+                failed_on(&self.control_lane, sql, failure);
                 return Err(Stopped::Setup(failure.line()));
             }
             self.print_last(None, &answer);
@@ -254,6 +272,7 @@ impl<'a> Player<'a> {
             let answer = self.bounded(Some(i), &what, sql).await?;
             self.print_notices(i);
             if let Some(failure) = &answer.failure {
+                failed_on(&self.lanes[i], sql, failure);
                 return Err(Stopped::SessionSetup {
                     session: self.spec.sessions[i].name.clone(),
                     message: failure.line(),
@@ -881,16 +900,7 @@ impl<'a> Player<'a> {
         match &answer.failure {
             Some(failure) => {
                 if let Some(i) = session {
-                    let code = match failure {
-                        Failure::Server { sqlstate, .. } => Some(sqlstate.clone()),
-                        Failure::Lost(_) => None,
-                    };
-                    let kind = if code.is_some() {
-                        ErrorKind::Database
-                    } else {
-                        ErrorKind::Connection
-                    };
-                    self.lanes[i].error(kind, code, failure.line());
+                    error_on(&self.lanes[i], failure);
                 }
                 self.printer.print(&lane, &format!("{}\n", failure.line()));
             }

@@ -898,3 +898,37 @@ pub async fn choose_variant(b: &Browser, variant: &str) {
     )
     .await;
 }
+
+/// Saves `text` as a reader's spec through the API, as /write does; its id.
+pub async fn save_spec(b: &Browser, text: &str) -> String {
+    let answer = reqwest::Client::new()
+        .post(format!("{}/api/specs", b.base))
+        .body(text.to_owned())
+        .send()
+        .await
+        .expect("POST /api/specs")
+        .text()
+        .await
+        .expect("its body");
+    let saved: Json = serde_json::from_str(&answer).expect("its JSON");
+    saved["id"].as_str().expect("the spec's id").to_owned()
+}
+
+/// Once the matrix's run has ended, opens the row of permutation `index` (from 0) and waits for
+/// its own run's verdict, of `kind`.
+pub async fn open_permutation(b: &Browser, index: u32, kind: &str) {
+    b.wait_js(
+        "the run to end",
+        "return !document.querySelector('button.rl-cancel');",
+        vec![],
+    )
+    .await;
+    b.click(&format!(".rl-matrix-row[data-index=\"{index}\"] .rl-matrix-open"))
+        .await;
+    b.wait_js(
+        &format!("permutation {}'s verdict", index + 1),
+        "const v = document.querySelector('.rl-verdict'); return !!v && v.dataset.kind === arguments[0];",
+        vec![json!(kind)],
+    )
+    .await;
+}

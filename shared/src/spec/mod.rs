@@ -29,6 +29,7 @@
 //! - [`permutations`]: the interleavings a spec plays, and how many there are.
 //! - [`matrix`]: what each permutation came to, for "run every permutation".
 
+mod failure;
 pub mod limits;
 pub mod matrix;
 mod parse;
@@ -37,6 +38,7 @@ mod print;
 pub mod question;
 mod saved;
 
+pub use failure::failed_at;
 pub use limits::{Limits, OverLimit};
 pub use matrix::PlayedStep;
 pub use parse::{ParseError, parse};

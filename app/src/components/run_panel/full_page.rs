@@ -21,6 +21,11 @@ pub struct Columns {
     pub told: Option<Callback<(String, String)>>,
 }
 
+/// A page that wants each run its panel ends (/write, to mark where a spec's run failed), given
+/// by context: told the run's state once it has ended.
+#[derive(Clone, Copy)]
+pub struct RunEnded(pub Callback<RunState>);
+
 /// The scenario's question before a run, where the page's address asks for it (`predict=1`),
 /// and whether runs wait for the reader's pick. A reader's spec run at every permutation
 /// answers no one question: it waits for no pick.
@@ -52,6 +57,7 @@ pub(super) fn parts(
     scenario: &ScenarioInfo,
 ) -> (impl IntoView + use<>, impl IntoView + use<>, impl IntoView + use<>) {
     follow_columns(panel);
+    tell_each_end(panel);
     if panel.chrome == Chrome::Full {
         keep_in_address(panel);
     }
@@ -176,6 +182,20 @@ fn follow_columns(panel: Panel) {
         if now != seen.get_value() && !state.with_untracked(RunState::is_active) {
             seen.set_value(now);
             panel.start(Mode::Auto);
+        }
+    });
+}
+
+/// Tells the page (the [`RunEnded`] context, where it gives one) each run that ends, once.
+fn tell_each_end(panel: Panel) {
+    let Some(RunEnded(told)) = use_context::<RunEnded>() else {
+        return;
+    };
+    let state = panel.state();
+    let ended = Memo::new(move |_| state.with(|s| matches!(s.phase, Phase::Finished(_)).then(|| s.run_id.clone())));
+    Effect::new(move |_| {
+        if ended.get().is_some() {
+            told.run(state.get_untracked());
         }
     });
 }

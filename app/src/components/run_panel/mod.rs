@@ -15,7 +15,7 @@ use shared::run_state::RunState;
 use shared::{Mode, ScenarioInfo, Service};
 
 #[cfg(not(feature = "embed"))]
-pub use full_page::Columns;
+pub use full_page::{Columns, RunEnded};
 
 /// How much chrome a panel shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
