@@ -69,6 +69,15 @@ impl Store {
         .await
     }
 
+    /// The scenario a finished run played, if one has that id (its events stay where they are:
+    /// an embed's page only asks whether it is a reader's spec).
+    pub async fn scenario_of(&self, id: &str) -> Result<Option<String>, sqlx::Error> {
+        sqlx::query_scalar("SELECT scenario FROM public.runs WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+    }
+
     /// A finished run, if one has that id.
     pub async fn load(&self, id: &str) -> Result<Option<StoredRun>, sqlx::Error> {
         let row: Option<RunRow> =

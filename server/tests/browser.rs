@@ -1410,8 +1410,8 @@ async fn no_page_panics_across_the_catalog_the_rooms_and_write() {
 
 /// A reader's spec goes wherever a scenario goes, every permutation included: its page keeps
 /// the permutation its link names (`?variant=every`), its embed plays every permutation as the
-/// matrix and opens a row in place, the permalink of that run draws the matrix, and a room
-/// playing a lab scenario switches to the spec from a pasted link.
+/// matrix and opens a row in place, the permalink of that run (and that run in an iframe) draws
+/// the matrix, and a room playing a lab scenario switches to the spec from a pasted link.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spec_goes_wherever_a_scenario_goes() {
     run("spec_everywhere", async |b| {
@@ -1456,6 +1456,10 @@ async fn a_spec_goes_wherever_a_scenario_goes() {
             "{outcomes:?}"
         );
         b.screenshot("permalink").await;
+        // The same run in an iframe (what oEmbed gives for its link): the matrix too.
+        b.goto(&format!("/embed{permalink}")).await;
+        b.wait_for(".rl-replay .rl-matrix").await;
+        matrix_rows(2).await;
 
         // Its embed, at a blog's column width: every permutation, and a row opened in place.
         b.set_viewport(680, 900).await;

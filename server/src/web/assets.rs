@@ -16,11 +16,7 @@ use tower_http::services::ServeDir;
 /// Serves `dist`, or, when the app has not been built, a page that says how to build it; the
 /// embed app at `/embed/…`; and `/embed.js`, the one-line loader for host pages.
 pub fn service(dist: &Path) -> Router {
-    let embed_app = EmbedPages {
-        embed: dist.join("embed-app/index.html"),
-        player: dist.join(PLAYER_APP.0).join("index.html"),
-        full: dist.join("index.html"),
-    };
+    let built = dist.to_path_buf();
     let index = dist.join("index.html");
     let app = if index.is_file() {
         let built = dist.to_path_buf();
@@ -35,7 +31,10 @@ pub fn service(dist: &Path) -> Router {
     };
     app.route("/embed.js", get(embed_loader)).route(
         "/embed/{*rest}",
-        get(move |uri: Uri| embed_page(embed_app.clone(), uri)),
+        get(move |uri: Uri| {
+            let built = built.clone();
+            async move { embed_page_in(&built, uri, false).await }
+        }),
     )
 }
 
@@ -56,7 +55,6 @@ pub const PLAYER_APP: (&str, &str) = ("player-app", "/player-app/");
 
 /// The pages an iframe at `/embed/…` may be given, each built by a release build
 /// (docs/embedding.md, "The embed bundle" and "The player bundle").
-#[derive(Clone)]
 struct EmbedPages {
     /// The embed app: only the live embeds, a third lighter than the full app.
     embed: PathBuf,
@@ -64,6 +62,30 @@ struct EmbedPages {
     player: PathBuf,
     /// The full app, which draws both the same.
     full: PathBuf,
+}
+
+/// The page of the iframe at `uri` (under `/embed/`), from the build in `dist`: see
+/// [`embed_page`]; with `full`, the full app's whatever the address (a stored run of a reader's
+/// spec, whose matrix the embed app leaves out).
+pub async fn embed_page_in(dist: &Path, uri: Uri, full: bool) -> Response {
+    let pages = EmbedPages {
+        embed: dist.join("embed-app/index.html"),
+        player: dist.join(PLAYER_APP.0).join("index.html"),
+        full: dist.join("index.html"),
+    };
+    match full {
+        true => {
+            embed_page(
+                EmbedPages {
+                    embed: pages.full.clone(),
+                    ..pages
+                },
+                uri,
+            )
+            .await
+        }
+        false => embed_page(pages, uri).await,
+    }
 }
 
 /// An iframe's page: the player app for a recording (`/embed/recording`), the embed app for the

@@ -11,7 +11,7 @@ use super::picture;
 use super::png;
 use axum::Router;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use reqwest::Url;
@@ -35,6 +35,7 @@ pub fn router(dist: PathBuf) -> Router<AppState> {
     let dist = Arc::new(dist);
     let for_runs = dist.clone();
     let for_specs = dist.clone();
+    let for_embeds = dist.clone();
     Router::new()
         .route(
             "/lab/{lab}/{scenario}",
@@ -48,6 +49,24 @@ pub fn router(dist: PathBuf) -> Router<AppState> {
             "/s/{id}",
             get(move |state, path| spec_page(state, path, for_specs.clone())),
         )
+        .route(
+            "/embed/runs/{id}",
+            get(move |state, path, uri| embedded_run(state, path, uri, for_embeds.clone())),
+        )
+}
+
+/// A stored run in an iframe: the embed app's page, but the full app's for a run of a reader's
+/// spec, whose every-permutation matrix the embed app leaves out (a lookup of the run's
+/// scenario, not its events). A store that does not answer leaves it to the embed app.
+async fn embedded_run(State(state): State<AppState>, Path(id): Path<String>, uri: Uri, dist: Arc<PathBuf>) -> Response {
+    let spec = match state.engine.store.scenario_of(&id).await {
+        Ok(scenario) => scenario.is_some_and(|s| s.starts_with("spec/")),
+        Err(error) => {
+            tracing::warn!(%error, "could not read the run store");
+            false
+        }
+    };
+    super::assets::embed_page_in(&dist, uri, spec).await
 }
 
 /// A saved spec's page; under a 404 when no spec has the id (the app says so).
