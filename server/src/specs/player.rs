@@ -297,11 +297,18 @@ impl<'a> Player<'a> {
         Ok(())
     }
 
-    /// A permutation's steps, until every one is complete.
+    /// A permutation's steps, until every one is complete: the isolation tester's
+    /// `run_permutation` loop, step for step, so a spec's output is the tester's. `waiting` holds
+    /// the sessions whose step was sent but has not completed (blocked on a lock, or held back
+    /// by a blocker annotation).
     pub async fn play_steps(&mut self, steps: &[PermutationStep]) -> Result<(), Stopped> {
         let mut waiting: Vec<usize> = Vec::new();
         for index in 0..steps.len() {
             let session = self.session_of(&steps[index]);
+            // Its session is still busy with an earlier step (one the tester left waiting): a
+            // connection runs one query at a time, so that step must finish first. Wait it out,
+            // completing any other waiting step it may have been blocking, within twice the
+            // step limit.
             if self.active[session].is_some() {
                 let start = Instant::now();
                 while self.active[session].is_some() {
@@ -318,13 +325,19 @@ impl<'a> Player<'a> {
                     }
                 }
             }
+            // Send this step, then give it its first chance to complete without blocking: one
+            // that waits on a lock is reported `<waiting ...>` and joins the waiting ones.
             self.launch(steps, index, session).await;
             let must_wait = self.try_complete(steps, session, FIRST_TRY).await?;
+            // This step may have released others (its lock freed, its notices counted): look at
+            // every step still waiting, in the order they were sent.
             waiting = self.try_complete_all(steps, waiting, LOOK_AGAIN).await?;
             if must_wait {
                 waiting.push(session);
             }
         }
+        // Every step is sent: wait out those still waiting. Any left then wait on each other,
+        // which the tester reports as a failed permutation.
         let waiting = self.try_complete_all(steps, waiting, WAIT_OUT).await?;
         if !waiting.is_empty() {
             return Err(Stopped::MutuallyBlocking);
