@@ -1455,6 +1455,10 @@ async fn a_spec_goes_wherever_a_scenario_goes() {
             outcomes[0].contains("broken") && outcomes[1].contains("checks held"),
             "{outcomes:?}"
         );
+        // Its lanes stayed quiet: no timeline, scrubber, transcript, view or recording to
+        // download, only the matrix.
+        let noise = ".rl-replay :is(.rl-scrubber, .rl-compact, .rl-timeline, details.rl-transcript, .rl-controls)";
+        assert_eq!(b.count(noise).await, 0, "a matrix run draws its matrix alone");
         b.screenshot("permalink").await;
         // The same run in an iframe (what oEmbed gives for its link): the matrix too.
         b.goto(&format!("/embed{permalink}")).await;

@@ -89,6 +89,22 @@ pub fn RunBody(
     let (shown, scrubber) = moment(state);
     let timeline = Signal::derive(move || shown.with(|s| s.timeline()));
     let transcript = Signal::derive(move || shown.with(|s| s.transcript()));
+    // A spec played at every permutation: its lanes stay quiet and it prints nothing, so no
+    // timeline or transcript is drawn; its matrix, under the run, says what each order did.
+    // (The embed app plays none: a spec's embed is the full app's.)
+    #[cfg(not(feature = "embed"))]
+    let drawn = {
+        let drawn = Memo::new(move |_| {
+            state.with(|s| !s.events.iter().any(|e| matches!(e.kind, EventKind::Permutation { .. })))
+        });
+        move || drawn.get()
+    };
+    #[cfg(feature = "embed")]
+    let drawn = || true;
+    #[cfg(not(feature = "embed"))]
+    let transcript = move || drawn().then(|| view! { <Transcript text=transcript /> });
+    #[cfg(feature = "embed")]
+    let transcript = view! { <Transcript text=transcript /> };
     view! {
         {scrubber}
         {move || is_load_test.get().then(|| shown.with(|s| s.progress().map(|(label, done, total)| {
@@ -106,7 +122,7 @@ pub fn RunBody(
             })
         }))}
         {waits(shown)}
-        {move || (!is_load_test.get()).then(|| if compact.get() {
+        {move || (!is_load_test.get() && drawn()).then(|| if compact.get() {
             view! { <CompactTimeline timeline=timeline /> }.into_any()
         } else {
             #[cfg(not(feature = "embed"))]
@@ -135,7 +151,7 @@ pub fn RunBody(
                 .and_then(|l| l.tables.first().cloned())
                 .map(|table| view! { <ReferenceFigures table=table /> })
         }))}
-        <Transcript text=transcript />
+        {transcript}
     }
 }
 

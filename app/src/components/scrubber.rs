@@ -69,7 +69,13 @@ pub fn Scrubber(
         state.with(|s| moment(&s.events, n))
     };
     let forward = move || go(state.with(|s| next_statement(&s.events, position())));
-    let visible = move || state.with(|s| !s.is_active() && s.events.len() > 1);
+    // A run with no step to travel through (a spec played at every permutation, whose lanes
+    // stay quiet: its matrix says what each order did) has none.
+    let visible = move || {
+        state.with(|s| {
+            !s.is_active() && s.events.len() > 1 && s.events.iter().any(|e| matches!(e.kind, EventKind::Step { .. }))
+        })
+    };
     let at_start = move || position() == 0;
     let at_end = move || position() >= furthest();
     let chapter = move || {

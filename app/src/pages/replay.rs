@@ -220,8 +220,13 @@ impl Replay {
             .then(|| view! { <crate::components::download::DownloadRecording state=state /> });
         #[cfg(feature = "embed")]
         let download = ();
+        // A spec's run at every permutation has no steps to draw or record: its matrix alone.
+        #[cfg(not(feature = "embed"))]
+        let has_steps = self.matrix.with_untracked(Option::is_none) || run.recorded.is_some();
+        #[cfg(feature = "embed")]
+        let has_steps = true;
         #[cfg(not(feature = "player"))]
-        let toggle = (!embed && !is_load_test.get_untracked()).then(|| {
+        let toggle = (!embed && !is_load_test.get_untracked() && has_steps).then(|| {
             view! {
                 <div class="rl-controls">{download}<ViewToggle compact=compact /></div>
             }
