@@ -22,7 +22,7 @@ pub fn service(dist: &Path) -> Router {
         let built = dist.to_path_buf();
         let page = move |uri: Uri| {
             let built = built.clone();
-            async move { super::pages::app_page_under(&built, status_at(uri.path())) }
+            async move { super::pages::app_page_under(&built, status_at(uri.path())).await }
         };
         Router::new().fallback_service(ServeDir::new(dist).precompressed_gzip().fallback(page.into_service()))
     } else {

@@ -72,8 +72,8 @@ async fn embedded_run(State(state): State<AppState>, Path(id): Path<String>, uri
 /// A saved spec's page; under a 404 when no spec has the id (the app says so).
 async fn spec_page(State(state): State<AppState>, Path(id): Path<String>, dist: Arc<PathBuf>) -> Response {
     match state.engine.store.load_spec(&id).await {
-        Ok(Some(_)) => app_page(&dist, None),
-        Ok(None) => missing_page(&dist),
+        Ok(Some(_)) => app_page(&dist, None).await,
+        Ok(None) => missing_page(&dist).await,
         Err(error) => {
             tracing::warn!(%error, "could not read the spec store");
             ApiError::Unavailable("the spec store is not answering".into()).into_response()
@@ -91,11 +91,11 @@ async fn scenario_page(
     let id = format!("{lab}/{scenario}");
     let Some(found) = crate::labs::find(&id) else {
         // An unknown scenario: the app's page says so, under a 404, as for a run nobody stored.
-        return missing_page(&dist);
+        return missing_page(&dist).await;
     };
     let Some((origin, _)) = origin(&headers) else {
         // No host to name in a preview: the page alone.
-        return app_page(&dist, None);
+        return app_page(&dist, None).await;
     };
     let info = crate::engine::Scenario::info(found);
     let variant = query
@@ -112,7 +112,7 @@ async fn scenario_page(
         url: url.to_string(),
         image: latest.map(|run| picture_url(&origin, &run)),
     };
-    app_page(&dist, Some((&origin, &preview)))
+    app_page(&dist, Some((&origin, &preview))).await
 }
 
 async fn run_page_or_picture(
@@ -154,7 +154,7 @@ async fn run_page_or_picture(
         (None, Some(_)) => ApiError::NotFound(format!("no finished run has the id {id:?}")).into_response(),
         // No such run: the app's page says so, under a 404 (a link checker, a crawler and a
         // browser's history all learn that the link is dead).
-        (None, None) => missing_page(&dist),
+        (None, None) => missing_page(&dist).await,
         (run, None) => {
             let preview = run.zip(origin(&headers)).map(|(run, (origin, _))| {
                 let state = shared::run_state::RunState::replay(run.id.clone(), run.events.clone());
@@ -176,7 +176,7 @@ async fn run_page_or_picture(
                     },
                 )
             });
-            app_page(&dist, preview.as_ref().map(|(origin, p)| (origin.as_str(), p)))
+            app_page(&dist, preview.as_ref().map(|(origin, p)| (origin.as_str(), p))).await
         }
     }
 }
@@ -196,21 +196,22 @@ fn picture_url(origin: &str, run: &str) -> String {
 
 /// The app's page under `status`: what it draws for a path the server knows is missing (a run,
 /// a scenario, a spec or a page nobody has) says so, and the 404 tells a link checker too.
-pub(super) fn app_page_under(dist: &std::path::Path, status: StatusCode) -> Response {
-    let mut page = app_page(dist, None);
+pub(super) async fn app_page_under(dist: &std::path::Path, status: StatusCode) -> Response {
+    let mut page = app_page(dist, None).await;
     *page.status_mut() = status;
     page
 }
 
 /// [`app_page_under`] a 404.
-fn missing_page(dist: &std::path::Path) -> Response {
-    app_page_under(dist, StatusCode::NOT_FOUND)
+async fn missing_page(dist: &std::path::Path) -> Response {
+    app_page_under(dist, StatusCode::NOT_FOUND).await
 }
 
 /// The app's `index.html` with `preview`'s tags in its head; or the page saying the app has not
-/// been built.
-fn app_page(dist: &std::path::Path, preview: Option<(&str, &Preview)>) -> Response {
-    let Ok(index) = std::fs::read_to_string(dist.join("index.html")) else {
+/// been built. Read on each request, without blocking the runtime: a `trunk build` while the
+/// server runs changes the files it names.
+async fn app_page(dist: &std::path::Path, preview: Option<(&str, &Preview)>) -> Response {
+    let Ok(index) = tokio::fs::read_to_string(dist.join("index.html")).await else {
         return Html(super::assets::NOT_BUILT).into_response();
     };
     let page = match preview {
