@@ -136,6 +136,14 @@ impl RunState {
         matches!(self.phase, Phase::Queued(_) | Phase::Running)
     }
 
+    /// A spec played at every permutation: its lanes stay quiet and its permutations are all it
+    /// holds, drawn as the matrix rather than a timeline.
+    pub fn is_every_permutation(&self) -> bool {
+        self.events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Permutation { .. }))
+    }
+
     pub fn timeline(&self) -> Timeline {
         Timeline::from_events(&self.events)
     }

@@ -103,7 +103,7 @@ pub fn ProofArrows(wrap: NodeRef<leptos::html::Div>, edges: Signal<Vec<SeqEdge>>
                 let label = format!("{}{}", d.edge.dep.label(), if d.edge.predicate { " (predicate)" } else { "" });
                 let (lx, ly) = ((4.0 * d.x1 + d.x2) / 5.0, (4.0 * d.y1 + d.y2) / 5.0 - 6.0);
                 // Away from the card the arrow leaves, as the proof's own picture does.
-                let anchor = if d.x2 < d.x1 { "end" } else { "start" };
+                let anchor = shared::proof::picture::label_anchor(d.x1, d.x2);
                 view! {
                     <g class="rl-proof-edge" data-dep=d.edge.dep.label() data-cycle=d.edge.in_cycle.to_string()
                         data-would-have=d.edge.would_have.to_string() data-from=d.edge.from.to_string() data-to=d.edge.to.to_string()>

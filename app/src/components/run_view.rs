@@ -88,23 +88,7 @@ pub fn RunBody(
     #[cfg(feature = "embed")]
     let (shown, scrubber) = moment(state);
     let timeline = Signal::derive(move || shown.with(|s| s.timeline()));
-    let transcript = Signal::derive(move || shown.with(|s| s.transcript()));
-    // A spec played at every permutation: its lanes stay quiet and it prints nothing, so no
-    // timeline or transcript is drawn; its matrix, under the run, says what each order did.
-    // (The embed app plays none: a spec's embed is the full app's.)
-    #[cfg(not(feature = "embed"))]
-    let drawn = {
-        let drawn = Memo::new(move |_| {
-            state.with(|s| !s.events.iter().any(|e| matches!(e.kind, EventKind::Permutation { .. })))
-        });
-        move || drawn.get()
-    };
-    #[cfg(feature = "embed")]
-    let drawn = || true;
-    #[cfg(not(feature = "embed"))]
-    let transcript = move || drawn().then(|| view! { <Transcript text=transcript /> });
-    #[cfg(feature = "embed")]
-    let transcript = view! { <Transcript text=transcript /> };
+    let (drawn, transcript) = steps_drawn(state, Signal::derive(move || shown.with(|s| s.transcript())));
     view! {
         {scrubber}
         {move || is_load_test.get().then(|| shown.with(|s| s.progress().map(|(label, done, total)| {
@@ -153,6 +137,29 @@ pub fn RunBody(
         }))}
         {transcript}
     }
+}
+
+/// Whether the run's timeline is drawn, and its transcript: neither for a spec played at every
+/// permutation, whose lanes stay quiet and which prints nothing (its matrix, under the run, says
+/// what each order did).
+#[cfg(not(feature = "embed"))]
+fn steps_drawn(
+    state: RwSignal<RunState>,
+    transcript: Signal<String>,
+) -> (impl Fn() -> bool + Copy + Send + Sync + 'static, impl IntoView) {
+    let drawn = Memo::new(move |_| !state.with(RunState::is_every_permutation));
+    let drawn = move || drawn.get();
+    (drawn, move || drawn().then(|| view! { <Transcript text=transcript /> }))
+}
+
+/// The embed app plays no spec at every permutation (a spec's embed is the full app's): it
+/// draws both, always.
+#[cfg(feature = "embed")]
+fn steps_drawn(
+    _state: RwSignal<RunState>,
+    transcript: Signal<String>,
+) -> (impl Fn() -> bool + Copy + Send + Sync + 'static, impl IntoView) {
+    (|| true, view! { <Transcript text=transcript /> })
 }
 
 /// The run as the body draws it: a moment of it in the full app (see [`moment`]); the run itself

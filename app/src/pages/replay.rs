@@ -163,7 +163,7 @@ fn load(source: Source, replay: Replay) -> RwSignal<Loaded> {
             Source::Stored(id) => {
                 let loaded = stored(&id, state).await;
                 // A spec's run at every permutation: its matrix, drawn under the run.
-                if state.with_untracked(|s| !shared::spec::matrix::rows(&s.events).is_empty()) {
+                if state.with_untracked(RunState::is_every_permutation) {
                     replay.matrix.set(Some(state.get_untracked()));
                 }
                 loaded
@@ -222,7 +222,7 @@ impl Replay {
         let download = ();
         // A spec's run at every permutation has no steps to draw or record: its matrix alone.
         #[cfg(not(feature = "embed"))]
-        let has_steps = self.matrix.with_untracked(Option::is_none) || run.recorded.is_some();
+        let has_steps = !state.with_untracked(RunState::is_every_permutation);
         #[cfg(feature = "embed")]
         let has_steps = true;
         #[cfg(not(feature = "player"))]

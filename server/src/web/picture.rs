@@ -65,7 +65,8 @@ pub fn draw_with(run: &StoredRun, motion: Motion) -> String {
         strategies(&mut sheet, figures);
         verdict(&mut sheet, state.verdict(), &run.outcome);
     } else if permutations.is_empty() {
-        let (shown, hidden) = timeline(&mut sheet, &state);
+        let why = why_lines(&state);
+        let (shown, hidden) = timeline(&mut sheet, &state, why.len());
         // What is said under the steps, and the verdict, once the last step is in.
         sheet.appearing_at(shown as f64 * STEP_SECONDS + 0.3, |sheet| {
             if hidden > 0 {
@@ -74,7 +75,7 @@ pub fn draw_with(run: &StoredRun, motion: Motion) -> String {
                     run.id
                 ));
             }
-            sheet.below(&why_lines(&state));
+            sheet.below(&why);
             verdict(sheet, state.verdict(), &run.outcome);
         });
     } else {
@@ -154,15 +155,14 @@ impl Sheet {
 }
 
 /// The lanes and, on them, the steps: the first [`MAX_ROWS`] are drawn; how many were, and how
-/// many were left out.
-fn timeline(sheet: &mut Sheet, state: &RunState) -> (usize, usize) {
+/// many were left out. The lanes reach down past the steps to the `why` lines said under them.
+fn timeline(sheet: &mut Sheet, state: &RunState, why: usize) -> (usize, usize) {
     let timeline = state.timeline();
     let lane_width = (WIDTH - 2 * MARGIN) / timeline.lanes.len().max(1);
     let shown = timeline.rows.len().min(MAX_ROWS);
     let hidden = timeline.rows.len() - shown;
     let rows_top = HEADER + LANE_HEADER;
-    // The lanes reach down past the steps to what is said under them.
-    let lanes_bottom = rows_top + (shown + usize::from(hidden > 0) + why_lines(state).len()) * ROW;
+    let lanes_bottom = rows_top + (shown + usize::from(hidden > 0) + why) * ROW;
     for (i, lane) in timeline.lanes.iter().enumerate() {
         lane_header(sheet, i, lane, lane_width, lanes_bottom);
     }

@@ -49,7 +49,7 @@ pub struct Arrow {
 
 /// The `text-anchor` of an arrow's name, for an arrow from `x1` to `x2`: one going left ends
 /// its name at the label's point, one going right (or straight down) starts it there.
-pub fn label_anchor(x1: u32, x2: u32) -> &'static str {
+pub fn label_anchor<X: PartialOrd>(x1: X, x2: X) -> &'static str {
     if x2 < x1 { "end" } else { "start" }
 }
 
@@ -165,16 +165,22 @@ mod tests {
         }
     }
 
-    /// The longest name an arrow has, `rw (predicate)`, at about 8 units a character, is drawn
-    /// clear of the box its arrow leaves, going left or right.
-    #[test]
-    fn an_arrows_name_runs_away_from_the_box_it_leaves() {
-        let proof = Proof {
+    /// Two rw edges that cross, alice's first step to bob's last and bob's first to alice's
+    /// last: a write skew's cycle.
+    fn crossing() -> Proof {
+        Proof {
             edges: vec![edge(0, 3, Dep::Rw), edge(1, 2, Dep::Rw)],
             would_have: 2,
             cycle: vec![0, 1],
             ..Proof::default()
-        };
+        }
+    }
+
+    /// The longest name an arrow has, `rw (predicate)`, at about 8 units a character, is drawn
+    /// clear of the box its arrow leaves, going left or right.
+    #[test]
+    fn an_arrows_name_runs_away_from_the_box_it_leaves() {
+        let proof = crossing();
         let lanes = ["alice".to_owned(), "bob".to_owned()];
         let steps: Vec<(String, String)> = ["alice", "bob", "alice", "bob"]
             .iter()
@@ -204,12 +210,7 @@ mod tests {
 
     #[test]
     fn each_edge_is_an_arrow_between_the_boxes_of_its_steps_in_their_lanes() {
-        let proof = Proof {
-            edges: vec![edge(0, 3, Dep::Rw), edge(1, 2, Dep::Rw)],
-            would_have: 2,
-            cycle: vec![0, 1],
-            ..Proof::default()
-        };
+        let proof = crossing();
         let lanes = ["alice".to_owned(), "bob".to_owned()];
         let steps: Vec<(String, String)> = [
             ("alice", "SELECT sum(amount) FROM expenses WHERE team = 1"),

@@ -67,10 +67,10 @@ impl Scenarios {
         if self.specs.with_untracked(|all| all.iter().any(|s| s.id == spec)) {
             return Ok(());
         }
-        let path = format!("/api/specs/{}", spec.trim_start_matches("spec/"));
-        let saved = match crate::api::fetch_found::<crate::pages::write::Saved>(&path).await? {
+        let id = spec.trim_start_matches("spec/");
+        let saved = match crate::api::fetch_found::<crate::pages::write::Saved>(&format!("/api/specs/{id}")).await? {
             Some(saved) => saved,
-            None => return Err(format!("No spec is saved at /s/{}.", spec.trim_start_matches("spec/"))),
+            None => return Err(format!("No spec is saved at /s/{id}.")),
         };
         let info = saved.scenario.scenario;
         self.specs.update(|all| {
@@ -125,8 +125,8 @@ pub fn RoomPage(
     view! {
         <article class="rl-room" class:rl-presenter=move || presenting.get() data-room=id.clone()
             data-trainer=trainer.to_string() data-closed=move || closed.get().to_string()>
-            {heading(&id, token, state, info, presenting)}
-            {closed_notice(state)}
+            {heading(&id, token, state, info, presenting, closed)}
+            {closed_notice(state, closed)}
             {move || catalog.get().and_then(|c| c.err()).map(|message| view! { <ErrorView message=message /> })}
             {move || catalog.with(Option::is_none).then(|| loading("Loading the scenarios…"))}
             {controls}
@@ -179,8 +179,8 @@ fn heading(
     state: RwSignal<RunState>,
     info: Signal<Option<ScenarioInfo>>,
     presenting: RwSignal<bool>,
+    closed: Signal<bool>,
 ) -> impl IntoView + use<> {
-    let closed = Signal::derive(move || state.with(|s| s.room_closed));
     let participants = move || state.with(|s| s.room.as_ref().map_or(0, |(_, n)| *n));
     let link = format!("{}/room/{id}", origin());
     let id = id.to_owned();
@@ -217,9 +217,9 @@ fn heading(
 }
 
 /// A closed room says so, and why, above everything else.
-fn closed_notice(state: RwSignal<RunState>) -> impl IntoView {
+fn closed_notice(state: RwSignal<RunState>, closed: Signal<bool>) -> impl IntoView {
     move || {
-        state.with(|s| s.room_closed).then(|| {
+        closed.get().then(|| {
             let why = state.with(|s| s.refused.clone()).unwrap_or_default();
             view! {
                 <p class="rl-room-ended" role="status">
