@@ -176,10 +176,12 @@ const HOST_LOOK: &str = r#"const look = e => {
   return { html: look(document.documentElement), body: look(document.body), p: look(document.getElementById('ref')) };"#;
 
 /// The finished serializable write skew in the embed (compact by default) must fit a blog
-/// column: at most this tall at each width (time gaps aside), and never wider than it. (The
-/// first was 1,200 until captions moved into their speaker's lane, where bob's 40001 message
-/// wraps in half the width: 1,183 → 1,237 px at 680, and 1,617 → 1,763 at 360.)
-const EMBED_LIMITS: [(u32, u64); 2] = [(680, 1_260), (360, 1_800)];
+/// column: at most this tall at each width (time gaps aside), and never wider than it. At 680
+/// px, no taller than it was (1,183) before captions moved into their speaker's lane, where
+/// bob's 40001 message wraps in half the width (1,237 then; 1,178 since the captions' smaller
+/// type, one-line lane heads and the ledger's tighter ends). At 360 px that half is 150 px wide:
+/// 1,617 before the move, 1,763 after, 1,694 since.
+const EMBED_LIMITS: [(u32, u64); 2] = [(680, 1_183), (360, 1_700)];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_compact_embed_fits_a_blog_column_and_the_full_page_toggles_it() {
