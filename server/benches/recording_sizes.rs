@@ -25,7 +25,8 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const RECORDING_GOAL: usize = 8 * 1024;
 const PLAYER_GOAL: usize = 150_000;
-const ONE_FILE_GOAL: usize = 200 * 1024;
+/// 200 KB, read as 200,000 bytes (the stricter of the two readings of "KB").
+const ONE_FILE_GOAL: usize = 200_000;
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -1059,6 +1059,11 @@ async fn the_chaos_run_draws_its_progress_and_the_drain() {
         b.click(".rl-ledger .rl-fold button.rl-show-all").await;
         let all: Vec<u64> = serde_json::from_value(b.js(shown, vec![]).await).expect("counts");
         assert!(all.iter().any(|&n| n >= 200), "Show all shows every row: {all:?}");
+        // The ledger is written as text: its one handler, on the section, turns the button too.
+        assert_eq!(b.texts(".rl-ledger .rl-fold button.rl-show-all").await.first().map(String::as_str), Some("Show fewer"));
+        b.click(".rl-ledger .rl-fold button.rl-show-all").await;
+        let again: Vec<u64> = serde_json::from_value(b.js(shown, vec![]).await).expect("counts");
+        assert_eq!(again, rows, "Show fewer folds the table back");
         b.screenshot("chaos").await;
         b.set_viewport(360, 900).await;
         b.screenshot("chaos-360").await;

@@ -1,7 +1,10 @@
 //! The load test's results as bars: one group per strategy, a bar per metric (over budget,
 //! approved, retries, most attempts, gave up), each as long as its share of that metric's
-//! largest value across the strategies. The app draws them as HTML, a run's picture as SVG.
+//! largest value across the strategies. The app draws them as HTML ([`html`]), a run's
+//! picture as SVG.
 
+use crate::float::one_decimal;
+use crate::markup::Html;
 use crate::{Table, Value, usd};
 
 /// The metrics drawn, with the column they come from and whether they are money.
@@ -79,6 +82,62 @@ pub fn groups(figures: &Table) -> Vec<Group> {
         .collect()
 }
 
+/// The load test's results as the page draws them: a group of bars per strategy, and under
+/// each the tutorial's own figures for it (`tutorial`, a row per strategy) where it has some.
+/// Written as text, every text escaped: drawn once, when the run ends.
+pub fn html(figures: &Table, tutorial: Option<&Table>) -> String {
+    let mut html = Html::default();
+    for group in groups(figures) {
+        html.open(
+            "div",
+            &[
+                ("class", Some("rl-chart-group")),
+                ("data-strategy", Some(&group.strategy)),
+            ],
+        )
+        .element("h3", &[], &group.strategy);
+        for bar in &group.bars {
+            let width = format!("width: {}%", one_decimal(bar.share * 100.0));
+            html.open("div", &[("class", Some("rl-bar-row"))])
+                .element("span", &[("class", Some("rl-bar-label"))], bar.label)
+                .open("span", &[("class", Some("rl-bar-track"))])
+                .element(
+                    "span",
+                    &[
+                        ("class", Some("rl-bar")),
+                        ("data-metric", Some(bar.metric)),
+                        ("style", Some(&width)),
+                    ],
+                    "",
+                )
+                .close("span")
+                .element("span", &[("class", Some("rl-bar-value"))], &bar.shown)
+                .close("div");
+        }
+        if let Some(range) = tutorial.and_then(|t| tutorial_range(t, &group.strategy)) {
+            html.element("p", &[("class", Some("rl-tutorial-range"))], &range);
+        }
+        html.close("div");
+    }
+    html.into_string()
+}
+
+/// What the tutorial measured for `strategy` over its six runs, in one line.
+fn tutorial_range(tutorial: &Table, strategy: &str) -> Option<String> {
+    let row = tutorial
+        .rows
+        .iter()
+        .find(|r| r.first().is_some_and(|v| v.to_string() == strategy))?;
+    let cell = |i: usize| row.get(i).map(ToString::to_string).unwrap_or_default();
+    Some(format!(
+        "tutorial (six runs, PostgreSQL 18.6): over budget {}, approved {}, retries {}, most attempts {}",
+        cell(1),
+        cell(2),
+        cell(3),
+        cell(4)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +179,29 @@ mod tests {
         }
         assert_eq!(groups[0].bars[3].metric, "most_attempts");
         assert_eq!(groups[0].bars[3].shown, "0", "no such column: zero");
+    }
+
+    #[test]
+    fn the_page_draws_a_group_per_strategy_with_the_tutorials_range_under_it() {
+        let figures = figures(&[("naive", 10, 150_000), ("<b>x</b>", 5, 0)]);
+        let mut tutorial = figures.clone();
+        tutorial.rows.truncate(1);
+        let html = html(&figures, Some(&tutorial));
+        assert_eq!(html.matches("<div class=\"rl-chart-group\"").count(), 2, "{html}");
+        assert!(html.contains("<span class=\"rl-bar\" data-metric=\"over_budget\" style=\"width: 100.0%\"></span></span><span class=\"rl-bar-value\">$150,000</span>"), "{html}");
+        assert!(
+            html.contains("<span class=\"rl-bar\" data-metric=\"approved\" style=\"width: 50.0%\">"),
+            "{html}"
+        );
+        assert_eq!(
+            html.matches("<p class=\"rl-tutorial-range\">tutorial (six runs")
+                .count(),
+            1,
+            "{html}"
+        );
+        assert!(
+            html.contains("<h3>&lt;b&gt;x&lt;/b&gt;</h3>") && !html.contains("<b>"),
+            "{html}"
+        );
     }
 }

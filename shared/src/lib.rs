@@ -11,6 +11,7 @@
 //! - [`ledger`]: snapshots of what a run changed and the pure diff between two of them.
 //! - [`ledger_view`]: a diff's table laid out for a reader: changed columns first, big tables
 //!   folded to the rows that differ from a correct system.
+//! - [`ledger_html`]: that layout as the page draws it, written as escaped HTML text.
 //! - [`verdict`]: the plain answer at the end of a run: was the bug reproduced or prevented?
 //! - [`money`]: `$1,234` formatting, exactly as the tutorials print it.
 //! - [`psql`]: query results in psql's aligned format, as the tutorials print their checks.
@@ -46,6 +47,7 @@ pub mod event;
 pub mod float;
 pub mod json;
 pub mod ledger;
+pub mod ledger_html;
 pub mod ledger_view;
 pub mod markup;
 pub mod money;

@@ -81,6 +81,31 @@ impl Verdict {
     }
 }
 
+/// The verdict as the page draws it, inside its banner: its label (reproduced or prevented),
+/// headline and reason, and each check with ✓ or ✗, so colour is never the only cue. Written as
+/// text, every text escaped.
+pub fn html(verdict: &Verdict) -> String {
+    let mut html = crate::markup::Html::default();
+    html.element("p", &[("class", Some("rl-verdict-label"))], verdict.label())
+        .element("p", &[("class", Some("rl-verdict-headline"))], &verdict.headline)
+        .element("p", &[("class", Some("rl-verdict-reason"))], &verdict.reason)
+        .open("ul", &[("class", Some("rl-checks"))]);
+    for check in &verdict.checks {
+        let holds = if check.holds { "true" } else { "false" };
+        html.open("li", &[("class", Some("rl-check")), ("data-holds", Some(holds))])
+            .text(if check.holds { "✓ " } else { "✗ " })
+            .text(&check.rule)
+            .element(
+                "span",
+                &[("class", Some("rl-check-actual"))],
+                &format!(" (got {})", check.actual),
+            )
+            .close("li");
+    }
+    html.close("ul");
+    html.into_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +128,18 @@ mod tests {
     fn all_rules_kept_means_prevented() {
         let v = Verdict::judge(vec![Check::new("total ≤ $5,000", "total = $3,000", true)], "h", "r");
         assert_eq!(v.kind, VerdictKind::Prevented);
+    }
+
+    #[test]
+    fn the_page_draws_the_label_the_headline_and_each_check_escaped() {
+        let v = Verdict::judge(
+            vec![Check::new("spent = $2,000", "spent = <$800>", false)],
+            "Lost $1,200",
+            "why",
+        );
+        assert_eq!(
+            html(&v),
+            "<p class=\"rl-verdict-label\">bug reproduced</p><p class=\"rl-verdict-headline\">Lost $1,200</p><p class=\"rl-verdict-reason\">why</p><ul class=\"rl-checks\"><li class=\"rl-check\" data-holds=\"false\">✗ spent = $2,000<span class=\"rl-check-actual\"> (got spent = &lt;$800&gt;)</span></li></ul>"
+        );
     }
 }

@@ -2,8 +2,9 @@
 //! events (`blocked` with the lock PostgreSQL reported, `unblocked`, a result or an error that
 //! ended the wait). A cycle in it is a deadlock forming; the `40P01` that follows names the
 //! transaction PostgreSQL cancelled to break it. Pure, so a live run, a replay and a scrubbed
-//! moment draw the same graph.
+//! moment draw the same graph; [`html`] is how the page draws it.
 
+use crate::markup::Html;
 use crate::{Event, EventKind};
 
 /// One waiting actor and one it waits for.
@@ -98,6 +99,68 @@ fn cycle(edges: &[WaitFor]) -> Vec<String> {
     Vec::new()
 }
 
+/// The graph as the page draws it, inside its section: an arrow per wait with the lock
+/// PostgreSQL reported, the cycle of a deadlock as it forms, and whom PostgreSQL cancelled to
+/// break it. Written as text, every text escaped: drawn afresh at each moment shown.
+pub fn html(graph: &WaitGraph) -> String {
+    let mut html = Html::default();
+    html.element("h3", &[], "Who waits for whom")
+        .open("ul", &[("class", Some("rl-wait-edges"))]);
+    for e in &graph.edges {
+        let on = e.on.as_ref().map(|on| format!(" · on {on}")).unwrap_or_default();
+        html.open(
+            "li",
+            &[
+                ("class", Some("rl-wait-edge")),
+                ("data-waiter", Some(&e.waiter)),
+                ("data-holder", Some(&e.holder)),
+            ],
+        )
+        .element("strong", &[], &e.waiter)
+        .text(" waits for ")
+        .element("strong", &[], &e.holder)
+        .element("span", &[("class", Some("rl-wait-on"))], &on)
+        .close("li");
+    }
+    if graph.edges.is_empty() {
+        html.element("li", &[("class", Some("rl-wait-none"))], "Nobody waits at this moment.");
+    }
+    html.close("ul");
+    if let Some(first) = graph.cycle.first() {
+        let around = format!(
+            "Deadlock forming: {} → {first}. Each waits for the next; PostgreSQL's deadlock check will cancel one.",
+            graph.cycle.join(" → ")
+        );
+        html.element(
+            "p",
+            &[("class", Some("rl-wait-cycle")), ("role", Some("status"))],
+            &around,
+        );
+    }
+    if let Some(b) = &graph.broken {
+        let said = format!(
+            "PostgreSQL broke the deadlock ({}) by cancelling {} with {}.",
+            b.cycle.join(" ⇄ "),
+            b.cancelled,
+            b.code
+        );
+        html.element(
+            "p",
+            &[
+                ("class", Some("rl-wait-broken")),
+                ("data-cancelled", Some(&b.cancelled)),
+            ],
+            &said,
+        );
+    }
+    html.into_string()
+}
+
+/// The section's `data-kind`: `deadlock` while a cycle forms, else `waits`.
+pub fn kind(graph: &WaitGraph) -> &'static str {
+    if graph.cycle.is_empty() { "waits" } else { "deadlock" }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,5 +240,39 @@ mod tests {
         let g = graph(&events);
         assert!(g.edges.is_empty() && g.broken.is_none() && g.anyone_waited);
         assert_eq!(graph(&[]), WaitGraph::default());
+    }
+
+    #[test]
+    fn the_page_draws_each_wait_the_cycle_and_who_was_cancelled() {
+        let wait = |waiter: &str, holder: &str| WaitFor {
+            waiter: waiter.to_owned(),
+            holder: holder.to_owned(),
+            on: Some("a row lock <accounts>".to_owned()),
+        };
+        let graph = WaitGraph {
+            edges: vec![wait("alice", "bob"), wait("bob", "alice")],
+            cycle: vec!["alice".to_owned(), "bob".to_owned()],
+            broken: Some(Broken {
+                cycle: vec!["alice".to_owned(), "bob".to_owned()],
+                cancelled: "bob".to_owned(),
+                code: "40P01".to_owned(),
+            }),
+            anyone_waited: true,
+        };
+        let drawn = html(&graph);
+        assert!(drawn.starts_with("<h3>Who waits for whom</h3><ul class=\"rl-wait-edges\"><li class=\"rl-wait-edge\" data-waiter=\"alice\" data-holder=\"bob\"><strong>alice</strong> waits for <strong>bob</strong><span class=\"rl-wait-on\"> · on a row lock &lt;accounts&gt;</span></li>"), "{drawn}");
+        assert!(
+            drawn.contains("Deadlock forming: alice → bob → alice. Each waits"),
+            "{drawn}"
+        );
+        assert!(drawn.ends_with("<p class=\"rl-wait-broken\" data-cancelled=\"bob\">PostgreSQL broke the deadlock (alice ⇄ bob) by cancelling bob with 40P01.</p>"), "{drawn}");
+        assert_eq!(kind(&graph), "deadlock");
+        let nobody = html(&WaitGraph::default());
+        assert!(
+            nobody.contains("<li class=\"rl-wait-none\">Nobody waits at this moment.</li></ul>")
+                && !nobody.contains("<p"),
+            "{nobody}"
+        );
+        assert_eq!(kind(&WaitGraph::default()), "waits");
     }
 }

@@ -22,6 +22,7 @@
 //! the event stream ([`crate::EventKind::Proof`]) so the CLI, the page and a replay show the same.
 
 mod cycle;
+pub mod html;
 pub mod picture;
 mod words;
 
