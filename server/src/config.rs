@@ -6,6 +6,8 @@ use std::path::PathBuf;
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/racelab";
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 pub const DEFAULT_BROKERS: &str = "127.0.0.1:9092";
+/// MariaDB (`MARIADB_URL`): so far only the tests of a run's sandbox there use it (docs/mariadb.md).
+pub const DEFAULT_MARIADB_URL: &str = "mysql://root@127.0.0.1:3306";
 
 /// Where racelab finds its services and files.
 #[derive(Clone, Debug, clap::Args)]

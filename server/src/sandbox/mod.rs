@@ -10,7 +10,9 @@
 //! - a Redis key prefix, `racelab:<id>:`, placed before the tutorial's key so a hash tag such as
 //!   `{wallet:42}` still chooses the slot ([`redis`]);
 //! - broker topics (with their partition count) and consumer groups, `racelab.<id>.<name>`
-//!   ([`broker`]).
+//!   ([`broker`]);
+//! - on MariaDB, a database and a user of its own, bounded from outside by a watchdog
+//!   ([`mariadb`]: the first part of MariaDB beside PostgreSQL; no run plays there yet).
 //!
 //! `<id>` is the sandbox's own id ([`new_run_id`] when it is made), never a run's: these names
 //! are seen by every role on the server, and a run's id fetches its stored transcript
@@ -22,6 +24,7 @@
 //! success, failure, cancel, disconnect and time limit alike.
 
 pub mod broker;
+pub mod mariadb;
 pub mod postgres;
 pub mod redis;
 mod reset;
