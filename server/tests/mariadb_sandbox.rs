@@ -386,3 +386,23 @@ async fn closing_removes_the_run_and_the_sweep_what_a_crash_left() {
     );
     live.close().await;
 }
+
+#[tokio::test]
+async fn a_server_that_does_not_answer_is_said_by_name() {
+    // Port 9 (discard) has nothing listening here: refused at once.
+    let down = "mysql://root@127.0.0.1:9";
+    let started = Instant::now();
+    let error = MariaSandbox::open(down, Bounds::default())
+        .await
+        .err()
+        .expect("no sandbox on a server that is down");
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("MariaDB at {down} cannot be reached: ")),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    let swept = sweep(down, Duration::from_secs(3600)).await;
+    assert!(swept.is_err_and(|e| e.to_string().contains("cannot be reached")));
+}

@@ -109,28 +109,8 @@ impl MariaSandbox {
     /// databases and users, and grant), and starts its watchdog. Whatever fails half-way is
     /// removed before the error is returned.
     pub async fn open(url: &str, bounds: Bounds) -> Result<MariaSandbox, MariaError> {
-        let unreachable = |e: sqlx::Error| MariaError::Unreachable {
-            url: url.to_owned(),
-            reason: e.to_string(),
-        };
-        let server = MySqlConnectOptions::from_str(url).map_err(unreachable)?;
         // Two: the watchdog's, and one for making and removing.
-        let admin = MySqlPoolOptions::new()
-            .max_connections(2)
-            .acquire_timeout(Duration::from_secs(5))
-            .after_connect(|conn, _| {
-                Box::pin(async move {
-                    let wait = ADMIN_LOCK_WAIT.as_secs();
-                    conn.execute(
-                        format!("SET SESSION lock_wait_timeout = {wait}, innodb_lock_wait_timeout = {wait}").as_str(),
-                    )
-                    .await
-                    .map(|_| ())
-                })
-            })
-            .connect_with(server.clone())
-            .await
-            .map_err(unreachable)?;
+        let (server, admin) = admin(url, 2).await?;
         let name = sandbox_name(unix_seconds(), rand::rng().random());
         let password = format!("{:032x}", rand::rng().random::<u128>());
         if let Err(error) = make(&admin, &name, &password, bounds).await {
@@ -179,6 +159,30 @@ impl MariaSandbox {
         remove(&self.admin, &self.name).await;
         self.admin.close().await;
     }
+}
+
+/// racelab's own connections to the server at `url` (at most `connections`), each waiting at
+/// most [`ADMIN_LOCK_WAIT`] for any lock: a run's session holding one cannot hold up its cleanup.
+async fn admin(url: &str, connections: u32) -> Result<(MySqlConnectOptions, MySqlPool), MariaError> {
+    let unreachable = |e: sqlx::Error| MariaError::Unreachable {
+        url: url.to_owned(),
+        reason: e.to_string(),
+    };
+    let server = MySqlConnectOptions::from_str(url).map_err(unreachable)?;
+    let pool = MySqlPoolOptions::new()
+        .max_connections(connections)
+        .acquire_timeout(Duration::from_secs(5))
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                let wait = ADMIN_LOCK_WAIT.as_secs();
+                let bounded = format!("SET SESSION lock_wait_timeout = {wait}, innodb_lock_wait_timeout = {wait}");
+                conn.execute(bounded.as_str()).await.map(|_| ())
+            })
+        })
+        .connect_with(server.clone())
+        .await
+        .map_err(unreachable)?;
+    Ok((server, pool))
 }
 
 /// The database, then the user with its limits, then its one grant.
@@ -322,15 +326,7 @@ async fn held_bytes(admin: &MySqlPool, name: &str) -> u64 {
 /// Removes every run's database and user on the server at `url` made more than `older_than`
 /// ago: what a crash left behind (no run lasts that long). Returns how many it removed.
 pub async fn sweep(url: &str, older_than: Duration) -> Result<usize, MariaError> {
-    let unreachable = |e: sqlx::Error| MariaError::Unreachable {
-        url: url.to_owned(),
-        reason: e.to_string(),
-    };
-    let admin = MySqlPoolOptions::new()
-        .max_connections(1)
-        .connect_with(MySqlConnectOptions::from_str(url).map_err(unreachable)?)
-        .await
-        .map_err(unreachable)?;
+    let (_, admin) = admin(url, 1).await?;
     let pattern = format!("{}%", PREFIX.replace('_', "\\_"));
     let mut names = Vec::new();
     for listing in [
