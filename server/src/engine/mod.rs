@@ -87,6 +87,7 @@ pub mod http;
 pub mod kept;
 pub mod lane;
 pub mod leases;
+pub mod mariadb;
 pub mod metrics;
 pub mod postgres;
 pub mod probes;

@@ -148,6 +148,12 @@ impl MariaSandbox {
             .database(&self.name)
     }
 
+    /// racelab's own connections to the run's server (they may read every thread's locks:
+    /// who waits for whom), never a reader's.
+    pub fn racelab(&self) -> &MySqlPool {
+        &self.admin
+    }
+
     /// The bounds the watchdog held so far.
     pub fn overruns(&self) -> Vec<Overrun> {
         self.overruns.lock().map(|o| o.clone()).unwrap_or_default()

@@ -1,0 +1,233 @@
+//! A SQL session on MariaDB, as an actor of a run holds one: its own connection, at an isolation
+//! level or in autocommit, InnoDB's snapshot switch on or off; each statement's rows as plain
+//! [`Value`]s; an error as MariaDB gives it, number, SQLSTATE and text (`1213`/`40001` a
+//! deadlock, `1020` a record changed since the snapshot read it, `1205` a lock wait timed out).
+//! And, seen from racelab's own connection ([`waits_for`]), whom a step that does not return is
+//! waiting for, as `pg_blocking_pids` tells it on PostgreSQL.
+//!
+//! The first part of the engine on MariaDB (docs/mariadb.md): no lab plays here yet.
+
+use super::sql::Output;
+use futures_util::TryStreamExt;
+use shared::Value;
+use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlDatabaseError, MySqlPool, MySqlRow};
+use sqlx::{Column, ConnectOptions, Either, Executor, Row};
+
+/// An isolation level, as InnoDB names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    ReadUncommitted,
+    ReadCommitted,
+    RepeatableRead,
+    Serializable,
+}
+
+impl Level {
+    /// As `SET SESSION TRANSACTION ISOLATION LEVEL` takes it.
+    pub fn sql(self) -> &'static str {
+        match self {
+            Level::ReadUncommitted => "READ UNCOMMITTED",
+            Level::ReadCommitted => "READ COMMITTED",
+            Level::RepeatableRead => "REPEATABLE READ",
+            Level::Serializable => "SERIALIZABLE",
+        }
+    }
+}
+
+/// How a session is set up when it connects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setting {
+    /// The level its transactions run at; `None` leaves the server's (REPEATABLE READ).
+    pub level: Option<Level>,
+    /// `innodb_snapshot_isolation`: off is MariaDB before 11.6.2, on is 11.6.2 and later (at
+    /// REPEATABLE READ, a write to a row changed since the snapshot is refused with `1020`).
+    pub snapshot_isolation: bool,
+}
+
+/// A statement MariaDB refused, or a session it lost.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    /// `ERROR 1213 (40001): Deadlock found when trying to get lock; …`, as the mysql client
+    /// prints it.
+    #[error("ERROR {number} ({sqlstate}): {message}")]
+    Server {
+        number: u16,
+        sqlstate: String,
+        message: String,
+    },
+    #[error("the session was lost: {0}")]
+    Lost(String),
+}
+
+impl StepError {
+    fn of(error: sqlx::Error) -> StepError {
+        match error
+            .as_database_error()
+            .and_then(|e| e.try_downcast_ref::<MySqlDatabaseError>())
+        {
+            Some(e) => StepError::Server {
+                number: e.number(),
+                sqlstate: e.code().unwrap_or("HY000").to_owned(),
+                message: e.message().to_owned(),
+            },
+            None => StepError::Lost(error.to_string()),
+        }
+    }
+
+    /// MariaDB's error number, if the server refused the statement.
+    pub fn number(&self) -> Option<u16> {
+        match self {
+            StepError::Server { number, .. } => Some(*number),
+            StepError::Lost(_) => None,
+        }
+    }
+}
+
+/// One actor's session.
+pub struct MariaSession {
+    conn: MySqlConnection,
+    thread: u64,
+}
+
+impl MariaSession {
+    /// Connects as `options` says (a run's sandbox gives them) and sets the session up.
+    pub async fn open(options: MySqlConnectOptions, setting: Setting) -> Result<MariaSession, StepError> {
+        let mut conn = options.connect().await.map_err(StepError::of)?;
+        let switch = if setting.snapshot_isolation { "ON" } else { "OFF" };
+        conn.execute(format!("SET SESSION innodb_snapshot_isolation = {switch}").as_str())
+            .await
+            .map_err(StepError::of)?;
+        if let Some(level) = setting.level {
+            conn.execute(format!("SET SESSION TRANSACTION ISOLATION LEVEL {}", level.sql()).as_str())
+                .await
+                .map_err(StepError::of)?;
+        }
+        let thread: u64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
+            .fetch_one(&mut conn)
+            .await
+            .map_err(StepError::of)?;
+        Ok(MariaSession { conn, thread })
+    }
+
+    /// The server's thread id for this session (`CONNECTION_ID()`), what [`waits_for`] names.
+    pub fn thread(&self) -> u64 {
+        self.thread
+    }
+
+    /// Runs one statement as the mysql client sends it (the text protocol): its rows, and for
+    /// a write, the rows it changed.
+    pub async fn run(&mut self, sql: &str) -> Result<Output, StepError> {
+        let mut stream = self.conn.fetch_many(sql);
+        let mut columns = Vec::new();
+        let mut rows = Vec::new();
+        let mut affected = 0;
+        while let Some(item) = stream.try_next().await.map_err(StepError::of)? {
+            match item {
+                Either::Left(done) => affected += done.rows_affected(),
+                Either::Right(row) => {
+                    if columns.is_empty() {
+                        columns = row.columns().iter().map(|c| c.name().to_owned()).collect();
+                    }
+                    rows.push(values(&row));
+                }
+            }
+        }
+        let verb = sql.split_whitespace().next().unwrap_or("").to_uppercase();
+        let count = if verb == "SELECT" { rows.len() as u64 } else { affected };
+        Ok(Output {
+            tag: format!("{verb} {count}"),
+            columns,
+            rows,
+            affected,
+        })
+    }
+}
+
+/// A row's cells as plain values: an integer, a float, text, or bytes read as text.
+fn values(row: &MySqlRow) -> Vec<Value> {
+    (0..row.columns().len())
+        .map(|i| {
+            if let Ok(v) = row.try_get::<Option<i64>, _>(i) {
+                v.map_or(Value::Null, Value::Int)
+            } else if let Ok(v) = row.try_get::<Option<u64>, _>(i) {
+                v.map_or(Value::Null, |v| {
+                    i64::try_from(v).map_or_else(|_| Value::Text(v.to_string()), Value::Int)
+                })
+            } else if let Ok(v) = row.try_get::<Option<f64>, _>(i) {
+                v.map_or(Value::Null, Value::Float)
+            } else if let Ok(v) = row.try_get::<Option<String>, _>(i) {
+                v.map_or(Value::Null, Value::Text)
+            } else if let Ok(v) = row.try_get::<Option<Vec<u8>>, _>(i) {
+                v.map_or(Value::Null, |b| Value::Text(String::from_utf8_lossy(&b).into_owned()))
+            } else {
+                Value::Null
+            }
+        })
+        .collect()
+}
+
+/// Whom the session on `thread` waits for, asked on racelab's own connection (it needs
+/// `PROCESS`): the threads holding the row locks it asked for (InnoDB's lock waits); empty when
+/// it waits for nothing. A wait for a table's metadata lock shows with no holder named: MariaDB
+/// names the holder only with its `METADATA_LOCK_INFO` plugin installed. InnoDB refreshes the
+/// lock tables this reads at most every 100 ms, and a refresh waits for a pause that long in
+/// their reading: ask no more often (read every 20 ms, they never changed in a test's 3 s).
+pub async fn waits_for(admin: &MySqlPool, thread: u64) -> Result<Wait, sqlx::Error> {
+    let holders: Vec<u64> = sqlx::query_scalar(
+        "SELECT DISTINCT b.trx_mysql_thread_id FROM information_schema.INNODB_LOCK_WAITS w \
+         JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id \
+         JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id \
+         WHERE r.trx_mysql_thread_id = ? ORDER BY 1",
+    )
+    .bind(thread)
+    .fetch_all(admin)
+    .await?;
+    if !holders.is_empty() {
+        return Ok(Wait::RowLock { holders });
+    }
+    let state: Option<String> = sqlx::query_scalar("SELECT STATE FROM information_schema.PROCESSLIST WHERE ID = ?")
+        .bind(thread)
+        .fetch_optional(admin)
+        .await?
+        .flatten();
+    Ok(match state {
+        Some(state) if state.starts_with("Waiting for") && state.ends_with("metadata lock") => {
+            Wait::MetadataLock { state }
+        }
+        _ => Wait::Nothing,
+    })
+}
+
+/// What a session waits for, at one moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wait {
+    Nothing,
+    /// Row locks, held by these threads.
+    RowLock {
+        holders: Vec<u64>,
+    },
+    /// A table's metadata lock (`Waiting for table metadata lock`), its holder unnamed.
+    MetadataLock {
+        state: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_reads_as_the_mysql_client_prints_it() {
+        let error = StepError::Server {
+            number: 1213,
+            sqlstate: "40001".to_owned(),
+            message: "Deadlock found when trying to get lock; try restarting transaction".to_owned(),
+        };
+        assert_eq!(
+            error.to_string(),
+            "ERROR 1213 (40001): Deadlock found when trying to get lock; try restarting transaction"
+        );
+        assert_eq!(error.number(), Some(1213));
+        assert_eq!(StepError::Lost("reset".to_owned()).number(), None);
+    }
+}
