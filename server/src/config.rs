@@ -6,7 +6,7 @@ use std::path::PathBuf;
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/racelab";
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 pub const DEFAULT_BROKERS: &str = "127.0.0.1:9092";
-/// MariaDB (`MARIADB_URL`): so far only the tests of a run's sandbox there use it (docs/mariadb.md).
+/// MariaDB (`MARIADB_URL`, docs/mariadb.md).
 pub const DEFAULT_MARIADB_URL: &str = "mysql://root@127.0.0.1:3306";
 
 /// Where racelab finds its services and files.
@@ -34,6 +34,10 @@ pub struct Config {
     /// Redis, for the locks lab.
     #[arg(long, env = "REDIS_URL", default_value = DEFAULT_REDIS_URL)]
     pub redis_url: String,
+    /// MariaDB (an account that may create databases and users, and grant), where runs will
+    /// play beside PostgreSQL; for now /healthz names its version (docs/mariadb.md).
+    #[arg(long, env = "MARIADB_URL", default_value = DEFAULT_MARIADB_URL)]
+    pub mariadb_url: String,
     /// Kafka-compatible brokers (comma-separated host:port), for the outbox lab.
     #[arg(long, env = "KAFKA_BROKERS", default_value = DEFAULT_BROKERS)]
     pub kafka_brokers: String,

@@ -157,6 +157,44 @@ pub async fn postgres(services: &Services) -> Dependency {
     }
 }
 
+/// Probes MariaDB at `url`: a session of its own, asked its version. No lab needs it yet, so it
+/// counts toward no status (docs/mariadb.md).
+pub async fn mariadb(url: &str) -> Dependency {
+    let asked = async {
+        use sqlx::Connection;
+        let mut conn = sqlx::mysql::MySqlConnection::connect(url).await?;
+        let version: String = sqlx::query_scalar("SELECT VERSION()").fetch_one(&mut conn).await?;
+        let _ = conn.close().await;
+        Ok::<_, sqlx::Error>(mariadb_version(&version))
+    };
+    match timeout(PROBE_TIMEOUT, asked).await {
+        Ok(Ok(version)) => Dependency {
+            up: true,
+            detail: version,
+        },
+        Ok(Err(error)) => Dependency {
+            up: false,
+            detail: error.to_string(),
+        },
+        Err(_) => Dependency {
+            up: false,
+            detail: "no answer in time".into(),
+        },
+    }
+}
+
+/// `MariaDB 10.11.19` from `10.11.19-MariaDB-0+deb12u1`, as `SELECT VERSION()` says it (a MySQL
+/// server says only its number: `MySQL 8.4.3`).
+pub fn mariadb_version(version: &str) -> String {
+    let number = version.split('-').next().unwrap_or(version);
+    let name = if version.contains("MariaDB") {
+        "MariaDB"
+    } else {
+        "MySQL"
+    };
+    format!("{name} {number}")
+}
+
 /// Probes Redis at `url` with a plain `PING`.
 pub async fn redis(url: &str) -> Dependency {
     let address = host_port(url, 6379);
@@ -266,7 +304,7 @@ pub fn host_port(url: &str, default_port: u16) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Dependency, host_port, rooms_reach};
+    use super::{Dependency, host_port, mariadb_version, rooms_reach};
 
     #[test]
     fn rooms_reach_other_replicas_only_through_redis() {
@@ -286,6 +324,20 @@ mod tests {
             "{}",
             reach.detail
         );
+    }
+
+    #[test]
+    fn a_version_says_which_server_it_is() {
+        assert_eq!(mariadb_version("10.11.19-MariaDB-0+deb12u1"), "MariaDB 10.11.19");
+        assert_eq!(mariadb_version("11.8.2-MariaDB"), "MariaDB 11.8.2");
+        assert_eq!(mariadb_version("8.4.3"), "MySQL 8.4.3");
+    }
+
+    #[tokio::test]
+    async fn a_mariadb_that_does_not_answer_is_down_with_why() {
+        let down = super::mariadb("mysql://root@127.0.0.1:9").await;
+        assert!(!down.up);
+        assert!(!down.detail.is_empty());
     }
 
     #[test]

@@ -241,6 +241,14 @@ async fn catalog_health_and_missing_runs_answer_over_http() {
     assert!(body.contains("isolation/nope"), "{body}");
     let health: Value = common::get_json(address, "/healthz").await;
     assert_eq!(health["postgres"]["up"], true);
+    // MariaDB, named by its version, though no lab plays there yet (MARIADB_URL).
+    assert_eq!(health["mariadb"]["up"], true, "{health}");
+    assert!(
+        health["mariadb"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("MariaDB 1")),
+        "{health}"
+    );
     let (status, _, body) = common::get(address, "/api/runs/does-not-exist").await;
     assert_eq!(status, 404);
     assert!(body.contains("does-not-exist"));

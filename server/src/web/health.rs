@@ -1,4 +1,5 @@
-//! `GET /healthz`: each dependency, up or down, and every PostgreSQL server with its version.
+//! `GET /healthz`: each dependency, up or down, and every PostgreSQL server with its version
+//! (MariaDB's too).
 //! 200 while PostgreSQL is up (the labs that need only PostgreSQL keep working when Redis or the
 //! broker is down: degrade, don't die); 503 when it is not.
 
@@ -40,6 +41,8 @@ async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
             "servers": servers,
             "redis": health.redis,
             "kafka": health.kafka,
+            // Where runs will play beside PostgreSQL: no lab needs it yet, so no status counts it.
+            "mariadb": health::mariadb(&state.config.mariadb_url).await,
             "rooms": health::rooms_reach(&health.redis),
         })),
     )
