@@ -41,6 +41,7 @@ fn the_manifests_validate_and_describe_a_deployment_that_scales() {
         "statefulset/postgres",
         "deployment/redis",
         "statefulset/kafka",
+        "deployment/mariadb",
     ] {
         assert!(
             said.contains(&format!("passed for resource {resource} ")),
