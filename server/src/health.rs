@@ -141,6 +141,12 @@ pub async fn postgres(services: &Services) -> Dependency {
         }
         version
     };
+    version_within_the_probe_time(asked).await
+}
+
+/// A server asked its version (`asked`), as a dependency: up with the version it gave, or down
+/// with why, or with "no answer in time" past [`PROBE_TIMEOUT`].
+async fn version_within_the_probe_time(asked: impl Future<Output = Result<String, sqlx::Error>>) -> Dependency {
     match timeout(PROBE_TIMEOUT, asked).await {
         Ok(Ok(version)) => Dependency {
             up: true,
@@ -167,20 +173,7 @@ pub async fn mariadb(url: &str) -> Dependency {
         let _ = conn.close().await;
         Ok::<_, sqlx::Error>(mariadb_version(&version))
     };
-    match timeout(PROBE_TIMEOUT, asked).await {
-        Ok(Ok(version)) => Dependency {
-            up: true,
-            detail: version,
-        },
-        Ok(Err(error)) => Dependency {
-            up: false,
-            detail: error.to_string(),
-        },
-        Err(_) => Dependency {
-            up: false,
-            detail: "no answer in time".into(),
-        },
-    }
+    version_within_the_probe_time(asked).await
 }
 
 /// `MariaDB 10.11.19` from `10.11.19-MariaDB-0+deb12u1`, as `SELECT VERSION()` says it (a MySQL
