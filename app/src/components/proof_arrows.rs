@@ -100,7 +100,7 @@ pub fn ProofArrows(wrap: NodeRef<leptos::html::Div>, edges: Signal<Vec<SeqEdge>>
             .get()
             .into_iter()
             .map(|d| {
-                let label = format!("{}{}", d.edge.dep.label(), if d.edge.predicate { " (predicate)" } else { "" });
+                let label = d.edge.dep.drawn_name(d.edge.predicate);
                 let (lx, ly) = ((4.0 * d.x1 + d.x2) / 5.0, (4.0 * d.y1 + d.y2) / 5.0 - 6.0);
                 // Away from the card the arrow leaves, as the proof's own picture does.
                 let anchor = shared::proof::picture::label_anchor(d.x1, d.x2);

@@ -178,7 +178,7 @@ fn step_box(html: &mut Html, b: &StepBox) {
 /// One edge: its line, ending in the arrowhead `url`, and its name.
 fn arrow(html: &mut Html, a: &Arrow, url: &str) {
     let number = |n: u32| n.to_string();
-    let label = format!("{}{}", a.dep.label(), if a.predicate { " (predicate)" } else { "" });
+    let label = a.dep.drawn_name(a.predicate);
     html.open(
         "g",
         &[

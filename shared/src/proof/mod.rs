@@ -146,6 +146,13 @@ impl Dep {
             Dep::Rw => "rw",
         }
     }
+
+    /// What an arrow of this kind is called where it is drawn: its short name, and
+    /// ` (predicate)` when the read it starts or ends at was a predicate's (`rw (predicate)`).
+    pub fn drawn_name(self, predicate: bool) -> String {
+        let on = if predicate { " (predicate)" } else { "" };
+        format!("{}{on}", self.label())
+    }
 }
 
 /// One edge: `from` comes before `to`, because of `row`.
