@@ -4,7 +4,7 @@
 //! turns REPEATABLE READ's lost update into an error.
 #![allow(clippy::too_many_lines, reason = "a test reads top to bottom, as the race it plays")]
 
-use racelab::engine::mariadb::{Level, MariaSession, Setting, StepError, Wait, waits_for};
+use racelab::engine::mariadb::{Level, MariaSession, SessionError, Setting, Wait, waits_for};
 use racelab::sandbox::mariadb::{Bounds, MariaSandbox};
 use shared::Value;
 use std::time::{Duration, Instant};
@@ -121,9 +121,9 @@ async fn a_deadlock_and_a_lock_wait_timeout_come_with_their_number_and_sqlstate(
     let bobs = bob.run("UPDATE accounts SET balance = 1 WHERE name = 'alice'").await;
     let (mut alice, alices) = alice_waits.await.expect("alice's task");
     // InnoDB breaks the cycle at once, choosing one of the two.
-    let refused: Vec<StepError> = [alices, bobs].into_iter().filter_map(Result::err).collect();
+    let refused: Vec<SessionError> = [alices, bobs].into_iter().filter_map(Result::err).collect();
     assert_eq!(refused.len(), 1, "{refused:?}");
-    let StepError::Server {
+    let SessionError::Server {
         number,
         sqlstate,
         message,

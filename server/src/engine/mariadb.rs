@@ -46,7 +46,7 @@ pub struct Setting {
 
 /// A statement MariaDB refused, or a session it lost.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum StepError {
+pub enum SessionError {
     /// `ERROR 1213 (40001): Deadlock found when trying to get lock; …`, as the mysql client
     /// prints it.
     #[error("ERROR {number} ({sqlstate}): {message}")]
@@ -59,26 +59,26 @@ pub enum StepError {
     Lost(String),
 }
 
-impl StepError {
-    fn of(error: sqlx::Error) -> StepError {
+impl SessionError {
+    fn of(error: sqlx::Error) -> SessionError {
         match error
             .as_database_error()
             .and_then(|e| e.try_downcast_ref::<MySqlDatabaseError>())
         {
-            Some(e) => StepError::Server {
+            Some(e) => SessionError::Server {
                 number: e.number(),
                 sqlstate: e.code().unwrap_or("HY000").to_owned(),
                 message: e.message().to_owned(),
             },
-            None => StepError::Lost(error.to_string()),
+            None => SessionError::Lost(error.to_string()),
         }
     }
 
     /// MariaDB's error number, if the server refused the statement.
     pub fn number(&self) -> Option<u16> {
         match self {
-            StepError::Server { number, .. } => Some(*number),
-            StepError::Lost(_) => None,
+            SessionError::Server { number, .. } => Some(*number),
+            SessionError::Lost(_) => None,
         }
     }
 }
@@ -91,21 +91,21 @@ pub struct MariaSession {
 
 impl MariaSession {
     /// Connects as `options` says (a run's sandbox gives them) and sets the session up.
-    pub async fn open(options: MySqlConnectOptions, setting: Setting) -> Result<MariaSession, StepError> {
-        let mut conn = options.connect().await.map_err(StepError::of)?;
+    pub async fn open(options: MySqlConnectOptions, setting: Setting) -> Result<MariaSession, SessionError> {
+        let mut conn = options.connect().await.map_err(SessionError::of)?;
         let switch = if setting.snapshot_isolation { "ON" } else { "OFF" };
         conn.execute(format!("SET SESSION innodb_snapshot_isolation = {switch}").as_str())
             .await
-            .map_err(StepError::of)?;
+            .map_err(SessionError::of)?;
         if let Some(level) = setting.level {
             conn.execute(format!("SET SESSION TRANSACTION ISOLATION LEVEL {}", level.sql()).as_str())
                 .await
-                .map_err(StepError::of)?;
+                .map_err(SessionError::of)?;
         }
         let thread: u64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
             .fetch_one(&mut conn)
             .await
-            .map_err(StepError::of)?;
+            .map_err(SessionError::of)?;
         Ok(MariaSession { conn, thread })
     }
 
@@ -116,12 +116,12 @@ impl MariaSession {
 
     /// Runs one statement as the mysql client sends it (the text protocol): its rows, and for
     /// a write, the rows it changed.
-    pub async fn run(&mut self, sql: &str) -> Result<Output, StepError> {
+    pub async fn run(&mut self, sql: &str) -> Result<Output, SessionError> {
         let mut stream = self.conn.fetch_many(sql);
         let mut columns = Vec::new();
         let mut rows = Vec::new();
         let mut affected = 0;
-        while let Some(item) = stream.try_next().await.map_err(StepError::of)? {
+        while let Some(item) = stream.try_next().await.map_err(SessionError::of)? {
             match item {
                 Either::Left(done) => affected += done.rows_affected(),
                 Either::Right(row) => {
@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn an_error_reads_as_the_mysql_client_prints_it() {
-        let error = StepError::Server {
+        let error = SessionError::Server {
             number: 1213,
             sqlstate: "40001".to_owned(),
             message: "Deadlock found when trying to get lock; try restarting transaction".to_owned(),
@@ -228,6 +228,6 @@ mod tests {
             "ERROR 1213 (40001): Deadlock found when trying to get lock; try restarting transaction"
         );
         assert_eq!(error.number(), Some(1213));
-        assert_eq!(StepError::Lost("reset".to_owned()).number(), None);
+        assert_eq!(SessionError::Lost("reset".to_owned()).number(), None);
     }
 }
