@@ -167,6 +167,15 @@ impl MariaSandbox {
     }
 }
 
+/// A sandbox dropped without [`MariaSandbox::close`] (its task cancelled or panicking) is left
+/// for the [`sweep`], but its watchdog stops with it: left running, it would ask the server
+/// about a run nobody holds every [`WATCH_EVERY`], for as long as racelab runs.
+impl Drop for MariaSandbox {
+    fn drop(&mut self) {
+        self.watchdog.abort();
+    }
+}
+
 /// racelab's own connections to the server at `url` (at most `connections`), each waiting at
 /// most [`ADMIN_LOCK_WAIT`] for any lock: a run's session holding one cannot hold up its cleanup.
 async fn admin(url: &str, connections: u32) -> Result<(MySqlConnectOptions, MySqlPool), MariaError> {
