@@ -506,8 +506,10 @@ async fn a_flood_of_notices_is_dropped_and_its_query_cancelled() {
             played.lines.contains("ERROR:  canceling statement due to user request"),
             "{version}: the flood's step is cancelled"
         );
+        // At most a megabyte for the query, however fast racelab takes what arrives while it
+        // waits (a count freed by each take once let 2.6 MB through on a loaded machine).
         assert!(
-            played.lines.len() < 2 << 20,
+            played.lines.len() < (1 << 20) + (64 << 10),
             "{version}: printed {} bytes",
             played.lines.len()
         );

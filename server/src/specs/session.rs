@@ -91,10 +91,12 @@ pub struct Notification {
     pub from_pid: i32,
 }
 
-/// The most bytes of notices, notifications and witness reports a session holds for racelab
-/// to take: they arrive between results, whenever the server sends them, and are taken only
-/// after a step (or a setup) ends. A spec raising a megabyte notice in a loop would otherwise
-/// fill racelab's memory before its step limit came.
+/// The most bytes of notices and notifications one query may send: they arrive between
+/// results, whenever the server sends them. A spec raising a megabyte notice in a loop would
+/// otherwise fill racelab's memory, or the transcript, before its step limit came. Counted
+/// from the query's start whether racelab has taken them yet or not: racelab takes them while
+/// it waits for a step, and a count freed by each take let a flood taken quickly enough run on
+/// (2.6 MB printed on a loaded machine) instead of being cancelled at its first megabyte.
 pub const INBOX_AT_MOST: usize = 1 << 20;
 
 /// The most bytes of witness reports a session holds (about 100,000 rows written): past it the
@@ -102,13 +104,17 @@ pub const INBOX_AT_MOST: usize = 1 << 20;
 /// reason to cancel anything: a step may rightly write that many rows.
 pub const WITNESSED_AT_MOST: usize = 16 << 20;
 
-/// What a session's connection task has received and racelab not yet taken, counted.
+/// What a session's connection task has received, counted: what racelab has not yet taken
+/// (the witness's reports, freed as taken), or what the query in flight has sent (notices and
+/// notifications, counted anew at each query).
 struct Inbox {
-    /// At most this many bytes held.
+    /// At most this many bytes counted.
     bound: usize,
     bytes: AtomicUsize,
-    /// Something was dropped for want of room (said once, when next taken).
+    /// Something was dropped for want of room.
     overflowed: AtomicBool,
+    /// The overflow has been said (once per query).
+    told: AtomicBool,
 }
 
 impl Inbox {
@@ -117,7 +123,20 @@ impl Inbox {
             bound,
             bytes: AtomicUsize::new(0),
             overflowed: AtomicBool::new(false),
+            told: AtomicBool::new(false),
         }
+    }
+
+    /// A new query starts: nothing it sent is counted yet.
+    fn start_query(&self) {
+        self.bytes.store(0, Ordering::Release);
+        self.overflowed.store(false, Ordering::Release);
+        self.told.store(false, Ordering::Release);
+    }
+
+    /// True once per overflow: the overflow is to be said now.
+    fn tell_overflow(&self) -> bool {
+        self.overflowed.load(Ordering::Acquire) && !self.told.swap(true, Ordering::AcqRel)
     }
 
     /// Whether `bytes` more fit; if they do, they are counted in.
@@ -177,8 +196,6 @@ pub struct SpecSession {
     inbox: Arc<Inbox>,
     /// The witness's reports' own count ([`WITNESSED_AT_MOST`]).
     witness_inbox: Arc<Inbox>,
-    /// Whether the overflow has been said.
-    told_overflow: bool,
     notices: mpsc::UnboundedReceiver<String>,
     /// The writes racelab's witness trigger reported ([`super::witness`]): never printed.
     witnessed: mpsc::UnboundedReceiver<String>,
@@ -251,7 +268,6 @@ impl SpecSession {
             pid,
             inbox,
             witness_inbox,
-            told_overflow: false,
             notices,
             witnessed,
             notifications,
@@ -276,6 +292,7 @@ impl SpecSession {
         let client = self.client.clone();
         let sql = sql.to_owned();
         let keep = self.keep;
+        self.inbox.start_query();
         tokio::spawn(async move {
             let _ = reply.send(run(&client, &sql, keep).await);
         });
@@ -293,6 +310,7 @@ impl SpecSession {
         let client = self.client.clone();
         let (sql, then) = (sql.to_owned(), then.to_owned());
         let keep = self.keep;
+        self.inbox.start_query();
         tokio::spawn(async move {
             // Each request is queued on the connection when its stream is made, in this order.
             let first = client.simple_query_raw(&sql).await;
@@ -312,6 +330,7 @@ impl SpecSession {
 
     /// Runs `sql` and waits for its answer.
     pub async fn exec(&self, sql: &str) -> Answer {
+        self.inbox.start_query();
         run(&self.client, sql, self.keep).await
     }
 
@@ -322,11 +341,11 @@ impl SpecSession {
     }
 
     /// The notices received since last asked, each as the tester prints it (after the session's
-    /// name). Once the inbox has overflowed, racelab's line saying so follows them, once.
+    /// name). Once the query has sent more than [`INBOX_AT_MOST`], racelab's line saying so
+    /// follows them, once.
     pub fn take_notices(&mut self) -> Vec<String> {
-        let mut notices = take(&mut self.notices, &self.inbox);
-        if !self.told_overflow && self.inbox.overflowed.load(Ordering::Acquire) {
-            self.told_overflow = true;
+        let mut notices = take(&mut self.notices);
+        if self.inbox.tell_overflow() {
             notices.push(format!(
                 "racelab: more than {} MB of notices and notifications arrived before they could be \
                  printed; the rest were dropped and the query sending them cancelled\n",
@@ -338,7 +357,9 @@ impl SpecSession {
 
     /// The witness trigger's reports received since last asked (JSON objects, one per row).
     pub fn take_witnessed(&mut self) -> Vec<String> {
-        take(&mut self.witnessed, &self.witness_inbox)
+        let taken = take(&mut self.witnessed);
+        self.witness_inbox.release(taken.iter().map(Held::held).sum());
+        taken
     }
 
     /// Whether witness reports were dropped for want of room since last asked: what the
@@ -349,15 +370,13 @@ impl SpecSession {
 
     /// The notifications received since last asked.
     pub fn take_notifications(&mut self) -> Vec<Notification> {
-        take(&mut self.notifications, &self.inbox)
+        take(&mut self.notifications)
     }
 }
 
-/// Everything `from` holds, released from the inbox's count.
-fn take<T: Held>(from: &mut mpsc::UnboundedReceiver<T>, inbox: &Inbox) -> Vec<T> {
-    let taken: Vec<T> = std::iter::from_fn(|| from.try_recv().ok()).collect();
-    inbox.release(taken.iter().map(Held::held).sum());
-    taken
+/// Everything `from` holds.
+fn take<T>(from: &mut mpsc::UnboundedReceiver<T>) -> Vec<T> {
+    std::iter::from_fn(|| from.try_recv().ok()).collect()
 }
 
 /// The bytes `rows` rows print as, at `widths` (the tester pads every value, NULL included, to
@@ -469,16 +488,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_inbox_holds_at_most_its_bound_and_frees_what_is_taken() {
+    fn a_query_sends_at_most_the_bound_taken_or_not_and_the_next_starts_anew() {
         let inbox = Inbox::new(INBOX_AT_MOST);
         let (to, mut from) = mpsc::unbounded_channel::<String>();
         assert!(!deliver(&inbox, &to, "x".repeat(INBOX_AT_MOST - 1)));
-        assert!(deliver(&inbox, &to, "yy".to_owned()), "the second does not fit: cancel");
+        assert_eq!(take(&mut from).len(), 1);
+        assert!(!inbox.tell_overflow(), "nothing dropped yet");
+        assert!(deliver(&inbox, &to, "yy".to_owned()), "taken, still counted: cancel");
         assert!(!deliver(&inbox, &to, "yy".to_owned()), "cancelled once, not again");
-        assert_eq!(take(&mut from, &inbox).len(), 1);
-        assert_eq!(inbox.bytes.load(Ordering::Acquire), 0, "what was taken is free again");
+        assert!(take(&mut from).is_empty());
+        assert!(inbox.tell_overflow(), "said once");
+        assert!(!inbox.tell_overflow(), "and not again");
+        inbox.start_query();
         assert!(!deliver(&inbox, &to, "yy".to_owned()));
-        assert_eq!(take(&mut from, &inbox), ["yy"]);
+        assert_eq!(take(&mut from), ["yy"]);
+        inbox.start_query();
+        assert!(!deliver(&inbox, &to, "x".repeat(INBOX_AT_MOST)), "at most, not fewer");
+        assert!(deliver(&inbox, &to, "z".to_owned()), "a second flood is cancelled too");
+    }
+
+    #[test]
+    fn the_witness_frees_what_is_taken() {
+        let inbox = Inbox::new(8);
+        let (to, mut from) = mpsc::unbounded_channel::<String>();
+        assert!(!deliver(&inbox, &to, "x".repeat(8)));
+        inbox.release(take(&mut from).iter().map(Held::held).sum());
+        assert!(!deliver(&inbox, &to, "x".repeat(8)), "what was taken is free again");
     }
 
     #[test]
