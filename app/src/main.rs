@@ -14,8 +14,14 @@
 compile_error!("the `embed` and `player` features build two different apps: choose one");
 
 mod api;
+#[cfg(not(feature = "embed"))]
+mod arrows;
 mod components;
+mod morph;
 mod pages;
+#[cfg(not(feature = "embed"))]
+#[cfg_attr(not(feature = "player"), allow(dead_code))]
+mod player;
 mod route;
 
 use leptos::prelude::*;
@@ -27,8 +33,15 @@ use route::Route;
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
+#[cfg(not(feature = "player"))]
 fn main() {
     leptos::mount::mount_to_body(App);
+}
+
+/// The player draws its one page with no framework ([`player`]).
+#[cfg(feature = "player")]
+fn main() {
+    player::start();
 }
 
 /// A recording played in its frame (`/embed/recording?src=…`): the player app's one page, and
@@ -41,22 +54,6 @@ fn recording_page(src: String, live: Option<String>, options: route::EmbedOption
             predict=options.opening.predict step=options.opening.step />
     }
     .into_any()
-}
-
-/// The player bundle's app: a recording, and nothing else. Every other page is left out, and with
-/// them (the linker keeps only what a page reaches) the websocket, the live run and the rooms.
-#[cfg(feature = "player")]
-#[component]
-fn App() -> impl IntoView {
-    let page = match Route::current() {
-        Route::EmbedRecording { src, live, options } => recording_page(src, live, options),
-        _ => view! { <pages::not_found::NotFound path=api::location().0 /> }.into_any(),
-    };
-    view! {
-        <div class="racelab rl-embed">
-            <main class="rl-main">{page}</main>
-        </div>
-    }
 }
 
 #[cfg(not(feature = "player"))]

@@ -559,13 +559,27 @@ async fn measure_run_latency_and_embed_first_paint() {
 /// tests drive, so a change that makes the embed heavier fails here, with the sizes.
 #[test]
 fn the_embed_app_fits_its_150_kb_budget() {
+    within_the_embed_budget("embed-app");
+}
+
+/// The player (dist/player-app/: `/embed/recording`, `racelab export --player`, the one-file
+/// page) goes into the same iframes and blog posts as an embed, within the same budget.
+#[test]
+fn the_player_app_fits_the_embeds_150_kb_budget() {
+    within_the_embed_budget("player-app");
+}
+
+/// The wasm and JS `dist/<app>/index.html` loads, gzip as the server sends them, at most the
+/// embed's 150,000 bytes.
+fn within_the_embed_budget(app: &str) {
     const BUDGET: u64 = 150_000;
-    let embed_app = harness::dist().join("embed-app");
-    let index = std::fs::read_to_string(embed_app.join("index.html"))
-        .expect("dist/embed-app/index.html: `trunk build --release` builds the embed app too");
+    let dir = harness::dist().join(app);
+    let index = std::fs::read_to_string(dir.join("index.html"))
+        .unwrap_or_else(|e| panic!("dist/{app}/index.html: `trunk build --release` builds it too: {e}"));
+    let prefix = format!("/{app}/");
     let mut loaded: Vec<&str> = index
         .split(['"', '\'', '(', ')', ' '])
-        .filter_map(|word| word.strip_prefix("/embed-app/"))
+        .filter_map(|word| word.strip_prefix(prefix.as_str()))
         .filter(|file| file.ends_with(".js") || file.ends_with(".wasm"))
         .collect();
     loaded.sort_unstable();
@@ -574,7 +588,7 @@ fn the_embed_app_fits_its_150_kb_budget() {
     let sizes: Vec<(String, u64)> = loaded
         .iter()
         .map(|file| {
-            let gzip = embed_app.join(format!("{file}.gz"));
+            let gzip = dir.join(format!("{file}.gz"));
             let size = std::fs::metadata(&gzip)
                 .unwrap_or_else(|e| panic!("{}: {e}", gzip.display()))
                 .len();
@@ -582,10 +596,10 @@ fn the_embed_app_fits_its_150_kb_budget() {
         })
         .collect();
     let total: u64 = sizes.iter().map(|(_, size)| size).sum();
-    println!("the embed app, gzip: {sizes:?}, {total} bytes in all (budget {BUDGET})");
+    println!("the {app}, gzip: {sizes:?}, {total} bytes in all (budget {BUDGET})");
     assert!(
         total <= BUDGET,
-        "the embed app is {total} bytes gzip, over its {BUDGET}: {sizes:?}"
+        "the {app} is {total} bytes gzip, over its {BUDGET}: {sizes:?}"
     );
 }
 

@@ -956,6 +956,83 @@ async fn a_recording_in_step_mode_starts_before_its_first_event_and_steps_to_its
     let _ = std::fs::remove_dir_all(&site);
 }
 
+/// The player patches its page as the reader travels, rather than drawing it afresh: a line the
+/// reader opened, the transcript they unfolded and the button they pressed stay as they were,
+/// and the proof's arrows are drawn on the detailed lanes between the steps played by then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_reader_opened_stays_open_and_focused_as_they_travel() {
+    let host = static_host(vec![("ws.racelab.json", fixture())]).await;
+    run("recording_kept", async |b: &Browser| {
+        b.set_viewport(680, 900).await;
+        b.goto(&format!("/embed/recording?src={host}/ws.racelab.json&mode=step"))
+            .await;
+        b.wait_for(".rl-scrub-forward").await;
+        b.click(".rl-scrub-forward").await;
+        b.wait_for("details.rl-line summary").await;
+        b.click("details.rl-line summary").await;
+        b.click(".rl-transcript summary").await;
+        let opened = "return [...document.querySelectorAll('details.rl-line')].map(d => d.open);";
+        assert_eq!(b.js(opened, vec![]).await, serde_json::json!([true]));
+        let mut lines = 1;
+        while b.attr(".rl-scrub-forward", "disabled").await.is_none() {
+            b.click(".rl-scrub-forward").await;
+            let now = b.js(opened, vec![]).await;
+            let now = now.as_array().cloned().unwrap_or_default();
+            assert!(now.len() >= lines, "a press never takes a line away: {now:?}");
+            assert_eq!(
+                now.first(),
+                Some(&serde_json::json!(true)),
+                "the line opened stays open"
+            );
+            assert!(
+                now.iter().skip(1).all(|open| open == &serde_json::json!(false)),
+                "and only it: {now:?}"
+            );
+            lines = now.len();
+            assert_eq!(
+                b.count(".rl-transcript[open]").await,
+                1,
+                "the transcript stays unfolded"
+            );
+            let focused = b.js("return document.activeElement.className;", vec![]).await;
+            if b.attr(".rl-scrub-forward", "disabled").await.is_none() {
+                assert_eq!(
+                    focused,
+                    serde_json::json!("rl-scrub-forward"),
+                    "the focus stays where it was"
+                );
+            }
+        }
+        assert!(lines >= 8, "every statement's line: {lines}");
+
+        // Detailed: the proof's arrows between the cards of the steps the cycle joins, none
+        // before those steps have played.
+        b.goto(&format!("/embed/recording?src={host}/ws.racelab.json&view=detailed"))
+            .await;
+        b.wait_for(".rl-proof-arrows .rl-proof-edge").await;
+        let cycle = ".rl-timeline-wrap .rl-proof-arrows .rl-proof-edge[data-dep=\"rw\"][data-cycle=\"true\"]";
+        assert_eq!(b.count(cycle).await, 2, "alice's and bob's rw edges");
+        let inside = b
+            .js(
+                "const wrap = document.querySelector('.rl-timeline-wrap').getBoundingClientRect(); \
+                 return [...document.querySelectorAll('.rl-timeline-wrap .rl-proof-edge line')].every(l => { \
+                 const r = l.getBoundingClientRect(); \
+                 return r.left >= wrap.left - 1 && r.right <= wrap.right + 1 && r.top >= wrap.top - 1 \
+                 && r.bottom <= wrap.bottom + 1; });",
+                vec![],
+            )
+            .await;
+        assert_eq!(inside, serde_json::json!(true), "every arrow on the lanes");
+        b.screenshot("arrows-680").await;
+        b.js("document.querySelector('.rl-scrub').focus(); return true;", vec![])
+            .await;
+        b.press('\u{e011}').await;
+        assert_eq!(moment(b).await, 0, "Home: the start");
+        assert_eq!(b.count(".rl-proof-arrows").await, 0, "no step played, no arrow");
+    })
+    .await;
+}
+
 /// The moment the scrubber shows: how many events have happened.
 async fn moment(b: &Browser) -> usize {
     b.attr(".rl-scrub-moment", "data-at")

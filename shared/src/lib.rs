@@ -62,6 +62,7 @@ pub mod spec;
 pub mod stepping;
 pub mod time_axis;
 pub mod timeline;
+pub mod timeline_html;
 pub mod value;
 pub mod verdict;
 pub mod versions;

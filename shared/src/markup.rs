@@ -23,7 +23,8 @@ pub fn escape(text: &str) -> String {
 /// HTML written as text, every text and attribute value escaped on the way in: for what the app
 /// draws once and never changes (a finished run's ledger), where Leptos's view code for the same
 /// elements would cost the bundles several times the bytes (docs/embedding.md, "The player
-/// bundle"). Tags and attribute names are the caller's constants, never data.
+/// bundle"). Tags and attribute names are the caller's constants, never data. The text is parsed
+/// as HTML, not built node by node: a block (`<pre>`, `<div>`) inside a `<p>` closes it there.
 #[derive(Debug, Default)]
 pub struct Html(String);
 
@@ -62,6 +63,13 @@ impl Html {
     /// `<tag …>text</tag>`.
     pub fn element(&mut self, tag: &str, attributes: &[(&str, Option<&str>)], text: &str) -> &mut Self {
         self.open(tag, attributes).text(text).close(tag)
+    }
+
+    /// Markup another writer made, as it is: only what this crate's writers return (every
+    /// text in it escaped by them), never data.
+    pub fn raw(&mut self, markup: &str) -> &mut Self {
+        self.0.push_str(markup);
+        self
     }
 
     /// The markup written.

@@ -33,6 +33,46 @@ fn stops(events: &[Event]) -> impl Fn(usize) -> bool {
     move |n| n == 0 || n == events.len() || (events.get(n).is_some_and(is_step) && first < Some(n))
 }
 
+/// The moment after `n` of the run's `events`, in words (the scrubber's caption): event n is
+/// the n-th, 1-based, so at 0 none has happened yet.
+pub fn moment(events: &[Event], n: usize) -> String {
+    n.checked_sub(1).and_then(|i| events.get(i)).map_or_else(
+        || "before the first event".to_owned(),
+        |e| format!("event {n} of {}, at {} ms: {}", events.len(), e.at_ms, said(&e.kind)),
+    )
+}
+
+/// One event in a few words.
+fn said(kind: &EventKind) -> String {
+    match kind {
+        EventKind::Step { actor, text, .. } => format!("{actor}: {}", first_line(text)),
+        EventKind::Result { actor, summary, .. } => format!("{actor}: {summary}"),
+        EventKind::Blocked { actor, by, .. } => format!("{actor} waits for {}", by.join(", ")),
+        EventKind::Unblocked { actor, .. } => format!("{actor} stops waiting"),
+        EventKind::Error { actor, code, .. } => {
+            format!("{actor}: error {}", code.as_deref().unwrap_or("(no code)"))
+        }
+        EventKind::Commit { actor } => format!("{actor} commits"),
+        EventKind::Rollback { actor } => format!("{actor} rolls back"),
+        EventKind::Verdict { .. } => "the verdict".to_owned(),
+        EventKind::Proof { .. } => "why it happened".to_owned(),
+        EventKind::Ledger { .. } => "the ledger".to_owned(),
+        EventKind::Say { line, .. } => first_line(line),
+        EventKind::Done { .. } => "the end".to_owned(),
+        other => other.actor().map_or_else(|| "racelab".to_owned(), str::to_owned),
+    }
+}
+
+/// A statement's first line, cut at 60 characters.
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    if line.chars().count() > 60 {
+        format!("{}…", line.chars().take(59).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +195,23 @@ mod tests {
         let events = race();
         assert_eq!(next_statement(&events, 50), 8);
         assert_eq!(previous_statement(&events, 50), 5);
+    }
+
+    #[test]
+    fn a_moment_is_said_after_the_event_it_follows() {
+        let commit = |seq: u64, actor: &str| Event {
+            seq,
+            at_ms: seq,
+            kind: EventKind::Commit {
+                actor: actor.to_owned(),
+            },
+        };
+        let events = [commit(3, "alice"), commit(9, "bob")];
+        assert_eq!(moment(&events, 0), "before the first event");
+        assert_eq!(moment(&events, 2), "event 2 of 2, at 9 ms: bob commits");
+        assert_eq!(
+            first_line(&format!("{}\nsecond", "x".repeat(70))),
+            format!("{}…", "x".repeat(59))
+        );
     }
 }

@@ -19,15 +19,14 @@ pub fn LedgerDiff(
     fold_unchanged: bool,
 ) -> impl IntoView {
     let markup = ledger(&before, &after, expected.as_ref(), fold_unchanged);
-    view! { <section class="rl-ledger" aria-label="Ledger" inner_html=markup on:click=show_all></section> }
+    view! { <section class="rl-ledger" aria-label="Ledger" inner_html=markup on:click=|e| show_all(e.target())></section> }
 }
 
 /// A click on a folded table's "Show all": its other rows shown (the `tbody` loses `rl-folded`)
 /// and the button says "Show fewer", or back. Caught once, on the ledger, since its markup is
-/// text with no handlers of its own.
-fn show_all(event: leptos::ev::MouseEvent) {
-    let Some(button) = event
-        .target()
+/// text with no handlers of its own (the player catches it on its page, and asks here too).
+pub fn show_all(target: Option<web_sys::EventTarget>) {
+    let Some(button) = target
         .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
         .filter(|element| element.class_name() == "rl-show-all")
     else {

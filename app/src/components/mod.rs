@@ -1,7 +1,6 @@
 //! The pieces every page is built from, one per file.
 
 pub mod chart;
-pub mod compact_timeline;
 #[cfg(not(feature = "embed"))]
 pub mod download;
 pub mod drain;
@@ -29,8 +28,6 @@ pub mod scrubber;
 #[cfg(not(feature = "embed"))]
 pub mod spec_editor;
 pub mod status;
-pub mod step_card;
-pub mod swimlane;
 #[cfg(not(feature = "embed"))]
 pub mod teach;
 pub mod timeline;

@@ -5,12 +5,11 @@
 //! of a stored run show a run the same way.
 
 use super::chart::{Progress, StrategyChart};
-use super::compact_timeline::CompactTimeline;
 use super::drain::{DrainChart, ProgressBars};
 use super::ledger_diff::LedgerDiff;
 use super::reference::ReferenceFigures;
 use super::status::Status;
-use super::timeline::TimelineView;
+use super::timeline::{CompactTimeline, TimelineView};
 use super::transcript::Transcript;
 use super::verdict::VerdictBanner;
 use crate::api::RunSocket;
@@ -201,36 +200,13 @@ fn moment(state: RwSignal<RunState>) -> (Shown, ()) {
 /// cards of the steps they join.
 #[cfg(not(feature = "embed"))]
 fn detailed(timeline: Signal<shared::timeline::Timeline>, state: RwSignal<RunState>, shown: Shown) -> AnyView {
-    use super::proof_arrows::{ProofArrows, SeqEdge};
+    use super::proof_arrows::ProofArrows;
     let wrap = NodeRef::<leptos::html::Div>::new();
     let edges = Signal::derive(move || {
         let Some((proof, _, _)) = state.with(super::proof::of_run) else {
             return Vec::new();
         };
-        let seqs: Vec<u64> = shown.with(|s| {
-            s.events
-                .iter()
-                .filter(|e| matches!(e.kind, EventKind::Step { .. }))
-                .map(|e| e.seq)
-                .collect()
-        });
-        let seq_of = |step: Option<u64>| step.and_then(|s| seqs.get(usize::try_from(s).ok()?).copied());
-        let cycle = proof.drawn_cycle();
-        proof
-            .edges
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| {
-                Some(SeqEdge {
-                    from: seq_of(e.from_step)?,
-                    to: seq_of(e.to_step)?,
-                    dep: e.dep,
-                    predicate: e.predicate,
-                    in_cycle: cycle.contains(&i),
-                    would_have: i >= proof.would_have,
-                })
-            })
-            .collect()
+        shown.with(|s| crate::arrows::edges(&proof, &s.events))
     });
     view! {
         <div class="rl-timeline-wrap" node_ref=wrap>

@@ -8,43 +8,10 @@
 //! what happens.
 
 use leptos::prelude::*;
+use shared::EventKind;
 use shared::chapters::Pauses;
 use shared::run_state::RunState;
-use shared::stepping::{next_statement, previous_statement};
-use shared::{Event, EventKind};
-
-/// One event in a few words, for the moment's caption.
-fn said(kind: &EventKind) -> String {
-    match kind {
-        EventKind::Step { actor, text, .. } => format!("{actor}: {}", first_line(text)),
-        EventKind::Result { actor, summary, .. } => format!("{actor}: {summary}"),
-        EventKind::Blocked { actor, by, .. } => format!("{actor} waits for {}", by.join(", ")),
-        EventKind::Unblocked { actor, .. } => format!("{actor} stops waiting"),
-        EventKind::Error { actor, code, .. } => {
-            format!(
-                "{actor}: error {}",
-                code.clone().unwrap_or_else(|| "(no code)".to_owned())
-            )
-        }
-        EventKind::Commit { actor } => format!("{actor} commits"),
-        EventKind::Rollback { actor } => format!("{actor} rolls back"),
-        EventKind::Verdict { .. } => "the verdict".to_owned(),
-        EventKind::Proof { .. } => "why it happened".to_owned(),
-        EventKind::Ledger { .. } => "the ledger".to_owned(),
-        EventKind::Say { line, .. } => first_line(line),
-        EventKind::Done { .. } => "the end".to_owned(),
-        other => other.actor().map_or_else(|| "racelab".to_owned(), str::to_owned),
-    }
-}
-
-fn first_line(text: &str) -> String {
-    let line = text.lines().next().unwrap_or_default().trim();
-    if line.chars().count() > 60 {
-        format!("{}…", line.chars().take(59).collect::<String>())
-    } else {
-        line.to_owned()
-    }
-}
+use shared::stepping::{moment, next_statement, previous_statement};
 
 #[component]
 pub fn Scrubber(
@@ -123,15 +90,6 @@ pub fn Scrubber(
     }
 }
 
-/// The moment after `n` of the run's `events`, in words: event n is the n-th, 1-based, so at 0
-/// none has happened yet.
-fn moment(events: &[Event], n: usize) -> String {
-    n.checked_sub(1).and_then(|i| events.get(i)).map_or_else(
-        || "before the first event".to_owned(),
-        |e| format!("event {n} of {}, at {} ms: {}", events.len(), e.at_ms, said(&e.kind)),
-    )
-}
-
 /// A chapter the reader is stopped at: its caption, and the button that, once they have made
 /// their guess, counts the chapter `answered` and plays on (`forward`).
 fn chapter_question(
@@ -149,27 +107,5 @@ fn chapter_question(
                 forward();
             }>"I have my guess: show what happens"</button>
         </div>
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn event(at_ms: u64, actor: &str) -> Event {
-        Event {
-            seq: at_ms,
-            at_ms,
-            kind: EventKind::Commit {
-                actor: actor.to_owned(),
-            },
-        }
-    }
-
-    #[test]
-    fn a_moment_is_said_after_the_event_it_follows() {
-        let events = [event(3, "alice"), event(9, "bob")];
-        assert_eq!(moment(&events, 0), "before the first event");
-        assert_eq!(moment(&events, 2), "event 2 of 2, at 9 ms: bob commits");
     }
 }

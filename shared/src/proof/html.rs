@@ -97,8 +97,9 @@ fn graph(html: &mut Html, picture: &Picture, marker: &str) {
     html.close("figure");
 }
 
-/// The arrowhead every edge ends in, named `marker`.
-fn arrowhead(html: &mut Html, marker: &str) {
+/// The arrowhead every edge ends in, named `marker` (the proof's picture, and the arrows the
+/// app draws over the timeline).
+pub fn arrowhead(html: &mut Html, marker: &str) {
     html.open("defs", &[])
         .open(
             "marker",

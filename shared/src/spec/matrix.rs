@@ -101,6 +101,82 @@ pub fn group<'a>(outcomes: impl IntoIterator<Item = (usize, &'a str)>) -> Vec<(&
     groups
 }
 
+/// The matrix as HTML text (inside its `<section class="rl-matrix">`): the permutations with the
+/// same outcome grouped and counted, then one row per permutation, its steps in order with waits
+/// and failures marked, its outcome; with `open`, a button per row to play it (a page that has a
+/// server to play it on; `data-index` says which).
+pub fn html(events: &[Event], open: bool) -> String {
+    let rows = rows(events);
+    let mut html = crate::markup::Html::default();
+    html.open("ul", &[("class", Some("rl-matrix-groups"))]);
+    for (outcome, members) in group(rows.iter().map(|row| (row.index as usize, row.outcome))) {
+        let count = members.len().to_string();
+        html.open(
+            "li",
+            &[("class", Some("rl-matrix-group")), ("data-count", Some(&count))],
+        )
+        .element("strong", &[], &format!("{count} × "))
+        .element("span", &[("class", Some("rl-matrix-outcome"))], outcome)
+        .element(
+            "span",
+            &[("class", Some("rl-matrix-which"))],
+            &format!(" ({})", which(&members)),
+        )
+        .close("li");
+    }
+    html.close("ul")
+        .open("div", &[("class", Some("rl-matrix-scroll"))])
+        .open("table", &[])
+        .open("thead", &[])
+        .open("tr", &[])
+        .element("th", &[("scope", Some("col"))], "#")
+        .element(
+            "th",
+            &[("scope", Some("col"))],
+            "Steps, in order (waits and failures marked)",
+        )
+        .element("th", &[("scope", Some("col"))], "Outcome");
+    if open {
+        html.element("th", &[], "");
+    }
+    html.close("tr").close("thead").open("tbody", &[]);
+    for row in &rows {
+        let index = row.index.to_string();
+        html.open("tr", &[("class", Some("rl-matrix-row")), ("data-index", Some(&index))])
+            .element("th", &[("scope", Some("row"))], &(u64::from(row.index) + 1).to_string())
+            .open("td", &[])
+            .open("ol", &[("class", Some("rl-matrix-steps"))]);
+        for step in row.steps {
+            html.element(
+                "li",
+                &[
+                    ("class", Some("rl-matrix-step")),
+                    ("data-session", Some(&step.session)),
+                    ("data-waited", Some(&step.waited.to_string())),
+                    ("data-error", Some(step.error.as_deref().unwrap_or_default())),
+                    ("title", Some(&step.session)),
+                ],
+                &format!("{}{}", step.name, step.mark()),
+            );
+        }
+        html.close("ol")
+            .close("td")
+            .element("td", &[("class", Some("rl-matrix-outcome"))], row.outcome);
+        if open {
+            html.open("td", &[])
+                .element(
+                    "button",
+                    &[("class", Some("rl-matrix-open")), ("data-index", Some(&index))],
+                    "Open",
+                )
+                .close("td");
+        }
+        html.close("tr");
+    }
+    html.close("tbody").close("table").close("div");
+    html.into_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,5 +264,36 @@ mod tests {
     fn permutations_with_the_same_outcome_are_grouped_and_counted() {
         let groups = group([(0, "x"), (1, "y"), (2, "x"), (3, "x")]);
         assert_eq!(groups, vec![("x", vec![0, 2, 3]), ("y", vec![1])]);
+    }
+
+    #[test]
+    fn the_matrix_groups_then_lists_each_permutation_and_opens_one_only_where_asked() {
+        let played = |index, error: Option<&str>, outcome: &str| Event {
+            seq: u64::from(index),
+            at_ms: 0,
+            kind: EventKind::Permutation {
+                index,
+                steps: vec![step("<b>", error)],
+                outcome: outcome.into(),
+            },
+        };
+        let events = [played(0, None, "no errors"), played(1, Some("40001"), "<b> 40001")];
+        let html = html(&events, false);
+        assert!(html.starts_with(
+            "<ul class=\"rl-matrix-groups\"><li class=\"rl-matrix-group\" data-count=\"1\"><strong>1 × </strong>\
+             <span class=\"rl-matrix-outcome\">no errors</span><span class=\"rl-matrix-which\"> (permutation 1)</span></li>"
+        ), "{html}");
+        assert!(html.contains(
+            "<tr class=\"rl-matrix-row\" data-index=\"1\"><th scope=\"row\">2</th><td><ol class=\"rl-matrix-steps\">\
+             <li class=\"rl-matrix-step\" data-session=\"s\" data-waited=\"false\" data-error=\"40001\" title=\"s\">\
+             &lt;b&gt; ✗ 40001</li></ol></td><td class=\"rl-matrix-outcome\">&lt;b&gt; 40001</td></tr>"
+        ), "{html}");
+        assert!(!html.contains("rl-matrix-open"));
+        assert_eq!(
+            super::html(&events, true)
+                .matches("<button class=\"rl-matrix-open\" data-index=")
+                .count(),
+            2
+        );
     }
 }
