@@ -12,6 +12,7 @@
 //! opens that `player.html` beside itself instead of racelab's page.
 
 use base64::Engine as _;
+use shared::markup::escape;
 use std::path::{Path, PathBuf};
 
 /// The page the player is, in the exported folder.
@@ -225,7 +226,7 @@ pub fn site_index(entries: &[SiteEntry], atlas: bool, made: &str) -> String {
             if scenario.is_some() {
                 body.push_str("</ul></section>\n");
             }
-            body.push_str(&format!("<h2>{}</h2>\n", escape_html(&entry.lab)));
+            body.push_str(&format!("<h2>{}</h2>\n", escape(&entry.lab)));
             (lab, scenario) = (Some(entry.lab.as_str()), None);
         }
         if scenario != Some(&entry.scenario) {
@@ -234,9 +235,9 @@ pub fn site_index(entries: &[SiteEntry], atlas: bool, made: &str) -> String {
             }
             body.push_str(&format!(
                 "<section id=\"{}\"><h3>{}</h3><p>{}</p><ul>\n",
-                escape_html(&entry.scenario.replace('/', "-")),
-                escape_html(&entry.title),
-                escape_html(&entry.hook)
+                escape(&entry.scenario.replace('/', "-")),
+                escape(&entry.title),
+                escape(&entry.hook)
             ));
             scenario = Some(entry.scenario.as_str());
         }
@@ -245,15 +246,15 @@ pub fn site_index(entries: &[SiteEntry], atlas: bool, made: &str) -> String {
             Ok((file, stamp)) => format!(
                 "<li><a class=\"race\" href=\"{SITE_PLAYER}/{PLAYER_PAGE}?src=../{SITE_RUNS}/{file}&amp;view=detailed\">{}{on}</a> \
                  — {} <small>({}; <a href=\"{SITE_RUNS}/{file}\">the file</a>)</small></li>\n",
-                escape_html(&entry.variant),
-                escape_html(&entry.about),
-                escape_html(stamp),
-                file = escape_html(file)
+                escape(&entry.variant),
+                escape(&entry.about),
+                escape(stamp),
+                file = escape(file)
             ),
             Err(why) => format!(
                 "<li class=\"missing\">{}{on} — not recorded: {}</li>\n",
-                escape_html(&entry.variant),
-                escape_html(why)
+                escape(&entry.variant),
+                escape(why)
             ),
         };
         body.push_str(&line);
@@ -270,7 +271,7 @@ pub fn site_index(entries: &[SiteEntry], atlas: bool, made: &str) -> String {
          small{{color:#666}}</style></head>\n<body>\n<h1>racelab: races recorded on real databases</h1>\n\
          <p>Every race below happened on a real database; each plays here from its recording, with no \
          server behind this page. {}</p>\n{body}</body></html>\n",
-        escape_html(made)
+        escape(made)
     )
 }
 
@@ -321,7 +322,7 @@ pub fn atlas_page(cells: &[AtlasCell], made: &str) -> String {
     );
     for (level, postgres) in &columns {
         let on = postgres.map(|m| format!(" · {m}")).unwrap_or_default();
-        table.push_str(&format!("<th>{}{on}</th>", escape_html(level)));
+        table.push_str(&format!("<th>{}{on}</th>", escape(level)));
     }
     table.push_str("</tr>\n");
     let mut rows: Vec<&shared::atlas::Entry> = Vec::new();
@@ -333,8 +334,8 @@ pub fn atlas_page(cells: &[AtlasCell], made: &str) -> String {
     for entry in rows {
         table.push_str(&format!(
             "<tr><th>{} <small>{}</small></th>",
-            escape_html(entry.name),
-            escape_html(entry.class)
+            escape(entry.name),
+            escape(entry.class)
         ));
         for (level, postgres) in &columns {
             let cell = cells
@@ -344,11 +345,11 @@ pub fn atlas_page(cells: &[AtlasCell], made: &str) -> String {
                 Some(Ok((judged, file))) => format!(
                     "<td class=\"{}\"><a class=\"cell\" href=\"{SITE_PLAYER}/{PLAYER_PAGE}?src=../{SITE_RUNS}/{}&amp;view=detailed\" title=\"{}\">{}</a></td>",
                     if judged.allowed() { "allowed" } else { "prevented" },
-                    escape_html(file),
-                    escape_html(&judged.sentence()),
-                    escape_html(&judged.label())
+                    escape(file),
+                    escape(&judged.sentence()),
+                    escape(&judged.label())
                 ),
-                Some(Err(why)) => format!("<td class=\"missing\" title=\"{}\">not recorded</td>", escape_html(why)),
+                Some(Err(why)) => format!("<td class=\"missing\" title=\"{}\">not recorded</td>", escape(why)),
                 None => "<td></td>".to_owned(),
             };
             table.push_str(&td);
@@ -368,7 +369,7 @@ pub fn atlas_page(cells: &[AtlasCell], made: &str) -> String {
          <p>Each classic anomaly played at each isolation level on a real PostgreSQL; each cell is what \
          its run showed, judged from the dependency cycle its transactions closed (or did not), and \
          opens that run. {}</p>\n{table}</body></html>\n",
-        escape_html(made)
+        escape(made)
     )
 }
 
@@ -430,7 +431,7 @@ pub fn one_file(dist: &Path, recording: &str, title: &str) -> Result<String, Exp
     Ok(page
         .replacen(
             "<title>racelab</title>",
-            &format!("<title>{} · racelab</title>", escape_html(title)),
+            &format!("<title>{} · racelab</title>", escape(title)),
             1,
         )
         .replacen(
@@ -533,11 +534,6 @@ fn replace_module_script(page: &str, loader: &str) -> Option<String> {
 /// same.
 fn json_in_html(json: &str) -> String {
     json.replace('<', "\\u003c")
-}
-
-/// `text` safe between tags.
-fn escape_html(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -692,7 +688,7 @@ mod tests {
         assert!(!carried.contains('<'), "{carried}");
         let back: serde_json::Value = serde_json::from_str(&carried).expect("still JSON");
         assert_eq!(back["title"], "</script><script>alert(1)</script><!--");
-        assert_eq!(escape_html("<b>&</b>"), "&lt;b&gt;&amp;&lt;/b&gt;");
+        assert_eq!(escape("<b>&</b>"), "&lt;b&gt;&amp;&lt;/b&gt;");
     }
 
     fn entry(scenario: &str, variant: &str, made: Result<(String, String), String>) -> SiteEntry {
