@@ -6,7 +6,7 @@
 //! the stylesheets never touch a host page that embeds us. See `app/README.md` for the tree and
 //! the DOM contract the browser tests rely on.
 
-// The player bundle compiles every page and draws one: what the others alone use is dead there.
+// The player bundle compiles every page and mounts none (it draws with player/): they are dead there.
 #![cfg_attr(feature = "player", allow(dead_code, unused_imports, unused_variables))]
 
 // Each of these builds is one app with only its own pages: together they are none of them.
@@ -20,7 +20,6 @@ mod components;
 mod morph;
 mod pages;
 #[cfg(not(feature = "embed"))]
-#[cfg_attr(not(feature = "player"), allow(dead_code))]
 mod player;
 mod route;
 
@@ -35,6 +34,13 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 
 #[cfg(not(feature = "player"))]
 fn main() {
+    // A recording plays in the player, with no framework, in the full app too (a dev build has
+    // no player app: the server sends it this one); the embed app leaves the player out.
+    #[cfg(not(feature = "embed"))]
+    if matches!(Route::current(), Route::EmbedRecording { .. }) {
+        player::start();
+        return;
+    }
     leptos::mount::mount_to_body(App);
 }
 
@@ -42,18 +48,6 @@ fn main() {
 #[cfg(feature = "player")]
 fn main() {
     player::start();
-}
-
-/// A recording played in its frame (`/embed/recording?src=…`): the player app's one page, and
-/// the full app's too.
-#[cfg(not(feature = "embed"))]
-fn recording_page(src: String, live: Option<String>, options: route::EmbedOptions) -> AnyView {
-    let source = pages::replay::Source::Recording(src);
-    view! {
-        <pages::replay::ReplayPage source=source embed=true compact=options.opening.compact live=live
-            predict=options.opening.predict step=options.opening.step />
-    }
-    .into_any()
 }
 
 #[cfg(not(feature = "player"))]
@@ -68,13 +62,11 @@ fn App() -> impl IntoView {
     );
     let page = match route {
         Route::EmbedRun { id, options } => {
-            let source = pages::replay::Source::Stored(id);
-            view! { <pages::replay::ReplayPage source=source embed=true compact=options.opening.compact /> }.into_any()
+            view! { <pages::replay::ReplayPage id=id embed=true compact=options.opening.compact /> }.into_any()
         }
-        // The full app plays a recording too (a dev build has no player app: the server sends it
-        // this one); the embed app leaves the player out.
+        // Drawn by the player, never mounted here (`main`).
         #[cfg(not(feature = "embed"))]
-        Route::EmbedRecording { src, live, options } => recording_page(src, live, options),
+        Route::EmbedRecording { .. } => ().into_any(),
         Route::Embed { id, options } => view! { <pages::embed::EmbedPage id=id options=options /> }.into_any(),
         #[cfg(not(feature = "embed"))]
         Route::Catalog => view! { <pages::catalog::Catalog /> }.into_any(),
@@ -85,8 +77,7 @@ fn App() -> impl IntoView {
         #[cfg(not(feature = "embed"))]
         Route::Replay { id } => {
             let compact = api::compact_view();
-            let source = pages::replay::Source::Stored(id);
-            view! { <pages::replay::ReplayPage source=source compact=compact /> }.into_any()
+            view! { <pages::replay::ReplayPage id=id compact=compact /> }.into_any()
         }
         #[cfg(not(feature = "embed"))]
         Route::Room {

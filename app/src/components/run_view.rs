@@ -69,22 +69,8 @@ pub fn RunBody(
     is_load_test: Signal<bool>,
     /// The compact timeline instead of the detailed one.
     compact: RwSignal<bool>,
-    /// A finished run shown from its first event, to step through (a recording's `mode=step`),
-    /// rather than as it ended. Not in the embed app.
-    #[prop(default = false)]
-    #[cfg_attr(feature = "embed", allow(unused_variables))]
-    from_start: bool,
-    /// A recording's chapters: where the reader is stopped and asked, before each step plays.
-    /// A run with any is shown from its first event. Not in the embed app.
-    #[prop(default = Default::default())]
-    #[cfg_attr(feature = "embed", allow(unused_variables))]
-    pauses: shared::chapters::Pauses,
 ) -> impl IntoView {
-    let from_start = from_start || !pauses.is_empty();
     // What is drawn: the run as it is, or (full app) the moment the reader travelled back to.
-    #[cfg(not(feature = "embed"))]
-    let (shown, scrubber) = moment(state, from_start, pauses);
-    #[cfg(feature = "embed")]
     let (shown, scrubber) = moment(state);
     let timeline = Signal::derive(move || shown.with(|s| s.timeline()));
     let (drawn, transcript) = steps_drawn(state, Signal::derive(move || shown.with(|s| s.transcript())));
@@ -115,7 +101,7 @@ pub fn RunBody(
             detailed
         })}
         {move || shown.with(|s| s.verdict().cloned()).map(|v| view! { <VerdictBanner verdict=v /> })}
-        {proof(state, shown, from_start)}
+        {proof(state, shown)}
         {move || (!is_load_test.get()).then(|| shown.with(|s| {
             match (s.ledger(Moment::Before), s.ledger(Moment::After)) {
                 (Some(before), Some(after)) => Some(view! {
@@ -172,15 +158,13 @@ type Shown = RwSignal<RunState>;
 /// reader can drag it, or use the arrow keys, to any event, and every part of the body shows
 /// that moment. Full app only.
 #[cfg(not(feature = "embed"))]
-fn moment(state: RwSignal<RunState>, from_start: bool, pauses: shared::chapters::Pauses) -> (Shown, impl IntoView) {
+fn moment(state: RwSignal<RunState>) -> (Shown, impl IntoView) {
     use super::scrubber::Scrubber;
-    // From the start: never drawn as it ended first, then taken back.
-    let at: RwSignal<Option<usize>> = RwSignal::new(from_start.then_some(0));
-    // A new run (or a replay loaded) starts at its end; or, to be stepped through, before its
-    // first event.
+    let at: RwSignal<Option<usize>> = RwSignal::new(None);
+    // A new run (or a replay loaded) starts at its end.
     Effect::new(move |_| {
         state.with(|s| (s.run_id.clone(), s.is_active()));
-        at.set(from_start.then_some(0));
+        at.set(None);
     });
     let shown = Signal::derive(move || match at.get() {
         Some(n) if state.with(|s| !s.is_active() && n < s.events.len()) => {
@@ -188,7 +172,7 @@ fn moment(state: RwSignal<RunState>, from_start: bool, pauses: shared::chapters:
         }
         _ => state.get(),
     });
-    (shown, view! { <Scrubber state=state at=at pauses=pauses /> })
+    (shown, view! { <Scrubber state=state at=at /> })
 }
 
 #[cfg(feature = "embed")]
@@ -231,16 +215,12 @@ fn waits(shown: Shown) -> impl IntoView {
 fn waits(_shown: Shown) {}
 
 /// Why it happened, once the run's proof arrived (full app only: the embed shows none). At a
-/// moment travelled back to, only the edges between steps played by then are drawn; a run
-/// stepped through `from_start` keeps why for its end, as a live run would.
+/// moment travelled back to, only the edges between steps played by then are drawn.
 #[cfg(not(feature = "embed"))]
-fn proof(state: RwSignal<RunState>, shown: Shown, from_start: bool) -> impl IntoView {
+fn proof(state: RwSignal<RunState>, shown: Shown) -> impl IntoView {
     use super::proof::{ProofPanel, of_run};
     let asked = asked_why(state);
     move || {
-        if from_start && shown.with(|s| s.events.len()) < state.with(|s| s.events.len()) {
-            return None;
-        }
         let played = shown.with(|s| {
             s.events
                 .iter()
@@ -256,11 +236,11 @@ fn proof(state: RwSignal<RunState>, shown: Shown, from_start: bool) -> impl Into
 }
 
 #[cfg(feature = "embed")]
-fn proof(_state: RwSignal<RunState>, _shown: Shown, _from_start: bool) {}
+fn proof(_state: RwSignal<RunState>, _shown: Shown) {}
 
 /// Why, once the reader asked: kept by the run's body, not by the button that asked, which is
 /// drawn afresh at each moment the reader travels to; forgotten when another run starts.
-#[cfg(not(any(feature = "embed", feature = "player")))]
+#[cfg(not(feature = "embed"))]
 fn asked_why(state: RwSignal<RunState>) -> super::proof::Asked {
     let asked = RwSignal::new(None);
     let run_id = Memo::new(move |_| state.with(|s| s.run_id.clone()));
@@ -271,26 +251,13 @@ fn asked_why(state: RwSignal<RunState>) -> super::proof::Asked {
     asked
 }
 
-/// The player asks nothing (see its [`ask_why`]).
-#[cfg(feature = "player")]
-fn asked_why(_state: RwSignal<RunState>) -> super::proof::Asked {
-    RwSignal::new(None)
-}
-
 /// "Why did it happen?", for a run whose proof racelab can work out when asked.
-#[cfg(not(any(feature = "embed", feature = "player")))]
+#[cfg(not(feature = "embed"))]
 fn ask_why(state: RwSignal<RunState>, asked: super::proof::Asked) -> Option<AnyView> {
     use super::proof::{AskWhy, askable};
     state.with(askable).map(|(run_id, lanes, steps)| {
         view! { <AskWhy run_id=run_id lanes=lanes steps=steps answer=asked /> }.into_any()
     })
-}
-
-/// The player asks nothing: a recording carries its proof, or has none, and no racelab is
-/// behind it to work one out.
-#[cfg(feature = "player")]
-fn ask_why(_state: RwSignal<RunState>, _asked: super::proof::Asked) -> Option<AnyView> {
-    None
 }
 
 /// In a stepped run, brings the newest card into view after each step the reader asks for, and

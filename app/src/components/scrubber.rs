@@ -1,36 +1,19 @@
 //! Time travel through a finished run: a slider over its events (drag it, or focus it and use
 //! the arrow keys), and a statement back and forward (as a live run is stepped: each press
 //! plays one statement with what it led to, [`shared::stepping`]). The moment chosen is what
-//! every part of the run's body draws; at the last event, the run as it ended.
-//!
-//! A recording's chapters stop the reader before their steps: neither the slider nor a step
-//! goes past one until the reader, having read its caption and made their guess, asks to see
-//! what happens.
+//! every part of the run's body draws; at the last event, the run as it ended. (A recording's
+//! scrubber, with its chapters, is the player's: `crate::player::page`.)
 
 use leptos::prelude::*;
 use shared::EventKind;
-use shared::chapters::Pauses;
 use shared::run_state::RunState;
 use shared::stepping::{moment, next_statement, previous_statement};
 
 #[component]
-pub fn Scrubber(
-    state: RwSignal<RunState>,
-    at: RwSignal<Option<usize>>,
-    /// Where the reader is stopped and asked (none: nowhere).
-    #[prop(default = Default::default())]
-    pauses: Pauses,
-) -> impl IntoView {
-    let pauses = StoredValue::new(pauses);
-    // How many chapters the reader has seen past.
-    let answered = RwSignal::new(0_usize);
+pub fn Scrubber(state: RwSignal<RunState>, at: RwSignal<Option<usize>>) -> impl IntoView {
     let total = move || state.with(|s| s.events.len());
-    let furthest = move || pauses.with_value(|p| p.furthest(answered.get(), total()));
     let position = move || at.get().unwrap_or_else(total).min(total());
-    let go = move |n: usize| {
-        let n = n.min(furthest());
-        at.set(if n >= total() { None } else { Some(n) })
-    };
+    let go = move |n: usize| at.set(if n >= total() { None } else { Some(n) });
     let caption = move || {
         let n = position();
         state.with(|s| moment(&s.events, n))
@@ -44,18 +27,7 @@ pub fn Scrubber(
         })
     };
     let at_start = move || position() == 0;
-    let at_end = move || position() >= furthest();
-    let chapter = move || {
-        let waiting = pauses.with_value(|p| {
-            p.waiting_at(position(), answered.get()).map(|(n, caption)| {
-                (
-                    format!("Chapter {n} of {}: what happens next?", p.len()),
-                    caption.to_owned(),
-                )
-            })
-        });
-        waiting.map(|(count, caption)| chapter_question(count, caption, answered, forward))
-    };
+    let at_end = move || position() >= total();
     view! {
         <Show when=visible>
             <div class="rl-scrubber" role="group" aria-label="Travel through the run">
@@ -84,28 +56,7 @@ pub fn Scrubber(
                 <span class="rl-scrub-moment" data-at=move || position().to_string() aria-live="polite">
                     {move || if at.get().is_none() { format!("the end ({})", caption()) } else { caption() }}
                 </span>
-                {chapter}
             </div>
         </Show>
-    }
-}
-
-/// A chapter the reader is stopped at: its caption, and the button that, once they have made
-/// their guess, counts the chapter `answered` and plays on (`forward`).
-fn chapter_question(
-    count: String,
-    caption: String,
-    answered: RwSignal<usize>,
-    forward: impl Fn() + 'static,
-) -> impl IntoView {
-    view! {
-        <div class="rl-chapter" role="group" aria-label="A chapter">
-            <p class="rl-chapter-count">{count}</p>
-            <p class="rl-chapter-text">{caption}</p>
-            <button class="rl-chapter-go" on:click=move |_| {
-                answered.update(|a| *a += 1);
-                forward();
-            }>"I have my guess: show what happens"</button>
-        </div>
     }
 }

@@ -3,8 +3,8 @@
 //! asked of a server, so the page is a function of the recording and of where the reader is in
 //! it ([`page`]), patched in place after each thing the reader does ([`crate::morph`]): a moment
 //! travelled to, a chapter seen past, a pick. Leptos's reactive graph and view code cost the
-//! player bundle more than everything it draws (docs/embedding.md, "The player bundle"); the
-//! full app still plays recordings with its own components, the same DOM.
+//! player bundle more than everything it draws (docs/embedding.md, "The player bundle"). The full
+//! app starts it too for `/embed/recording` (a dev build has no player app): one player.
 
 pub mod page;
 
