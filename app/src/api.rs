@@ -547,6 +547,14 @@ pub fn scroll_to_newest(deck: &web_sys::Element) {
     }
 }
 
+/// The element an event happened on, if it is of class `class` (and of that class only): what a
+/// handler caught once, on a section whose markup is text with no handlers of its own, was for.
+pub fn target_of_class(target: Option<web_sys::EventTarget>, class: &str) -> Option<web_sys::Element> {
+    target
+        .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
+        .filter(|element| element.class_name() == class)
+}
+
 /// Tells the embedding page how tall we are, whenever our root changes size.
 pub fn report_height_to_parent() {
     let Some(window) = web_sys::window() else { return };

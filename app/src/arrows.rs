@@ -9,6 +9,7 @@ use shared::event::Event;
 use shared::float::one_decimal;
 use shared::markup::Html;
 use shared::proof::{Dep, Proof};
+use wasm_bindgen::JsCast;
 
 /// One edge, by the sequence numbers of its steps' events (their timeline rows).
 #[derive(Clone, Debug, PartialEq)]
@@ -49,12 +50,12 @@ pub fn edges(proof: &Proof, shown: &[Event]) -> Vec<SeqEdge> {
 
 /// An arrow measured on the page.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Drawn {
-    pub edge: SeqEdge,
-    pub x1: f64,
-    pub y1: f64,
-    pub x2: f64,
-    pub y2: f64,
+struct Drawn {
+    edge: SeqEdge,
+    x1: f64,
+    y1: f64,
+    x2: f64,
+    y2: f64,
 }
 
 /// Where the card of the row with `seq` is, relative to `wrap`'s top left.
@@ -68,8 +69,18 @@ fn card_box(wrap: &web_sys::Element, seq: u64) -> Option<(f64, f64, f64, f64)> {
     Some((r.left() - origin.left(), r.top() - origin.top(), r.width(), r.height()))
 }
 
+/// The arrows of `edges` over the timeline in `wrap`, measured now and written as SVG (as big
+/// as the wrap): nothing when none of their cards are on the page.
+pub fn over(wrap: &web_sys::Element, edges: &[SeqEdge]) -> String {
+    let drawn = measure(wrap, edges);
+    let (width, height) = wrap.dyn_ref::<web_sys::HtmlElement>().map_or((0.0, 0.0), |w| {
+        (f64::from(w.offset_width()), f64::from(w.offset_height()))
+    });
+    svg(&drawn, width, height)
+}
+
 /// Each edge whose two cards are on the page, as an arrow between them.
-pub fn measure(wrap: &web_sys::Element, edges: &[SeqEdge]) -> Vec<Drawn> {
+fn measure(wrap: &web_sys::Element, edges: &[SeqEdge]) -> Vec<Drawn> {
     edges
         .iter()
         .filter_map(|edge| {
@@ -101,7 +112,7 @@ fn dash(dep: Dep) -> &'static str {
 }
 
 /// The arrows over a timeline `width` × `height`: nothing when there are none.
-pub fn svg(drawn: &[Drawn], width: f64, height: f64) -> String {
+fn svg(drawn: &[Drawn], width: f64, height: f64) -> String {
     if drawn.is_empty() {
         return String::new();
     }

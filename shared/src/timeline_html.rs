@@ -113,6 +113,11 @@ fn open_row(html: &mut Html, class: &str, row: &Row, gap: Option<Gap>) {
     }
 }
 
+/// The gap drawn above `row` for the time since the row `before` it (`shared::time_axis`).
+fn gap_before(before: Option<&Row>, row: &Row) -> Option<Gap> {
+    time_axis::gap(before?.at_ms, row.at_ms, row.after_pause)
+}
+
 /// A lane's part of a gap: empty, or a wait bar when the lane was waiting all along.
 fn gap_fill(html: &mut Html, before: Option<&Row>, lane: usize) {
     let waiting = before.is_some_and(|b| b.waiting.contains(&lane));
@@ -124,7 +129,7 @@ fn gap_fill(html: &mut Html, before: Option<&Row>, lane: usize) {
 }
 
 fn detailed_row(html: &mut Html, row: &Row, before: Option<&Row>, names: &[&str]) {
-    let gap = before.and_then(|b| time_axis::gap(b.at_ms, row.at_ms, row.after_pause));
+    let gap = gap_before(before, row);
     open_row(html, "rl-row", row, gap);
     for (lane, name) in names.iter().enumerate() {
         let holds = row.leases.iter().any(|l| l.lane == lane);
@@ -186,14 +191,14 @@ fn lease_marks(html: &mut Html, row: &Row, lane: usize) {
 }
 
 /// A lease's label: its key, the time left on it, and its fencing token if it has one.
-pub fn lease_label(lease: &LeaseMark) -> String {
+fn lease_label(lease: &LeaseMark) -> String {
     let fence = lease.fence.map(|f| format!(", fence {f}")).unwrap_or_default();
     format!("holds {} · {} ms left{fence}", lease.key, lease.left_ms)
 }
 
 /// What a holder did to its lease, as its `data-change` and in words: a refresh, or a release or
 /// refresh that found the lease no longer its own.
-pub fn lease_change(change: LeaseChange, key: &str) -> (&'static str, String) {
+fn lease_change(change: LeaseChange, key: &str) -> (&'static str, String) {
     match change {
         LeaseChange::Refreshed => ("refreshed", format!("refreshed {key}")),
         _ => ("lost", format!("{key} was no longer its own: refused")),
@@ -201,7 +206,7 @@ pub fn lease_change(change: LeaseChange, key: &str) -> (&'static str, String) {
 }
 
 fn compact_row(html: &mut Html, row: &Row, before: Option<&Row>, names: &[&str]) {
-    let gap = before.and_then(|b| time_axis::gap(b.at_ms, row.at_ms, row.after_pause));
+    let gap = gap_before(before, row);
     let caption = matches!(row.card, Card::Note { .. });
     open_row(html, "rl-compact-row", row, gap);
     for (lane, name) in names.iter().enumerate() {
@@ -357,7 +362,7 @@ fn legend(html: &mut Html, timeline: &Timeline) {
     let gaps = timeline
         .rows
         .windows(2)
-        .any(|pair| time_axis::gap(pair[0].at_ms, pair[1].at_ms, pair[1].after_pause).is_some());
+        .any(|pair| gap_before(pair.first(), &pair[1]).is_some());
     if gaps {
         html.element("p", &[("class", Some("rl-time-legend"))], &time_axis::legend());
     }
@@ -366,7 +371,7 @@ fn legend(html: &mut Html, timeline: &Timeline) {
 /// One card: a step with its parameters and result (or its error, with its code), a wait and
 /// who it waits for, a release, a commit or rollback, a process starting, crashing or exiting,
 /// a note.
-pub fn card(html: &mut Html, lane: &str, card: &Card) {
+fn card(html: &mut Html, lane: &str, card: &Card) {
     match card {
         Card::Statement { .. } => statement(html, lane, card),
         Card::Waiting { by } => {
@@ -493,7 +498,7 @@ fn statement(html: &mut Html, lane: &str, card: &Card) {
 }
 
 /// The badge of a step's service: `SQL`, `Redis`, `HTTP`, `Kafka`.
-pub fn service_badge(service: Service) -> (&'static str, &'static str) {
+fn service_badge(service: Service) -> (&'static str, &'static str) {
     match service {
         Service::Postgres => ("postgres", "SQL"),
         Service::Redis => ("redis", "Redis"),
@@ -590,7 +595,7 @@ fn headers_block(html: &mut Html, headers: &[(String, String)]) {
 }
 
 /// The statement's `$1`, `$2`… with their values, for reading at a glance.
-pub fn params_text(params: &[crate::Value]) -> String {
+fn params_text(params: &[crate::Value]) -> String {
     params
         .iter()
         .enumerate()
@@ -600,12 +605,12 @@ pub fn params_text(params: &[crate::Value]) -> String {
 }
 
 /// Whether an HTTP answer is an error status: its card is shown as a failure, headers kept.
-pub fn refused(received: Option<&Detail>) -> bool {
+fn refused(received: Option<&Detail>) -> bool {
     matches!(received, Some(Detail::Response { status, .. }) if *status >= 400)
 }
 
 /// The lane a request goes to, when it goes to one of the run's own servers.
-pub fn request_to(sent: Option<&Detail>) -> Option<&str> {
+fn request_to(sent: Option<&Detail>) -> Option<&str> {
     match sent {
         Some(Detail::Request { to: Some(to), .. }) => Some(to),
         _ => None,
@@ -613,7 +618,7 @@ pub fn request_to(sent: Option<&Detail>) -> Option<&str> {
 }
 
 /// A statement's result, said as coming back from the server it went `to` (`← shop: 201`).
-pub fn answered(to: Option<&str>, result: Option<&str>) -> Option<String> {
+fn answered(to: Option<&str>, result: Option<&str>) -> Option<String> {
     match (to, result) {
         (Some(to), Some(result)) => Some(format!("← {to}: {result}")),
         (_, result) => result.map(str::to_owned),
@@ -621,7 +626,7 @@ pub fn answered(to: Option<&str>, result: Option<&str>) -> Option<String> {
 }
 
 /// How a wait for a lock ended, after how long.
-pub fn released_headline(waited_ms: u64, failed: bool) -> String {
+fn released_headline(waited_ms: u64, failed: bool) -> String {
     if failed {
         format!("stopped waiting after {waited_ms} ms")
     } else {
@@ -630,7 +635,7 @@ pub fn released_headline(waited_ms: u64, failed: bool) -> String {
 }
 
 /// A child process starting: a restart is a new process (the old one was killed or exited).
-pub fn process_text(pid: u32, restart: bool) -> String {
+fn process_text(pid: u32, restart: bool) -> String {
     if restart {
         format!("restarted: a new process, pid {pid}")
     } else {
@@ -639,7 +644,7 @@ pub fn process_text(pid: u32, restart: bool) -> String {
 }
 
 /// A child process that exited by itself, with its status when it has one.
-pub fn exited_text(code: Option<i32>) -> String {
+fn exited_text(code: Option<i32>) -> String {
     match code {
         Some(code) => format!("exited with status {code}"),
         None => "exited".to_owned(),

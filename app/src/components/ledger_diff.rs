@@ -6,7 +6,6 @@
 use leptos::prelude::*;
 use shared::Ledger;
 use shared::ledger_html::{SHOW_ALL, SHOW_FEWER, ledger};
-use wasm_bindgen::JsCast;
 
 #[component]
 pub fn LedgerDiff(
@@ -26,10 +25,7 @@ pub fn LedgerDiff(
 /// and the button says "Show fewer", or back. Caught once, on the ledger, since its markup is
 /// text with no handlers of its own (the player catches it on its page, and asks here too).
 pub fn show_all(target: Option<web_sys::EventTarget>) {
-    let Some(button) = target
-        .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
-        .filter(|element| element.class_name() == "rl-show-all")
-    else {
+    let Some(button) = crate::api::target_of_class(target, "rl-show-all") else {
         return;
     };
     let Some(rows) = button

@@ -6,7 +6,6 @@
 use leptos::prelude::*;
 use shared::run_state::RunState;
 use shared::spec::matrix::html;
-use wasm_bindgen::JsCast;
 
 #[component]
 pub fn Matrix(
@@ -18,10 +17,7 @@ pub fn Matrix(
     let markup = move || state.with(|s| html(&s.events, open.is_some()));
     // One handler for every row's "Open", since the rows are text with none of their own.
     let clicked = move |event: leptos::ev::MouseEvent| {
-        let index = event
-            .target()
-            .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
-            .filter(|element| element.class_name() == "rl-matrix-open")
+        let index = crate::api::target_of_class(event.target(), "rl-matrix-open")
             .and_then(|button| button.get_attribute("data-index"))
             .and_then(|index| index.parse().ok());
         if let (Some(open), Some(index)) = (open, index) {

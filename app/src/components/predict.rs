@@ -45,6 +45,17 @@ pub fn revealed(state: RwSignal<RunState>) -> Signal<Option<(String, String)>> {
     Signal::derive(move || state.with(|s| s.revealed().map(|(c, w)| (c.to_owned(), w.to_owned()))))
 }
 
+/// What a choice says once the run has `revealed` its answer: right and picked, right, or
+/// picked and wrong; nothing before (the player's question says the same).
+pub fn mark(is_right: bool, is_picked: bool, revealed: bool) -> &'static str {
+    match (is_right, is_picked, revealed) {
+        (true, true, _) => "✓ you expected this, and it happened",
+        (true, false, _) => "✓ this happened",
+        (false, true, true) => "✗ you expected this",
+        _ => "",
+    }
+}
+
 #[component]
 pub fn Predict(
     prediction: Prediction,
@@ -75,12 +86,7 @@ pub fn Predict(
                 let id = id.clone();
                 move |_| right.with(|r| r.as_deref() == Some(id.as_str()))
             });
-            let mark = move || match (is_right.get(), is_picked.get(), right.with(Option::is_some)) {
-                (true, true, _) => "✓ you expected this, and it happened",
-                (true, false, _) => "✓ this happened",
-                (false, true, true) => "✗ you expected this",
-                _ => "",
-            };
+            let mark = move || mark(is_right.get(), is_picked.get(), right.with(Option::is_some));
             view! {
                 <label
                     class="rl-choice"

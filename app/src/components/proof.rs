@@ -12,12 +12,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// A run's steps as `(lane, SQL)`, in the order they started: what a proof's step numbers index.
 pub type Steps = Vec<(String, String)>;
 
+/// The run's proof, if it has one (its latest, with transactions).
+pub fn proof_of(state: &RunState) -> Option<&Proof> {
+    state.events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::Proof { proof } if !proof.txns.is_empty() => Some(&**proof),
+        _ => None,
+    })
+}
+
 /// The run's proof, its lanes and its steps, if it has one.
 pub fn of_run(state: &RunState) -> Option<(Proof, Vec<String>, Steps)> {
-    let proof = state.events.iter().rev().find_map(|e| match &e.kind {
-        EventKind::Proof { proof } if !proof.txns.is_empty() => Some((**proof).clone()),
-        _ => None,
-    })?;
+    let proof = proof_of(state)?.clone();
     let lanes = state.timeline().lanes.into_iter().map(|l| l.name).collect();
     Some((proof, lanes, steps(&state.events)))
 }

@@ -2,13 +2,12 @@
 //! the page after each change and each resize, drawn by [`crate::arrows`], which the player
 //! draws with too.
 
-use crate::arrows::{Drawn, SeqEdge, measure, svg};
+use crate::arrows::{SeqEdge, over};
 use leptos::prelude::*;
 
 #[component]
 pub fn ProofArrows(wrap: NodeRef<leptos::html::Div>, edges: Signal<Vec<SeqEdge>>) -> impl IntoView {
-    let drawn: RwSignal<Vec<Drawn>> = RwSignal::new(Vec::new());
-    let size: RwSignal<(f64, f64)> = RwSignal::new((0.0, 0.0));
+    let markup = RwSignal::new(String::new());
     let redraw = move || {
         // By the next frame the timeline may have been drawn afresh and these arrows with it
         // (a room's run redraws it): then there is nothing left to measure, nor to draw on.
@@ -16,8 +15,7 @@ pub fn ProofArrows(wrap: NodeRef<leptos::html::Div>, edges: Signal<Vec<SeqEdge>>
             let (Some(Some(wrap)), Some(edges)) = (wrap.try_get_untracked(), edges.try_get_untracked()) else {
                 return;
             };
-            drawn.try_set(measure(&wrap, &edges));
-            size.try_set((f64::from(wrap.offset_width()), f64::from(wrap.offset_height())));
+            markup.try_set(over(&wrap, &edges));
         });
     };
     Effect::new(move |_| {
@@ -27,6 +25,5 @@ pub fn ProofArrows(wrap: NodeRef<leptos::html::Div>, edges: Signal<Vec<SeqEdge>>
     let resized = window_event_listener(leptos::ev::resize, move |_| redraw());
     on_cleanup(move || resized.remove());
     // The layer itself makes no box: the arrows are placed against the timeline's wrap.
-    let markup = move || drawn.with(|drawn| size.with(|(width, height)| svg(drawn, *width, *height)));
     view! { <div class="rl-proof-arrows-layer" inner_html=markup></div> }
 }

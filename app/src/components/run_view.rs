@@ -187,10 +187,12 @@ fn detailed(timeline: Signal<shared::timeline::Timeline>, state: RwSignal<RunSta
     use super::proof_arrows::ProofArrows;
     let wrap = NodeRef::<leptos::html::Div>::new();
     let edges = Signal::derive(move || {
-        let Some((proof, _, _)) = state.with(super::proof::of_run) else {
-            return Vec::new();
-        };
-        shown.with(|s| crate::arrows::edges(&proof, &s.events))
+        state.with(|s| {
+            let Some(proof) = super::proof::proof_of(s) else {
+                return Vec::new();
+            };
+            shown.with(|shown| crate::arrows::edges(proof, &shown.events))
+        })
     });
     view! {
         <div class="rl-timeline-wrap" node_ref=wrap>

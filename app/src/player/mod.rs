@@ -93,19 +93,13 @@ fn draw_arrows(main: &web_sys::Element) {
     }
     let edges = RUN.with_borrow(|run| {
         let run = run.as_ref()?;
-        let (proof, _, _) = crate::components::proof::of_run(&run.state)?;
-        let shown = &run.state.events[..run.position()];
-        Some(crate::arrows::edges(&proof, shown))
+        let proof = crate::components::proof::proof_of(&run.state)?;
+        Some(crate::arrows::edges(proof, &run.state.events[..run.position()]))
     });
     let Some(edges) = edges.filter(|e| !e.is_empty()) else {
         return;
     };
-    let drawn = crate::arrows::measure(&wrap, &edges);
-    let Some(wrap) = wrap.dyn_ref::<web_sys::HtmlElement>() else {
-        return;
-    };
-    let svg = crate::arrows::svg(&drawn, f64::from(wrap.offset_width()), f64::from(wrap.offset_height()));
-    let _ = wrap.insert_adjacent_html("beforeend", &svg);
+    let _ = wrap.insert_adjacent_html("beforeend", &crate::arrows::over(&wrap, &edges));
 }
 
 /// What the reader does, caught once on the page (its markup is text, with no handlers of its
@@ -130,10 +124,12 @@ fn listen(main: &web_sys::Element) {
         let Some(input) = target(&event, "input").and_then(|i| i.dyn_into::<web_sys::HtmlInputElement>().ok()) else {
             return;
         };
+        // The slider moves the run as it is dragged (`input`); a pick is made once (`change`,
+        // as every browser fires it for a radio button). Each drawn once, not once per event.
         let value = input.value();
-        match input.class_name().as_str() {
-            "rl-scrub" => act(|run| run.go(value.parse().unwrap_or_else(|_| run.total()))),
-            _ if input.name() == "rl-predict" => act(|run| run.picked = Some(value)),
+        match (input.class_name().as_str(), event.type_().as_str()) {
+            ("rl-scrub", "input") => act(|run| run.go(value.parse().unwrap_or_else(|_| run.total()))),
+            (_, "change") if input.name() == "rl-predict" => act(|run| run.picked = Some(value)),
             _ => {}
         }
     });

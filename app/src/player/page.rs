@@ -13,6 +13,7 @@ use shared::run_state::{Phase, RunState};
 use shared::series::Drain;
 use shared::stepping::moment;
 use shared::{EventKind, Moment, Outcome, Prediction};
+use std::borrow::Cow;
 
 /// The proof's arrowheads' id: the player shows one proof, so one id serves.
 const MARKER: &str = "rl-proof-arrow-0";
@@ -40,7 +41,6 @@ pub struct Run {
 
 /// What the one-line title says of a recording.
 pub struct Heading {
-    pub id: String,
     /// Where it was fetched from (`data-src`).
     pub src: String,
     pub title: String,
@@ -66,7 +66,6 @@ impl Run {
         });
         Ok(Run {
             heading: Heading {
-                id: id.clone(),
                 src: src.to_owned(),
                 title: recording.scenario.title,
                 stamp: recording.stamp.line(),
@@ -112,13 +111,13 @@ impl Run {
     }
 
     /// The run as drawn: the moment the reader travelled to, or the whole of it.
-    fn shown(&self) -> RunState {
+    fn shown(&self) -> Cow<'_, RunState> {
         match self.at {
-            Some(n) if !self.state.is_active() && n < self.total() => RunState::replay(
+            Some(n) if !self.state.is_active() && n < self.total() => Cow::Owned(RunState::replay(
                 self.state.run_id.clone().unwrap_or_default(),
                 self.state.events[..n].to_vec(),
-            ),
-            _ => self.state.clone(),
+            )),
+            _ => Cow::Borrowed(&self.state),
         }
     }
 }
@@ -158,7 +157,10 @@ pub fn page(run: &Run) -> String {
     let mut html = Html::default();
     html.open(
         "article",
-        &[("class", Some("rl-replay")), ("data-run-id", Some(&run.heading.id))],
+        &[
+            ("class", Some("rl-replay")),
+            ("data-run-id", run.state.run_id.as_deref()),
+        ],
     );
     heading(&mut html, &run.heading);
     ended(&mut html, &run.state);
@@ -256,12 +258,7 @@ fn question(html: &mut Html, prediction: &Prediction, run: &Run) {
     for choice in &prediction.choices {
         let is_picked = picked == Some(choice.id.as_str());
         let is_right = right.is_some_and(|(id, _)| id == choice.id);
-        let mark = match (is_right, is_picked, right.is_some()) {
-            (true, true, _) => "✓ you expected this, and it happened",
-            (true, false, _) => "✓ this happened",
-            (false, true, true) => "✗ you expected this",
-            _ => "",
-        };
+        let mark = crate::components::predict::mark(is_right, is_picked, right.is_some());
         let right = right.map(|_| is_right.to_string());
         html.open(
             "label",
