@@ -603,7 +603,10 @@ async fn record_site(
             .find(|lab| scenario.id.starts_with(&format!("{}/", lab.id)))
             .map_or_else(String::new, |lab| lab.title.to_owned());
         for (variant, label, about) in scenario.variants {
-            let on_each = versions.len() > 1 && scenario.budget(variant).services().contains(&Service::Postgres);
+            // A variant on MariaDB plays once, whatever PostgreSQL versions there are.
+            let on_each = versions.len() > 1
+                && shared::catalog::database_of(variant) == Service::Postgres
+                && scenario.budget(variant).services().contains(&Service::Postgres);
             let plays_on: Vec<Option<u32>> = match on_each {
                 true => versions.iter().copied().map(Some).collect(),
                 false => vec![None],

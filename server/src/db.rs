@@ -92,6 +92,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         }
         tracing::warn!("{missing}: runs on PostgreSQL {asked} wait for a server that has not answered yet");
     }
+    sweep_mariadb(config.mariadb_url.clone(), limits.sweep_age());
     let store = Store::new(servers[0].reach.services.pool.clone());
     let connect = (!waiting.is_empty()).then(|| joining_later(config, &limits, &redis, &actor_binary));
     Ok(Engine {
@@ -104,7 +105,21 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         pace: Default::default(),
         probes: Default::default(),
         metrics: Default::default(),
+        mariadb_version: Default::default(),
     })
+}
+
+/// Removes, on its own task, the MariaDB sandboxes an earlier crash left (older than any run
+/// lasts): racelab starts whether MariaDB answers or not, and only its MariaDB variants wait
+/// for it.
+fn sweep_mariadb(url: String, older_than: Duration) {
+    tokio::spawn(async move {
+        match crate::sandbox::mariadb::sweep(&url, older_than).await {
+            Ok(0) => {}
+            Ok(swept) => tracing::info!(swept, "removed MariaDB sandboxes left behind by an earlier crash"),
+            Err(error) => tracing::debug!(%error, "MariaDB was not swept"),
+        }
+    });
 }
 
 /// The limits every run is held to, as configured.
@@ -219,6 +234,7 @@ async fn connect_server(
         redis: redis.clone(),
         redis_url: config.redis_url.clone(),
         brokers: config.kafka_brokers.clone(),
+        mariadb_url: config.mariadb_url.clone(),
         unavailable: config.unavailable.clone(),
         probe: Default::default(),
     };

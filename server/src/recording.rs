@@ -222,7 +222,8 @@ async fn stamp(engine: &Engine, info: &ScenarioInfo, run: &StoredRun, services: 
     let mut versions = Vec::new();
     for &service in services {
         let version = match service {
-            Service::Postgres => run.server().map(str::to_owned),
+            // The run's header names the SQL database it played on.
+            Service::Postgres | Service::Mariadb => run.server().map(str::to_owned),
             Service::Redis => crate::health::redis_version(&engine.services().redis).await,
             Service::Kafka => crate::health::broker_version(&engine.services().brokers).await,
             // HTTP and processes are racelab's own.

@@ -15,6 +15,8 @@ pub enum Service {
     Http,
     /// A child process racelab starts (and may kill at a crash point).
     Process,
+    /// MariaDB (InnoDB), the SQL database the isolation lab also plays on.
+    Mariadb,
 }
 
 impl Service {
@@ -25,6 +27,7 @@ impl Service {
             Service::Kafka => "Kafka",
             Service::Http => "HTTP",
             Service::Process => "process",
+            Service::Mariadb => "MariaDB",
         }
     }
 }
@@ -37,6 +40,54 @@ pub struct VariantInfo {
     /// A short label for a tab: `READ COMMITTED`, `row lock`.
     pub label: String,
     pub description: String,
+}
+
+/// How a variant that plays on MariaDB is named: `mariadb-` then what it plays
+/// (`mariadb-repeatable-read`); every other variant plays on PostgreSQL.
+pub const MARIADB_PREFIX: &str = "mariadb-";
+
+impl VariantInfo {
+    /// The SQL database this variant plays on ([`MARIADB_PREFIX`]).
+    pub fn database(&self) -> Service {
+        database_of(&self.id)
+    }
+}
+
+/// The SQL database the variant called `id` plays on ([`MARIADB_PREFIX`]).
+pub fn database_of(variant: &str) -> Service {
+    if variant.starts_with(MARIADB_PREFIX) {
+        Service::Mariadb
+    } else {
+        Service::Postgres
+    }
+}
+
+/// The SQL databases `variants` play on, each once, in the order they first come.
+pub fn databases(variants: &[VariantInfo]) -> Vec<Service> {
+    let mut seen = Vec::new();
+    for variant in variants {
+        if !seen.contains(&variant.database()) {
+            seen.push(variant.database());
+        }
+    }
+    seen
+}
+
+/// The variant a reader who picks `database` plays next: the one that plays the same thing
+/// there (`repeatable-read` ↔ `mariadb-repeatable-read`), else that database's first; `chosen`
+/// itself if it plays there already or no variant does.
+pub fn counterpart<'a>(variants: &'a [VariantInfo], chosen: &'a str, database: Service) -> &'a str {
+    if database_of(chosen) == database {
+        return chosen;
+    }
+    let plain = chosen.strip_prefix(MARIADB_PREFIX).unwrap_or(chosen);
+    let there = |v: &&VariantInfo| v.database() == database;
+    variants
+        .iter()
+        .filter(there)
+        .find(|v| v.id.strip_prefix(MARIADB_PREFIX).unwrap_or(&v.id) == plain)
+        .or_else(|| variants.iter().find(there))
+        .map_or(chosen, |v| v.id.as_str())
 }
 
 /// One scenario.
@@ -160,6 +211,49 @@ pub struct ScenarioStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_variant_plays_on_mariadb_by_its_name_alone() {
+        assert_eq!(database_of("mariadb-repeatable-read"), Service::Mariadb);
+        assert_eq!(database_of("repeatable-read"), Service::Postgres);
+        // Only as a prefix: a PostgreSQL variant may mention MariaDB further on.
+        assert_eq!(database_of("like-mariadb-"), Service::Postgres);
+        assert_eq!(Service::Mariadb.label(), "MariaDB");
+    }
+
+    #[test]
+    fn switching_database_keeps_the_level_where_it_can() {
+        let variants = spec_with(&[
+            "read-committed",
+            "serializable",
+            "atomic",
+            "mariadb-read-committed",
+            "mariadb-serializable",
+        ])
+        .variants;
+        assert_eq!(databases(&variants), [Service::Postgres, Service::Mariadb]);
+        assert_eq!(
+            counterpart(&variants, "serializable", Service::Mariadb),
+            "mariadb-serializable"
+        );
+        assert_eq!(
+            counterpart(&variants, "mariadb-serializable", Service::Postgres),
+            "serializable"
+        );
+        // No such fix on MariaDB: its first variant.
+        assert_eq!(
+            counterpart(&variants, "atomic", Service::Mariadb),
+            "mariadb-read-committed"
+        );
+        // Already there, or nowhere to go: unchanged.
+        assert_eq!(counterpart(&variants, "atomic", Service::Postgres), "atomic");
+        let only_postgres = spec_with(&["read-committed"]).variants;
+        assert_eq!(databases(&only_postgres), [Service::Postgres]);
+        assert_eq!(
+            counterpart(&only_postgres, "read-committed", Service::Mariadb),
+            "read-committed"
+        );
+    }
 
     fn spec_with(variants: &[&str]) -> ScenarioInfo {
         ScenarioInfo {

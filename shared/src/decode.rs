@@ -29,7 +29,7 @@ macro_rules! names {
     };
 }
 
-names!(Service { "postgres" => Postgres, "redis" => Redis, "kafka" => Kafka, "http" => Http, "process" => Process });
+names!(Service { "postgres" => Postgres, "redis" => Redis, "kafka" => Kafka, "http" => Http, "process" => Process, "mariadb" => Mariadb });
 names!(Moment { "before" => Before, "after" => After, "expected" => Expected, "reference" => Reference });
 names!(VerdictKind { "reproduced" => Reproduced, "prevented" => Prevented, "unstated" => Unstated });
 names!(LeaseChange { "acquired" => Acquired, "refreshed" => Refreshed, "released" => Released, "lost" => Lost });

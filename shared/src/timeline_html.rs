@@ -505,6 +505,7 @@ fn service_badge(service: Service) -> (&'static str, &'static str) {
         Service::Http => ("http", "HTTP"),
         Service::Kafka => ("kafka", "Kafka"),
         Service::Process => ("process", "process"),
+        Service::Mariadb => ("mariadb", "SQL"),
     }
 }
 

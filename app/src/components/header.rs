@@ -7,7 +7,7 @@ pub fn Header() -> impl IntoView {
     view! {
         <header class="rl-header">
             <a class="rl-home" href="/">"racelab"</a>
-            <span class="rl-tagline">"Concurrency bugs, happening for real on PostgreSQL and Redis"</span>
+            <span class="rl-tagline">"Concurrency bugs, happening for real on PostgreSQL, MariaDB and Redis"</span>
         </header>
     }
 }

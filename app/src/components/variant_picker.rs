@@ -1,8 +1,11 @@
 //! Variant tabs: isolation levels or fixes. Buttons, so every one is reachable by keyboard;
-//! `aria-pressed` says which is chosen.
+//! `aria-pressed` says which is chosen. A scenario whose variants play on two databases gets a
+//! database picker first (PostgreSQL, MariaDB), and shows the tabs of the database picked;
+//! switching keeps the level where the other database has it.
 
 use leptos::prelude::*;
-use shared::VariantInfo;
+use shared::catalog::{counterpart, database_of, databases};
+use shared::{Service, VariantInfo};
 
 /// More variants than this (a reader's spec has one per permutation) are a list to pick from,
 /// not a row of tabs (on the full app's pages: an embed keeps its tabs, and its budget).
@@ -12,7 +15,7 @@ const MOST_TABS: usize = 6;
 #[component]
 pub fn VariantPicker(variants: Vec<VariantInfo>, chosen: RwSignal<String>, disabled: Signal<bool>) -> impl IntoView {
     #[cfg(not(feature = "embed"))]
-    if variants.len() > MOST_TABS {
+    if most_in_one_database(&variants) > MOST_TABS {
         let options = variants
             .into_iter()
             .map(|v| {
@@ -31,11 +34,15 @@ pub fn VariantPicker(variants: Vec<VariantInfo>, chosen: RwSignal<String>, disab
         }
         .into_any();
     }
+    let picker = database_picker(&variants, chosen, disabled);
     let tabs = view! {
+        {picker}
         <nav class="rl-variants" aria-label="Variants">
             {variants
                 .into_iter()
                 .map(|v| {
+                    let database = v.database();
+                    let elsewhere = move || database_of(&chosen.get()) != database;
                     let id = v.id.clone();
                     let pressed = {
                         let id = id.clone();
@@ -47,6 +54,7 @@ pub fn VariantPicker(variants: Vec<VariantInfo>, chosen: RwSignal<String>, disab
                             data-variant=v.id.clone()
                             aria-pressed=pressed
                             title=v.description.clone()
+                            hidden=elsewhere
                             disabled=move || disabled.get()
                             on:click=move |_| chosen.set(id.clone())
                         >
@@ -62,4 +70,49 @@ pub fn VariantPicker(variants: Vec<VariantInfo>, chosen: RwSignal<String>, disab
     return tabs.into_any();
     #[cfg(feature = "embed")]
     tabs
+}
+
+/// The most variants one database has: the tabs shown at once.
+#[cfg(not(feature = "embed"))]
+fn most_in_one_database(variants: &[VariantInfo]) -> usize {
+    databases(variants)
+        .into_iter()
+        .map(|database| variants.iter().filter(|v| v.database() == database).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// PostgreSQL or MariaDB, where the variants play on both: picking one plays its counterpart
+/// of the chosen variant ([`counterpart`]).
+fn database_picker(
+    variants: &[VariantInfo],
+    chosen: RwSignal<String>,
+    disabled: Signal<bool>,
+) -> Option<impl IntoView + use<>> {
+    let found = databases(variants);
+    if found.len() < 2 {
+        return None;
+    }
+    let variants = StoredValue::new(variants.to_vec());
+    let buttons = found
+        .into_iter()
+        .map(|database: Service| {
+            let pick = move |_| {
+                let next = variants.with_value(|all| counterpart(all, &chosen.get_untracked(), database).to_owned());
+                chosen.set(next);
+            };
+            view! {
+                <button
+                    class="rl-database"
+                    data-database=database.label()
+                    aria-pressed=move || (database_of(&chosen.get()) == database).to_string()
+                    disabled=move || disabled.get()
+                    on:click=pick
+                >
+                    {database.label()}
+                </button>
+            }
+        })
+        .collect_view();
+    Some(view! { <nav class="rl-databases" aria-label="Database">{buttons}</nav> })
 }

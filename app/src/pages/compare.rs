@@ -3,6 +3,8 @@
 //!
 //! With `?versions=15,18` (and `variant=`), one variant on each PostgreSQL version instead, and
 //! a line under them that says whether the versions' transcripts agree, and where they part.
+//! With `?variants=serializable,mariadb-serializable`, only those variants, in that order: the
+//! same race on PostgreSQL and on MariaDB side by side.
 
 use super::{Found, load_scenario};
 use crate::components::error_view::{ErrorView, loading};
@@ -23,6 +25,13 @@ pub fn ComparePage(id: String) -> impl IntoView {
         .map(str::to_owned)
         .collect();
     let wanted = query_param(&query, "variant");
+    let only: Vec<String> = query_param(&query, "variants")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .collect();
     view! {
         {move || found.get().map(|result| match result {
             Err(message) => view! { <ErrorView message=message /> }.into_any(),
@@ -30,7 +39,7 @@ pub fn ComparePage(id: String) -> impl IntoView {
                 let variant = found.variant_or_first(wanted.as_deref());
                 across_versions(&found, &variant, &versions, run_all).into_any()
             }
-            Ok(found) => every_variant(&found, run_all).into_any(),
+            Ok(found) => every_variant(&found, &only, run_all).into_any(),
         }).unwrap_or_else(|| loading("Loading…"))}
     }
 }
@@ -43,13 +52,20 @@ fn column() -> Opening {
     }
 }
 
-/// One column per variant.
-fn every_variant(found: &Found, run_all: RwSignal<u32>) -> impl IntoView + use<> {
+/// One column per variant: every one, or those `only` names (in its order) where it names
+/// any the scenario has.
+fn every_variant(found: &Found, only: &[String], run_all: RwSignal<u32>) -> impl IntoView + use<> {
     provide_context(Columns { run_all, told: None });
-    let columns = found
-        .scenario
-        .variants
-        .iter()
+    let picked: Vec<&shared::VariantInfo> = only.iter().filter_map(|id| found.scenario.variant(id)).collect();
+    let (shown, heading) = match picked.len() {
+        0 => (found.scenario.variants.iter().collect(), "every variant".to_owned()),
+        _ => {
+            let labels: Vec<&str> = picked.iter().map(|v| v.label.as_str()).collect();
+            (picked, labels.join(" beside "))
+        }
+    };
+    let columns = shown
+        .into_iter()
         .map(|variant| {
             view! {
                 <div class="rl-compare-col" data-variant=variant.id.clone()>
@@ -68,7 +84,7 @@ fn every_variant(found: &Found, run_all: RwSignal<u32>) -> impl IntoView + use<>
         .collect_view();
     view! {
         <article class="rl-scenario rl-scenario--compare" data-scenario=found.scenario.id.clone()>
-            <h1>{format!("{}: every variant", found.scenario.title)}</h1>
+            <h1>{format!("{}: {heading}", found.scenario.title)}</h1>
             <p class="rl-explain">{found.scenario.about.clone()}</p>
             {controls(&found.scenario.id, run_all)}
             <div class="rl-compare">{columns}</div>

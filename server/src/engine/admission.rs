@@ -69,6 +69,7 @@ fn unit_of(service: Service) -> &'static str {
         Service::Redis => "Redis connections",
         Service::Kafka => "broker clients",
         Service::Process => "child processes",
+        Service::Mariadb => "MariaDB connections",
         Service::Http => "HTTP servers",
     }
 }

@@ -20,6 +20,9 @@ pub struct Budget {
     pub broker: u32,
     /// Child processes alive at once.
     pub processes: u32,
+    /// MariaDB sessions (actors and the run's own reader of its ledger; racelab's two
+    /// connections per sandbox are not counted).
+    pub mariadb: u32,
     /// A service the run needs to itself (one that pauses Redis must not stall other readers'
     /// runs): it is admitted only when no other run holds any of it, and holds all of it.
     pub exclusive: Option<Service>,
@@ -33,7 +36,16 @@ impl Budget {
             redis: 0,
             broker: 0,
             processes: 0,
+            mariadb: 0,
             exclusive: None,
+        }
+    }
+
+    /// Adds `n` MariaDB sessions.
+    pub const fn and_mariadb(self, n: u32) -> Budget {
+        Budget {
+            mariadb: self.mariadb + n,
+            ..self
         }
     }
 
@@ -76,7 +88,10 @@ impl Budget {
 
     /// How many of `service` this budget holds.
     pub fn of(&self, service: Service) -> u32 {
-        pick(service, [self.postgres, self.redis, self.broker, self.processes])
+        pick(
+            service,
+            [self.postgres, self.redis, self.broker, self.processes, self.mariadb],
+        )
     }
 
     /// The shared services this budget touches (what must be up for the run to start).
@@ -87,6 +102,9 @@ impl Budget {
         }
         if self.broker > 0 || self.exclusive == Some(Service::Kafka) {
             services.push(Service::Kafka);
+        }
+        if self.mariadb > 0 {
+            services.push(Service::Mariadb);
         }
         services
     }
@@ -99,18 +117,21 @@ pub struct Capacity {
     pub redis: u32,
     pub broker: u32,
     pub processes: u32,
+    pub mariadb: u32,
 }
 
 impl Default for Capacity {
     /// PostgreSQL is sized from the server at startup; the others are generous for one machine:
     /// Redis allows 10,000 clients by default, a broker a few hundred, and every child process
-    /// is a whole `racelab` binary.
+    /// is a whole `racelab` binary; MariaDB allows 151 connections by default, and each run
+    /// also holds two of racelab's own.
     fn default() -> Self {
         Capacity {
             postgres: 90,
             redis: 1_000,
             broker: 100,
             processes: 16,
+            mariadb: 48,
         }
     }
 }
@@ -118,14 +139,18 @@ impl Default for Capacity {
 impl Capacity {
     /// The pool of `service`.
     pub fn of(&self, service: Service) -> u32 {
-        pick(service, [self.postgres, self.redis, self.broker, self.processes])
+        pick(
+            service,
+            [self.postgres, self.redis, self.broker, self.processes, self.mariadb],
+        )
     }
 }
 
-/// The count of `service` among `[postgres, redis, broker, processes]` (HTTP servers are the
-/// run's own and cost nothing shared).
-fn pick(service: Service, [postgres, redis, broker, processes]: [u32; 4]) -> u32 {
+/// The count of `service` among `[postgres, redis, broker, processes, mariadb]` (HTTP servers
+/// are the run's own and cost nothing shared).
+fn pick(service: Service, [postgres, redis, broker, processes, mariadb]: [u32; 5]) -> u32 {
     match service {
+        Service::Mariadb => mariadb,
         Service::Postgres => postgres,
         Service::Redis => redis,
         Service::Kafka => broker,
@@ -136,7 +161,13 @@ fn pick(service: Service, [postgres, redis, broker, processes]: [u32; 4]) -> u32
 
 /// The services admission pools, in the one order every run takes them (so two runs can never
 /// each hold what the other waits for).
-pub const POOLED: [Service; 4] = [Service::Postgres, Service::Redis, Service::Kafka, Service::Process];
+pub const POOLED: [Service; 5] = [
+    Service::Postgres,
+    Service::Redis,
+    Service::Kafka,
+    Service::Process,
+    Service::Mariadb,
+];
 
 #[cfg(test)]
 mod tests {

@@ -50,9 +50,25 @@ pub enum StepError {
     /// The broker or its client refused (`UnknownTopicOrPartition`, a delivery timeout).
     #[error("broker: {0}")]
     Broker(String),
+    /// MariaDB refused the statement, as the mysql client prints it: `ERROR 1020 (HY000):
+    /// Record has changed since last read in table 'teams'`. Data to show, like a SQLSTATE.
+    #[error("ERROR {number} ({sqlstate}): {message}")]
+    Mariadb {
+        number: u16,
+        sqlstate: String,
+        message: String,
+    },
 }
 
 impl StepError {
+    /// MariaDB's error number, if MariaDB refused the statement (`1213`, `1020`, `1205`).
+    pub fn mariadb_number(&self) -> Option<u16> {
+        match self {
+            StepError::Mariadb { number, .. } => Some(*number),
+            _ => None,
+        }
+    }
+
     /// The database error inside, if this is one that a retry would handle.
     pub fn retryable(&self) -> Option<&DbError> {
         match self {

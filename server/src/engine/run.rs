@@ -125,6 +125,8 @@ pub struct RunCore {
     /// it is closed, not spared.
     most: usize,
     pub(super) limits: Limits,
+    /// Its sandbox on MariaDB, made when the run first plays there.
+    pub(super) mariadb: super::mariadb::Place,
 }
 
 /// A run's sessions readied before it plays (kept ones first): its monitor, and those of actors
@@ -468,6 +470,7 @@ impl Run {
             keeps: std::sync::atomic::AtomicBool::new(keeps),
             most,
             limits,
+            mariadb: Default::default(),
         };
         Run { core: Arc::new(core) }
     }
@@ -484,6 +487,26 @@ impl Run {
     /// The database URL racelab was given (a reader's spec makes its own sandbox from it).
     pub fn database_url(&self) -> &str {
         &self.core.reach.database_url
+    }
+
+    /// Where MariaDB is (`MARIADB_URL`).
+    pub fn mariadb_url(&self) -> &str {
+        &self.core.reach.services.mariadb_url
+    }
+
+    /// The limits the run is held to.
+    pub fn limits(&self) -> &Limits {
+        &self.core.limits
+    }
+
+    /// Whether the run plays a step at a time (each step waits for the reader's `next`).
+    pub fn is_stepped(&self) -> bool {
+        self.core.gate.is_some()
+    }
+
+    /// Ends the run's sessions on MariaDB and removes its sandbox there, if it was made.
+    pub(super) async fn close_mariadb(&self) {
+        self.core.mariadb.close().await;
     }
 
     /// The run's sandbox: its schemas, key prefix, topics.

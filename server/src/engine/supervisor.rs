@@ -40,6 +40,9 @@ pub struct Engine {
     pub(crate) probes: super::probes::Probes,
     /// Runs started and finished, their waits and durations (`/metrics`).
     pub(crate) metrics: super::metrics::Metrics,
+    /// MariaDB's version as its last probe found it (`MariaDB 10.11.19`): the header of a run
+    /// that plays there.
+    pub(crate) mariadb_version: std::sync::Mutex<Option<String>>,
 }
 
 /// The services' state, PostgreSQL's being the home server's.
@@ -255,9 +258,13 @@ impl Engine {
         let probed = match service {
             Service::Redis => crate::health::redis(&services.redis_url).await,
             Service::Kafka => crate::health::kafka(&services.brokers).await,
+            Service::Mariadb => crate::health::mariadb(&services.mariadb_url).await,
             Service::Postgres | Service::Http | Service::Process => return Ok(()),
         };
         let dependency = crate::health::explained(services, service, probed);
+        if service == Service::Mariadb && dependency.up {
+            *self.mariadb_version.lock().unwrap_or_else(|p| p.into_inner()) = Some(dependency.detail.clone());
+        }
         let found = if dependency.up { Ok(()) } else { Err(dependency.detail) };
         self.probes.answer(service, started, found.clone());
         found
@@ -611,7 +618,8 @@ impl Engine {
         let run_id = sandbox::new_stored_run_id();
         updates.send(ServerMsg::Started { run_id: run_id.clone() });
         let mut pipe = EventPipe::new(&updates);
-        pipe.sink.emit(run_started(&request, &run_id, &server));
+        let mariadb = self.mariadb_version.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        pipe.sink.emit(run_started(&request, &run_id, (&server, mariadb)));
         let (outcome, sandbox, kept) = match &mut admitted {
             Err(refused) => {
                 let message = why_refused(refused, &servers).await;
@@ -849,6 +857,8 @@ impl Engine {
             task.abort();
             let _ = task.await;
         }
+        // Whatever happened: MariaDB's sandbox is the run's alone, never kept for the next.
+        run.close_mariadb().await;
         // A completed run's sessions are reset and kept for the next run (`kept`).
         let kept = match outcome {
             Outcome::Completed if self.admission.keeps_sessions() => run.hand_back().await,
@@ -961,15 +971,21 @@ struct Request {
     mode: Mode,
 }
 
-/// The head of a run's transcript: what plays, who plays it, and on which server.
-fn run_started(request: &Request, run_id: &str, server: &Server) -> EventKind {
+/// The head of a run's transcript: what plays, who plays it, and on which server (MariaDB's
+/// version, as its probe found it, for a variant that plays there).
+fn run_started(request: &Request, run_id: &str, (server, mariadb): (&Server, Option<String>)) -> EventKind {
+    let on_mariadb = shared::catalog::database_of(&request.variant) == Service::Mariadb;
     EventKind::RunStarted {
         run_id: run_id.to_owned(),
         scenario: request.info.id.clone(),
         variant: request.variant.clone(),
         title: request.info.title.clone(),
         actors: request.scenario.actors(&request.variant),
-        server: server.version.clone(),
+        server: match mariadb {
+            Some(version) if on_mariadb => version,
+            None if on_mariadb => "MariaDB".to_owned(),
+            _ => server.version.clone(),
+        },
     }
 }
 

@@ -14,6 +14,7 @@ pub mod outbox;
 use crate::engine::child::{ChildKind, SQL_SCRIPT};
 use crate::engine::{BoxFuture, Budget, Run, RunError, Scenario};
 use crate::sandbox::Spec;
+use shared::catalog::database_of;
 use shared::event::ActorInfo;
 use shared::{Choice, Lab, Ledger, Prediction, ScenarioInfo, Service, Table, Value, VariantInfo};
 
@@ -102,11 +103,14 @@ impl Scenario for ScenarioDef {
     }
 
     /// A scenario without a budget of its own is one PostgreSQL session per actor (the default
-    /// budget counts exactly that): each can be connected ahead.
+    /// budget counts exactly that): each can be connected ahead. Not on MariaDB, whose
+    /// sessions open in the run's own sandbox there.
     fn sessions_ahead(&self, variant: &str) -> Vec<String> {
         match self.budget {
-            None => (self.actors)(variant).into_iter().map(|actor| actor.name).collect(),
-            Some(_) => Vec::new(),
+            None if database_of(variant) == Service::Postgres => {
+                (self.actors)(variant).into_iter().map(|actor| actor.name).collect()
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -117,7 +121,14 @@ impl Scenario for ScenarioDef {
     fn budget(&self, variant: &str) -> Budget {
         match self.budget {
             Some(budget) => budget(variant),
-            None => Budget::postgres(u32::try_from((self.actors)(variant).len()).unwrap_or(u32::MAX)),
+            None => {
+                let actors = u32::try_from((self.actors)(variant).len()).unwrap_or(u32::MAX);
+                match database_of(variant) {
+                    // The actors and the run's own session in its sandbox there.
+                    Service::Mariadb => Budget::postgres(0).and_mariadb(actors.saturating_add(1)),
+                    _ => Budget::postgres(actors),
+                }
+            }
         }
     }
 

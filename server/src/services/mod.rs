@@ -17,6 +17,8 @@ pub struct Services {
     pub redis_url: String,
     /// `host:port[,host:port…]`.
     pub brokers: String,
+    /// Where MariaDB is (`MARIADB_URL`): an account that may create databases and users.
+    pub mariadb_url: String,
     /// Services known to be down, and why (see [`crate::config::Config::down`]).
     pub unavailable: Vec<(shared::Service, String)>,
     /// racelab's own session for asking whether PostgreSQL answers (`health::postgres`): under

@@ -14,6 +14,10 @@ pub enum NotASpec {
     TooFew(usize),
     #[error("a statement holds a '}}', which ends an SQL block in the tester's format")]
     Brace,
+    #[error(
+        "this run played on MariaDB: opening it as a spec, and the proof of why it happened (its statements played again as a spec), are PostgreSQL's only for now"
+    )]
+    OnMariadb,
 }
 
 /// A parameter written into its statement as a literal.
@@ -65,8 +69,10 @@ pub fn spec_of_run(title: &str, setup: &str, events: &[Event]) -> Result<String,
         else {
             continue;
         };
-        if *service != Service::Postgres {
-            return Err(NotASpec::NotSql(actor.clone()));
+        match service {
+            Service::Postgres => {}
+            Service::Mariadb => return Err(NotASpec::OnMariadb),
+            _ => return Err(NotASpec::NotSql(actor.clone())),
         }
         let sql = inline(text, params);
         if sql.contains('}') {

@@ -8,9 +8,10 @@ use super::super::teach::TeachThis;
 use super::super::version_picker::{PlayedOn, VersionPicker, Versions, load_versions};
 use super::{Chrome, Panel};
 use leptos::prelude::*;
+use shared::catalog::{counterpart, database_of, databases};
 use shared::run_state::{Phase, RunState};
 use shared::spec::matrix::EVERY;
-use shared::{Mode, Outcome, ScenarioInfo};
+use shared::{Mode, Outcome, ScenarioInfo, Service};
 
 /// The compare page's hold on its columns, given by context: each bump of `run_all` starts
 /// every idle column's run, and each column's completed transcript is told, with the version
@@ -92,6 +93,21 @@ fn compare_links(panel: Panel, scenario: &ScenarioInfo, versions: Option<Version
     let compare_variants = comparable.then(|| {
         view! { <a class="rl-compare-link" href=format!("/lab/{id}/compare")>"Compare all variants side by side"</a> }
     });
+    let compare_databases = (comparable && databases(&scenario.variants).len() > 1).then(|| {
+        let variants = StoredValue::new(scenario.variants.clone());
+        let id = id.clone();
+        move || {
+            let chosen = panel.chosen.get();
+            let (postgres, mariadb) = variants.with_value(|all| {
+                (
+                    counterpart(all, &chosen, Service::Postgres).to_owned(),
+                    counterpart(all, &chosen, Service::Mariadb).to_owned(),
+                )
+            });
+            let href = format!("/lab/{id}/compare?variants={postgres},{mariadb}");
+            view! { <a class="rl-compare-databases" href=href>"Compare on PostgreSQL and MariaDB"</a> }
+        }
+    });
     let active = Signal::derive(move || panel.state().with(RunState::is_active));
     let version_picker = versions.map(|versions| {
         let compare_versions = move || {
@@ -100,12 +116,18 @@ fn compare_links(panel: Panel, scenario: &ScenarioInfo, versions: Option<Version
             let href = format!("/lab/{id}/compare?variant={}&versions={}", panel.chosen.get(), majors.join(","));
             Some(view! { <a class="rl-compare-versions" href=href>{format!("Compare on PostgreSQL {}", majors.join(" and "))}</a> })
         };
-        view! {
-            <VersionPicker chosen=panel.version versions=versions disabled=active />
-            {compare_versions}
+        // Versions are PostgreSQL's: a variant on MariaDB plays on the one MariaDB.
+        let on_postgres = move || database_of(&panel.chosen.get()) == Service::Postgres;
+        move || {
+            on_postgres().then(|| {
+                view! {
+                    <VersionPicker chosen=panel.version versions=versions disabled=active />
+                    {compare_versions.clone()}
+                }
+            })
         }
     });
-    (compare_variants, version_picker)
+    (compare_variants, compare_databases, version_picker)
 }
 
 /// The isolation lab's races are plain SQL sessions: each opens in the spec editor, the run
@@ -115,7 +137,9 @@ fn open_as_spec(panel: Panel) -> impl IntoView + use<> {
     let sql_lab = scenario.starts_with("isolation/") && !panel.is_load_test && panel.chrome == Chrome::Full;
     let state = panel.state();
     move || {
-        sql_lab.then(|| {
+        // A spec plays on PostgreSQL only, for now.
+        let on_postgres = database_of(&panel.chosen.get()) == Service::Postgres;
+        (sql_lab && on_postgres).then(|| {
             let finished = state.with(|s| matches!(s.phase, Phase::Finished(Outcome::Completed)));
             let href = match state.with(|s| s.run_id.clone()).filter(|_| finished) {
                 Some(run) => format!("/write?run={run}"),

@@ -34,11 +34,26 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "spent = spent + x",
             "The database does the math; Bob waits for Alice's row lock, then adds",
         ),
+        (
+            "mariadb-read-committed",
+            "MariaDB READ COMMITTED",
+            "Each reads, adds in the app, writes back: the second write erases the first",
+        ),
+        (
+            "mariadb-repeatable-read",
+            "MariaDB REPEATABLE READ",
+            "Before MariaDB 11.6.2: Bob's write erases Alice's, where PostgreSQL refuses it",
+        ),
+        (
+            "mariadb-repeatable-read-snapshot",
+            "MariaDB REPEATABLE READ, snapshot isolation on",
+            "MariaDB 11.6.2's default: Bob's write is refused with 1020",
+        ),
     ],
     steppable: true,
     workload: false,
     sandbox: super::SANDBOX,
-    actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
+    actors: |variant| actors_at(&["alice", "bob"], &super::session_detail(variant)),
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
@@ -57,6 +72,10 @@ static PREDICT: PredictDef = PredictDef {
             "bob-40001",
             "Bob's write fails with 40001: the total stays at $1,200 until he retries",
         ),
+        (
+            "bob-1020",
+            "Bob's write is refused with error 1020: the total stays at $1,200 until he retries",
+        ),
     ],
     answers: &[
         (
@@ -74,6 +93,21 @@ static PREDICT: PredictDef = PredictDef {
             "bob-waits",
             "The database does the adding: Bob's UPDATE waits for Alice's row lock, then adds $800 to the $1,200 she committed.",
         ),
+        (
+            "mariadb-read-committed",
+            "bob-erases",
+            "Both read $0 before either wrote, and each writes back its own sum; nothing tells Bob that the $0 he added to is gone.",
+        ),
+        (
+            "mariadb-repeatable-read",
+            "bob-erases",
+            "InnoDB writes the newest version of a row whatever the snapshot read: with the switch off, Bob's stale sum overwrites Alice's committed $1,200.",
+        ),
+        (
+            "mariadb-repeatable-read-snapshot",
+            "bob-1020",
+            "With innodb_snapshot_isolation on, a write to a row changed since the snapshot read it is refused (1020), as PostgreSQL refuses it with 40001.",
+        ),
     ],
 };
 
@@ -84,6 +118,18 @@ const EXPECTED: i64 = ALICE_ADDS + BOB_ADDS;
 const WRITE_SPENT: &str = "UPDATE teams SET spent = $2 WHERE id = $1";
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
+    let (after, bob_committed) = match super::mariadb::setting_of(variant) {
+        Some(setting) => super::mariadb::lost_update(run, variant, setting, (ALICE_ADDS, BOB_ADDS)).await?,
+        None => on_postgres(run, variant).await?,
+    };
+    let spent = spent_of(&after, TEAM);
+    run.say_plain(format!("final spent = {} (expected {})", usd(spent), usd(EXPECTED)));
+    run.verdict(verdict(variant, spent, bob_committed));
+    Ok(())
+}
+
+/// The race on PostgreSQL: the ledger after it, and whether bob's write committed.
+async fn on_postgres(run: &Run, variant: &str) -> Result<(shared::Ledger, bool), RunError> {
     run.say_plain(format!("--- lost update, {variant} ---"));
     ledger_before(run).await?;
     let alice = run.actor("alice", level_of(variant)).await?;
@@ -95,19 +141,30 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
         read_modify_write(&alice, &bob).await?
     };
     let after = ledger_after(run, ledger_of(&[(TEAM, BUDGET, EXPECTED)], &[])).await?;
-    let spent = spent_of(&after, TEAM);
-    run.say_plain(format!("final spent = {} (expected {})", usd(spent), usd(EXPECTED)));
+    Ok((after, bob_committed))
+}
 
-    // The rule: every committed addition is counted. A refused one (40001) is not lost: the
-    // caller was told and can retry.
+/// The rule: every committed addition is counted. A refused one (40001, 1020) is not lost: the
+/// caller was told and can retry.
+fn verdict(variant: &str, spent: i64, bob_committed: bool) -> Verdict {
     let committed = ALICE_ADDS + if bob_committed { BOB_ADDS } else { 0 };
     let check = Check::new(
         format!("spent = every committed addition = {}", usd(committed)),
         format!("spent = {}", usd(spent)),
         spent == committed,
     );
-    let (headline, reason) = match variant {
-        "read-committed" => (
+    let on_mariadb = super::mariadb::setting_of(variant).is_some();
+    let (headline, reason) = if !bob_committed {
+        (
+            format!("Stopped with an error: spent is {}, Bob must retry", usd(spent)),
+            if on_mariadb {
+                "Bob's snapshot was stale when he wrote, so InnoDB's snapshot isolation refused his UPDATE (1020); nothing was erased, but his $800 is not in yet."
+            } else {
+                "Bob's snapshot was stale when he wrote, so PostgreSQL refused his UPDATE (40001); nothing was erased, but his $800 is not in yet."
+            },
+        )
+    } else if spent < EXPECTED {
+        (
             format!(
                 "Lost {}: spent is {}, not {}",
                 usd(EXPECTED - spent),
@@ -115,18 +172,14 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
                 usd(EXPECTED)
             ),
             "Both read $0 and wrote their own total; Bob's write erased Alice's.",
-        ),
-        "repeatable-read" => (
-            format!("Stopped with an error: spent is {}, Bob must retry", usd(spent)),
-            "Bob's snapshot was stale when he wrote, so PostgreSQL refused his UPDATE (40001); nothing was erased, but his $800 is not in yet.",
-        ),
-        _ => (
+        )
+    } else {
+        (
             format!("Both counted: spent is {}", usd(spent)),
             "The database did the addition; Bob waited for Alice's row lock and added to her total.",
-        ),
+        )
     };
-    run.verdict(Verdict::judge(vec![check], headline, reason));
-    Ok(())
+    Verdict::judge(vec![check], headline, reason)
 }
 
 /// Each actor reads `spent`, adds in the application, and writes the sum back. Returns whether

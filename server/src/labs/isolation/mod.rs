@@ -20,6 +20,7 @@ pub mod deadlock;
 pub mod false_positive;
 pub mod load_test;
 pub mod lost_update;
+pub mod mariadb;
 pub mod read_skew;
 pub mod row_lock_at_repeatable_read;
 pub mod write_skew;
@@ -95,6 +96,12 @@ pub fn level_of(variant: &str) -> Level {
     Level::from_variant(variant).unwrap_or(Level::ReadCommitted)
 }
 
+/// The run header's word for a session of `variant`: its level on PostgreSQL, or on MariaDB
+/// its level and snapshot switch ([`mariadb::detail_of`]).
+pub fn session_detail(variant: &str) -> String {
+    mariadb::setting_of(variant).map_or_else(|| level_of(variant).sql().to_owned(), mariadb::detail_of)
+}
+
 /// Adds the second team, with the same budget, before the actors start.
 pub async fn add_other_team(run: &Run) -> Result<(), RunError> {
     run.setup(&format!(
@@ -154,14 +161,19 @@ pub async fn check_and_insert(
 pub async fn check_fits(who: &PgActor, team: &str, amount: i64) -> Result<bool, RunError> {
     let (budget, approved) = read_rule(who, team).await?;
     let fits = approved + amount <= budget;
-    who.say(format!(
+    who.say(fits_line(approved, amount, budget));
+    Ok(fits)
+}
+
+/// `check: approved $0 + $3,000 <= $5,000? True`, on either database.
+pub fn fits_line(approved: i64, amount: i64, budget: i64) -> String {
+    format!(
         "check: approved {} + {} <= {}? {}",
         usd(approved),
         usd(amount),
         usd(budget),
-        python_bool(fits)
-    ));
-    Ok(fits)
+        python_bool(approved + amount <= budget)
+    )
 }
 
 /// Inserts and says so: `insert $3,000`.
@@ -195,17 +207,28 @@ pub const LEDGER: [TableQuery; 2] = [
 /// Takes the ledger and emits it as the `Before` snapshot.
 pub async fn ledger_before(run: &Run) -> Result<Ledger, RunError> {
     let ledger = run.snapshot(&LEDGER).await?;
+    Ok(show_before(run, ledger))
+}
+
+/// Emits the ledger before the actors start, and returns it.
+pub fn show_before(run: &Run, ledger: Ledger) -> Ledger {
     run.emit(EventKind::Ledger {
         moment: Moment::Before,
         ledger: ledger.clone(),
     });
-    Ok(ledger)
+    ledger
 }
 
 /// Takes the ledger after the actors finished, emits it with what a correct system would hold,
 /// and returns it.
 pub async fn ledger_after(run: &Run, expected: Ledger) -> Result<Ledger, RunError> {
     let ledger = run.snapshot(&LEDGER).await?;
+    Ok(show_after(run, ledger, expected))
+}
+
+/// Emits the ledger after the actors finished with what a correct system would hold, and
+/// returns it.
+pub fn show_after(run: &Run, ledger: Ledger, expected: Ledger) -> Ledger {
     run.emit(EventKind::Ledger {
         moment: Moment::After,
         ledger: ledger.clone(),
@@ -214,7 +237,7 @@ pub async fn ledger_after(run: &Run, expected: Ledger) -> Result<Ledger, RunErro
         moment: Moment::Expected,
         ledger: expected,
     });
-    Ok(ledger)
+    ledger
 }
 
 /// The ledger a correct system holds: the teams (`(id, budget, spent)`) and expenses
@@ -280,12 +303,17 @@ pub async fn say_totals(run: &Run) -> Result<(i64, i64), RunError> {
         )
         .await?;
     let (total, count) = (totals.int_at(0)?, totals.int_at(1)?);
-    run.say_plain(format!(
+    run.say_plain(totals_line(count, total));
+    Ok((count, total))
+}
+
+/// `approved 2 expense(s) totalling $6,000 on a $5,000 budget`, on either database.
+pub fn totals_line(count: i64, total: i64) -> String {
+    format!(
         "approved {count} expense(s) totalling {} on a {} budget",
         usd(total),
         usd(BUDGET)
-    ));
-    Ok((count, total))
+    )
 }
 
 #[cfg(test)]

@@ -36,11 +36,31 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "SERIALIZABLE",
             "PostgreSQL cancels Bob's commit; his retry sees Alice's $3,000",
         ),
+        (
+            "mariadb-read-committed",
+            "MariaDB READ COMMITTED",
+            "Both checks see $0 approved; both insert",
+        ),
+        (
+            "mariadb-repeatable-read",
+            "MariaDB REPEATABLE READ",
+            "InnoDB's snapshot per manager does not see the other manager either",
+        ),
+        (
+            "mariadb-repeatable-read-snapshot",
+            "MariaDB REPEATABLE READ, snapshot isolation on",
+            "MariaDB 11.6.2's default refuses writes to rows changed since the snapshot; no row is written twice here",
+        ),
+        (
+            "mariadb-serializable",
+            "MariaDB SERIALIZABLE",
+            "Every check locks what it read: the two inserts deadlock and InnoDB rolls Bob back",
+        ),
     ],
     steppable: true,
     workload: false,
     sandbox: super::SANDBOX,
-    actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
+    actors: |variant| actors_at(&["alice", "bob"], &super::session_detail(variant)),
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
@@ -59,6 +79,10 @@ static PREDICT: PredictDef = PredictDef {
             "Bob's COMMIT fails with 40001; his retry sees Alice's $3,000",
         ),
         ("alice-fails", "Alice's COMMIT fails"),
+        (
+            "deadlock",
+            "Their inserts deadlock: Bob is rolled back, and his retry sees Alice's $3,000",
+        ),
     ],
     answers: &[
         (
@@ -76,10 +100,33 @@ static PREDICT: PredictDef = PredictDef {
             "bob-40001",
             "No one-at-a-time order explains both checks seeing $0, so PostgreSQL cancels the second commit, Bob's, and his retry counts Alice's $3,000.",
         ),
+        (
+            "mariadb-read-committed",
+            "both-commit",
+            "Each check counts only committed rows, and InnoDB takes no lock for a plain read: nothing stops two inserts of different rows.",
+        ),
+        (
+            "mariadb-repeatable-read",
+            "both-commit",
+            "Each manager reads InnoDB's snapshot, taken before the other's insert, and no row is written twice.",
+        ),
+        (
+            "mariadb-repeatable-read-snapshot",
+            "both-commit",
+            "The snapshot switch refuses a write to a row changed since the snapshot; each manager inserts a new row, so there is nothing to refuse.",
+        ),
+        (
+            "mariadb-serializable",
+            "deadlock",
+            "At SERIALIZABLE every read locks what it read: Alice's insert waits for Bob's lock, Bob's insert waits for Alice's, and InnoDB breaks the cycle by rolling Bob back (1213).",
+        ),
     ],
 };
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
+    if let Some(setting) = super::mariadb::setting_of(variant) {
+        return super::mariadb::write_skew(run, variant, setting).await;
+    }
     run.say_plain(format!("--- write skew, {variant} ---"));
     ledger_before(run).await?;
     let alice = run.actor("alice", level_of(variant)).await?;

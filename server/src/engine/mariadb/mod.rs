@@ -5,7 +5,14 @@
 //! And, seen from racelab's own connection ([`waits_for`]), whom a step that does not return is
 //! waiting for, as `pg_blocking_pids` tells it on PostgreSQL.
 //!
-//! The first part of the engine on MariaDB (docs/mariadb.md): no lab plays here yet.
+//! A run plays on MariaDB through [`actor`] (its actors, on lanes like every other kind) and
+//! [`place`] (its sandbox, made on first need, and its ledger), docs/mariadb.md.
+
+pub mod actor;
+pub mod place;
+
+pub use actor::{MariaActor, MariaPending};
+pub use place::Place;
 
 use super::sql::Output;
 use futures_util::TryStreamExt;
@@ -132,14 +139,30 @@ impl MariaSession {
                 }
             }
         }
+        drop(stream);
         let verb = sql.split_whitespace().next().unwrap_or("").to_uppercase();
-        let count = if verb == "SELECT" { rows.len() as u64 } else { affected };
+        if columns.is_empty() && verb == "SELECT" {
+            // No row, so no header came with them: ask for it, as the mysql client shows an
+            // empty table's columns (prepared, not run).
+            let described = self.conn.describe(sql).await.map_err(SessionError::of)?;
+            columns = described.columns().iter().map(|c| c.name().to_owned()).collect();
+        }
         Ok(Output {
-            tag: format!("{verb} {count}"),
+            tag: tag(&verb, rows.len() as u64, affected),
             columns,
             rows,
             affected,
         })
+    }
+}
+
+/// What a statement's card says it did: `SELECT 2`, `UPDATE 1` (rows returned or changed), or
+/// `OK` for the rest (`START TRANSACTION`, `COMMIT`), as the mysql client's "Query OK".
+fn tag(verb: &str, returned: u64, affected: u64) -> String {
+    match verb {
+        "SELECT" | "SHOW" | "WITH" => format!("{verb} {returned}"),
+        "INSERT" | "UPDATE" | "DELETE" | "REPLACE" => format!("{verb} {affected}"),
+        _ => "OK".to_owned(),
     }
 }
 
@@ -159,6 +182,10 @@ fn values(row: &MySqlRow) -> Vec<Value> {
                 v.map_or(Value::Null, Value::Text)
             } else if let Ok(v) = row.try_get::<Option<Vec<u8>>, _>(i) {
                 v.map_or(Value::Null, |b| Value::Text(String::from_utf8_lossy(&b).into_owned()))
+            } else if let Ok(v) = row.try_get_unchecked::<Option<String>, _>(i) {
+                // The text protocol sends every value as text: a DECIMAL (`SUM(amount)`), a
+                // date. A whole number reads as one, as PostgreSQL's `sum` of integers does.
+                v.map_or(Value::Null, |text| text.parse().map_or(Value::Text(text), Value::Int))
             } else {
                 Value::Null
             }
@@ -215,6 +242,14 @@ pub enum Wait {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statement_says_what_it_returned_or_changed() {
+        assert_eq!(tag("SELECT", 2, 0), "SELECT 2");
+        assert_eq!(tag("UPDATE", 0, 1), "UPDATE 1");
+        assert_eq!(tag("START", 0, 0), "OK");
+        assert_eq!(tag("COMMIT", 0, 0), "OK");
+    }
 
     #[test]
     fn an_error_reads_as_the_mysql_client_prints_it() {

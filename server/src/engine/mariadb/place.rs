@@ -1,0 +1,192 @@
+//! A run's place on MariaDB: its sandbox, made when the run first needs it (a run on PostgreSQL
+//! never pays for one), the session that reads its ledger, and which actor each of its threads
+//! is. The supervisor closes it when the run ends, however it ended ([`Place::close`]).
+
+use super::super::error::RunError;
+use super::super::run::{Run, TableQuery};
+use super::super::sql::Output;
+use super::{MariaSession, Setting};
+use crate::sandbox::mariadb::{Bounds, MariaSandbox};
+use shared::{Ledger, Table};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// The run's MariaDB part, empty until it is first asked for.
+#[derive(Default)]
+pub struct Place {
+    opened: tokio::sync::Mutex<Option<Opened>>,
+    /// Thread id → actor name, so a wait is told in the reader's words.
+    threads: Mutex<HashMap<u64, String>>,
+    /// Once closed, nothing opens it again (an actor asked for after its run ended).
+    closed: std::sync::atomic::AtomicBool,
+}
+
+/// The sandbox and the run's own session in it (an autocommit session of the run's user: it
+/// makes the tables and reads the ledger, as the monitor session does on PostgreSQL).
+struct Opened {
+    sandbox: MariaSandbox,
+    reader: MariaSession,
+}
+
+impl Place {
+    /// Runs `sql` (one statement) on the run's own session, making the sandbox first if need be.
+    async fn on_reader(&self, run: &Run, sql: &str) -> Result<Output, RunError> {
+        let mut opened = self.open(run).await?;
+        let reader = &mut opened.as_mut().ok_or_else(gone)?.reader;
+        reader.run(sql).await.map_err(|e| RunError::Other(e.to_string()))
+    }
+
+    /// The sandbox, made on first use with the run's bounds.
+    async fn open(&self, run: &Run) -> Result<tokio::sync::MutexGuard<'_, Option<Opened>>, RunError> {
+        let mut opened = self.opened.lock().await;
+        if opened.is_none() {
+            if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(gone());
+            }
+            let sandbox = MariaSandbox::open(run.mariadb_url(), bounds_for(run))
+                .await
+                .map_err(|e| RunError::Other(e.to_string()))?;
+            let reader = MariaSession::open(
+                sandbox.session_options(),
+                Setting {
+                    level: None,
+                    snapshot_isolation: false,
+                },
+            )
+            .await;
+            match reader {
+                Ok(reader) => *opened = Some(Opened { sandbox, reader }),
+                Err(error) => {
+                    sandbox.close().await;
+                    return Err(RunError::Other(format!("MariaDB: {error}")));
+                }
+            }
+        }
+        Ok(opened)
+    }
+
+    /// How an actor's session connects, and racelab's own pool on the server (which sees every
+    /// thread's lock waits).
+    pub(super) async fn reach(
+        &self,
+        run: &Run,
+    ) -> Result<(sqlx::mysql::MySqlConnectOptions, sqlx::MySqlPool), RunError> {
+        let opened = self.open(run).await?;
+        let sandbox = &opened.as_ref().ok_or_else(gone)?.sandbox;
+        Ok((sandbox.session_options(), sandbox.racelab().clone()))
+    }
+
+    /// Remembers that thread `thread` is `name`'s session.
+    pub(super) fn name_thread(&self, thread: u64, name: &str) {
+        self.threads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(thread, name.to_owned());
+    }
+
+    /// The reader's name for thread `thread`.
+    pub(super) fn name_of(&self, thread: u64) -> String {
+        self.threads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&thread)
+            .cloned()
+            .unwrap_or_else(|| format!("thread {thread} (outside this run)"))
+    }
+
+    /// Ends every session of the run on MariaDB and removes its sandbox, if it was made.
+    pub async fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(Opened { sandbox, reader }) = self.opened.lock().await.take() {
+            drop(reader);
+            sandbox.close().await;
+        }
+    }
+}
+
+fn gone() -> RunError {
+    RunError::Other("the run is over: its MariaDB sandbox is gone".into())
+}
+
+/// A run's bounds on MariaDB: every statement within the run's block timeout, but in step
+/// mode, where a reader may think for minutes while an actor waits for a lock, within its idle
+/// limit (as PostgreSQL's lock timeout is then).
+fn bounds_for(run: &Run) -> Bounds {
+    let limits = run.limits();
+    let statement_time = if run.is_stepped() {
+        limits.idle_in_transaction_timeout
+    } else {
+        Bounds::default().statement_time.max(limits.block_timeout)
+    };
+    Bounds {
+        statement_time,
+        ..Bounds::default()
+    }
+}
+
+impl Run {
+    /// Runs one statement of the scenario's own setup on MariaDB (a table, a seed row), on the
+    /// run's own session; the sandbox is made first if this is the run's first need of it.
+    pub async fn mariadb_setup(&self, sql: &str) -> Result<(), RunError> {
+        self.core().mariadb.on_reader(self, sql).await.map(|_| ())
+    }
+
+    /// Each statement of `script` in turn (`;` ends one: the lab's own schema, never a
+    /// reader's text).
+    pub async fn mariadb_script(&self, script: &str) -> Result<(), RunError> {
+        for statement in statements(script) {
+            self.mariadb_setup(&statement).await?;
+        }
+        Ok(())
+    }
+
+    /// One query on the run's own MariaDB session (a final check).
+    pub async fn mariadb_check(&self, sql: &str) -> Result<Output, RunError> {
+        self.core().mariadb.on_reader(self, sql).await
+    }
+
+    /// The ledger on MariaDB: each query one table (their `schema` is ignored: a run has one
+    /// database there).
+    pub async fn mariadb_snapshot(&self, tables: &[TableQuery]) -> Result<Ledger, RunError> {
+        let mut ledger = Ledger::default();
+        for query in tables {
+            let output = self.mariadb_check(query.sql).await?;
+            ledger.tables.push(Table {
+                name: query.name.to_owned(),
+                columns: output.columns,
+                key_columns: query.key_columns,
+                rows: output.rows,
+            });
+        }
+        Ok(ledger)
+    }
+}
+
+/// A script's statements, without comments (`-- …` to the end of a line) or empty ones.
+fn statements(script: &str) -> Vec<String> {
+    let code: String = script
+        .lines()
+        .map(|line| line.split_once("--").map_or(line, |(code, _)| code))
+        .collect::<Vec<_>>()
+        .join("\n");
+    code.split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::statements;
+
+    #[test]
+    fn a_script_splits_into_its_statements_without_comments() {
+        let script = "-- the teams\nCREATE TABLE t (id int); -- one row\n\nINSERT INTO t VALUES (1);\n";
+        assert_eq!(
+            statements(script),
+            ["CREATE TABLE t (id int)", "INSERT INTO t VALUES (1)"]
+        );
+        assert!(statements("-- nothing\n").is_empty());
+    }
+}

@@ -1,0 +1,223 @@
+//! The isolation lab on MariaDB (InnoDB): the same managers, budget and transcript lines, in
+//! MariaDB's SQL, with MariaDB's answers. A variant named `mariadb-…` plays here
+//! ([`shared::catalog::MARIADB_PREFIX`]); its level and InnoDB's snapshot switch come from its
+//! name ([`setting_of`]).
+//!
+//! What MariaDB does differently, and each scenario's tests pin (docs/labs.md):
+//! - **write skew**: READ COMMITTED and REPEATABLE READ, the switch on or off, all let both
+//!   managers insert ($6,000): no row is written twice, so the switch has nothing to refuse.
+//!   SERIALIZABLE makes each check a locking read: alice's insert waits for the lock bob's check
+//!   took, bob's insert then closes the cycle, and InnoDB rolls bob back (`1213`, SQLSTATE
+//!   40001) at once; his retry sees alice's $3,000. The same ending as PostgreSQL's, by locks
+//!   instead of a serialization check at commit.
+//! - **lost update**: READ COMMITTED, and REPEATABLE READ with the switch off (MariaDB before
+//!   11.6.2), let bob's write erase alice's ($800), where PostgreSQL's REPEATABLE READ refuses
+//!   it. With the switch on (11.6.2 and later) bob's write is refused with `1020` ("Record has
+//!   changed since last read"): $1,200, until he retries.
+
+use super::{AMOUNT, BUDGET, LEDGER, TEAM, fits_line, ledger_of, show_after, show_before, totals_line};
+use crate::engine::mariadb::{Level, MariaActor, Setting};
+use crate::engine::{Run, RunError, StepError};
+use shared::Ledger;
+
+/// The lab's tables and seed in MariaDB's SQL (the same as [`super::SCHEMA`]).
+pub const SCHEMA: &str = include_str!("schema.mariadb.sql");
+
+/// InnoDB's error when a REPEATABLE READ transaction writes a row changed since its snapshot
+/// read it, with `innodb_snapshot_isolation` on.
+pub const RECORD_CHANGED: u16 = 1020;
+/// InnoDB's error for a deadlock it broke by rolling this transaction back (SQLSTATE 40001).
+pub const DEADLOCK: u16 = 1213;
+
+/// The level and snapshot switch a MariaDB variant plays at; `None` for a PostgreSQL variant.
+pub fn setting_of(variant: &str) -> Option<Setting> {
+    let (level, snapshot_isolation) = match variant {
+        "mariadb-read-committed" => (Level::ReadCommitted, false),
+        "mariadb-repeatable-read" => (Level::RepeatableRead, false),
+        "mariadb-repeatable-read-snapshot" => (Level::RepeatableRead, true),
+        "mariadb-serializable" => (Level::Serializable, false),
+        _ => return None,
+    };
+    Some(Setting {
+        level: Some(level),
+        snapshot_isolation,
+    })
+}
+
+/// The run header's word for a MariaDB session: its level, and at REPEATABLE READ the switch
+/// (`REPEATABLE READ, innodb_snapshot_isolation=ON`), the one setting whose default changed.
+pub fn detail_of(setting: Setting) -> String {
+    let level = setting.level.map_or("REPEATABLE READ", Level::sql);
+    match setting.level {
+        Some(Level::RepeatableRead) | None => {
+            let switch = if setting.snapshot_isolation { "ON" } else { "OFF" };
+            format!("{level}, innodb_snapshot_isolation={switch}")
+        }
+        _ => level.to_owned(),
+    }
+}
+
+/// The budget's amount, read by the rule.
+const SELECT_BUDGET: &str = "SELECT budget FROM teams WHERE id = 'design'";
+/// What has been approved so far: the number the rule trusts.
+const SELECT_APPROVED: &str = "SELECT COALESCE(SUM(amount), 0) FROM expenses WHERE team_id = 'design'";
+/// The running total, read by the application.
+const READ_SPENT: &str = "SELECT spent FROM teams WHERE id = 'design'";
+
+/// Makes the run's tables there and shows the ledger before the actors start.
+async fn set_up(run: &Run) -> Result<Ledger, RunError> {
+    run.mariadb_script(SCHEMA).await?;
+    Ok(show_before(run, run.mariadb_snapshot(&LEDGER).await?))
+}
+
+/// Shows the ledger after, beside `expected`, and returns it.
+async fn finish(run: &Run, expected: Ledger) -> Result<Ledger, RunError> {
+    Ok(show_after(run, run.mariadb_snapshot(&LEDGER).await?, expected))
+}
+
+/// Write skew on MariaDB: both check, both insert, alice commits, then bob.
+pub async fn write_skew(run: &Run, variant: &str, setting: Setting) -> Result<(), RunError> {
+    run.say_plain(format!("--- write skew, {variant} ---"));
+    set_up(run).await?;
+    let alice = run.mariadb_actor("alice", setting).await?;
+    let bob = run.mariadb_actor("bob", setting).await?;
+    check_fits(&alice).await?;
+    check_fits(&bob).await?;
+    if setting.level == Some(Level::Serializable) {
+        deadlocked_inserts(&alice, &bob).await?;
+    } else {
+        insert(&alice).await?;
+        insert(&bob).await?;
+        alice.commit().await?;
+        alice.say("commit");
+        bob.commit().await?;
+        bob.say("commit");
+    }
+    let totals = run
+        .mariadb_check("SELECT COALESCE(SUM(amount), 0), COUNT(*) FROM expenses WHERE team_id = 'design'")
+        .await?;
+    let (total, count) = (totals.int_at(0)?, totals.int_at(1)?);
+    run.say_plain(totals_line(count, total));
+    finish(run, ledger_of(&[(TEAM, BUDGET, 0)], &[(TEAM, AMOUNT, "alice")])).await?;
+    let prevented = "InnoDB rolled Bob back in a deadlock (1213); his retry saw Alice's $3,000 and rejected";
+    run.verdict(super::write_skew::overspend_verdict(count, total, prevented));
+    Ok(())
+}
+
+/// SERIALIZABLE's ending: alice's insert waits for the lock bob's check holds; bob's insert
+/// closes the cycle and InnoDB rolls him back at once. Alice's insert goes on; bob retries.
+async fn deadlocked_inserts(alice: &MariaActor, bob: &MariaActor) -> Result<(), RunError> {
+    let (alice_waits, by) = alice.start(&insert_sql(alice)).await?.expect_blocked().await?;
+    alice.say(format!("waiting for {}'s lock", by.join(", ")));
+    match bob.query(&insert_sql(bob)).await {
+        Err(error) if error.mariadb_number() == Some(DEADLOCK) => {
+            bob.say(format!("INSERT failed: {error}"));
+        }
+        Err(error) => return Err(error.into()),
+        Ok(_) => return Err(RunError::Other("bob's insert was expected to deadlock".into())),
+    }
+    alice_waits.finish().await?;
+    alice.say(format!("insert {}", shared::usd(AMOUNT)));
+    alice.commit().await?;
+    alice.say("commit");
+    bob.rollback().await?;
+    bob.say("retry the whole transaction");
+    if check_fits(bob).await? {
+        insert(bob).await?;
+    } else {
+        bob.say("rejected: over budget");
+    }
+    bob.commit().await?;
+    Ok(())
+}
+
+/// The rule's check, said as on PostgreSQL: `check: approved $0 + $3,000 <= $5,000? True`.
+async fn check_fits(who: &MariaActor) -> Result<bool, RunError> {
+    let budget = who.query(SELECT_BUDGET).await?.int()?;
+    let approved = who.query(SELECT_APPROVED).await?.int()?;
+    who.say(fits_line(approved, AMOUNT, budget));
+    Ok(approved + AMOUNT <= budget)
+}
+
+fn insert_sql(who: &MariaActor) -> String {
+    format!(
+        "INSERT INTO expenses (team_id, amount, approved_by) VALUES ('{TEAM}', {AMOUNT}, '{}')",
+        who.name()
+    )
+}
+
+async fn insert(who: &MariaActor) -> Result<(), RunError> {
+    who.query(&insert_sql(who)).await?;
+    who.say(format!("insert {}", shared::usd(AMOUNT)));
+    Ok(())
+}
+
+/// Lost update on MariaDB: each reads `spent`, adds in the application and writes the sum
+/// back; alice commits first. Returns whether bob's write committed.
+pub async fn lost_update(
+    run: &Run,
+    variant: &str,
+    setting: Setting,
+    adds: (i64, i64),
+) -> Result<(Ledger, bool), RunError> {
+    run.say_plain(format!("--- lost update, {variant} ---"));
+    set_up(run).await?;
+    let alice = run.mariadb_actor("alice", setting).await?;
+    let bob = run.mariadb_actor("bob", setting).await?;
+    let alice_read = read_spent(&alice).await?;
+    let bob_read = read_spent(&bob).await?;
+    write_spent(&alice, alice_read + adds.0).await?;
+    alice.commit().await?;
+    alice.say("commit");
+    let bob_committed = match write_spent(&bob, bob_read + adds.1).await {
+        Ok(()) => {
+            bob.commit().await?;
+            bob.say("commit");
+            true
+        }
+        Err(error) if error.mariadb_number() == Some(RECORD_CHANGED) => {
+            bob.say(format!("UPDATE failed: {error}"));
+            bob.rollback().await?;
+            false
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let expected = ledger_of(&[(TEAM, BUDGET, adds.0 + adds.1)], &[]);
+    Ok((finish(run, expected).await?, bob_committed))
+}
+
+async fn read_spent(who: &MariaActor) -> Result<i64, RunError> {
+    let spent = who.query(READ_SPENT).await?.int()?;
+    who.say(format!("read spent = {}", shared::usd(spent)));
+    Ok(spent)
+}
+
+async fn write_spent(who: &MariaActor, spent: i64) -> Result<(), StepError> {
+    who.query(&format!("UPDATE teams SET spent = {spent} WHERE id = '{TEAM}'"))
+        .await?;
+    who.say(format!("set spent = {}", shared::usd(spent)));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_variant_names_its_level_and_switch() {
+        let on = setting_of("mariadb-repeatable-read-snapshot");
+        assert_eq!(
+            on.map(detail_of).as_deref(),
+            Some("REPEATABLE READ, innodb_snapshot_isolation=ON")
+        );
+        assert_eq!(
+            setting_of("mariadb-repeatable-read").map(detail_of).as_deref(),
+            Some("REPEATABLE READ, innodb_snapshot_isolation=OFF")
+        );
+        assert_eq!(
+            setting_of("mariadb-serializable").map(detail_of).as_deref(),
+            Some("SERIALIZABLE")
+        );
+        assert_eq!(setting_of("repeatable-read"), None);
+    }
+}

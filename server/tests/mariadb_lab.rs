@@ -1,0 +1,291 @@
+//! The isolation lab on MariaDB, against the real server at `MARIADB_URL` (MariaDB 10.11 on
+//! this machine kind): every MariaDB variant of write skew and lost update through the engine,
+//! its exact transcript, final ledger, verdict, header and the answer it reveals; and its
+//! sandbox there removed however the run ends (completed, cancelled mid-step).
+//!
+//! The transcripts are what MariaDB 10.11.19 did, observed by hand first with two `mariadb`
+//! clients (docs/labs.md, "On MariaDB"):
+//! - write skew, READ COMMITTED / REPEATABLE READ (switch off or on): both checks see $0, both
+//!   insert, both commit: $6,000;
+//! - write skew, SERIALIZABLE: each check's read locks the range it read; alice's insert waits
+//!   for bob's lock, bob's insert closes the cycle and InnoDB rolls him back at once (1213);
+//!   his retry sees alice's $3,000;
+//! - lost update, READ COMMITTED / REPEATABLE READ switch off: bob's write erases alice's ($800);
+//!   switch on: bob's write is refused (1020): $1,200.
+#![allow(clippy::too_many_lines, reason = "a test reads top to bottom, as the race it plays")]
+
+mod common;
+
+use common::{Finished, db_slot, lines, play};
+use shared::{EventKind, Mode, Outcome, ServerMsg, Value, VerdictKind};
+use sqlx::Connection;
+
+const WRITE_SKEW_BOTH_COMMIT: &str = "\
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[alice] insert $3,000
+[bob] insert $3,000
+[alice] commit
+[bob] commit
+approved 2 expense(s) totalling $6,000 on a $5,000 budget";
+
+const WRITE_SKEW_DEADLOCK: &str = "\
+--- write skew, mariadb-serializable ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[alice] waiting for bob's lock
+[bob] INSERT failed: ERROR 1213 (40001): Deadlock found when trying to get lock; try restarting transaction
+[alice] insert $3,000
+[alice] commit
+[bob] retry the whole transaction
+[bob] check: approved $3,000 + $3,000 <= $5,000? False
+[bob] rejected: over budget
+approved 1 expense(s) totalling $3,000 on a $5,000 budget";
+
+const LOST_UPDATE_ERASED: &str = "\
+[alice] read spent = $0
+[bob] read spent = $0
+[alice] set spent = $1,200
+[alice] commit
+[bob] set spent = $800
+[bob] commit
+final spent = $800 (expected $2,000)";
+
+const LOST_UPDATE_REFUSED: &str = "\
+--- lost update, mariadb-repeatable-read-snapshot ---
+[alice] read spent = $0
+[bob] read spent = $0
+[alice] set spent = $1,200
+[alice] commit
+[bob] UPDATE failed: ERROR 1020 (HY000): Record has changed since last read in table 'teams'; try restarting transaction
+final spent = $1,200 (expected $2,000)";
+
+/// How one MariaDB variant must end.
+struct Case {
+    scenario: &'static str,
+    variant: &'static str,
+    transcript: String,
+    spent: i64,
+    /// Who approved each expense left, in id order.
+    approvers: &'static [&'static str],
+    verdict: VerdictKind,
+    /// The header's word for each session: its level, and at REPEATABLE READ the switch.
+    detail: &'static str,
+}
+
+fn cases() -> Vec<Case> {
+    let both = |v: &str| format!("--- write skew, {v} ---\n{WRITE_SKEW_BOTH_COMMIT}");
+    let erased = |v: &str| format!("--- lost update, {v} ---\n{LOST_UPDATE_ERASED}");
+    let (ws, lu) = ("isolation/write-skew", "isolation/lost-update");
+    let (off, on) = (
+        "REPEATABLE READ, innodb_snapshot_isolation=OFF",
+        "REPEATABLE READ, innodb_snapshot_isolation=ON",
+    );
+    let case = |scenario, variant, transcript, spent, approvers, verdict, detail| Case {
+        scenario,
+        variant,
+        transcript,
+        spent,
+        approvers,
+        verdict,
+        detail,
+    };
+    let rc = "mariadb-read-committed";
+    let (rr, snap) = ("mariadb-repeatable-read", "mariadb-repeatable-read-snapshot");
+    let both_approved: &[&str] = &["alice", "bob"];
+    vec![
+        case(
+            ws,
+            rc,
+            both(rc),
+            0,
+            both_approved,
+            VerdictKind::Reproduced,
+            "READ COMMITTED",
+        ),
+        case(ws, rr, both(rr), 0, both_approved, VerdictKind::Reproduced, off),
+        case(ws, snap, both(snap), 0, both_approved, VerdictKind::Reproduced, on),
+        case(
+            ws,
+            "mariadb-serializable",
+            WRITE_SKEW_DEADLOCK.to_owned(),
+            0,
+            &["alice"],
+            VerdictKind::Prevented,
+            "SERIALIZABLE",
+        ),
+        case(lu, rc, erased(rc), 800, &[], VerdictKind::Reproduced, "READ COMMITTED"),
+        case(lu, rr, erased(rr), 800, &[], VerdictKind::Reproduced, off),
+        case(
+            lu,
+            snap,
+            LOST_UPDATE_REFUSED.to_owned(),
+            1_200,
+            &[],
+            VerdictKind::Prevented,
+            on,
+        ),
+    ]
+}
+
+/// What the run did, read from its events alone, in the words of its scenario's choices.
+fn what_happened(run: &Finished) -> &'static str {
+    let failed_with = |who: &str, number: &str| {
+        run.events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::Error { actor, code: Some(c), .. } if actor == who && c == number))
+    };
+    let alice_waited_for_bob = run.events.iter().any(
+        |e| matches!(&e.kind, EventKind::Blocked { actor, by, .. } if actor == "alice" && by.iter().any(|b| b == "bob")),
+    );
+    let failures = run
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Error { .. }))
+        .count();
+    let spent = run.rows_after("teams")[0][2].as_int();
+    let expenses = run.rows_after("expenses").len();
+    match (failures, spent, expenses) {
+        (1, _, 1) if failed_with("bob", "1213") && alice_waited_for_bob => "deadlock",
+        (0, Some(0), 2) => "both-commit",
+        (0, Some(800), 0) => "bob-erases",
+        (1, Some(1_200), 0) if failed_with("bob", "1020") => "bob-1020",
+        _ => "none of the choices",
+    }
+}
+
+/// The tests of this file one at a time: each counts every run sandbox on MariaDB.
+static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// MariaDB's run databases and users now (`racelab_maria_…`).
+async fn sandboxes_on_mariadb() -> (i64, i64) {
+    let url = std::env::var("MARIADB_URL").unwrap_or_else(|_| racelab::config::DEFAULT_MARIADB_URL.to_owned());
+    let mut conn = sqlx::mysql::MySqlConnection::connect(&url).await.expect("MariaDB");
+    let databases: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'racelab\\_maria\\_%'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .expect("databases");
+    let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM mysql.user WHERE User LIKE 'racelab\\_maria\\_%'")
+        .fetch_one(&mut conn)
+        .await
+        .expect("users");
+    (databases, users)
+}
+
+#[tokio::test]
+async fn every_mariadb_variant_plays_its_transcript_and_ledger_and_leaves_nothing() {
+    let _alone = ALONE.lock().await;
+    let _slot = db_slot().await;
+    let engine = common::engine().await;
+    for Case {
+        scenario,
+        variant,
+        transcript,
+        spent,
+        approvers,
+        verdict,
+        detail,
+    } in cases()
+    {
+        let run = play(&engine, scenario, variant).await;
+        let case = format!("{scenario} {variant}");
+        assert_eq!(run.outcome, Outcome::Completed, "{case}");
+        assert_eq!(run.transcript(), lines(&transcript), "{case}: transcript");
+        let Some(EventKind::RunStarted { server, actors, .. }) = run.events.first().map(|e| &e.kind) else {
+            panic!("{case}: no header");
+        };
+        assert!(server.starts_with("MariaDB "), "{case}: played on {server}");
+        assert!(
+            actors.iter().all(|a| a.detail == detail),
+            "{case}: the header names the level and switch: {actors:?}"
+        );
+        assert_eq!(
+            run.rows_after("teams"),
+            vec![row!["design", 5000, spent]],
+            "{case}: teams"
+        );
+        let want: Vec<Vec<Value>> = approvers
+            .iter()
+            .zip(1i64..)
+            .map(|(who, id)| row![id, "design", 3000, *who])
+            .collect();
+        assert_eq!(run.rows_after("expenses"), want, "{case}: expenses");
+        assert_eq!(run.verdict().kind, verdict, "{case}: {:?}", run.verdict());
+        // Every statement went to MariaDB, none to PostgreSQL.
+        assert!(
+            run.events
+                .iter()
+                .all(|e| !matches!(&e.kind, EventKind::Step { service, .. } if *service != shared::Service::Mariadb)),
+            "{case}: a step went elsewhere"
+        );
+        assert_eq!(
+            common::revealed(&run, scenario, variant),
+            what_happened(&run),
+            "{case}: the answer is what the run did"
+        );
+    }
+    assert_eq!(
+        sandboxes_on_mariadb().await,
+        (0, 0),
+        "every run's database and user are gone"
+    );
+}
+
+#[tokio::test]
+async fn a_run_cancelled_while_alice_waits_leaves_nothing_on_mariadb() {
+    let _alone = ALONE.lock().await;
+    let _slot = db_slot().await;
+    let engine = common::engine().await;
+    let def = racelab::labs::find("isolation/write-skew").expect("the scenario");
+    let mut handle = engine
+        .start(def, "mariadb-serializable", Mode::Step)
+        .await
+        .expect("a known variant");
+    // Step until alice's insert is seen waiting for bob, then the reader goes.
+    let mut seen_waiting = false;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !seen_waiting {
+        let update = tokio::time::timeout_at(deadline, handle.updates.recv())
+            .await
+            .expect("in time")
+            .expect("open");
+        match update {
+            ServerMsg::Event { event } => match event.kind {
+                EventKind::Paused { .. } => handle.next(),
+                EventKind::Blocked { actor, .. } if actor == "alice" => seen_waiting = true,
+                _ => {}
+            },
+            ServerMsg::Done { outcome, .. } => panic!("ended before alice waited: {outcome:?}"),
+            _ => {}
+        }
+    }
+    assert_ne!(
+        sandboxes_on_mariadb().await,
+        (0, 0),
+        "the run's sandbox is there while it plays"
+    );
+    handle.cancel();
+    let finished = common::follow(handle).await;
+    assert_eq!(finished.outcome, Outcome::Cancelled);
+    assert_eq!(sandboxes_on_mariadb().await, (0, 0), "its database and user are gone");
+}
+
+#[tokio::test]
+async fn a_mariadb_variant_is_refused_by_name_while_mariadb_is_down() {
+    let _slot = db_slot().await;
+    let mut config = common::config();
+    config.mariadb_url = "mysql://root@127.0.0.1:9".to_owned();
+    let engine = std::sync::Arc::new(racelab::db::connect_engine(&config).await.expect("PostgreSQL"));
+    let def = racelab::labs::find("isolation/lost-update").expect("the scenario");
+    let refused = engine
+        .start(def, "mariadb-repeatable-read", Mode::Auto)
+        .await
+        .err()
+        .expect("refused");
+    assert!(refused.to_string().contains("MariaDB"), "{refused}");
+    // Its PostgreSQL variants still play.
+    let run = play(&engine, "isolation/lost-update", "read-committed").await;
+    assert_eq!(run.outcome, Outcome::Completed);
+}
