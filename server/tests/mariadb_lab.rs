@@ -1,5 +1,6 @@
 //! The isolation lab on MariaDB, against the real server at `MARIADB_URL` (MariaDB 10.11 on
-//! this machine kind): every MariaDB variant of write skew and lost update through the engine,
+//! this machine kind): every MariaDB variant of write skew, read skew and lost update through
+//! the engine,
 //! its exact transcript, final ledger, verdict, header and the answer it reveals; and its
 //! sandbox there removed however the run ends (completed, cancelled mid-step).
 //!
@@ -10,6 +11,8 @@
 //! - write skew, SERIALIZABLE: each check's read locks the range it read; alice's insert waits
 //!   for bob's lock, bob's insert closes the cycle and InnoDB rolls him back at once (1213);
 //!   his retry sees alice's $3,000;
+//! - read skew, READ COMMITTED: the report reads $1,000 then $1,250; REPEATABLE READ: $1,000
+//!   twice (InnoDB's read view fixed at its first read);
 //! - lost update, READ COMMITTED / REPEATABLE READ switch off: bob's write erases alice's ($800);
 //!   switch on: bob's write is refused (1020): $1,200.
 #![allow(clippy::too_many_lines, reason = "a test reads top to bottom, as the race it plays")]
@@ -42,6 +45,11 @@ const WRITE_SKEW_DEADLOCK: &str = "\
 [bob] rejected: over budget
 approved 1 expense(s) totalling $3,000 on a $5,000 budget";
 
+const READ_SKEW: &str = "\
+[carol] approved $1,000 (earlier this month)
+[report] teams.spent          = $1,000
+[carol] approved $250 and committed";
+
 const LOST_UPDATE_ERASED: &str = "\
 [alice] read spent = $0
 [bob] read spent = $0
@@ -66,64 +74,80 @@ struct Case {
     variant: &'static str,
     transcript: String,
     spent: i64,
-    /// Who approved each expense left, in id order.
-    approvers: &'static [&'static str],
+    /// Each expense left, in id order: its amount and who approved it.
+    expenses: &'static [(i64, &'static str)],
     verdict: VerdictKind,
-    /// The header's word for each session: its level, and at REPEATABLE READ the switch.
-    detail: &'static str,
+    /// The header's word for each session, in lane order: its level, and at REPEATABLE READ the
+    /// switch.
+    details: &'static [&'static str],
 }
 
 fn cases() -> Vec<Case> {
     let both = |v: &str| format!("--- write skew, {v} ---\n{WRITE_SKEW_BOTH_COMMIT}");
     let erased = |v: &str| format!("--- lost update, {v} ---\n{LOST_UPDATE_ERASED}");
-    let (ws, lu) = ("isolation/write-skew", "isolation/lost-update");
-    let (off, on) = (
-        "REPEATABLE READ, innodb_snapshot_isolation=OFF",
-        "REPEATABLE READ, innodb_snapshot_isolation=ON",
-    );
-    let case = |scenario, variant, transcript, spent, approvers, verdict, detail| Case {
+    let report = |v: &str, sum: &str, numbers: &str| {
+        format!(
+            "--- read skew, report at {v} ---\n{READ_SKEW}\n[report] sum(expenses.amount) = {sum}\nreport numbers {numbers}"
+        )
+    };
+    let (ws, lu, rs) = ("isolation/write-skew", "isolation/lost-update", "isolation/read-skew");
+    let case = |scenario, variant, transcript, spent, expenses, verdict, details| Case {
         scenario,
         variant,
         transcript,
         spent,
-        approvers,
+        expenses,
         verdict,
-        detail,
+        details,
     };
     let rc = "mariadb-read-committed";
     let (rr, snap) = ("mariadb-repeatable-read", "mariadb-repeatable-read-snapshot");
-    let both_approved: &[&str] = &["alice", "bob"];
+    const RC: &[&str] = &["READ COMMITTED", "READ COMMITTED"];
+    const OFF: &[&str] = &[
+        "REPEATABLE READ, innodb_snapshot_isolation=OFF",
+        "REPEATABLE READ, innodb_snapshot_isolation=OFF",
+    ];
+    const ON: &[&str] = &[
+        "REPEATABLE READ, innodb_snapshot_isolation=ON",
+        "REPEATABLE READ, innodb_snapshot_isolation=ON",
+    ];
+    const BOTH: &[(i64, &str)] = &[(3000, "alice"), (3000, "bob")];
+    const CAROL: &[(i64, &str)] = &[(1000, "carol"), (250, "carol")];
+    let (reproduced, prevented) = (VerdictKind::Reproduced, VerdictKind::Prevented);
     vec![
-        case(
-            ws,
-            rc,
-            both(rc),
-            0,
-            both_approved,
-            VerdictKind::Reproduced,
-            "READ COMMITTED",
-        ),
-        case(ws, rr, both(rr), 0, both_approved, VerdictKind::Reproduced, off),
-        case(ws, snap, both(snap), 0, both_approved, VerdictKind::Reproduced, on),
+        case(ws, rc, both(rc), 0, BOTH, reproduced, RC),
+        case(ws, rr, both(rr), 0, BOTH, reproduced, OFF),
+        case(ws, snap, both(snap), 0, BOTH, reproduced, ON),
         case(
             ws,
             "mariadb-serializable",
             WRITE_SKEW_DEADLOCK.to_owned(),
             0,
-            &["alice"],
-            VerdictKind::Prevented,
-            "SERIALIZABLE",
+            &[(3000, "alice")],
+            prevented,
+            &["SERIALIZABLE", "SERIALIZABLE"],
         ),
-        case(lu, rc, erased(rc), 800, &[], VerdictKind::Reproduced, "READ COMMITTED"),
-        case(lu, rr, erased(rr), 800, &[], VerdictKind::Reproduced, off),
+        case(lu, rc, erased(rc), 800, &[], reproduced, RC),
+        case(lu, rr, erased(rr), 800, &[], reproduced, OFF),
+        case(lu, snap, LOST_UPDATE_REFUSED.to_owned(), 1_200, &[], prevented, ON),
+        // Carol approves at READ COMMITTED whatever the report's level.
         case(
-            lu,
-            snap,
-            LOST_UPDATE_REFUSED.to_owned(),
-            1_200,
-            &[],
-            VerdictKind::Prevented,
-            on,
+            rs,
+            rc,
+            report(rc, "$1,250", "DISAGREE: $1,000 vs $1,250"),
+            1_250,
+            CAROL,
+            reproduced,
+            RC,
+        ),
+        case(
+            rs,
+            rr,
+            report(rr, "$1,000", "agree: $1,000 vs $1,000"),
+            1_250,
+            CAROL,
+            prevented,
+            &["READ COMMITTED", "REPEATABLE READ, innodb_snapshot_isolation=OFF"],
         ),
     ]
 }
@@ -145,6 +169,25 @@ fn what_happened(run: &Finished) -> &'static str {
         .count();
     let spent = run.rows_after("teams")[0][2].as_int();
     let expenses = run.rows_after("expenses").len();
+    // The report's numbers, as its own reads returned them.
+    let reads: Vec<i64> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Result {
+                actor,
+                rows: Some(rows),
+                ..
+            } if actor == "report" => rows.rows.first()?.first()?.as_int(),
+            _ => None,
+        })
+        .collect();
+    match reads.as_slice() {
+        [1_000, 1_250] => return "disagree",
+        [1_000, 1_000] => return "both-1000",
+        [] => {}
+        _ => return "none of the choices",
+    }
     match (failures, spent, expenses) {
         (1, _, 1) if failed_with("bob", "1213") && alice_waited_for_bob => "deadlock",
         (0, Some(0), 2) => "both-commit",
@@ -184,9 +227,9 @@ async fn every_mariadb_variant_plays_its_transcript_and_ledger_and_leaves_nothin
         variant,
         transcript,
         spent,
-        approvers,
+        expenses,
         verdict,
-        detail,
+        details,
     } in cases()
     {
         let run = play(&engine, scenario, variant).await;
@@ -197,19 +240,17 @@ async fn every_mariadb_variant_plays_its_transcript_and_ledger_and_leaves_nothin
             panic!("{case}: no header");
         };
         assert!(server.starts_with("MariaDB "), "{case}: played on {server}");
-        assert!(
-            actors.iter().all(|a| a.detail == detail),
-            "{case}: the header names the level and switch: {actors:?}"
-        );
+        let said: Vec<&str> = actors.iter().map(|a| a.detail.as_str()).collect();
+        assert_eq!(said, details, "{case}: the header names each level and switch");
         assert_eq!(
             run.rows_after("teams"),
             vec![row!["design", 5000, spent]],
             "{case}: teams"
         );
-        let want: Vec<Vec<Value>> = approvers
+        let want: Vec<Vec<Value>> = expenses
             .iter()
             .zip(1i64..)
-            .map(|(who, id)| row![id, "design", 3000, *who])
+            .map(|((amount, who), id)| row![id, "design", *amount, *who])
             .collect();
         assert_eq!(run.rows_after("expenses"), want, "{case}: expenses");
         assert_eq!(run.verdict().kind, verdict, "{case}: {:?}", run.verdict());

@@ -104,7 +104,8 @@ mod tests {
                 ("both-commit", 1),
                 ("bob-waits", 1),
                 ("bob-40001", 1),
-                ("alice-fails", 0)
+                ("alice-fails", 0),
+                ("deadlock", 0)
             ]
             .map(|(c, n)| (c.to_owned(), n))
         );

@@ -10,6 +10,8 @@
 //!   took, bob's insert then closes the cycle, and InnoDB rolls bob back (`1213`, SQLSTATE
 //!   40001) at once; his retry sees alice's $3,000. The same ending as PostgreSQL's, by locks
 //!   instead of a serialization check at commit.
+//! - **read skew**: as on PostgreSQL: READ COMMITTED gives each of the report's statements a
+//!   fresh read view ($1,000 vs $1,250), REPEATABLE READ one for the whole report ($1,000 twice).
 //! - **lost update**: READ COMMITTED, and REPEATABLE READ with the switch off (MariaDB before
 //!   11.6.2), let bob's write erase alice's ($800), where PostgreSQL's REPEATABLE READ refuses
 //!   it. With the switch on (11.6.2 and later) bob's write is refused with `1020` ("Record has
@@ -58,11 +60,11 @@ pub fn detail_of(setting: Setting) -> String {
 }
 
 /// The budget's amount, read by the rule.
-const SELECT_BUDGET: &str = "SELECT budget FROM teams WHERE id = 'design'";
+pub const SELECT_BUDGET: &str = "SELECT budget FROM teams WHERE id = 'design'";
 /// What has been approved so far: the number the rule trusts.
-const SELECT_APPROVED: &str = "SELECT COALESCE(SUM(amount), 0) FROM expenses WHERE team_id = 'design'";
+pub const SELECT_APPROVED: &str = "SELECT COALESCE(SUM(amount), 0) FROM expenses WHERE team_id = 'design'";
 /// The running total, read by the application.
-const READ_SPENT: &str = "SELECT spent FROM teams WHERE id = 'design'";
+pub const READ_SPENT: &str = "SELECT spent FROM teams WHERE id = 'design'";
 
 /// Makes the run's tables there and shows the ledger before the actors start.
 async fn set_up(run: &Run) -> Result<Ledger, RunError> {
@@ -140,10 +142,12 @@ async fn check_fits(who: &MariaActor) -> Result<bool, RunError> {
 }
 
 fn insert_sql(who: &MariaActor) -> String {
-    format!(
-        "INSERT INTO expenses (team_id, amount, approved_by) VALUES ('{TEAM}', {AMOUNT}, '{}')",
-        who.name()
-    )
+    insert_for(who.name())
+}
+
+/// `who`'s approval of $3,000 for the design team.
+pub fn insert_for(who: &str) -> String {
+    format!("INSERT INTO expenses (team_id, amount, approved_by) VALUES ('{TEAM}', {AMOUNT}, '{who}')")
 }
 
 async fn insert(who: &MariaActor) -> Result<(), RunError> {
@@ -184,6 +188,47 @@ pub async fn lost_update(
     };
     let expected = ledger_of(&[(TEAM, BUDGET, adds.0 + adds.1)], &[]);
     Ok((finish(run, expected).await?, bob_committed))
+}
+
+/// Read skew on MariaDB: carol approves $1,000; the report reads the total; carol approves $250
+/// more; the report sums the expenses. Returns the report's two numbers.
+pub async fn read_skew(run: &Run, variant: &str, setting: Setting) -> Result<(i64, i64), RunError> {
+    run.say_plain(format!("--- read skew, report at {variant} ---"));
+    set_up(run).await?;
+    let at_read_committed = Setting {
+        level: Some(Level::ReadCommitted),
+        snapshot_isolation: setting.snapshot_isolation,
+    };
+    let carol = run.mariadb_actor("carol", at_read_committed).await?;
+    let report = run.mariadb_actor("report", setting).await?;
+    approve(&carol, 1_000).await?;
+    carol.say(format!("approved {} (earlier this month)", shared::usd(1_000)));
+    let spent = report.query(READ_SPENT).await?.int()?;
+    report.say(format!("teams.spent          = {}", shared::usd(spent)));
+    approve(&carol, 250).await?;
+    carol.say(format!("approved {} and committed", shared::usd(250)));
+    let sum = report.query(SELECT_APPROVED).await?.int()?;
+    report.say(format!("sum(expenses.amount) = {}", shared::usd(sum)));
+    report.commit().await?;
+    run.say_plain(super::read_skew::numbers_line(spent, sum));
+    finish(run, super::read_skew::expected()).await?;
+    Ok((spent, sum))
+}
+
+/// One approval as one transaction: the expense row and the running total move together.
+async fn approve(carol: &MariaActor, amount: i64) -> Result<(), RunError> {
+    carol
+        .query(&format!(
+            "INSERT INTO expenses (team_id, amount, approved_by) VALUES ('{TEAM}', {amount}, 'carol')"
+        ))
+        .await?;
+    carol
+        .query(&format!(
+            "UPDATE teams SET spent = spent + {amount} WHERE id = '{TEAM}'"
+        ))
+        .await?;
+    carol.commit().await?;
+    Ok(())
 }
 
 async fn read_spent(who: &MariaActor) -> Result<i64, RunError> {

@@ -29,6 +29,16 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "REPEATABLE READ",
             "The whole report reads from one snapshot",
         ),
+        (
+            "mariadb-read-committed",
+            "MariaDB READ COMMITTED",
+            "Each statement of the report sees the latest commits",
+        ),
+        (
+            "mariadb-repeatable-read",
+            "MariaDB REPEATABLE READ",
+            "The report's first read fixes InnoDB's snapshot for the rest",
+        ),
     ],
     steppable: true,
     workload: false,
@@ -37,7 +47,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
         let mut actors = actors_at(&["carol"], Level::ReadCommitted.sql());
         actors.push(ActorInfo {
             name: "report".into(),
-            detail: super::level_of(variant).sql().into(),
+            detail: super::session_detail(variant),
         });
         actors
     },
@@ -75,10 +85,25 @@ static PREDICT: PredictDef = PredictDef {
             "both-1000",
             "The report's first read fixed its snapshot, so the later sum still sees only the $1,000 committed before it, and Carol's commit neither waits for the report nor breaks it.",
         ),
+        (
+            "mariadb-read-committed",
+            "disagree",
+            "At READ COMMITTED InnoDB gives each statement a fresh read view, so the total was read before Carol's $250 and the sum after it.",
+        ),
+        (
+            "mariadb-repeatable-read",
+            "both-1000",
+            "InnoDB fixes the report's read view at its first read, so the later sum sees only the $1,000 committed before it; plain reads take no lock, so Carol does not wait.",
+        ),
     ],
 };
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
+    if let Some(setting) = super::mariadb::setting_of(variant) {
+        let (spent, sum) = super::mariadb::read_skew(run, variant, setting).await?;
+        run.verdict(verdict(spent, sum));
+        return Ok(());
+    }
     run.say_plain(format!("--- read skew, report at {variant} ---"));
     ledger_before(run).await?;
     let carol = run.actor("carol", Level::ReadCommitted).await?;
@@ -94,21 +119,33 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     report.say(format!("sum(expenses.amount) = {}", usd(sum)));
     report.commit().await?;
 
-    let agree = spent == sum;
-    run.say_plain(format!(
+    run.say_plain(numbers_line(spent, sum));
+    ledger_after(run, expected()).await?;
+    run.verdict(verdict(spent, sum));
+    Ok(())
+}
+
+/// `report numbers DISAGREE: $1,000 vs $1,250`, on either database.
+pub fn numbers_line(spent: i64, sum: i64) -> String {
+    format!(
         "report numbers {}: {} vs {}",
-        if agree { "agree" } else { "DISAGREE" },
+        if spent == sum { "agree" } else { "DISAGREE" },
         usd(spent),
         usd(sum)
-    ));
-    ledger_after(
-        run,
-        ledger_of(
-            &[(TEAM, BUDGET, 1_250)],
-            &[(TEAM, 1_000, "carol"), (TEAM, 250, "carol")],
-        ),
     )
-    .await?;
+}
+
+/// What the database holds after carol's two approvals, whatever the report read.
+pub fn expected() -> shared::Ledger {
+    ledger_of(
+        &[(TEAM, BUDGET, 1_250)],
+        &[(TEAM, 1_000, "carol"), (TEAM, 250, "carol")],
+    )
+}
+
+/// Did the report's two numbers agree?
+fn verdict(spent: i64, sum: i64) -> Verdict {
+    let agree = spent == sum;
     let check = Check::new(
         "the report's two numbers agree",
         format!("{} vs {}", usd(spent), usd(sum)),
@@ -125,8 +162,7 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
             "Each statement saw the latest commits, so the report mixed two moments.",
         )
     };
-    run.verdict(Verdict::judge(vec![check], headline, reason));
-    Ok(())
+    Verdict::judge(vec![check], headline, reason)
 }
 
 /// One approval as one transaction: the expense row and the running total move together.
