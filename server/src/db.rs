@@ -106,6 +106,7 @@ pub async fn connect_engine(config: &Config) -> Result<Engine, StartupError> {
         probes: Default::default(),
         metrics: Default::default(),
         mariadb_version: Default::default(),
+        mariadb_shelf: crate::engine::mariadb::Shelf::new(config.mariadb_url.clone(), config.warm_sandboxes),
     })
 }
 
@@ -265,6 +266,8 @@ async fn connect_server(
         services,
         actor_binary: actor_binary.to_path_buf(),
         database_url: url.to_owned(),
+        // The engine's one shelf, given to each run that may take from it.
+        mariadb_shelf: None,
     };
     Ok((Server::new(server_name, version, reach, warm), budget, leases))
 }

@@ -781,6 +781,14 @@ fn what_the_lock_orders_did(run: &Finished) -> &'static str {
         .filter(|who| failed_with(run, who, "40P01"))
         .count();
     let shared_approvals = approvals(run).len() / 2;
+    // MariaDB's: one rolled back at once, with its own number.
+    let rolled_back = ["alice", "bob"]
+        .iter()
+        .filter(|who| failed_with(run, who, "1213"))
+        .count();
+    if (rolled_back, shared_approvals) == (1, 2) {
+        return "one-1213";
+    }
     match (deadlocks, shared_approvals, waited_for(run, "bob", "alice")) {
         (1, 2, _) => "one-40p01",
         (0, 2, true) => "bob-waits",

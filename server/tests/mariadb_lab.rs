@@ -1,5 +1,5 @@
 //! The isolation lab on MariaDB, against the real server at `MARIADB_URL` (MariaDB 10.11 on
-//! this machine kind): every MariaDB variant of write skew, read skew and lost update through
+//! this machine kind): every MariaDB variant of write skew, read skew, the deadlock and the lost update through
 //! the engine,
 //! its exact transcript, final ledger, verdict, header and the answer it reveals; and its
 //! sandbox there removed however the run ends (completed, cancelled mid-step).
@@ -13,6 +13,9 @@
 //!   his retry sees alice's $3,000;
 //! - read skew, READ COMMITTED: the report reads $1,000 then $1,250; REPEATABLE READ: $1,000
 //!   twice (InnoDB's read view fixed at its first read);
+//! - deadlock, opposite orders: alice waits for bob's lock on ops, bob's request for design
+//!   closes the cycle and InnoDB refuses it at once (1213), rolling bob back; his retry approves
+//!   after alice. Same order: bob waits for alice's lock on design, no deadlock;
 //! - lost update, READ COMMITTED / REPEATABLE READ switch off: bob's write erases alice's ($800);
 //!   switch on: bob's write is refused (1020): $1,200.
 #![allow(clippy::too_many_lines, reason = "a test reads top to bottom, as the race it plays")]
@@ -50,6 +53,35 @@ const READ_SKEW: &str = "\
 [report] teams.spent          = $1,000
 [carol] approved $250 and committed";
 
+const DEADLOCK_OPPOSITE: &str = "\
+--- deadlock, mariadb-opposite-order ---
+[alice] locked team design
+[bob] locked team ops
+[alice] waiting for bob's lock on ops
+[bob] attempt 1 failed: ERROR 1213 (40001): Deadlock found when trying to get lock; try restarting transaction
+[alice] locked team ops
+[alice] insert $1,000 for design and ops
+[alice] commit
+[bob] locked team ops
+[bob] locked team design
+[bob] insert $1,000 for design and ops
+[bob] commit
+[bob] approved after 2 attempt(s)
+approved 2 shared expense(s) of $1,000 per team";
+
+const DEADLOCK_SAME: &str = "\
+--- deadlock, mariadb-same-order ---
+[alice] locked team design
+[bob] waiting for alice's lock on design
+[alice] locked team ops
+[alice] insert $1,000 for design and ops
+[alice] commit
+[bob] locked team design
+[bob] locked team ops
+[bob] insert $1,000 for design and ops
+[bob] commit
+approved 2 shared expense(s) of $1,000 per team";
+
 const LOST_UPDATE_ERASED: &str = "\
 [alice] read spent = $0
 [bob] read spent = $0
@@ -74,8 +106,8 @@ struct Case {
     variant: &'static str,
     transcript: String,
     spent: i64,
-    /// Each expense left, in id order: its amount and who approved it.
-    expenses: &'static [(i64, &'static str)],
+    /// Each expense left, in id order: its team, its amount and who approved it.
+    expenses: &'static [(&'static str, i64, &'static str)],
     verdict: VerdictKind,
     /// The header's word for each session, in lane order: its level, and at REPEATABLE READ the
     /// switch.
@@ -111,8 +143,15 @@ fn cases() -> Vec<Case> {
         "REPEATABLE READ, innodb_snapshot_isolation=ON",
         "REPEATABLE READ, innodb_snapshot_isolation=ON",
     ];
-    const BOTH: &[(i64, &str)] = &[(3000, "alice"), (3000, "bob")];
-    const CAROL: &[(i64, &str)] = &[(1000, "carol"), (250, "carol")];
+    const BOTH: &[(&str, i64, &str)] = &[("design", 3000, "alice"), ("design", 3000, "bob")];
+    const CAROL: &[(&str, i64, &str)] = &[("design", 1000, "carol"), ("design", 250, "carol")];
+    const SHARED: &[(&str, i64, &str)] = &[
+        ("design", 1000, "alice"),
+        ("ops", 1000, "alice"),
+        ("design", 1000, "bob"),
+        ("ops", 1000, "bob"),
+    ];
+    let dl = "isolation/deadlock";
     let (reproduced, prevented) = (VerdictKind::Reproduced, VerdictKind::Prevented);
     vec![
         case(ws, rc, both(rc), 0, BOTH, reproduced, RC),
@@ -123,7 +162,7 @@ fn cases() -> Vec<Case> {
             "mariadb-serializable",
             WRITE_SKEW_DEADLOCK.to_owned(),
             0,
-            &[(3000, "alice")],
+            &[("design", 3000, "alice")],
             prevented,
             &["SERIALIZABLE", "SERIALIZABLE"],
         ),
@@ -148,6 +187,24 @@ fn cases() -> Vec<Case> {
             CAROL,
             prevented,
             &["READ COMMITTED", "REPEATABLE READ, innodb_snapshot_isolation=OFF"],
+        ),
+        case(
+            dl,
+            "mariadb-opposite-order",
+            DEADLOCK_OPPOSITE.to_owned(),
+            0,
+            SHARED,
+            reproduced,
+            RC,
+        ),
+        case(
+            dl,
+            "mariadb-same-order",
+            DEADLOCK_SAME.to_owned(),
+            0,
+            SHARED,
+            prevented,
+            RC,
         ),
     ]
 }
@@ -188,7 +245,12 @@ fn what_happened(run: &Finished) -> &'static str {
         [] => {}
         _ => return "none of the choices",
     }
+    let bob_waited_for_alice = run.events.iter().any(
+        |e| matches!(&e.kind, EventKind::Blocked { actor, by, .. } if actor == "bob" && by.iter().any(|b| b == "alice")),
+    );
     match (failures, spent, expenses) {
+        (1, _, 4) if failed_with("bob", "1213") && alice_waited_for_bob => "one-1213",
+        (0, _, 4) if bob_waited_for_alice => "bob-waits",
         (1, _, 1) if failed_with("bob", "1213") && alice_waited_for_bob => "deadlock",
         (0, Some(0), 2) => "both-commit",
         (0, Some(800), 0) => "bob-erases",
@@ -242,15 +304,11 @@ async fn every_mariadb_variant_plays_its_transcript_and_ledger_and_leaves_nothin
         assert!(server.starts_with("MariaDB "), "{case}: played on {server}");
         let said: Vec<&str> = actors.iter().map(|a| a.detail.as_str()).collect();
         assert_eq!(said, details, "{case}: the header names each level and switch");
-        assert_eq!(
-            run.rows_after("teams"),
-            vec![row!["design", 5000, spent]],
-            "{case}: teams"
-        );
+        assert_eq!(run.rows_after("teams")[0], row!["design", 5000, spent], "{case}: teams");
         let want: Vec<Vec<Value>> = expenses
             .iter()
             .zip(1i64..)
-            .map(|((amount, who), id)| row![id, "design", *amount, *who])
+            .map(|((team, amount, who), id)| row![id, *team, *amount, *who])
             .collect();
         assert_eq!(run.rows_after("expenses"), want, "{case}: expenses");
         assert_eq!(run.verdict().kind, verdict, "{case}: {:?}", run.verdict());
@@ -272,6 +330,53 @@ async fn every_mariadb_variant_plays_its_transcript_and_ledger_and_leaves_nothin
         (0, 0),
         "every run's database and user are gone"
     );
+}
+
+#[tokio::test]
+async fn sandboxes_made_ahead_are_taken_by_the_next_runs_and_go_with_the_engine() {
+    let _alone = ALONE.lock().await;
+    let _slot = db_slot().await;
+    let mut config = common::config();
+    config.warm_sandboxes = 2;
+    let engine = std::sync::Arc::new(racelab::db::connect_engine(&config).await.expect("PostgreSQL"));
+    let transcript = lines(&format!(
+        "--- write skew, mariadb-repeatable-read ---\n{WRITE_SKEW_BOTH_COMMIT}"
+    ));
+    // The first run makes its own, and the shelf fills behind it; the next ones take from it.
+    let shelf_full = async || {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        while engine.ready_on_mariadb().0 < 2 {
+            assert!(tokio::time::Instant::now() < deadline, "the shelf fills");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    for round in 0..3 {
+        if round > 0 {
+            shelf_full().await;
+        }
+        let run = play(&engine, "isolation/write-skew", "mariadb-repeatable-read").await;
+        assert_eq!(run.outcome, Outcome::Completed, "round {round}");
+        assert_eq!(
+            run.transcript(),
+            transcript,
+            "round {round}: a ready sandbox starts clean"
+        );
+        let ids: Vec<Value> = run.rows_after("expenses").iter().map(|r| r[0].clone()).collect();
+        assert_eq!(
+            ids,
+            [Value::from(1), Value::from(2)],
+            "round {round}: expense ids start at 1"
+        );
+    }
+    assert_eq!(
+        sandboxes_on_mariadb().await.0,
+        2,
+        "two wait on the shelf, none of a run"
+    );
+    engine
+        .close(std::time::Duration::from_secs(5), std::time::Duration::from_secs(5))
+        .await;
+    assert_eq!(sandboxes_on_mariadb().await, (0, 0), "the shelf goes with the engine");
 }
 
 #[tokio::test]

@@ -84,6 +84,13 @@ async fn a_reader_switches_the_write_skew_to_mariadb_and_sees_innodb_deadlock() 
         let why = b.text(".rl-proof-none").await.unwrap_or_default();
         assert!(why.starts_with("this run played on MariaDB"), "{why}");
 
+        // Every variant, side by side, is MariaDB's now.
+        assert_eq!(
+            b.attr(".rl-compare-link", "href").await.as_deref(),
+            Some(
+                "/lab/isolation/write-skew/compare?variants=mariadb-read-committed,mariadb-repeatable-read,mariadb-repeatable-read-snapshot,mariadb-serializable"
+            )
+        );
         // The same level on both databases, side by side, from the page's own link.
         let href = b.attr(".rl-compare-databases", "href").await.unwrap_or_default();
         assert_eq!(

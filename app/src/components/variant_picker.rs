@@ -4,8 +4,12 @@
 //! switching keeps the level where the other database has it.
 
 use leptos::prelude::*;
-use shared::catalog::{counterpart, database_of, databases};
-use shared::{Service, VariantInfo};
+#[cfg(not(feature = "embed"))]
+use shared::Service;
+use shared::VariantInfo;
+use shared::catalog::database_of;
+#[cfg(not(feature = "embed"))]
+use shared::catalog::{counterpart, databases};
 
 /// More variants than this (a reader's spec has one per permutation) are a list to pick from,
 /// not a row of tabs (on the full app's pages: an embed keeps its tabs, and its budget).
@@ -34,7 +38,11 @@ pub fn VariantPicker(variants: Vec<VariantInfo>, chosen: RwSignal<String>, disab
         }
         .into_any();
     }
+    // An embed plays the database its author picked (its variant's): no picker, its tabs only.
+    #[cfg(not(feature = "embed"))]
     let picker = database_picker(&variants, chosen, disabled);
+    #[cfg(feature = "embed")]
+    let picker = ();
     let tabs = view! {
         {picker}
         <nav class="rl-variants" aria-label="Variants">
@@ -84,6 +92,7 @@ fn most_in_one_database(variants: &[VariantInfo]) -> usize {
 
 /// PostgreSQL or MariaDB, where the variants play on both: picking one plays its counterpart
 /// of the chosen variant ([`counterpart`]).
+#[cfg(not(feature = "embed"))]
 fn database_picker(
     variants: &[VariantInfo],
     chosen: RwSignal<String>,

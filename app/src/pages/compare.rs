@@ -52,13 +52,23 @@ fn column() -> Opening {
     }
 }
 
-/// One column per variant: every one, or those `only` names (in its order) where it names
-/// any the scenario has.
+/// One column per variant: every one on the scenario's first database, or those `only` names
+/// (in its order) where it names any the scenario has.
 fn every_variant(found: &Found, only: &[String], run_all: RwSignal<u32>) -> impl IntoView + use<> {
     provide_context(Columns { run_all, told: None });
     let picked: Vec<&shared::VariantInfo> = only.iter().filter_map(|id| found.scenario.variant(id)).collect();
+    // Every variant of one database: the first's (PostgreSQL's), unless `only` names others.
+    let first = found.scenario.variants.first().map(shared::VariantInfo::database);
     let (shown, heading) = match picked.len() {
-        0 => (found.scenario.variants.iter().collect(), "every variant".to_owned()),
+        0 => (
+            found
+                .scenario
+                .variants
+                .iter()
+                .filter(|v| Some(v.database()) == first)
+                .collect(),
+            "every variant".to_owned(),
+        ),
         _ => {
             let labels: Vec<&str> = picked.iter().map(|v| v.label.as_str()).collect();
             (picked, labels.join(" beside "))

@@ -92,6 +92,8 @@ pub struct Reach {
     pub actor_binary: PathBuf,
     /// The database URL a child process connects with (its options are set the same way).
     pub database_url: String,
+    /// MariaDB sandboxes made ahead of demand, where the run may take one (it plays by itself).
+    pub mariadb_shelf: Option<Arc<super::mariadb::Shelf>>,
 }
 
 /// What the run's actors share: its identity, sandbox, event sink, monitor connection and limits.
@@ -492,6 +494,11 @@ impl Run {
     /// Where MariaDB is (`MARIADB_URL`).
     pub fn mariadb_url(&self) -> &str {
         &self.core.reach.services.mariadb_url
+    }
+
+    /// MariaDB sandboxes made ahead, if the run may take one.
+    pub(super) fn mariadb_shelf(&self) -> Option<Arc<super::mariadb::Shelf>> {
+        self.core.reach.mariadb_shelf.clone()
     }
 
     /// The limits the run is held to.

@@ -43,6 +43,8 @@ pub struct Engine {
     /// MariaDB's version as its last probe found it (`MariaDB 10.11.19`): the header of a run
     /// that plays there.
     pub(crate) mariadb_version: std::sync::Mutex<Option<String>>,
+    /// MariaDB sandboxes made ahead of demand, with their lab's tables.
+    pub(crate) mariadb_shelf: Arc<super::mariadb::Shelf>,
 }
 
 /// The services' state, PostgreSQL's being the home server's.
@@ -463,7 +465,8 @@ impl Engine {
         let servers = self.servers.all();
         tokio::join!(
             futures_util::future::join_all(servers.iter().map(|s| s.warm.empty())),
-            self.admission.close_kept()
+            self.admission.close_kept(),
+            self.mariadb_shelf.empty()
         );
         left
     }
@@ -476,6 +479,12 @@ impl Engine {
     /// The sandboxes ready for the next runs (made ahead of demand, or reset after a run).
     pub fn ready_sandboxes(&self) -> Vec<super::warm::ReadySandbox> {
         self.servers.all().iter().flat_map(|s| s.warm.ready()).collect()
+    }
+
+    /// MariaDB sandboxes ready for the next runs, with their lab's tables, and how many runs
+    /// took one so far.
+    pub fn ready_on_mariadb(&self) -> (usize, usize) {
+        (self.mariadb_shelf.len(), self.mariadb_shelf.taken())
     }
 
     /// PostgreSQL connections runs may hold at once (every replica together).
@@ -821,6 +830,9 @@ impl Engine {
     /// (`mode`), whose lock and statement waits last as long as its idle limit.
     fn reach_for(&self, server: &Server, mode: Mode) -> Reach {
         let mut reach = server.reach.clone();
+        // A run played by itself may take a MariaDB sandbox made ahead; one played step by
+        // step makes its own, with its longer statement bound.
+        reach.mariadb_shelf = (mode == Mode::Auto).then(|| self.mariadb_shelf.clone());
         if mode == Mode::Step {
             // A reader may think for minutes while an actor waits for a lock: the wait must not
             // time out before the run's idle limit does. (Later `-c` options win.)

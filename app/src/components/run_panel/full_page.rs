@@ -91,7 +91,19 @@ fn compare_links(panel: Panel, scenario: &ScenarioInfo, versions: Option<Version
     let is_load_test = panel.is_load_test;
     let comparable = full && scenario.variants.len() > 1 && !is_load_test;
     let compare_variants = comparable.then(|| {
-        view! { <a class="rl-compare-link" href=format!("/lab/{id}/compare")>"Compare all variants side by side"</a> }
+        // The chosen database's variants: PostgreSQL's are the page's own, MariaDB's named.
+        let mariadb: Vec<String> = scenario
+            .variants
+            .iter()
+            .filter(|v| v.database() == Service::Mariadb)
+            .map(|v| v.id.clone())
+            .collect();
+        let id = id.clone();
+        let href = move || match database_of(&panel.chosen.get()) {
+            Service::Mariadb => format!("/lab/{id}/compare?variants={}", mariadb.join(",")),
+            _ => format!("/lab/{id}/compare"),
+        };
+        view! { <a class="rl-compare-link" href=href>"Compare all variants side by side"</a> }
     });
     let compare_databases = (comparable && databases(&scenario.variants).len() > 1).then(|| {
         let variants = StoredValue::new(scenario.variants.clone());

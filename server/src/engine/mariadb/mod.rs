@@ -10,9 +10,11 @@
 
 pub mod actor;
 pub mod place;
+pub mod shelf;
 
 pub use actor::{MariaActor, MariaPending};
 pub use place::Place;
+pub use shelf::Shelf;
 
 use super::sql::Output;
 use futures_util::TryStreamExt;

@@ -1,6 +1,7 @@
-//! A run's place on MariaDB: its sandbox, made when the run first needs it (a run on PostgreSQL
-//! never pays for one), the session that reads its ledger, and which actor each of its threads
-//! is. The supervisor closes it when the run ends, however it ended ([`Place::close`]).
+//! A run's place on MariaDB: its sandbox, taken ready from the shelf ([`super::shelf`]) or made
+//! when the run first needs it (a run on PostgreSQL never pays for one), the session that reads
+//! its ledger, and which actor each of its threads is. The supervisor closes it when the run
+//! ends, however it ended ([`Place::close`]).
 
 use super::super::error::RunError;
 use super::super::run::{Run, TableQuery};
@@ -14,54 +15,85 @@ use std::sync::Mutex;
 /// The run's MariaDB part, empty until it is first asked for.
 #[derive(Default)]
 pub struct Place {
-    opened: tokio::sync::Mutex<Option<Opened>>,
+    opened: tokio::sync::Mutex<Option<Prepared>>,
     /// Thread id → actor name, so a wait is told in the reader's words.
     threads: Mutex<HashMap<u64, String>>,
     /// Once closed, nothing opens it again (an actor asked for after its run ended).
     closed: std::sync::atomic::AtomicBool,
 }
 
-/// The sandbox and the run's own session in it (an autocommit session of the run's user: it
-/// makes the tables and reads the ledger, as the monitor session does on PostgreSQL).
-struct Opened {
-    sandbox: MariaSandbox,
-    reader: MariaSession,
+/// A sandbox with its schema made, and the session that made it: the run's own (an autocommit
+/// session of the run's user: it makes the tables and reads the ledger, as the monitor session
+/// does on PostgreSQL).
+pub struct Prepared {
+    pub sandbox: MariaSandbox,
+    pub session: MariaSession,
+}
+
+/// Opens `sandbox`'s own session and makes `schema` in it (each statement in turn: `;` ends
+/// one, the lab's own text, never a reader's). The sandbox is removed if that fails.
+pub async fn prepare(sandbox: MariaSandbox, schema: &str) -> Result<Prepared, RunError> {
+    let made = async {
+        let setting = Setting {
+            level: None,
+            snapshot_isolation: false,
+        };
+        let mut session = MariaSession::open(sandbox.session_options(), setting).await?;
+        for statement in statements(schema) {
+            session.run(&statement).await?;
+        }
+        Ok::<_, super::SessionError>(session)
+    }
+    .await;
+    match made {
+        Ok(session) => Ok(Prepared { sandbox, session }),
+        Err(error) => {
+            sandbox.close().await;
+            Err(RunError::Other(format!("MariaDB: {error}")))
+        }
+    }
 }
 
 impl Place {
     /// Runs `sql` (one statement) on the run's own session, making the sandbox first if need be.
     async fn on_reader(&self, run: &Run, sql: &str) -> Result<Output, RunError> {
-        let mut opened = self.open(run).await?;
-        let reader = &mut opened.as_mut().ok_or_else(gone)?.reader;
+        let mut opened = self.open(run, None).await?;
+        let reader = &mut opened.as_mut().ok_or_else(gone)?.session;
         reader.run(sql).await.map_err(|e| RunError::Other(e.to_string()))
     }
 
-    /// The sandbox, made on first use with the run's bounds.
-    async fn open(&self, run: &Run) -> Result<tokio::sync::MutexGuard<'_, Option<Opened>>, RunError> {
+    /// The sandbox, on first use taken from the shelf ready with `schema` where the run may
+    /// (it plays by itself, not a step at a time), else made with the run's bounds and
+    /// `schema`; the shelf then makes another for the next run.
+    async fn open(
+        &self,
+        run: &Run,
+        schema: Option<&'static str>,
+    ) -> Result<tokio::sync::MutexGuard<'_, Option<Prepared>>, RunError> {
         let mut opened = self.opened.lock().await;
-        if opened.is_none() {
-            if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(gone());
-            }
-            let sandbox = MariaSandbox::open(run.mariadb_url(), bounds_for(run))
-                .await
-                .map_err(|e| RunError::Other(e.to_string()))?;
-            let reader = MariaSession::open(
-                sandbox.session_options(),
-                Setting {
-                    level: None,
-                    snapshot_isolation: false,
-                },
-            )
-            .await;
-            match reader {
-                Ok(reader) => *opened = Some(Opened { sandbox, reader }),
-                Err(error) => {
-                    sandbox.close().await;
-                    return Err(RunError::Other(format!("MariaDB: {error}")));
-                }
-            }
+        if opened.is_some() {
+            return Ok(opened);
         }
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(gone());
+        }
+        let shelf = run.mariadb_shelf().filter(|_| !run.is_stepped());
+        let taken = schema
+            .zip(shelf.as_ref())
+            .and_then(|(schema, shelf)| shelf.take(schema));
+        let prepared = match taken {
+            Some(prepared) => prepared,
+            None => {
+                let sandbox = MariaSandbox::open(run.mariadb_url(), bounds_for(run))
+                    .await
+                    .map_err(|e| RunError::Other(e.to_string()))?;
+                prepare(sandbox, schema.unwrap_or("")).await?
+            }
+        };
+        if let (Some(shelf), Some(schema)) = (shelf, schema) {
+            shelf.refill(schema);
+        }
+        *opened = Some(prepared);
         Ok(opened)
     }
 
@@ -71,7 +103,7 @@ impl Place {
         &self,
         run: &Run,
     ) -> Result<(sqlx::mysql::MySqlConnectOptions, sqlx::MySqlPool), RunError> {
-        let opened = self.open(run).await?;
+        let opened = self.open(run, None).await?;
         let sandbox = &opened.as_ref().ok_or_else(gone)?.sandbox;
         Ok((sandbox.session_options(), sandbox.racelab().clone()))
     }
@@ -97,8 +129,8 @@ impl Place {
     /// Ends every session of the run on MariaDB and removes its sandbox, if it was made.
     pub async fn close(&self) {
         self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Some(Opened { sandbox, reader }) = self.opened.lock().await.take() {
-            drop(reader);
+        if let Some(Prepared { sandbox, session }) = self.opened.lock().await.take() {
+            drop(session);
             sandbox.close().await;
         }
     }
@@ -131,13 +163,11 @@ impl Run {
         self.core().mariadb.on_reader(self, sql).await.map(|_| ())
     }
 
-    /// Each statement of `script` in turn (`;` ends one: the lab's own schema, never a
-    /// reader's text).
-    pub async fn mariadb_script(&self, script: &str) -> Result<(), RunError> {
-        for statement in statements(script) {
-            self.mariadb_setup(&statement).await?;
-        }
-        Ok(())
+    /// Readies the run's sandbox with `schema` (the lab's tables and seed, `;` between
+    /// statements): one made ahead of demand if there is one ready, else made now. A run asks
+    /// for it before anything else on MariaDB.
+    pub async fn mariadb_prepare(&self, schema: &'static str) -> Result<(), RunError> {
+        self.core().mariadb.open(self, Some(schema)).await.map(|_| ())
     }
 
     /// One query on the run's own MariaDB session (a final check).

@@ -32,11 +32,21 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "same order",
             "Both lock design first: Bob waits his turn, no deadlock",
         ),
+        (
+            "mariadb-opposite-order",
+            "MariaDB, opposite order",
+            "InnoDB sees the cycle at once and rolls Bob back (1213); his retry goes through",
+        ),
+        (
+            "mariadb-same-order",
+            "MariaDB, same order",
+            "Both lock design first: Bob waits his turn, no deadlock",
+        ),
     ],
     steppable: false,
     workload: false,
     sandbox: super::SANDBOX,
-    actors: |_| actors_at(&["alice", "bob"], Level::ReadCommitted.sql()),
+    actors: |variant| actors_at(&["alice", "bob"], &super::session_detail(variant)),
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
@@ -55,6 +65,10 @@ static PREDICT: PredictDef = PredictDef {
         ),
         ("bob-waits", "Bob waits for Alice's lock, then both approve first time"),
         ("both-cancelled", "Both are cancelled and neither expense is approved"),
+        (
+            "one-1213",
+            "One is rolled back at once with 1213; the retry approves it after the other",
+        ),
     ],
     answers: &[
         (
@@ -67,14 +81,30 @@ static PREDICT: PredictDef = PredictDef {
             "bob-waits",
             "Both ask for design first, so whoever gets it second simply queues behind the holder and no cycle of waits can form.",
         ),
+        (
+            "mariadb-opposite-order",
+            "one-1213",
+            "InnoDB checks for a cycle as each lock request waits, so Bob's request that closes it is refused at once with 1213 and his whole transaction rolled back; his retry runs once Alice has committed.",
+        ),
+        (
+            "mariadb-same-order",
+            "bob-waits",
+            "Both ask for design first, so Bob simply queues behind Alice's lock and no cycle of waits can form.",
+        ),
     ],
 };
 
 /// Each team's share of one approval.
-const SHARE: i64 = 1_000;
+pub const SHARE: i64 = 1_000;
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     run.say_plain(format!("--- deadlock, {variant} ---"));
+    if let Some(setting) = super::mariadb::setting_of(variant) {
+        let opposite = variant.ends_with("opposite-order");
+        let (after, attempts) = super::mariadb::deadlock(run, setting, opposite, expected(["alice", "bob"])).await?;
+        judge(run, &after, &attempts, "InnoDB rolled back an approval at once (1213)");
+        return Ok(());
+    }
     add_other_team(run).await?;
     ledger_before(run).await?;
     let alice = run.actor("alice", Level::ReadCommitted).await?;
@@ -90,7 +120,14 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     } else {
         ["bob", "alice"]
     };
-    let expected = ledger_of(
+    let after = ledger_after(run, expected(order)).await?;
+    judge(run, &after, &attempts, "PostgreSQL cancelled an approval (40P01)");
+    Ok(())
+}
+
+/// What a correct system holds: both shared approvals, in the order they committed.
+pub fn expected(order: [&str; 2]) -> shared::Ledger {
+    ledger_of(
         &[(TEAM, BUDGET, 0), (OTHER_TEAM, BUDGET, 0)],
         &[
             (TEAM, SHARE, order[0]),
@@ -98,23 +135,26 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
             (TEAM, SHARE, order[1]),
             (OTHER_TEAM, SHARE, order[1]),
         ],
-    );
-    let after = ledger_after(run, expected).await?;
+    )
+}
+
+/// Says how many shared approvals the ledger `after` holds, and judges the run: `cancelled_by`
+/// is who broke the cycle, in words.
+fn judge(run: &Run, after: &shared::Ledger, attempts: &Attempts, cancelled_by: &str) {
     let approvals = after.table("expenses").map_or(0, |t| t.rows.len()) / 2;
     run.say_plain(format!(
         "approved {approvals} shared expense(s) of {} per team",
         usd(SHARE)
     ));
-    run.verdict(verdict(approvals, &attempts));
-    Ok(())
+    run.verdict(verdict(approvals, attempts, cancelled_by));
 }
 
 /// How many attempts each manager's approval took, as their retry loops counted them.
-type Attempts = [(&'static str, u32); 2];
+pub type Attempts = [(&'static str, u32); 2];
 
 /// The verdict, from what happened: how many shared approvals committed, and how many attempts
 /// each manager's retry loop needed (more than one means a deadlock cancelled an attempt).
-fn verdict(approvals: usize, attempts: &Attempts) -> Verdict {
+fn verdict(approvals: usize, attempts: &Attempts, cancelled_by: &str) -> Verdict {
     let cancelled: Vec<String> = attempts
         .iter()
         .filter(|(_, n)| *n > 1)
@@ -147,10 +187,10 @@ fn verdict(approvals: usize, attempts: &Attempts) -> Verdict {
         Verdict::judge(
             checks,
             format!(
-                "Deadlock: PostgreSQL cancelled an approval (40P01); the retry approved it ({})",
+                "Deadlock: {cancelled_by}; the retry approved it ({})",
                 cancelled.join(", ")
             ),
-            "Each held one team's lock and waited for the other's; PostgreSQL broke the cycle by cancelling one.",
+            "Each held one team's lock and waited for the other's; the database broke the cycle by cancelling one.",
         )
     }
 }
@@ -335,15 +375,19 @@ mod tests {
 
     #[test]
     fn a_cancelled_attempt_of_either_manager_breaks_the_no_deadlock_check() {
-        assert_eq!(verdict(2, &[("alice", 1), ("bob", 1)]).kind, VerdictKind::Prevented);
-        let bob_retried = verdict(2, &[("alice", 1), ("bob", 2)]);
+        let by = "InnoDB rolled back an approval at once (1213)";
+        assert_eq!(verdict(2, &[("alice", 1), ("bob", 1)], by).kind, VerdictKind::Prevented);
+        let bob_retried = verdict(2, &[("alice", 1), ("bob", 2)], by);
         assert_eq!(bob_retried.kind, VerdictKind::Reproduced);
         assert_eq!(bob_retried.checks[1].actual, "attempts: alice 1, bob 2");
         assert!(
-            bob_retried.headline.contains("bob needed 2 attempts"),
+            bob_retried.headline.contains("bob needed 2 attempts") && bob_retried.headline.contains(by),
             "{}",
             bob_retried.headline
         );
-        assert_eq!(verdict(1, &[("alice", 1), ("bob", 1)]).kind, VerdictKind::Reproduced);
+        assert_eq!(
+            verdict(1, &[("alice", 1), ("bob", 1)], by).kind,
+            VerdictKind::Reproduced
+        );
     }
 }

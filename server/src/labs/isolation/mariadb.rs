@@ -12,12 +12,16 @@
 //!   instead of a serialization check at commit.
 //! - **read skew**: as on PostgreSQL: READ COMMITTED gives each of the report's statements a
 //!   fresh read view ($1,000 vs $1,250), REPEATABLE READ one for the whole report ($1,000 twice).
+//! - **deadlock**: InnoDB looks for a cycle as each lock request starts to wait, so in opposite
+//!   orders bob's request that closes the cycle is refused at once (`1213`) and his whole
+//!   transaction rolled back, where PostgreSQL cancels alice, who waited first, after
+//!   `deadlock_timeout`; his retry approves after alice. In the same order bob waits his turn.
 //! - **lost update**: READ COMMITTED, and REPEATABLE READ with the switch off (MariaDB before
 //!   11.6.2), let bob's write erase alice's ($800), where PostgreSQL's REPEATABLE READ refuses
 //!   it. With the switch on (11.6.2 and later) bob's write is refused with `1020` ("Record has
 //!   changed since last read"): $1,200, until he retries.
 
-use super::{AMOUNT, BUDGET, LEDGER, TEAM, fits_line, ledger_of, show_after, show_before, totals_line};
+use super::{AMOUNT, BUDGET, LEDGER, OTHER_TEAM, TEAM, fits_line, ledger_of, show_after, show_before, totals_line};
 use crate::engine::mariadb::{Level, MariaActor, Setting};
 use crate::engine::{Run, RunError, StepError};
 use shared::Ledger;
@@ -38,6 +42,8 @@ pub fn setting_of(variant: &str) -> Option<Setting> {
         "mariadb-repeatable-read" => (Level::RepeatableRead, false),
         "mariadb-repeatable-read-snapshot" => (Level::RepeatableRead, true),
         "mariadb-serializable" => (Level::Serializable, false),
+        // The deadlock's approvals run at READ COMMITTED, as on PostgreSQL.
+        "mariadb-opposite-order" | "mariadb-same-order" => (Level::ReadCommitted, false),
         _ => return None,
     };
     Some(Setting {
@@ -68,7 +74,7 @@ pub const READ_SPENT: &str = "SELECT spent FROM teams WHERE id = 'design'";
 
 /// Makes the run's tables there and shows the ledger before the actors start.
 async fn set_up(run: &Run) -> Result<Ledger, RunError> {
-    run.mariadb_script(SCHEMA).await?;
+    run.mariadb_prepare(SCHEMA).await?;
     Ok(show_before(run, run.mariadb_snapshot(&LEDGER).await?))
 }
 
@@ -228,6 +234,85 @@ async fn approve(carol: &MariaActor, amount: i64) -> Result<(), RunError> {
         ))
         .await?;
     carol.commit().await?;
+    Ok(())
+}
+
+/// The deadlock on MariaDB: alice and bob each lock both teams' rows (`opposite`: alice design
+/// then ops, bob ops then design; else both design first), then approve a shared expense. Bob
+/// retries once if InnoDB rolls him back. Returns the ledger after and each one's attempts.
+pub async fn deadlock(
+    run: &Run,
+    setting: Setting,
+    opposite: bool,
+    expected: Ledger,
+) -> Result<(Ledger, super::deadlock::Attempts), RunError> {
+    run.mariadb_prepare(SCHEMA).await?;
+    run.mariadb_setup(&format!(
+        "INSERT INTO teams (id, name, budget) VALUES ('{OTHER_TEAM}', 'Operations', {BUDGET})"
+    ))
+    .await?;
+    show_before(run, run.mariadb_snapshot(&LEDGER).await?);
+    let alice = run.mariadb_actor("alice", setting).await?;
+    let bob = run.mariadb_actor("bob", setting).await?;
+    lock(&alice, TEAM).await?;
+    let bob_attempts = if opposite {
+        lock(&bob, OTHER_TEAM).await?;
+        let (alice_waits, by) = alice.start(&lock_sql(OTHER_TEAM)).await?.expect_blocked().await?;
+        alice.say(format!("waiting for {}'s lock on {OTHER_TEAM}", by.join(", ")));
+        match bob.query(&lock_sql(TEAM)).await {
+            Err(error) if error.mariadb_number() == Some(DEADLOCK) => {
+                bob.say(format!("attempt 1 failed: {error}"));
+                bob.rollback().await?;
+            }
+            Err(error) => return Err(error.into()),
+            Ok(_) => return Err(RunError::Other("bob's lock was expected to deadlock".into())),
+        }
+        alice_waits.finish().await?;
+        alice.say(format!("locked team {OTHER_TEAM}"));
+        approve_shared(&alice).await?;
+        lock(&bob, OTHER_TEAM).await?;
+        lock(&bob, TEAM).await?;
+        approve_shared(&bob).await?;
+        bob.say("approved after 2 attempt(s)");
+        2
+    } else {
+        let (bob_waits, by) = bob.start(&lock_sql(TEAM)).await?.expect_blocked().await?;
+        bob.say(format!("waiting for {}'s lock on {TEAM}", by.join(", ")));
+        lock(&alice, OTHER_TEAM).await?;
+        approve_shared(&alice).await?;
+        bob_waits.finish().await?;
+        bob.say(format!("locked team {TEAM}"));
+        lock(&bob, OTHER_TEAM).await?;
+        approve_shared(&bob).await?;
+        1
+    };
+    Ok((finish(run, expected).await?, [("alice", 1), ("bob", bob_attempts)]))
+}
+
+/// The row-lock fix's statement: the team's row, locked until the transaction ends.
+fn lock_sql(team: &str) -> String {
+    format!("SELECT 1 FROM teams WHERE id = '{team}' FOR UPDATE")
+}
+
+async fn lock(who: &MariaActor, team: &str) -> Result<(), RunError> {
+    who.query(&lock_sql(team)).await?;
+    who.say(format!("locked team {team}"));
+    Ok(())
+}
+
+/// The shared expense for both teams, committed.
+async fn approve_shared(who: &MariaActor) -> Result<(), RunError> {
+    let share = super::deadlock::SHARE;
+    for team in [TEAM, OTHER_TEAM] {
+        who.query(&format!(
+            "INSERT INTO expenses (team_id, amount, approved_by) VALUES ('{team}', {share}, '{}')",
+            who.name()
+        ))
+        .await?;
+    }
+    who.say(format!("insert {} for {TEAM} and {OTHER_TEAM}", shared::usd(share)));
+    who.commit().await?;
+    who.say("commit");
     Ok(())
 }
 
