@@ -483,7 +483,8 @@ async fn predictions_are_tallied_for_the_trainer_and_shown_to_all_after_the_reve
         ["both-commit", 2],
         ["bob-waits", 0],
         ["bob-40001", 1],
-        ["alice-fails", 0]
+        ["alice-fails", 0],
+        ["deadlock", 0]
     ]);
     let live = receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == expected).await;
     assert_eq!(live.last().expect("tally")["revealed"], false);
@@ -569,7 +570,8 @@ async fn each_question_is_a_round_of_its_own() {
         ["both-commit", 1],
         ["bob-waits", 0],
         ["bob-40001", 1],
-        ["alice-fails", 0]
+        ["alice-fails", 0],
+        ["deadlock", 0]
     ]);
     receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == two).await;
     // Asked again while open (a trainer's page reloaded): both picks stay, nobody picks again.
@@ -579,7 +581,8 @@ async fn each_question_is_a_round_of_its_own() {
         ["both-commit", 1],
         ["bob-waits", 1],
         ["bob-40001", 0],
-        ["alice-fails", 0]
+        ["alice-fails", 0],
+        ["deadlock", 0]
     ]);
     let tallies = receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == moved).await;
     assert!(
@@ -613,7 +616,8 @@ async fn each_question_is_a_round_of_its_own() {
         ["both-commit", 0],
         ["bob-waits", 1],
         ["bob-40001", 0],
-        ["alice-fails", 1]
+        ["alice-fails", 1],
+        ["deadlock", 0]
     ]);
     receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == reopened).await;
 
@@ -626,7 +630,13 @@ async fn each_question_is_a_round_of_its_own() {
     let status = receive(&mut late).await;
     assert_eq!(status["asked"], lost_update, "{status}");
     send(&mut late, pick("bob-erases")).await;
-    let fresh = json!([["both-add", 0], ["bob-erases", 1], ["bob-waits", 0], ["bob-40001", 0]]);
+    let fresh = json!([
+        ["both-add", 0],
+        ["bob-erases", 1],
+        ["bob-waits", 0],
+        ["bob-40001", 0],
+        ["bob-1020", 0]
+    ]);
     let frames = receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == fresh).await;
     assert!(!frames.iter().any(|f| is_type(f, "error")), "{frames:?}");
 
@@ -717,7 +727,8 @@ async fn a_room_reaches_pages_on_another_replica() {
         ["both-commit", 1],
         ["bob-waits", 0],
         ["bob-40001", 1],
-        ["alice-fails", 0]
+        ["alice-fails", 0],
+        ["deadlock", 0]
     ]);
     receive_until(&mut trainer, |f| is_type(f, "tally") && f["counts"] == expected).await;
 

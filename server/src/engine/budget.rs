@@ -96,7 +96,12 @@ impl Budget {
 
     /// The shared services this budget touches (what must be up for the run to start).
     pub fn services(&self) -> Vec<Service> {
-        let mut services = vec![Service::Postgres];
+        // Every run holds one PostgreSQL session (its monitor), but a run on MariaDB plays
+        // nothing there: it is not one of the services that run needs.
+        let mut services = Vec::new();
+        if self.postgres > 0 || self.mariadb == 0 {
+            services.push(Service::Postgres);
+        }
         if self.redis > 0 || self.exclusive == Some(Service::Redis) {
             services.push(Service::Redis);
         }
@@ -182,5 +187,10 @@ mod tests {
         let outbox = Budget::postgres(3).and_broker(2).and_processes(2);
         assert_eq!(outbox.services(), vec![Service::Postgres, Service::Kafka]);
         assert_eq!(outbox.of(Service::Process), 2);
+        // A race on MariaDB holds only the run's monitor on PostgreSQL: MariaDB is what it needs.
+        let on_mariadb = Budget::postgres(0).and_mariadb(3);
+        assert_eq!(on_mariadb.services(), vec![Service::Mariadb]);
+        assert_eq!(on_mariadb.of(Service::Mariadb), 3);
+        assert_eq!(on_mariadb.sessions(), 1);
     }
 }
