@@ -125,3 +125,24 @@ fn the_reader_refuses_what_prometheus_would() {
     assert!(refuses("# TYPE x gauge\n9x 1\n"), "a bad name");
     assert!(!refuses("# HELP x a gauge\n# TYPE x gauge\nx{a=\"b\"} 1\n"));
 }
+
+#[tokio::test]
+async fn metrics_name_mariadbs_version_once_it_answered() {
+    let _slot = common::db_slot().await;
+    let address = common::server().await;
+    let before = scrape(address).await;
+    assert!(
+        !before.keys().any(|k| k.starts_with("racelab_mariadb_info")),
+        "no version before anything asked MariaDB: {before:?}"
+    );
+    assert_eq!(before.get("racelab_mariadb_sandboxes_ready"), Some(&0.0));
+    let health = common::get_json(address, "/healthz").await;
+    let version = health["mariadb"]["detail"].as_str().unwrap_or_default().to_owned();
+    assert!(version.starts_with("MariaDB "), "{health}");
+    let after = scrape(address).await;
+    assert_eq!(
+        after.get(&format!("racelab_mariadb_info{{version=\"{version}\"}}")),
+        Some(&1.0),
+        "{after:?}"
+    );
+}

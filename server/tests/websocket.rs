@@ -234,7 +234,8 @@ async fn catalog_health_and_missing_runs_answer_over_http() {
     // One scenario, for its page or an embed, without the whole catalog.
     let one: Value = common::get_json(address, "/api/scenarios/isolation/write-skew").await;
     assert_eq!(one["scenario"]["id"], "isolation/write-skew");
-    assert_eq!(one["scenario"]["predict"]["choices"].as_array().map(Vec::len), Some(4));
+    // Four outcomes on PostgreSQL, and MariaDB's deadlock.
+    assert_eq!(one["scenario"]["predict"]["choices"].as_array().map(Vec::len), Some(5));
     assert_eq!(one["down"], json!([]));
     let (status, _, body) = common::get(address, "/api/scenarios/isolation/nope").await;
     assert_eq!(status, 404);

@@ -361,6 +361,43 @@ impl Engine {
             "PostgreSQL connections runs may hold at once, by server.",
             &by_server(|(_, budget)| *budget),
         );
+        self.mariadb_metrics(out);
+    }
+
+    /// MariaDB's state now (`/healthz`), its version remembered for run headers and `/metrics`.
+    pub async fn mariadb(&self) -> crate::health::Dependency {
+        let found = crate::health::mariadb(&self.home().reach.services.mariadb_url).await;
+        if found.up {
+            *self.mariadb_version.lock().unwrap_or_else(|p| p.into_inner()) = Some(found.detail.clone());
+        }
+        found
+    }
+
+    /// MariaDB's part of `/metrics`: its version as its last probe found it (no sample until a
+    /// run or `/healthz` asked), its sandboxes made ahead and taken.
+    fn mariadb_metrics(&self, out: &mut String) {
+        use super::metrics::{counter, gauge, label};
+        let version = self.mariadb_version.lock().map(|v| v.clone()).unwrap_or_default();
+        let info = version.map(|v| format!("{{version=\"{}\"}}", label(&v)));
+        gauge(
+            out,
+            "racelab_mariadb_info",
+            "The MariaDB runs on MariaDB play on, by version (1 once a probe found it).",
+            &info.iter().map(|labels| (labels.as_str(), 1.0)).collect::<Vec<_>>(),
+        );
+        let (ready, taken) = self.ready_on_mariadb();
+        gauge(
+            out,
+            "racelab_mariadb_sandboxes_ready",
+            "MariaDB sandboxes made ahead of demand, with their lab's tables.",
+            &[("", ready as f64)],
+        );
+        counter(
+            out,
+            "racelab_mariadb_sandboxes_taken_total",
+            "Runs that took a MariaDB sandbox made ahead instead of making their own.",
+            &[("", taken as f64)],
+        );
     }
 
     /// Every service's state right now (for the catalog), remembered so that a start right
