@@ -125,11 +125,12 @@ async fn main() -> Result<(), BoxError> {
         until_shelf_full(&engine, WARM).await?;
         theirs.push(bare_run(&mut admin, &url, n).await?);
     }
-    let taken = engine.ready_on_mariadb().1;
+    let (_, taken, reused) = engine.ready_on_mariadb();
     engine.close(Duration::from_secs(5), Duration::from_secs(5)).await;
     if taken < runs {
         return Err(format!("only {taken} of {runs} runs took a ready sandbox").into());
     }
+    println!("  ({taken} runs took a ready sandbox; {reused} sandboxes reset and reused)");
     let (ours, theirs) = (median(ours), median(theirs));
     println!("write skew on MariaDB ({VARIANT}), {runs} runs per side, interleaved, medians:");
     println!("  engine (Start → Done, sandbox and events included): {ours:?}");

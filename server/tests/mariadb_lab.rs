@@ -333,16 +333,12 @@ async fn every_mariadb_variant_plays_its_transcript_and_ledger_and_leaves_nothin
 }
 
 #[tokio::test]
-async fn sandboxes_made_ahead_are_taken_by_the_next_runs_and_go_with_the_engine() {
+async fn sandboxes_made_ahead_are_taken_by_the_next_runs_reset_after_them_and_go_with_the_engine() {
     let _alone = ALONE.lock().await;
     let _slot = db_slot().await;
     let mut config = common::config();
     config.warm_sandboxes = 2;
     let engine = std::sync::Arc::new(racelab::db::connect_engine(&config).await.expect("PostgreSQL"));
-    let transcript = lines(&format!(
-        "--- write skew, mariadb-repeatable-read ---\n{WRITE_SKEW_BOTH_COMMIT}"
-    ));
-    // The first run makes its own, and the shelf fills behind it; the next ones take from it.
     let shelf_full = async || {
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
         while engine.ready_on_mariadb().0 < 2 {
@@ -350,24 +346,52 @@ async fn sandboxes_made_ahead_are_taken_by_the_next_runs_and_go_with_the_engine(
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     };
-    for round in 0..3 {
+    // The first run makes its own, and the shelf fills behind it; the next ones take from it,
+    // and give theirs back reset: a deadlock's second team and four expenses are gone before
+    // the next write skew, whose ids start at 1 again.
+    let rounds = [
+        ("isolation/write-skew", "mariadb-repeatable-read"),
+        ("isolation/deadlock", "mariadb-same-order"),
+        ("isolation/write-skew", "mariadb-repeatable-read"),
+        ("isolation/write-skew", "mariadb-repeatable-read"),
+    ];
+    let transcript = lines(&format!(
+        "--- write skew, mariadb-repeatable-read ---\n{WRITE_SKEW_BOTH_COMMIT}"
+    ));
+    for (round, (scenario, variant)) in rounds.into_iter().enumerate() {
         if round > 0 {
             shelf_full().await;
         }
-        let run = play(&engine, "isolation/write-skew", "mariadb-repeatable-read").await;
+        let run = play(&engine, scenario, variant).await;
         assert_eq!(run.outcome, Outcome::Completed, "round {round}");
-        assert_eq!(
-            run.transcript(),
-            transcript,
-            "round {round}: a ready sandbox starts clean"
-        );
-        let ids: Vec<Value> = run.rows_after("expenses").iter().map(|r| r[0].clone()).collect();
-        assert_eq!(
-            ids,
-            [Value::from(1), Value::from(2)],
-            "round {round}: expense ids start at 1"
-        );
+        if scenario == "isolation/write-skew" {
+            assert_eq!(
+                run.transcript(),
+                transcript,
+                "round {round}: a ready sandbox starts clean"
+            );
+            let before = run
+                .ledger(shared::Moment::Before)
+                .table("teams")
+                .map(|t| t.rows.clone())
+                .unwrap_or_default();
+            assert_eq!(
+                before,
+                vec![row!["design", 5000, 0]],
+                "round {round}: one team, as the lab seeds it"
+            );
+            let ids: Vec<Value> = run.rows_after("expenses").iter().map(|r| r[0].clone()).collect();
+            assert_eq!(
+                ids,
+                [Value::from(1), Value::from(2)],
+                "round {round}: expense ids start at 1"
+            );
+        }
     }
+    let (_, taken, reused) = engine.ready_on_mariadb();
+    assert_eq!(taken, 3, "every run after the first took a ready one");
+    assert_eq!(reused, 4, "every completed run's sandbox was reset and put back");
+    shelf_full().await;
     assert_eq!(
         sandboxes_on_mariadb().await.0,
         2,

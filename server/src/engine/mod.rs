@@ -149,6 +149,9 @@ impl<T: Scenario + ?Sized> Scenario for Catalogued<T> {
     fn sandbox(&self) -> &Spec {
         self.0.sandbox()
     }
+    fn sandbox_for(&self, variant: &str) -> &Spec {
+        self.0.sandbox_for(variant)
+    }
     fn actors(&self, variant: &str) -> Vec<ActorInfo> {
         self.0.actors(variant)
     }
@@ -179,6 +182,11 @@ pub trait Scenario: Send + Sync + 'static {
     fn info(&self) -> ScenarioInfo;
     /// Its sandbox: schemas (with the lab's SQL), whether it writes Redis keys, its topics.
     fn sandbox(&self) -> &Spec;
+    /// The sandbox a run of `variant` holds: the scenario's, but for a variant that plays on
+    /// MariaDB, which makes its own there and needs nothing of PostgreSQL's.
+    fn sandbox_for(&self, _variant: &str) -> &Spec {
+        self.sandbox()
+    }
     /// The actors of `variant`, in swimlane order, for the run header.
     fn actors(&self, variant: &str) -> Vec<ActorInfo>;
     /// What a run of `variant` holds at most in each service (the monitor is added by the

@@ -511,9 +511,10 @@ impl Run {
         self.core.gate.is_some()
     }
 
-    /// Ends the run's sessions on MariaDB and removes its sandbox there, if it was made.
-    pub(super) async fn close_mariadb(&self) {
-        self.core.mariadb.close().await;
+    /// Ends the run's sessions on MariaDB and removes its sandbox there, if it was made; a run
+    /// that `completed` and took from the shelf gives it back, reset, instead.
+    pub(super) async fn close_mariadb(&self, completed: bool) {
+        self.core.mariadb.close(completed, self.mariadb_shelf()).await;
     }
 
     /// The run's sandbox: its schemas, key prefix, topics.

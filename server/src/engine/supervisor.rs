@@ -385,7 +385,7 @@ impl Engine {
             "The MariaDB runs on MariaDB play on, by version (1 once a probe found it).",
             &info.iter().map(|labels| (labels.as_str(), 1.0)).collect::<Vec<_>>(),
         );
-        let (ready, taken) = self.ready_on_mariadb();
+        let (ready, taken, _) = self.ready_on_mariadb();
         gauge(
             out,
             "racelab_mariadb_sandboxes_ready",
@@ -518,10 +518,11 @@ impl Engine {
         self.servers.all().iter().flat_map(|s| s.warm.ready()).collect()
     }
 
-    /// MariaDB sandboxes ready for the next runs, with their lab's tables, and how many runs
-    /// took one so far.
-    pub fn ready_on_mariadb(&self) -> (usize, usize) {
-        (self.mariadb_shelf.len(), self.mariadb_shelf.taken())
+    /// MariaDB sandboxes ready for the next runs, with their lab's tables; how many runs took
+    /// one so far, and how many completed runs' sandboxes were reset and put back.
+    pub fn ready_on_mariadb(&self) -> (usize, usize, usize) {
+        let shelf = &self.mariadb_shelf;
+        (shelf.len(), shelf.taken(), shelf.reused())
     }
 
     /// PostgreSQL connections runs may hold at once (every replica together).
@@ -660,16 +661,21 @@ impl Engine {
         let ready = admitted
             .as_ref()
             .ok()
-            .and_then(|_| server.warm.take(request.scenario.sandbox()));
+            .and_then(|_| server.warm.take(request.scenario.sandbox_for(&request.variant)));
         let run_id = sandbox::new_stored_run_id();
         updates.send(ServerMsg::Started { run_id: run_id.clone() });
         let mut pipe = EventPipe::new(&updates);
         let mariadb = self.mariadb_version.lock().unwrap_or_else(|p| p.into_inner()).clone();
         pipe.sink.emit(run_started(&request, &run_id, (&server, mariadb)));
-        let (outcome, sandbox, kept) = match &mut admitted {
+        let Ended {
+            outcome,
+            sandbox,
+            kept,
+            mariadb,
+        } = match &mut admitted {
             Err(refused) => {
                 let message = why_refused(refused, &servers).await;
-                (Outcome::Failed { message }, None, Vec::new())
+                Ended::failed(message)
             }
             Ok(admitted) => {
                 let placed = (&*server, run_id.as_str(), ready);
@@ -689,8 +695,15 @@ impl Engine {
         // Stored and cleaned at once (neither needs the other); `done` only after both, so a
         // reader who has it finds the run stored and nothing of it left (a completed run's
         // sandbox, reset, may wait on the shelf for the next run: `engine::warm`).
-        self.store_and_clean(&request, &server, sandbox, (&run_id, &outcome, &events))
-            .await;
+        // MariaDB's sandbox (removed, or reset for the next run) goes at the same time.
+        tokio::join!(
+            self.store_and_clean(&request, &server, sandbox, (&run_id, &outcome, &events)),
+            async {
+                if let Some(closing) = mariadb {
+                    let _ = closing.await;
+                }
+            }
+        );
         // Its place goes back before the reader hears `done`: a process that exits on it (the
         // command line, a test) leaves no lease for others to wait out.
         if let Ok(admitted) = admitted {
@@ -700,7 +713,7 @@ impl Engine {
         updates.send(ServerMsg::Done { run_id, outcome });
         // Not while the engine closes: `close` empties the shelves once the last run is done.
         if !*self.live.closing.borrow() {
-            server.warm.refill(request.scenario.sandbox());
+            server.warm.refill(request.scenario.sandbox_for(&request.variant));
         }
     }
 
@@ -747,22 +760,23 @@ impl Engine {
         (server, run_id, ready): (&Server, &str, Option<Sandbox>),
         pipe: &mut EventPipe<'_>,
         control: &mut mpsc::UnboundedReceiver<Control>,
-    ) -> (Outcome, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>) {
+    ) -> Ended {
         let began = std::time::Instant::now();
         self.metrics.started(&request.info.id, entered.elapsed());
         let kept = admitted.take_kept();
-        let (outcome, sandbox, kept) = self.play(request, (server, run_id, ready, kept), pipe, control).await;
+        let ended = self.play(request, (server, run_id, ready, kept), pipe, control).await;
+        let outcome = ended.outcome.clone();
         if request.mode == Mode::Auto && outcome == Outcome::Completed {
             self.pace.record(began.elapsed());
         }
         let outcome = naming_a_lost_server(server, outcome).await;
-        let ended = match &outcome {
+        let ended_as = match &outcome {
             Outcome::Completed => "completed",
             Outcome::Failed { .. } => "failed",
             Outcome::Cancelled => "cancelled",
         };
-        self.metrics.finished(&request.info.id, ended, began.elapsed());
-        (outcome, sandbox, kept)
+        self.metrics.finished(&request.info.id, ended_as, began.elapsed());
+        Ended { outcome, ..ended }
     }
 
     /// Stores run `run_id`'s `events` while its sandbox goes (destroyed, or put back on the
@@ -781,7 +795,10 @@ impl Engine {
             async {
                 match &sandbox {
                     Some(sandbox) if *outcome == Outcome::Completed => {
-                        server.warm.take_back(sandbox.clone(), request.scenario.sandbox()).await
+                        server
+                            .warm
+                            .take_back(sandbox.clone(), request.scenario.sandbox_for(&request.variant))
+                            .await
                     }
                     Some(sandbox) => sandbox.destroy(&server.reach.services).await,
                     None => Ok(()),
@@ -809,7 +826,7 @@ impl Engine {
         (server, run_id, ready, kept): (&Server, &str, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>),
         pipe: &mut EventPipe<'_>,
         control: &mut mpsc::UnboundedReceiver<Control>,
-    ) -> (Outcome, Option<Sandbox>, Vec<sqlx::postgres::PgConnection>) {
+    ) -> Ended {
         let (scenario, variant, mode) = (&request.scenario, request.variant.as_str(), request.mode);
         let services = &server.reach.services;
         let reach = self.reach_for(server, mode);
@@ -818,7 +835,7 @@ impl Engine {
         // names are seen by every role on the server, and the run's id fetches its transcript.
         let names = ready
             .clone()
-            .unwrap_or_else(|| Sandbox::plan(&sandbox::new_run_id(), scenario.sandbox()));
+            .unwrap_or_else(|| Sandbox::plan(&sandbox::new_run_id(), scenario.sandbox_for(variant)));
         sandbox::remember(run_id, &names.run_id);
         let ahead = scenario.sessions_ahead(variant);
         // Its budget and its monitor: the most sessions of its own the run may hold.
@@ -827,7 +844,7 @@ impl Engine {
             async {
                 match ready {
                     Some(sandbox) => Ok(sandbox),
-                    None => Sandbox::create(services, &names.run_id, scenario.sandbox()).await,
+                    None => Sandbox::create(services, &names.run_id, scenario.sandbox_for(variant)).await,
                 }
             },
             Run::connect_sessions(&names, &reach, &ahead, kept, (self.admission.keeps_sessions(), most))
@@ -835,8 +852,7 @@ impl Engine {
         let sandbox = match made {
             Ok(sandbox) => sandbox,
             Err(error) => {
-                let message = format!("could not create the sandbox: {error}");
-                return (Outcome::Failed { message }, None, Vec::new());
+                return Ended::failed(format!("could not create the sandbox: {error}"));
             }
         };
         let (permits, gate_rx) = mpsc::unbounded_channel();
@@ -851,16 +867,16 @@ impl Engine {
                 sessions,
             )
         });
-        let (outcome, kept) = match opened {
-            Err(error) => (
-                Outcome::Failed {
-                    message: error.to_string(),
-                },
-                Vec::new(),
-            ),
-            Ok(run) => self.watch_over(request, run, &permits, pipe, control).await,
-        };
-        (outcome, Some(sandbox), kept)
+        match opened {
+            Err(error) => Ended {
+                sandbox: Some(sandbox),
+                ..Ended::failed(error.to_string())
+            },
+            Ok(run) => Ended {
+                sandbox: Some(sandbox),
+                ..self.watch_over(request, run, &permits, pipe, control).await
+            },
+        }
     }
 
     /// How the run's sessions reach `server`: as every run's, but for a run played step by step
@@ -890,7 +906,7 @@ impl Engine {
         permits: &mpsc::UnboundedSender<()>,
         pipe: &mut EventPipe<'_>,
         control: &mut mpsc::UnboundedReceiver<Control>,
-    ) -> (Outcome, Vec<sqlx::postgres::PgConnection>) {
+    ) -> Ended {
         let needs = request.scenario.budget(&request.variant).services();
         let (scenario, variant) = (request.scenario.clone(), request.variant.clone());
         let playing = run.clone();
@@ -906,14 +922,22 @@ impl Engine {
             task.abort();
             let _ = task.await;
         }
-        // Whatever happened: MariaDB's sandbox is the run's alone, never kept for the next.
-        run.close_mariadb().await;
+        // Whatever happened: MariaDB's sandbox is removed, or for a completed run reset for
+        // the next (`engine::mariadb::shelf`), while the run is stored.
+        let completed = outcome == Outcome::Completed;
+        let closing = run.clone();
+        let mariadb = tokio::spawn(async move { closing.close_mariadb(completed).await });
         // A completed run's sessions are reset and kept for the next run (`kept`).
         let kept = match outcome {
             Outcome::Completed if self.admission.keeps_sessions() => run.hand_back().await,
             _ => Vec::new(),
         };
-        (outcome, kept)
+        Ended {
+            outcome,
+            sandbox: None,
+            kept,
+            mariadb: Some(mariadb),
+        }
     }
 
     /// Forwards the run's events to its reader and passes `next` to its step gate (`permits`)
@@ -1008,6 +1032,27 @@ async fn naming_a_lost_server(server: &Server, outcome: Outcome) -> Outcome {
                 server.version, server.name
             ),
         },
+    }
+}
+
+/// How a run ended, and what its cleanup is handed: its sandbox on PostgreSQL (none if it could
+/// not be made), its sessions to keep, and its MariaDB sandbox going (removed, or reset for the
+/// next run) on a task of its own, awaited beside storing the run.
+struct Ended {
+    outcome: Outcome,
+    sandbox: Option<Sandbox>,
+    kept: Vec<sqlx::postgres::PgConnection>,
+    mariadb: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Ended {
+    fn failed(message: String) -> Ended {
+        Ended {
+            outcome: Outcome::Failed { message },
+            sandbox: None,
+            kept: Vec::new(),
+            mariadb: None,
+        }
     }
 }
 

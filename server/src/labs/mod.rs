@@ -102,6 +102,13 @@ impl Scenario for ScenarioDef {
         &self.sandbox
     }
 
+    fn sandbox_for(&self, variant: &str) -> &Spec {
+        match database_of(variant) {
+            Service::Mariadb => &crate::sandbox::NOTHING,
+            _ => &self.sandbox,
+        }
+    }
+
     /// A scenario without a budget of its own is one PostgreSQL session per actor (the default
     /// budget counts exactly that): each can be connected ahead. Not on MariaDB, whose
     /// sessions open in the run's own sandbox there.

@@ -154,6 +154,29 @@ impl MariaSandbox {
         &self.admin
     }
 
+    /// Ends every session of the run's user but the one on thread `keep` (the run's own, which
+    /// resets the sandbox for the next run), and waits until they are gone: a killed session's
+    /// rollback would otherwise still hold its rows.
+    pub async fn end_sessions_but(&self, keep: u64) -> Result<(), sqlx::Error> {
+        let others = "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ? AND ID <> ?";
+        for _ in 0..100 {
+            let ids: Vec<i64> = sqlx::query_scalar(others)
+                .bind(&self.name)
+                .bind(keep)
+                .fetch_all(&self.admin)
+                .await?;
+            if ids.is_empty() {
+                return Ok(());
+            }
+            for id in ids {
+                // It may have ended since: that is what we wanted.
+                let _ = self.admin.execute(format!("KILL CONNECTION {id}").as_str()).await;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        Err(sqlx::Error::Protocol("the run's sessions did not end".into()))
+    }
+
     /// The bounds the watchdog held so far.
     pub fn overruns(&self) -> Vec<Overrun> {
         self.overruns.lock().map(|o| o.clone()).unwrap_or_default()

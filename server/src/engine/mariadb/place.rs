@@ -6,7 +6,7 @@
 use super::super::error::RunError;
 use super::super::run::{Run, TableQuery};
 use super::super::sql::Output;
-use super::{MariaSession, Setting};
+use super::{MariaSession, Setting, Shelf};
 use crate::sandbox::mariadb::{Bounds, MariaSandbox};
 use shared::{Ledger, Table};
 use std::collections::HashMap;
@@ -16,6 +16,8 @@ use std::sync::Mutex;
 #[derive(Default)]
 pub struct Place {
     opened: tokio::sync::Mutex<Option<Prepared>>,
+    /// The schema it was prepared with, if it was (a sandbox goes back to the shelf for it).
+    schema: Mutex<Option<&'static str>>,
     /// Thread id → actor name, so a wait is told in the reader's words.
     threads: Mutex<HashMap<u64, String>>,
     /// Once closed, nothing opens it again (an actor asked for after its run ended).
@@ -28,6 +30,9 @@ pub struct Place {
 pub struct Prepared {
     pub sandbox: MariaSandbox,
     pub session: MariaSession,
+    /// When the sandbox was made (its name says so too, for the sweep): a reused one is made
+    /// again once it is older than the shelf keeps them.
+    pub made: std::time::Instant,
 }
 
 /// Opens `sandbox`'s own session and makes `schema` in it (each statement in turn: `;` ends
@@ -46,12 +51,49 @@ pub async fn prepare(sandbox: MariaSandbox, schema: &str) -> Result<Prepared, Ru
     }
     .await;
     match made {
-        Ok(session) => Ok(Prepared { sandbox, session }),
+        Ok(session) => Ok(Prepared {
+            sandbox,
+            session,
+            made: std::time::Instant::now(),
+        }),
         Err(error) => {
             sandbox.close().await;
             Err(RunError::Other(format!("MariaDB: {error}")))
         }
     }
+}
+
+/// Readies a sandox a run played in for the next run of the same `schema`: the run's other
+/// sessions ended (their transactions rolled back), every table emptied and its numbering
+/// restarted, the schema's rows put back. A lab run's sandbox holds only the lab's tables (no
+/// reader's SQL plays on MariaDB yet), so this is the state `prepare` left, in a millisecond or
+/// two where dropping and making the tables again takes several.
+pub async fn reset(prepared: &mut Prepared, schema: &str) -> Result<(), RunError> {
+    let failed = |e: super::SessionError| RunError::Other(format!("MariaDB: {e}"));
+    prepared.sandbox.end_sessions_but(prepared.session.thread()).await?;
+    let session = &mut prepared.session;
+    let tables = session
+        .run("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")
+        .await
+        .map_err(failed)?;
+    session.run("SET FOREIGN_KEY_CHECKS = 0").await.map_err(failed)?;
+    for name in tables.rows.iter().filter_map(|row| row.first()?.as_text()) {
+        if name.contains('`') {
+            return Err(RunError::Other(format!("an odd table name: {name:?}")));
+        }
+        session.run(&format!("DELETE FROM `{name}`")).await.map_err(failed)?;
+        session
+            .run(&format!("ALTER TABLE `{name}` AUTO_INCREMENT = 1"))
+            .await
+            .map_err(failed)?;
+    }
+    session.run("SET FOREIGN_KEY_CHECKS = 1").await.map_err(failed)?;
+    for statement in statements(schema) {
+        if !statement.to_uppercase().starts_with("CREATE ") {
+            session.run(&statement).await.map_err(failed)?;
+        }
+    }
+    Ok(())
 }
 
 impl Place {
@@ -90,9 +132,7 @@ impl Place {
                 prepare(sandbox, schema.unwrap_or("")).await?
             }
         };
-        if let (Some(shelf), Some(schema)) = (shelf, schema) {
-            shelf.refill(schema);
-        }
+        *self.schema.lock().unwrap_or_else(|p| p.into_inner()) = schema;
         *opened = Some(prepared);
         Ok(opened)
     }
@@ -126,12 +166,22 @@ impl Place {
             .unwrap_or_else(|| format!("thread {thread} (outside this run)"))
     }
 
-    /// Ends every session of the run on MariaDB and removes its sandbox, if it was made.
-    pub async fn close(&self) {
+    /// Ends every session of the run on MariaDB and removes its sandbox, if it was made; or,
+    /// for a run that `completed` and may take from `shelf`, resets it there for the next run
+    /// of its schema ([`reset`]).
+    pub async fn close(&self, completed: bool, shelf: Option<std::sync::Arc<Shelf>>) {
         self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Some(Prepared { sandbox, session }) = self.opened.lock().await.take() {
-            drop(session);
-            sandbox.close().await;
+        let Some(prepared) = self.opened.lock().await.take() else {
+            return;
+        };
+        let schema = *self.schema.lock().unwrap_or_else(|p| p.into_inner());
+        match (completed, &shelf, schema) {
+            (true, Some(shelf), Some(schema)) => shelf.take_back(prepared, schema).await,
+            _ => prepared.sandbox.close().await,
+        }
+        // The shelf is topped up for the next run, whatever this one left on it.
+        if let (Some(shelf), Some(schema)) = (shelf, schema) {
+            shelf.refill(schema);
         }
     }
 }

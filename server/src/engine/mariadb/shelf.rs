@@ -5,7 +5,9 @@
 //! too, so racelab's run would cost about twice a bare one's (`cargo bench --bench mariadb_lab`)
 //! if it made its tables while its reader waits. So, as PostgreSQL's sandboxes are
 //! (`engine::warm`), a few are made ahead for each schema a run asked for, and a run takes one:
-//! its database, user, watchdog and the session that made the tables.
+//! its database, user, watchdog and the session that made the tables. And as there, a completed
+//! run's sandbox is reset and put back ([`Shelf::take_back`]): emptying two tables takes a
+//! millisecond or two, dropping a database several.
 //!
 //! A sandbox waits on the shelf at most [`Shelf::FRESH_FOR`]: another racelab starting on the
 //! same server sweeps what is older than any run lasts, and would take a ready one for a crash's
@@ -13,7 +15,7 @@
 //! the user's is fixed when it is made). Nothing on the shelf outlives [`Shelf::empty`], which
 //! the engine calls as it closes.
 
-use super::place::{Prepared, prepare};
+use super::place::{Prepared, prepare, reset};
 use crate::sandbox::mariadb::{Bounds, MariaSandbox};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -34,6 +36,8 @@ pub struct Shelf {
     closed: std::sync::atomic::AtomicBool,
     /// Sandboxes runs took from it, since it was made.
     taken: std::sync::atomic::AtomicUsize,
+    /// Sandboxes of completed runs reset and put back, since it was made.
+    reused: std::sync::atomic::AtomicUsize,
 }
 
 impl Shelf {
@@ -50,6 +54,7 @@ impl Shelf {
             making: Mutex::new(Vec::new()),
             closed: std::sync::atomic::AtomicBool::new(false),
             taken: std::sync::atomic::AtomicUsize::new(0),
+            reused: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -67,21 +72,18 @@ impl Shelf {
         Some(ready.swap_remove(at).prepared)
     }
 
-    /// Makes sandboxes for `schema` on their own tasks until `want` are ready or being made.
+    /// Makes sandboxes for `schema` on their own tasks until `want` are ready or being made
+    /// (after each run that played on the shelf, as it ends).
     pub fn refill(self: &Arc<Self>, schema: &'static str) {
         loop {
             if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
                 return;
             }
             {
-                let ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
-                let mut making = self.making.lock().unwrap_or_else(|p| p.into_inner());
-                let have = ready.iter().filter(|r| r.schema == schema).count()
-                    + making.iter().filter(|s| **s == schema).count();
-                if have >= self.want {
+                if self.held(schema) >= self.want {
                     return;
                 }
-                making.push(schema);
+                self.making.lock().unwrap_or_else(|p| p.into_inner()).push(schema);
             }
             let shelf = self.clone();
             tokio::spawn(async move {
@@ -103,12 +105,40 @@ impl Shelf {
         }
     }
 
+    /// Sandboxes for `schema` ready or being made.
+    fn held(&self, schema: &'static str) -> usize {
+        let ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+        let making = self.making.lock().unwrap_or_else(|p| p.into_inner());
+        ready.iter().filter(|r| r.schema == schema).count() + making.iter().filter(|s| **s == schema).count()
+    }
+
     fn put(&self, prepared: Prepared, schema: &'static str) {
         self.ready.lock().unwrap_or_else(|p| p.into_inner()).push(Ready {
+            made: prepared.made,
             prepared,
             schema,
-            made: Instant::now(),
         });
+    }
+
+    /// A completed run's sandbox, reset for the next run of `schema` and put back: reused while
+    /// fresh and while the shelf wants one more, else removed (so is one whose reset failed).
+    pub async fn take_back(&self, mut prepared: Prepared, schema: &'static str) {
+        let wanted = self.held(schema) < self.want;
+        let fresh = prepared.made.elapsed() < Self::FRESH_FOR;
+        if !wanted || !fresh || self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            prepared.sandbox.close().await;
+            return;
+        }
+        match reset(&mut prepared, schema).await {
+            Ok(()) => {
+                self.reused.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                self.put(prepared, schema);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "a MariaDB sandbox could not be reset; removed instead");
+                prepared.sandbox.close().await;
+            }
+        }
     }
 
     fn made(&self, schema: &'static str) {
@@ -121,6 +151,11 @@ impl Shelf {
     /// How many sandboxes runs took from the shelf so far.
     pub fn taken(&self) -> usize {
         self.taken.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many sandboxes of completed runs were reset and put back so far.
+    pub fn reused(&self) -> usize {
+        self.reused.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// How many sandboxes are ready now.
