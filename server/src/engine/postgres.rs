@@ -23,7 +23,7 @@ use super::error::{DbError, StepError};
 use super::lane::Lane;
 use super::run::{Run, RunCore};
 use super::sql::{Output, execute};
-use shared::event::{ErrorKind, Rows};
+use shared::event::ErrorKind;
 use shared::{EventKind, Service, Value};
 use sqlx::postgres::PgConnection;
 use std::sync::Arc;
@@ -313,11 +313,7 @@ impl PgActor {
     fn settle_answer(&self, answer: Result<Output, sqlx::Error>) -> Result<Output, StepError> {
         match answer {
             Ok(output) => {
-                let rows = (!output.columns.is_empty()).then(|| Rows {
-                    columns: output.columns.clone(),
-                    rows: output.rows.clone(),
-                });
-                self.lane.result(output.tag.clone(), rows, None);
+                self.lane.result(output.tag.clone(), output.shown_rows(), None);
                 Ok(output)
             }
             Err(sqlx::Error::Database(db)) => {

@@ -610,13 +610,7 @@ impl Run {
             if !query.schema.is_empty() {
                 execute(&mut monitor, &format!("SET search_path TO {default}"), &[]).await?;
             }
-            let output = output?;
-            ledger.tables.push(Table {
-                name: query.name.to_owned(),
-                columns: output.columns,
-                key_columns: query.key_columns,
-                rows: output.rows,
-            });
+            ledger.tables.push(query.table(output?));
         }
         Ok(ledger)
     }
@@ -629,4 +623,16 @@ pub struct TableQuery {
     pub schema: &'static str,
     pub sql: &'static str,
     pub key_columns: usize,
+}
+
+impl TableQuery {
+    /// What its query returned, as the ledger's table.
+    pub fn table(&self, output: Output) -> Table {
+        Table {
+            name: self.name.to_owned(),
+            columns: output.columns,
+            key_columns: self.key_columns,
+            rows: output.rows,
+        }
+    }
 }

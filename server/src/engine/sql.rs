@@ -21,6 +21,14 @@ pub struct Output {
 }
 
 impl Output {
+    /// Its rows as a step's result shows them: none for a statement that returns no columns.
+    pub fn shown_rows(&self) -> Option<shared::event::Rows> {
+        (!self.columns.is_empty()).then(|| shared::event::Rows {
+            columns: self.columns.clone(),
+            rows: self.rows.clone(),
+        })
+    }
+
     /// How many rows the statement returned.
     pub fn row_count(&self) -> usize {
         self.rows.len()

@@ -11,7 +11,7 @@ use crate::engine::error::{RunError, StepError};
 use crate::engine::lane::Lane;
 use crate::engine::run::Run;
 use crate::engine::sql::Output;
-use shared::event::{ErrorKind, Rows};
+use shared::event::ErrorKind;
 use shared::{EventKind, Service};
 use sqlx::MySqlPool;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -153,11 +153,7 @@ impl MariaActor {
     fn settle(&self, answer: Answer) -> Result<Output, StepError> {
         match answer {
             Ok(output) => {
-                let rows = (!output.columns.is_empty()).then(|| Rows {
-                    columns: output.columns.clone(),
-                    rows: output.rows.clone(),
-                });
-                self.lane.result(output.tag.clone(), rows, None);
+                self.lane.result(output.tag.clone(), output.shown_rows(), None);
                 Ok(output)
             }
             Err(SessionError::Server {

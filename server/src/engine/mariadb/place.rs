@@ -8,7 +8,7 @@ use super::super::run::{Run, TableQuery};
 use super::super::sql::Output;
 use super::{MariaSession, Setting, Shelf};
 use crate::sandbox::mariadb::{Bounds, MariaSandbox};
-use shared::{Ledger, Table};
+use shared::Ledger;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -230,13 +230,7 @@ impl Run {
     pub async fn mariadb_snapshot(&self, tables: &[TableQuery]) -> Result<Ledger, RunError> {
         let mut ledger = Ledger::default();
         for query in tables {
-            let output = self.mariadb_check(query.sql).await?;
-            ledger.tables.push(Table {
-                name: query.name.to_owned(),
-                columns: output.columns,
-                key_columns: query.key_columns,
-                rows: output.rows,
-            });
+            ledger.tables.push(query.table(self.mariadb_check(query.sql).await?));
         }
         Ok(ledger)
     }
