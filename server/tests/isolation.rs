@@ -822,6 +822,8 @@ fn how_bobs_approval_ended(run: &Finished) -> &'static str {
         approved.as_slice(),
     ) {
         (true, false, _, _, ["design bob"]) => "alice-cancelled",
+        // MariaDB's deadlock, with its own number (SQLSTATE 40001 too).
+        (false, true, _, false, ["design alice"]) if failed_with(run, "bob", "1213") => "bob-1213",
         (false, true, true, false, ["design alice"]) => "bob-40001",
         (false, false, _, true, ["design alice"]) => "bob-waits",
         (false, false, _, _, ["design alice", "design bob"]) => "both-approved",

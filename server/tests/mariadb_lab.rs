@@ -1,5 +1,5 @@
 //! The isolation lab on MariaDB, against the real server at `MARIADB_URL` (MariaDB 10.11 on
-//! this machine kind): every MariaDB variant of write skew, read skew, the deadlock and the lost update through
+//! this machine kind): every MariaDB variant of write skew, read skew, the deadlock, approve's three fixes and the lost update through
 //! the engine,
 //! its exact transcript, final ledger, verdict, header and the answer it reveals; and its
 //! sandbox there removed however the run ends (completed, cancelled mid-step).
@@ -16,6 +16,8 @@
 //! - deadlock, opposite orders: alice waits for bob's lock on ops, bob's request for design
 //!   closes the cycle and InnoDB refuses it at once (1213), rolling bob back; his retry approves
 //!   after alice. Same order: bob waits for alice's lock on design, no deadlock;
+//! - approve: SERIALIZABLE + retry ends as write skew's (bob rolled back, his retry rejects); the
+//!   row lock makes bob wait, then reject; the conditional UPDATE waits, then changes 0 rows;
 //! - lost update, READ COMMITTED / REPEATABLE READ switch off: bob's write erases alice's ($800);
 //!   switch on: bob's write is refused (1020): $1,200.
 #![allow(clippy::too_many_lines, reason = "a test reads top to bottom, as the race it plays")]
@@ -81,6 +83,40 @@ const DEADLOCK_SAME: &str = "\
 [bob] insert $1,000 for design and ops
 [bob] commit
 approved 2 shared expense(s) of $1,000 per team";
+
+const APPROVE_RETRY: &str = "\
+--- approve, mariadb-serializable ---
+[alice] check: $0 + $3,000 <= $5,000, ok
+[bob] check: $0 + $3,000 <= $5,000, ok
+[alice] waiting for bob's lock
+[bob] attempt 1 failed: ERROR 1213 (40001): Deadlock found when trying to get lock; try restarting transaction
+[alice] insert $3,000
+[alice] commit
+[bob] check: $3,000 + $3,000 > $5,000, rejected
+[bob] commit
+[bob] approved=False after 2 attempt(s)
+approved 1 expense(s) totalling $3,000 on a $5,000 budget";
+
+const APPROVE_LOCK: &str = "\
+--- approve, mariadb-for-update ---
+[alice] locked team design
+[alice] check: $0 + $3,000 <= $5,000, ok
+[bob] SELECT ... FOR UPDATE is waiting for alice
+[alice] insert $3,000
+[alice] commit
+[bob] locked team design
+[bob] check: $3,000 + $3,000 > $5,000, rejected
+[bob] commit
+approved 1 expense(s) totalling $3,000 on a $5,000 budget";
+
+const APPROVE_CONDITIONAL: &str = "\
+--- approve, mariadb-conditional ---
+[alice] UPDATE reserved $3,000, spent now $3,000
+[alice] insert $3,000
+[bob] UPDATE is waiting for alice's row lock
+[alice] commit
+[bob] UPDATE matched 0 rows: $3,000 does not fit, rejected
+approved 1 expense(s) totalling $3,000 on a $5,000 budget";
 
 const LOST_UPDATE_ERASED: &str = "\
 [alice] read spent = $0
@@ -152,6 +188,8 @@ fn cases() -> Vec<Case> {
         ("ops", 1000, "bob"),
     ];
     let dl = "isolation/deadlock";
+    let ap = "isolation/approve";
+    const ALICE: &[(&str, i64, &str)] = &[("design", 3000, "alice")];
     let (reproduced, prevented) = (VerdictKind::Reproduced, VerdictKind::Prevented);
     vec![
         case(ws, rc, both(rc), 0, BOTH, reproduced, RC),
@@ -206,6 +244,34 @@ fn cases() -> Vec<Case> {
             prevented,
             RC,
         ),
+        case(
+            ap,
+            "mariadb-serializable",
+            APPROVE_RETRY.to_owned(),
+            0,
+            ALICE,
+            prevented,
+            &["SERIALIZABLE", "SERIALIZABLE"],
+        ),
+        case(
+            ap,
+            "mariadb-for-update",
+            APPROVE_LOCK.to_owned(),
+            0,
+            ALICE,
+            prevented,
+            RC,
+        ),
+        // Only the conditional fix keeps the running total: one approval's worth.
+        case(
+            ap,
+            "mariadb-conditional",
+            APPROVE_CONDITIONAL.to_owned(),
+            3_000,
+            ALICE,
+            prevented,
+            RC,
+        ),
     ]
 }
 
@@ -248,6 +314,17 @@ fn what_happened(run: &Finished) -> &'static str {
     let bob_waited_for_alice = run.events.iter().any(
         |e| matches!(&e.kind, EventKind::Blocked { actor, by, .. } if actor == "bob" && by.iter().any(|b| b == "alice")),
     );
+    let approving = run
+        .events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::RunStarted { scenario, .. } if scenario == "isolation/approve"));
+    if approving {
+        return match (failures, expenses) {
+            (1, 1) if failed_with("bob", "1213") && alice_waited_for_bob => "bob-1213",
+            (0, 1) if bob_waited_for_alice => "bob-waits",
+            _ => "none of the choices",
+        };
+    }
     match (failures, spent, expenses) {
         (1, _, 4) if failed_with("bob", "1213") && alice_waited_for_bob => "one-1213",
         (0, _, 4) if bob_waited_for_alice => "bob-waits",

@@ -34,11 +34,29 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "Both lock the team row first; Bob waits, then sees Alice's $3,000",
         ),
         ("conditional", "conditional UPDATE", super::CONDITIONAL_FIX),
+        (
+            "mariadb-serializable",
+            "MariaDB SERIALIZABLE + retry",
+            "Every check locks what it read: the inserts deadlock, InnoDB rolls Bob back and his retry rejects",
+        ),
+        (
+            "mariadb-for-update",
+            "MariaDB row lock",
+            "Both lock the team row first; Bob waits, then sees Alice's $3,000",
+        ),
+        (
+            "mariadb-conditional",
+            "MariaDB conditional UPDATE",
+            super::CONDITIONAL_FIX,
+        ),
     ],
     steppable: true,
     workload: false,
     sandbox: super::SANDBOX,
-    actors: |variant| actors_at(&["alice", "bob"], level_of(variant).sql()),
+    actors: |variant| match super::mariadb::setting_of(variant) {
+        Some(setting) => actors_at(&["alice", "bob"], &super::mariadb::detail_of(setting)),
+        None => actors_at(&["alice", "bob"], level_of(variant).sql()),
+    },
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,
@@ -63,6 +81,10 @@ static PREDICT: PredictDef = PredictDef {
             "alice-cancelled",
             "Alice is cancelled and Bob's $3,000 is approved instead",
         ),
+        (
+            "bob-1213",
+            "Bob's insert deadlocks with Alice's and is rolled back (1213); his retry sees her $3,000 and rejects",
+        ),
     ],
     answers: &[
         (
@@ -80,6 +102,21 @@ static PREDICT: PredictDef = PredictDef {
             "bob-waits",
             "Bob's UPDATE has to wait for the row Alice's UPDATE changed, and once she commits PostgreSQL re-tests his condition on her $3,000, which no longer leaves room, so it changes nothing.",
         ),
+        (
+            "mariadb-serializable",
+            "bob-1213",
+            "At SERIALIZABLE InnoDB locks what each check read, so Alice's insert waits for Bob's lock and Bob's insert for Alice's: InnoDB rolls Bob back at once (1213), and his retry counts her $3,000.",
+        ),
+        (
+            "mariadb-for-update",
+            "bob-waits",
+            "Alice holds the team's row lock from before her check until her commit, so Bob's SELECT FOR UPDATE queues behind it and his check, at READ COMMITTED, then counts her $3,000.",
+        ),
+        (
+            "mariadb-conditional",
+            "bob-waits",
+            "Bob's UPDATE waits for the row Alice's changed; once she commits InnoDB reads the row again for his condition, which no longer fits, so it changes nothing.",
+        ),
     ],
 };
 
@@ -93,6 +130,12 @@ fn level_of(variant: &str) -> Level {
 
 async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     run.say_plain(format!("--- approve, {variant} ---"));
+    if let Some(setting) = super::mariadb::setting_of(variant) {
+        let fix = variant.trim_start_matches(shared::catalog::MARIADB_PREFIX);
+        let (count, total) = super::mariadb::approve(run, fix, setting, expected(fix)).await?;
+        run.verdict(overspend_verdict(count, total, how(variant)));
+        return Ok(());
+    }
     ledger_before(run).await?;
     let alice = run.actor("alice", level_of(variant)).await?;
     let bob = run.actor("bob", level_of(variant)).await?;
@@ -103,13 +146,22 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     }
     let (count, total) = say_totals(run).await?;
     ledger_after(run, expected(variant)).await?;
-    let how = match variant {
-        "serializable" => super::RETRY_SAW_ALICE,
-        "for-update" => "Bob waited for the team's row lock, then saw Alice's $3,000 and rejected",
-        _ => "Bob's UPDATE waited for Alice's, then matched 0 rows",
-    };
-    run.verdict(overspend_verdict(count, total, how));
+    run.verdict(overspend_verdict(count, total, how(variant)));
     Ok(())
+}
+
+/// How the fix of `variant` stopped Bob, for the verdict.
+fn how(variant: &str) -> &'static str {
+    match variant {
+        "serializable" => super::RETRY_SAW_ALICE,
+        "mariadb-serializable" => {
+            "InnoDB rolled Bob back in a deadlock (1213); his retry saw Alice's $3,000 and rejected"
+        }
+        "for-update" | "mariadb-for-update" => {
+            "Bob waited for the team's row lock, then saw Alice's $3,000 and rejected"
+        }
+        _ => "Bob's UPDATE waited for Alice's, then matched 0 rows",
+    }
 }
 
 /// What a correct system holds after any fix: Alice's $3,000 approved, Bob's rejected. Only the

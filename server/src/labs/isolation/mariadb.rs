@@ -16,6 +16,9 @@
 //!   orders bob's request that closes the cycle is refused at once (`1213`) and his whole
 //!   transaction rolled back, where PostgreSQL cancels alice, who waited first, after
 //!   `deadlock_timeout`; his retry approves after alice. In the same order bob waits his turn.
+//! - **approve**: SERIALIZABLE's fix ends as write skew's does (a deadlock, bob rolled back, his
+//!   retry rejects); the row lock and the conditional UPDATE as on PostgreSQL (MariaDB's UPDATE
+//!   has no RETURNING: the rows it changed say whether the money was reserved).
 //! - **lost update**: READ COMMITTED, and REPEATABLE READ with the switch off (MariaDB before
 //!   11.6.2), let bob's write erase alice's ($800), where PostgreSQL's REPEATABLE READ refuses
 //!   it. With the switch on (11.6.2 and later) bob's write is refused with `1020` ("Record has
@@ -44,6 +47,8 @@ pub fn setting_of(variant: &str) -> Option<Setting> {
         "mariadb-serializable" => (Level::Serializable, false),
         // The deadlock's approvals run at READ COMMITTED, as on PostgreSQL.
         "mariadb-opposite-order" | "mariadb-same-order" => (Level::ReadCommitted, false),
+        // So do the row lock's and the conditional UPDATE's, as on PostgreSQL.
+        "mariadb-for-update" | "mariadb-conditional" => (Level::ReadCommitted, false),
         _ => return None,
     };
     Some(Setting {
@@ -207,11 +212,11 @@ pub async fn read_skew(run: &Run, variant: &str, setting: Setting) -> Result<(i6
     };
     let carol = run.mariadb_actor("carol", at_read_committed).await?;
     let report = run.mariadb_actor("report", setting).await?;
-    approve(&carol, 1_000).await?;
+    carol_approves(&carol, 1_000).await?;
     carol.say(format!("approved {} (earlier this month)", shared::usd(1_000)));
     let spent = report.query(READ_SPENT).await?.int()?;
     report.say(format!("teams.spent          = {}", shared::usd(spent)));
-    approve(&carol, 250).await?;
+    carol_approves(&carol, 250).await?;
     carol.say(format!("approved {} and committed", shared::usd(250)));
     let sum = report.query(SELECT_APPROVED).await?.int()?;
     report.say(format!("sum(expenses.amount) = {}", shared::usd(sum)));
@@ -222,7 +227,7 @@ pub async fn read_skew(run: &Run, variant: &str, setting: Setting) -> Result<(i6
 }
 
 /// One approval as one transaction: the expense row and the running total move together.
-async fn approve(carol: &MariaActor, amount: i64) -> Result<(), RunError> {
+async fn carol_approves(carol: &MariaActor, amount: i64) -> Result<(), RunError> {
     carol
         .query(&format!(
             "INSERT INTO expenses (team_id, amount, approved_by) VALUES ('{TEAM}', {amount}, 'carol')"
@@ -313,6 +318,117 @@ async fn approve_shared(who: &MariaActor) -> Result<(), RunError> {
     who.say(format!("insert {} for {TEAM} and {OTHER_TEAM}", shared::usd(share)));
     who.commit().await?;
     who.say("commit");
+    Ok(())
+}
+
+/// The approve rule's `fix` on MariaDB (`serializable` with a retry, `for-update`,
+/// `conditional`): alice and bob each approve $3,000. Returns the approvals' `(count, total)`.
+pub async fn approve(run: &Run, fix: &str, setting: Setting, expected: Ledger) -> Result<(i64, i64), RunError> {
+    set_up(run).await?;
+    let alice = run.mariadb_actor("alice", setting).await?;
+    let bob = run.mariadb_actor("bob", setting).await?;
+    match fix {
+        "serializable" => approve_with_retry(&alice, &bob).await?,
+        "for-update" => approve_with_lock(&alice, &bob).await?,
+        _ => approve_conditionally(&alice, &bob).await?,
+    }
+    let totals = run
+        .mariadb_check("SELECT COALESCE(SUM(amount), 0), COUNT(*) FROM expenses WHERE team_id = 'design'")
+        .await?;
+    let (total, count) = (totals.int_at(0)?, totals.int_at(1)?);
+    run.say_plain(totals_line(count, total));
+    finish(run, expected).await?;
+    Ok((count, total))
+}
+
+/// The rule's check as the approve demos say it; whether the amount fits.
+async fn check(who: &MariaActor) -> Result<bool, RunError> {
+    let budget = who.query(SELECT_BUDGET).await?.int()?;
+    let approved = who.query(SELECT_APPROVED).await?.int()?;
+    who.say(super::rule_line(approved, AMOUNT, budget));
+    Ok(approved + AMOUNT <= budget)
+}
+
+/// SERIALIZABLE and a whole-transaction retry: both check; alice's insert waits for the lock
+/// bob's check took; bob's closes the cycle and InnoDB rolls him back; alice commits; bob's
+/// second attempt checks again and rejects.
+async fn approve_with_retry(alice: &MariaActor, bob: &MariaActor) -> Result<(), RunError> {
+    check(alice).await?;
+    check(bob).await?;
+    let (alice_waits, by) = alice.start(&insert_sql(alice)).await?.expect_blocked().await?;
+    alice.say(format!("waiting for {}'s lock", by.join(", ")));
+    match bob.query(&insert_sql(bob)).await {
+        Err(error) if error.mariadb_number() == Some(DEADLOCK) => {
+            bob.say(format!("attempt 1 failed: {error}"));
+            bob.rollback().await?;
+        }
+        Err(error) => return Err(error.into()),
+        Ok(_) => return Err(RunError::Other("bob's insert was expected to deadlock".into())),
+    }
+    alice_waits.finish().await?;
+    alice.say(format!("insert {}", shared::usd(AMOUNT)));
+    alice.commit().await?;
+    alice.say("commit");
+    let approved = check(bob).await?;
+    if approved {
+        insert(bob).await?;
+    }
+    bob.commit().await?;
+    bob.say("commit");
+    bob.say(format!("approved={} after 2 attempt(s)", super::python_bool(approved)));
+    Ok(())
+}
+
+/// The row lock: alice locks the team and checks; bob's lock waits; alice inserts and commits;
+/// bob gets the lock, reads her $3,000 and rejects.
+async fn approve_with_lock(alice: &MariaActor, bob: &MariaActor) -> Result<(), RunError> {
+    lock(alice, TEAM).await?;
+    check(alice).await?;
+    let (bob_waits, by) = bob.start(&lock_sql(TEAM)).await?.expect_blocked().await?;
+    bob.say(format!("SELECT ... FOR UPDATE is waiting for {}", by.join(", ")));
+    insert(alice).await?;
+    alice.say("commit");
+    alice.commit().await?;
+    bob_waits.finish().await?;
+    bob.say(format!("locked team {TEAM}"));
+    if check(bob).await? {
+        insert(bob).await?;
+    }
+    bob.say("commit");
+    bob.commit().await?;
+    Ok(())
+}
+
+/// One conditional UPDATE reserves the money only if it fits; the rows it changed say whether
+/// it did (MariaDB's UPDATE returns no rows). Bob's waits for alice's row lock, then finds her
+/// $3,000 leaves no room.
+async fn approve_conditionally(alice: &MariaActor, bob: &MariaActor) -> Result<(), RunError> {
+    let reserve =
+        format!("UPDATE teams SET spent = spent + {AMOUNT} WHERE id = '{TEAM}' AND spent + {AMOUNT} <= budget");
+    alice.query(&reserve).await?;
+    let spent = alice.query(READ_SPENT).await?.int()?;
+    alice.say(format!(
+        "UPDATE reserved {}, spent now {}",
+        shared::usd(AMOUNT),
+        shared::usd(spent)
+    ));
+    insert(alice).await?;
+    let (bob_waits, by) = bob.start(&reserve).await?.expect_blocked().await?;
+    bob.say(format!("UPDATE is waiting for {}'s row lock", by.join(", ")));
+    alice.say("commit");
+    alice.commit().await?;
+    let reserved = bob_waits.finish().await?;
+    if reserved.affected == 0 {
+        bob.say(format!(
+            "UPDATE matched 0 rows: {} does not fit, rejected",
+            shared::usd(AMOUNT)
+        ));
+        bob.rollback().await?;
+    } else {
+        insert(bob).await?;
+        bob.say("commit");
+        bob.commit().await?;
+    }
     Ok(())
 }
 

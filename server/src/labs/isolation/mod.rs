@@ -136,21 +136,10 @@ pub async fn check_and_insert(
     pause: impl Future<Output = Result<(), RunError>>,
 ) -> Result<bool, RunError> {
     let (budget, approved) = read_rule(who, team).await?;
+    who.say(rule_line(approved, amount, budget));
     if approved + amount > budget {
-        who.say(format!(
-            "check: {} + {} > {}, rejected",
-            usd(approved),
-            usd(amount),
-            usd(budget)
-        ));
         return Ok(false);
     }
-    who.say(format!(
-        "check: {} + {} <= {}, ok",
-        usd(approved),
-        usd(amount),
-        usd(budget)
-    ));
     pause.await?;
     insert_expense(who, team, amount).await?;
     who.say(format!("insert {}", usd(amount)));
@@ -163,6 +152,22 @@ pub async fn check_fits(who: &PgActor, team: &str, amount: i64) -> Result<bool, 
     let fits = approved + amount <= budget;
     who.say(fits_line(approved, amount, budget));
     Ok(fits)
+}
+
+/// The approve demos' check, on either database: `check: $0 + $3,000 <= $5,000, ok`, or
+/// `check: $3,000 + $3,000 > $5,000, rejected`.
+pub fn rule_line(approved: i64, amount: i64, budget: i64) -> String {
+    let (sign, then) = if approved + amount > budget {
+        (">", "rejected")
+    } else {
+        ("<=", "ok")
+    };
+    format!(
+        "check: {} + {} {sign} {}, {then}",
+        usd(approved),
+        usd(amount),
+        usd(budget)
+    )
 }
 
 /// `check: approved $0 + $3,000 <= $5,000? True`, on either database.
