@@ -260,13 +260,10 @@ impl Engine {
         let probed = match service {
             Service::Redis => crate::health::redis(&services.redis_url).await,
             Service::Kafka => crate::health::kafka(&services.brokers).await,
-            Service::Mariadb => crate::health::mariadb(&services.mariadb_url).await,
+            Service::Mariadb => self.mariadb().await,
             Service::Postgres | Service::Http | Service::Process => return Ok(()),
         };
         let dependency = crate::health::explained(services, service, probed);
-        if service == Service::Mariadb && dependency.up {
-            *self.mariadb_version.lock().unwrap_or_else(|p| p.into_inner()) = Some(dependency.detail.clone());
-        }
         let found = if dependency.up { Ok(()) } else { Err(dependency.detail) };
         self.probes.answer(service, started, found.clone());
         found

@@ -106,11 +106,7 @@ pub async fn write_skew(run: &Run, variant: &str, setting: Setting) -> Result<()
         bob.commit().await?;
         bob.say("commit");
     }
-    let totals = run
-        .mariadb_check("SELECT COALESCE(SUM(amount), 0), COUNT(*) FROM expenses WHERE team_id = 'design'")
-        .await?;
-    let (total, count) = (totals.int_at(0)?, totals.int_at(1)?);
-    run.say_plain(totals_line(count, total));
+    let (count, total) = say_totals(run).await?;
     finish(run, ledger_of(&[(TEAM, BUDGET, 0)], &[(TEAM, AMOUNT, "alice")])).await?;
     let prevented = "InnoDB rolled Bob back in a deadlock (1213); his retry saw Alice's $3,000 and rejected";
     run.verdict(super::write_skew::overspend_verdict(count, total, prevented));
@@ -122,13 +118,7 @@ pub async fn write_skew(run: &Run, variant: &str, setting: Setting) -> Result<()
 async fn deadlocked_inserts(alice: &MariaActor, bob: &MariaActor) -> Result<(), RunError> {
     let (alice_waits, by) = alice.start(&insert_sql(alice)).await?.expect_blocked().await?;
     alice.say(format!("waiting for {}'s lock", by.join(", ")));
-    match bob.query(&insert_sql(bob)).await {
-        Err(error) if error.mariadb_number() == Some(DEADLOCK) => {
-            bob.say(format!("INSERT failed: {error}"));
-        }
-        Err(error) => return Err(error.into()),
-        Ok(_) => return Err(RunError::Other("bob's insert was expected to deadlock".into())),
-    }
+    closes_the_cycle(bob, &insert_sql(bob), "INSERT failed").await?;
     alice_waits.finish().await?;
     alice.say(format!("insert {}", shared::usd(AMOUNT)));
     alice.commit().await?;
@@ -142,6 +132,35 @@ async fn deadlocked_inserts(alice: &MariaActor, bob: &MariaActor) -> Result<(), 
     }
     bob.commit().await?;
     Ok(())
+}
+
+/// `who`'s statement `sql` that closes a cycle of lock waits: InnoDB refuses it at once
+/// (`1213`) and rolls `who`'s whole transaction back, which `who` says after `said`
+/// (`INSERT failed: ERROR 1213 (40001): …`). Any other ending fails the run: the race would
+/// not be the one its transcript tells.
+async fn closes_the_cycle(who: &MariaActor, sql: &str, said: &str) -> Result<(), RunError> {
+    match who.query(sql).await {
+        Err(error) if error.mariadb_number() == Some(DEADLOCK) => {
+            who.say(format!("{said}: {error}"));
+            Ok(())
+        }
+        Err(error) => Err(error.into()),
+        Ok(_) => Err(RunError::Other(format!(
+            "{}'s {sql} was expected to deadlock",
+            who.name()
+        ))),
+    }
+}
+
+/// The closing line of the write-skew and approve races, from the run's own session: `(count,
+/// total)` of the design team's expenses.
+async fn say_totals(run: &Run) -> Result<(i64, i64), RunError> {
+    let totals = run
+        .mariadb_check("SELECT COALESCE(SUM(amount), 0), COUNT(*) FROM expenses WHERE team_id = 'design'")
+        .await?;
+    let (total, count) = (totals.int_at(0)?, totals.int_at(1)?);
+    run.say_plain(totals_line(count, total));
+    Ok((count, total))
 }
 
 /// The rule's check, said as on PostgreSQL: `check: approved $0 + $3,000 <= $5,000? True`.
@@ -264,14 +283,8 @@ pub async fn deadlock(
         lock(&bob, OTHER_TEAM).await?;
         let (alice_waits, by) = alice.start(&lock_sql(OTHER_TEAM)).await?.expect_blocked().await?;
         alice.say(format!("waiting for {}'s lock on {OTHER_TEAM}", by.join(", ")));
-        match bob.query(&lock_sql(TEAM)).await {
-            Err(error) if error.mariadb_number() == Some(DEADLOCK) => {
-                bob.say(format!("attempt 1 failed: {error}"));
-                bob.rollback().await?;
-            }
-            Err(error) => return Err(error.into()),
-            Ok(_) => return Err(RunError::Other("bob's lock was expected to deadlock".into())),
-        }
+        closes_the_cycle(&bob, &lock_sql(TEAM), "attempt 1 failed").await?;
+        bob.rollback().await?;
         alice_waits.finish().await?;
         alice.say(format!("locked team {OTHER_TEAM}"));
         approve_shared(&alice).await?;
@@ -332,11 +345,7 @@ pub async fn approve(run: &Run, fix: &str, setting: Setting, expected: Ledger) -
         "for-update" => approve_with_lock(&alice, &bob).await?,
         _ => approve_conditionally(&alice, &bob).await?,
     }
-    let totals = run
-        .mariadb_check("SELECT COALESCE(SUM(amount), 0), COUNT(*) FROM expenses WHERE team_id = 'design'")
-        .await?;
-    let (total, count) = (totals.int_at(0)?, totals.int_at(1)?);
-    run.say_plain(totals_line(count, total));
+    let (count, total) = say_totals(run).await?;
     finish(run, expected).await?;
     Ok((count, total))
 }
@@ -357,14 +366,8 @@ async fn approve_with_retry(alice: &MariaActor, bob: &MariaActor) -> Result<(), 
     check(bob).await?;
     let (alice_waits, by) = alice.start(&insert_sql(alice)).await?.expect_blocked().await?;
     alice.say(format!("waiting for {}'s lock", by.join(", ")));
-    match bob.query(&insert_sql(bob)).await {
-        Err(error) if error.mariadb_number() == Some(DEADLOCK) => {
-            bob.say(format!("attempt 1 failed: {error}"));
-            bob.rollback().await?;
-        }
-        Err(error) => return Err(error.into()),
-        Ok(_) => return Err(RunError::Other("bob's insert was expected to deadlock".into())),
-    }
+    closes_the_cycle(bob, &insert_sql(bob), "attempt 1 failed").await?;
+    bob.rollback().await?;
     alice_waits.finish().await?;
     alice.say(format!("insert {}", shared::usd(AMOUNT)));
     alice.commit().await?;
