@@ -20,7 +20,8 @@
 //! both sides alike.
 
 use racelab::config::Config;
-use racelab::labs::isolation::mariadb::{SCHEMA, SELECT_APPROVED, SELECT_BUDGET, insert_for};
+use racelab::labs::isolation::TEAM;
+use racelab::labs::isolation::mariadb::{SCHEMA, insert_for, select_approved, select_budget};
 use shared::{Mode, Outcome, ServerMsg};
 use sqlx::mysql::MySqlConnection;
 use sqlx::{Connection, Executor};
@@ -68,11 +69,11 @@ async fn bare_run(admin: &mut MySqlConnection, url: &str, n: usize) -> Result<Du
             who.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 .await?;
             who.execute("START TRANSACTION").await?;
-            who.execute(SELECT_BUDGET).await?;
-            who.execute(SELECT_APPROVED).await?;
+            who.execute(select_budget(TEAM).as_str()).await?;
+            who.execute(select_approved(TEAM).as_str()).await?;
         }
-        alice.execute(insert_for("alice").as_str()).await?;
-        bob.execute(insert_for("bob").as_str()).await?;
+        alice.execute(insert_for("alice", TEAM).as_str()).await?;
+        bob.execute(insert_for("bob", TEAM).as_str()).await?;
         alice.execute("COMMIT").await?;
         bob.execute("COMMIT").await?;
         alice.close().await?;

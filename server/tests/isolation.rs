@@ -852,6 +852,8 @@ fn what_two_teams_did(run: &Finished) -> &'static str {
         _ if !approved.contains(&"ops bob") => return "bob-rejected",
         _ => return "none of the choices",
     }
+    // On MariaDB the error's code is InnoDB's number: 1213, a deadlock it broke.
+    let refused_in_a_deadlock = failed_with(run, "bob", "1213") && waited_for(run, "alice", "bob");
     match (
         failed(run, "alice"),
         failed(run, "bob"),
@@ -859,6 +861,7 @@ fn what_two_teams_did(run: &Finished) -> &'static str {
         waited_for(run, "bob", "alice"),
     ) {
         (false, true, true, _) => "bob-40001",
+        (false, true, false, false) if refused_in_a_deadlock => "bob-1213",
         (false, false, _, true) => "bob-waits",
         (false, false, _, false) => "both-commit",
         _ => "none of the choices",
@@ -915,9 +918,14 @@ fn what_the_batch_job_did(run: &Finished) -> &'static str {
         waited_for(run, "batch", "alice"),
         approved.as_slice(),
     ) {
-        (true, false, _, _) => "alice-40001",
         (false, true, false, ["design alice"]) => "batch-40001",
         (false, false, true, ["design alice"]) => "batch-waits",
+        (false, false, true, ["design alice", "design batch"]) => "batch-waits-inserts",
+        (false, false, false, ["design alice"])
+            if failed_with(run, "batch", "1213") && waited_for(run, "alice", "batch") =>
+        {
+            "batch-1213"
+        }
         (false, false, false, ["design alice", "design batch"]) => "both-commit",
         _ => "none of the choices",
     }

@@ -1,6 +1,6 @@
 //! The isolation lab on MariaDB, against the real server at `MARIADB_URL` (MariaDB 10.11 on
-//! this machine kind): every MariaDB variant of write skew, read skew, the deadlock, approve's three fixes and the lost update through
-//! the engine,
+//! this machine kind): every MariaDB variant of write skew, read skew, the deadlock, approve's three fixes, the lost
+//! update, the row lock at REPEATABLE READ, the batch job and the false positive through the engine,
 //! its exact transcript, final ledger, verdict, header and the answer it reveals; and its
 //! sandbox there removed however the run ends (completed, cancelled mid-step).
 //!
@@ -19,7 +19,16 @@
 //! - approve: SERIALIZABLE + retry ends as write skew's (bob rolled back, his retry rejects); the
 //!   row lock makes bob wait, then reject; the conditional UPDATE waits, then changes 0 rows;
 //! - lost update, READ COMMITTED / REPEATABLE READ switch off: bob's write erases alice's ($800);
-//!   switch on: bob's write is refused (1020): $1,200.
+//!   switch on: bob's write is refused (1020): $1,200;
+//! - the row lock at REPEATABLE READ (and READ COMMITTED): bob's `FOR UPDATE` waits ~2 s for
+//!   alice; after her commit his SUM reads $3,000 and he rejects (InnoDB makes the read view at
+//!   the first plain read, after the wait);
+//! - the batch job, alice at SERIALIZABLE: the batch job at READ COMMITTED checks $0, its insert
+//!   waits 1.8 s for alice's commit, then lands ($6,000); at SERIALIZABLE too, alice's insert
+//!   waits and the batch job's is refused at once (1213);
+//! - the false positive, SERIALIZABLE, design and ops on an empty table: alice's insert waits
+//!   for bob's lock and bob's ops insert is refused with 1213 (3 runs of 3), his retry's row
+//!   taking id 3; READ COMMITTED: nothing waits, both commit.
 #![allow(clippy::too_many_lines, reason = "a test reads top to bottom, as the race it plays")]
 
 mod common;
@@ -118,6 +127,66 @@ const APPROVE_CONDITIONAL: &str = "\
 [bob] UPDATE matched 0 rows: $3,000 does not fit, rejected
 approved 1 expense(s) totalling $3,000 on a $5,000 budget";
 
+const ROW_LOCK: &str = "\
+[alice] locked team design
+[alice] check: $0 + $3,000 <= $5,000, ok
+[bob] SELECT ... FOR UPDATE is waiting for alice
+[alice] insert $3,000
+[alice] commit
+[bob] locked team design
+[bob] check: $3,000 + $3,000 > $5,000, rejected
+[bob] commit
+approved 1 expense(s) totalling $3,000 on a $5,000 budget";
+
+const BATCH_WAITS_THEN_INSERTS: &str = "\
+--- batch job, alice at serializable, mariadb-batch-read-committed ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[batch] check: approved $0 + $3,000 <= $5,000? True
+[alice] insert $3,000
+[batch] waiting for alice's lock
+[alice] commit
+[batch] insert $3,000
+[batch] commit
+approved 2 expense(s) totalling $6,000 on a $5,000 budget";
+
+const BATCH_DEADLOCK: &str = "\
+--- batch job, alice at serializable, mariadb-batch-serializable ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[batch] check: approved $0 + $3,000 <= $5,000? True
+[alice] waiting for batch's lock
+[batch] INSERT failed: ERROR 1213 (40001): Deadlock found when trying to get lock; try restarting transaction
+[alice] insert $3,000
+[alice] commit
+[batch] retry the whole transaction
+[batch] check: approved $3,000 + $3,000 <= $5,000? False
+[batch] rejected: over budget
+approved 1 expense(s) totalling $3,000 on a $5,000 budget";
+
+const TWO_TEAMS_DEADLOCK: &str = "\
+--- false positive, mariadb-serializable: alice approves for design, bob for ops ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[alice] waiting for bob's lock
+[bob] INSERT failed: ERROR 1213 (40001): Deadlock found when trying to get lock; try restarting transaction
+[alice] insert $3,000
+[alice] commit
+[bob] retry the whole transaction
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[bob] insert $3,000
+design: approved 1 expense(s) totalling $3,000 on a $5,000 budget
+ops: approved 1 expense(s) totalling $3,000 on a $5,000 budget";
+
+const TWO_TEAMS_BOTH_COMMIT: &str = "\
+--- false positive, mariadb-read-committed: alice approves for design, bob for ops ---
+[alice] check: approved $0 + $3,000 <= $5,000? True
+[bob] check: approved $0 + $3,000 <= $5,000? True
+[alice] insert $3,000
+[bob] insert $3,000
+[alice] commit
+[bob] commit
+design: approved 1 expense(s) totalling $3,000 on a $5,000 budget
+ops: approved 1 expense(s) totalling $3,000 on a $5,000 budget";
+
 const LOST_UPDATE_ERASED: &str = "\
 [alice] read spent = $0
 [bob] read spent = $0
@@ -136,14 +205,17 @@ const LOST_UPDATE_REFUSED: &str = "\
 [bob] UPDATE failed: ERROR 1020 (HY000): Record has changed since last read in table 'teams'; try restarting transaction
 final spent = $1,200 (expected $2,000)";
 
+/// An expense left: its id, team, amount and who approved it.
+type Expense = (i64, &'static str, i64, &'static str);
+
 /// How one MariaDB variant must end.
 struct Case {
     scenario: &'static str,
     variant: &'static str,
     transcript: String,
     spent: i64,
-    /// Each expense left, in id order: its team, its amount and who approved it.
-    expenses: &'static [(&'static str, i64, &'static str)],
+    /// Each expense left, in id order.
+    expenses: &'static [Expense],
     verdict: VerdictKind,
     /// The header's word for each session, in lane order: its level, and at REPEATABLE READ the
     /// switch.
@@ -179,17 +251,22 @@ fn cases() -> Vec<Case> {
         "REPEATABLE READ, innodb_snapshot_isolation=ON",
         "REPEATABLE READ, innodb_snapshot_isolation=ON",
     ];
-    const BOTH: &[(&str, i64, &str)] = &[("design", 3000, "alice"), ("design", 3000, "bob")];
-    const CAROL: &[(&str, i64, &str)] = &[("design", 1000, "carol"), ("design", 250, "carol")];
-    const SHARED: &[(&str, i64, &str)] = &[
-        ("design", 1000, "alice"),
-        ("ops", 1000, "alice"),
-        ("design", 1000, "bob"),
-        ("ops", 1000, "bob"),
+    const BOTH: &[Expense] = &[(1, "design", 3000, "alice"), (2, "design", 3000, "bob")];
+    const CAROL: &[Expense] = &[(1, "design", 1000, "carol"), (2, "design", 250, "carol")];
+    const SHARED: &[Expense] = &[
+        (1, "design", 1000, "alice"),
+        (2, "ops", 1000, "alice"),
+        (3, "design", 1000, "bob"),
+        (4, "ops", 1000, "bob"),
     ];
     let dl = "isolation/deadlock";
     let ap = "isolation/approve";
-    const ALICE: &[(&str, i64, &str)] = &[("design", 3000, "alice")];
+    let (rl, bj, fp) = (
+        "isolation/row-lock-at-repeatable-read",
+        "isolation/batch-job",
+        "isolation/false-positive",
+    );
+    const ALICE: &[Expense] = &[(1, "design", 3000, "alice")];
     let (reproduced, prevented) = (VerdictKind::Reproduced, VerdictKind::Prevented);
     vec![
         case(ws, rc, both(rc), 0, BOTH, reproduced, RC),
@@ -200,7 +277,7 @@ fn cases() -> Vec<Case> {
             "mariadb-serializable",
             WRITE_SKEW_DEADLOCK.to_owned(),
             0,
-            &[("design", 3000, "alice")],
+            ALICE,
             prevented,
             &["SERIALIZABLE", "SERIALIZABLE"],
         ),
@@ -262,6 +339,61 @@ fn cases() -> Vec<Case> {
             prevented,
             RC,
         ),
+        case(
+            rl,
+            rr,
+            format!("--- row lock, {rr} ---\n{ROW_LOCK}"),
+            0,
+            ALICE,
+            prevented,
+            OFF,
+        ),
+        case(
+            rl,
+            rc,
+            format!("--- row lock, {rc} ---\n{ROW_LOCK}"),
+            0,
+            ALICE,
+            prevented,
+            RC,
+        ),
+        case(
+            bj,
+            "mariadb-batch-read-committed",
+            BATCH_WAITS_THEN_INSERTS.to_owned(),
+            0,
+            &[(1, "design", 3000, "alice"), (2, "design", 3000, "batch")],
+            reproduced,
+            &["SERIALIZABLE", "READ COMMITTED"],
+        ),
+        case(
+            bj,
+            "mariadb-batch-serializable",
+            BATCH_DEADLOCK.to_owned(),
+            0,
+            ALICE,
+            prevented,
+            &["SERIALIZABLE", "SERIALIZABLE"],
+        ),
+        // Bob's refused insert took id 2 (InnoDB hands out the number before the lock wait).
+        case(
+            fp,
+            "mariadb-serializable",
+            TWO_TEAMS_DEADLOCK.to_owned(),
+            0,
+            &[(1, "design", 3000, "alice"), (3, "ops", 3000, "bob")],
+            reproduced,
+            &["SERIALIZABLE", "SERIALIZABLE"],
+        ),
+        case(
+            fp,
+            rc,
+            TWO_TEAMS_BOTH_COMMIT.to_owned(),
+            0,
+            &[(1, "design", 3000, "alice"), (2, "ops", 3000, "bob")],
+            prevented,
+            RC,
+        ),
         // Only the conditional fix keeps the running total: one approval's worth.
         case(
             ap,
@@ -314,16 +446,54 @@ fn what_happened(run: &Finished) -> &'static str {
     let bob_waited_for_alice = run.events.iter().any(
         |e| matches!(&e.kind, EventKind::Blocked { actor, by, .. } if actor == "bob" && by.iter().any(|b| b == "alice")),
     );
-    let approving = run
+    let scenario = run
         .events
         .iter()
-        .any(|e| matches!(&e.kind, EventKind::RunStarted { scenario, .. } if scenario == "isolation/approve"));
-    if approving {
-        return match (failures, expenses) {
-            (1, 1) if failed_with("bob", "1213") && alice_waited_for_bob => "bob-1213",
-            (0, 1) if bob_waited_for_alice => "bob-waits",
-            _ => "none of the choices",
-        };
+        .find_map(|e| match &e.kind {
+            EventKind::RunStarted { scenario, .. } => Some(scenario.as_str()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let batch_waited_for_alice = run.events.iter().any(
+        |e| matches!(&e.kind, EventKind::Blocked { actor, by, .. } if actor == "batch" && by.iter().any(|b| b == "alice")),
+    );
+    let alice_waited_for_batch = run.events.iter().any(
+        |e| matches!(&e.kind, EventKind::Blocked { actor, by, .. } if actor == "alice" && by.iter().any(|b| b == "batch")),
+    );
+    let anyone_waited = run.events.iter().any(|e| matches!(e.kind, EventKind::Blocked { .. }));
+    match scenario {
+        "isolation/approve" => {
+            return match (failures, expenses) {
+                (1, 1) if failed_with("bob", "1213") && alice_waited_for_bob => "bob-1213",
+                (0, 1) if bob_waited_for_alice => "bob-waits",
+                _ => "none of the choices",
+            };
+        }
+        "isolation/row-lock-at-repeatable-read" => {
+            return match (failures, expenses, bob_waited_for_alice) {
+                (0, 1, true) => "bob-rejects",
+                (0, 2, true) => "bob-overspends",
+                (0, 1 | 2, false) => "no-wait",
+                _ => "none of the choices",
+            };
+        }
+        "isolation/batch-job" => {
+            return match (failures, expenses) {
+                (0, 2) if batch_waited_for_alice => "batch-waits-inserts",
+                (0, 2) if !anyone_waited => "both-commit",
+                (1, 1) if failed_with("batch", "1213") && alice_waited_for_batch => "batch-1213",
+                _ => "none of the choices",
+            };
+        }
+        "isolation/false-positive" => {
+            return match (failures, expenses) {
+                (0, 2) if !anyone_waited => "both-commit",
+                (1, 2) if failed_with("bob", "1213") && alice_waited_for_bob => "bob-1213",
+                (0, 2) if bob_waited_for_alice => "bob-waits",
+                _ => "none of the choices",
+            };
+        }
+        _ => {}
     }
     match (failures, spent, expenses) {
         (1, _, 4) if failed_with("bob", "1213") && alice_waited_for_bob => "one-1213",
@@ -384,8 +554,7 @@ async fn every_mariadb_variant_plays_its_transcript_and_ledger_and_leaves_nothin
         assert_eq!(run.rows_after("teams")[0], row!["design", 5000, spent], "{case}: teams");
         let want: Vec<Vec<Value>> = expenses
             .iter()
-            .zip(1i64..)
-            .map(|((team, amount, who), id)| row![id, *team, *amount, *who])
+            .map(|(id, team, amount, who)| row![*id, *team, *amount, *who])
             .collect();
         assert_eq!(run.rows_after("expenses"), want, "{case}: expenses");
         assert_eq!(run.verdict().kind, verdict, "{case}: {:?}", run.verdict());

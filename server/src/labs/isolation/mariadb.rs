@@ -44,7 +44,9 @@ pub fn setting_of(variant: &str) -> Option<Setting> {
         "mariadb-read-committed" => (Level::ReadCommitted, false),
         "mariadb-repeatable-read" => (Level::RepeatableRead, false),
         "mariadb-repeatable-read-snapshot" => (Level::RepeatableRead, true),
-        "mariadb-serializable" => (Level::Serializable, false),
+        "mariadb-serializable" | "mariadb-batch-serializable" => (Level::Serializable, false),
+        // The batch job's session; alice approves at SERIALIZABLE beside it.
+        "mariadb-batch-read-committed" => (Level::ReadCommitted, false),
         // The deadlock's approvals run at READ COMMITTED, as on PostgreSQL.
         "mariadb-opposite-order" | "mariadb-same-order" => (Level::ReadCommitted, false),
         // So do the row lock's and the conditional UPDATE's, as on PostgreSQL.
@@ -70,10 +72,6 @@ pub fn detail_of(setting: Setting) -> String {
     }
 }
 
-/// The budget's amount, read by the rule.
-pub const SELECT_BUDGET: &str = "SELECT budget FROM teams WHERE id = 'design'";
-/// What has been approved so far: the number the rule trusts.
-pub const SELECT_APPROVED: &str = "SELECT COALESCE(SUM(amount), 0) FROM expenses WHERE team_id = 'design'";
 /// The running total, read by the application.
 pub const READ_SPENT: &str = "SELECT spent FROM teams WHERE id = 'design'";
 
@@ -83,29 +81,28 @@ async fn set_up(run: &Run) -> Result<Ledger, RunError> {
     Ok(show_before(run, run.mariadb_snapshot(&LEDGER).await?))
 }
 
+/// As [`set_up`], with the second team and its own budget.
+async fn set_up_two_teams(run: &Run) -> Result<Ledger, RunError> {
+    run.mariadb_prepare(SCHEMA).await?;
+    run.mariadb_setup(&format!(
+        "INSERT INTO teams (id, name, budget) VALUES ('{OTHER_TEAM}', 'Operations', {BUDGET})"
+    ))
+    .await?;
+    Ok(show_before(run, run.mariadb_snapshot(&LEDGER).await?))
+}
+
 /// Shows the ledger after, beside `expected`, and returns it.
 async fn finish(run: &Run, expected: Ledger) -> Result<Ledger, RunError> {
     Ok(show_after(run, run.mariadb_snapshot(&LEDGER).await?, expected))
 }
 
-/// Write skew on MariaDB: both check, both insert, alice commits, then bob.
+/// Write skew on MariaDB: both check, both insert, alice commits, then bob ([`race`]).
 pub async fn write_skew(run: &Run, variant: &str, setting: Setting) -> Result<(), RunError> {
     run.say_plain(format!("--- write skew, {variant} ---"));
     set_up(run).await?;
     let alice = run.mariadb_actor("alice", setting).await?;
     let bob = run.mariadb_actor("bob", setting).await?;
-    check_fits(&alice).await?;
-    check_fits(&bob).await?;
-    if setting.level == Some(Level::Serializable) {
-        deadlocked_inserts(&alice, &bob).await?;
-    } else {
-        insert(&alice).await?;
-        insert(&bob).await?;
-        alice.commit().await?;
-        alice.say("commit");
-        bob.commit().await?;
-        bob.say("commit");
-    }
+    race(Approver::new(&alice, TEAM, setting), Approver::new(&bob, TEAM, setting)).await?;
     let (count, total) = say_totals(run).await?;
     finish(run, ledger_of(&[(TEAM, BUDGET, 0)], &[(TEAM, AMOUNT, "alice")])).await?;
     let prevented = "InnoDB rolled Bob back in a deadlock (1213); his retry saw Alice's $3,000 and rejected";
@@ -113,24 +110,161 @@ pub async fn write_skew(run: &Run, variant: &str, setting: Setting) -> Result<()
     Ok(())
 }
 
-/// SERIALIZABLE's ending: alice's insert waits for the lock bob's check holds; bob's insert
-/// closes the cycle and InnoDB rolls him back at once. Alice's insert goes on; bob retries.
-async fn deadlocked_inserts(alice: &MariaActor, bob: &MariaActor) -> Result<(), RunError> {
-    let (alice_waits, by) = alice.start(&insert_sql(alice)).await?.expect_blocked().await?;
-    alice.say(format!("waiting for {}'s lock", by.join(", ")));
-    closes_the_cycle(bob, &insert_sql(bob), "INSERT failed").await?;
-    alice_waits.finish().await?;
-    alice.say(format!("insert {}", shared::usd(AMOUNT)));
-    alice.commit().await?;
-    alice.say("commit");
-    bob.rollback().await?;
-    bob.say("retry the whole transaction");
-    if check_fits(bob).await? {
-        insert(bob).await?;
-    } else {
-        bob.say("rejected: over budget");
+/// The batch job on MariaDB: alice approves at SERIALIZABLE while the batch job, at
+/// `batch_at`, inserts against the same budget in the write-skew order ([`race`]). Returns the
+/// approvals' `(count, total)`.
+pub async fn batch_job(run: &Run, variant: &str, batch_at: Setting) -> Result<(i64, i64), RunError> {
+    run.say_plain(format!("--- batch job, alice at serializable, {variant} ---"));
+    set_up(run).await?;
+    let alice = run.mariadb_actor("alice", SERIALIZABLE).await?;
+    let batch = run.mariadb_actor("batch", batch_at).await?;
+    race(
+        Approver::new(&alice, TEAM, SERIALIZABLE),
+        Approver::new(&batch, TEAM, batch_at),
+    )
+    .await?;
+    let totals = say_totals(run).await?;
+    finish(run, ledger_of(&[(TEAM, BUDGET, 0)], &[(TEAM, AMOUNT, "alice")])).await?;
+    Ok(totals)
+}
+
+/// The false positive on MariaDB: alice approves for design, bob for ops, each team with its
+/// own budget, in the write-skew order ([`race`]). Returns whether bob was rolled back.
+pub async fn false_positive(run: &Run, variant: &str, setting: Setting) -> Result<bool, RunError> {
+    run.say_plain(format!(
+        "--- false positive, {variant}: alice approves for {TEAM}, bob for {OTHER_TEAM} ---"
+    ));
+    set_up_two_teams(run).await?;
+    let alice = run.mariadb_actor("alice", setting).await?;
+    let bob = run.mariadb_actor("bob", setting).await?;
+    let rolled_back = race(
+        Approver::new(&alice, TEAM, setting),
+        Approver::new(&bob, OTHER_TEAM, setting),
+    )
+    .await?;
+    let per_team = run
+        .mariadb_check(
+            "SELECT team_id, COUNT(*), COALESCE(SUM(amount), 0) FROM expenses GROUP BY team_id ORDER BY team_id",
+        )
+        .await?;
+    for row in &per_team.rows {
+        let [team, count, total] = row.as_slice() else {
+            return Err(RunError::Other(
+                "the approvals per team came back in another shape".into(),
+            ));
+        };
+        run.say_plain(super::false_positive::team_line(
+            &team.to_string(),
+            count.as_int().unwrap_or(0),
+            total.as_int().unwrap_or(0),
+        ));
     }
-    bob.commit().await?;
+    finish(run, super::false_positive::expected()).await?;
+    Ok(rolled_back)
+}
+
+/// The row lock on MariaDB at `setting`'s level: both lock the team's row before checking
+/// ([`approve_with_lock`]). Returns the approvals' `(count, total)`.
+pub async fn row_lock(run: &Run, variant: &str, setting: Setting) -> Result<(i64, i64), RunError> {
+    run.say_plain(format!("--- row lock, {variant} ---"));
+    set_up(run).await?;
+    let alice = run.mariadb_actor("alice", setting).await?;
+    let bob = run.mariadb_actor("bob", setting).await?;
+    approve_with_lock(&alice, &bob).await?;
+    let totals = say_totals(run).await?;
+    finish(run, ledger_of(&[(TEAM, BUDGET, 0)], &[(TEAM, AMOUNT, "alice")])).await?;
+    Ok(totals)
+}
+
+/// Alice's session in the batch job: SERIALIZABLE, whatever the batch job's.
+const SERIALIZABLE: Setting = Setting {
+    level: Some(Level::Serializable),
+    snapshot_isolation: false,
+};
+
+/// One manager in a race: who approves $3,000, for which team, and whether their check is a
+/// locking read (SERIALIZABLE on InnoDB reads as `LOCK IN SHARE MODE` does).
+pub struct Approver<'a> {
+    who: &'a MariaActor,
+    team: &'a str,
+    locks_what_it_reads: bool,
+}
+
+impl<'a> Approver<'a> {
+    pub fn new(who: &'a MariaActor, team: &'a str, setting: Setting) -> Self {
+        Approver {
+            who,
+            team,
+            locks_what_it_reads: setting.level == Some(Level::Serializable),
+        }
+    }
+}
+
+/// The write-skew choreography on MariaDB, for two approvers of $3,000 (for one team or one
+/// each): both check, then insert, then commit, alice first; bob retries once if InnoDB rolls
+/// him back. Where an insert waits is InnoDB's doing: a check at SERIALIZABLE locks the range of
+/// the index it read, and on a small index that range is the gap every team's new row goes into,
+/// so
+/// - both checks locking: alice's insert waits for bob's lock, bob's closes the cycle and is
+///   refused at once (`1213`); alice goes on and commits; bob's retry checks again;
+/// - only alice's: bob's insert waits for her lock until she commits, then lands without
+///   checking again;
+/// - neither: nothing waits.
+///
+/// Returns whether bob was rolled back. (Only bob's check locking is no race of the lab.)
+pub async fn race(alice: Approver<'_>, bob: Approver<'_>) -> Result<bool, RunError> {
+    check_fits(alice.who, alice.team).await?;
+    check_fits(bob.who, bob.team).await?;
+    match (alice.locks_what_it_reads, bob.locks_what_it_reads) {
+        (true, true) => {
+            deadlocked_inserts(&alice, &bob).await?;
+            return Ok(true);
+        }
+        (true, false) => {
+            insert(alice.who, alice.team).await?;
+            let (bob_waits, by) = bob
+                .who
+                .start(&insert_for(bob.who.name(), bob.team))
+                .await?
+                .expect_blocked()
+                .await?;
+            bob.who.say(format!("waiting for {}'s lock", by.join(", ")));
+            alice.who.commit().await?;
+            alice.who.say("commit");
+            bob_waits.finish().await?;
+            bob.who.say(format!("insert {}", shared::usd(AMOUNT)));
+        }
+        _ => {
+            insert(alice.who, alice.team).await?;
+            insert(bob.who, bob.team).await?;
+            alice.who.commit().await?;
+            alice.who.say("commit");
+        }
+    }
+    bob.who.commit().await?;
+    bob.who.say("commit");
+    Ok(false)
+}
+
+/// Both checks locking: alice's insert waits for the lock bob's check holds; bob's insert
+/// closes the cycle and InnoDB rolls him back at once. Alice's insert goes on; bob retries.
+async fn deadlocked_inserts(alice: &Approver<'_>, bob: &Approver<'_>) -> Result<(), RunError> {
+    let alice_insert = insert_for(alice.who.name(), alice.team);
+    let (alice_waits, by) = alice.who.start(&alice_insert).await?.expect_blocked().await?;
+    alice.who.say(format!("waiting for {}'s lock", by.join(", ")));
+    closes_the_cycle(bob.who, &insert_for(bob.who.name(), bob.team), "INSERT failed").await?;
+    alice_waits.finish().await?;
+    alice.who.say(format!("insert {}", shared::usd(AMOUNT)));
+    alice.who.commit().await?;
+    alice.who.say("commit");
+    bob.who.rollback().await?;
+    bob.who.say("retry the whole transaction");
+    if check_fits(bob.who, bob.team).await? {
+        insert(bob.who, bob.team).await?;
+    } else {
+        bob.who.say("rejected: over budget");
+    }
+    bob.who.commit().await?;
     Ok(())
 }
 
@@ -163,25 +297,31 @@ async fn say_totals(run: &Run) -> Result<(i64, i64), RunError> {
     Ok((count, total))
 }
 
+/// The budget's amount, read by the rule.
+pub fn select_budget(team: &str) -> String {
+    format!("SELECT budget FROM teams WHERE id = '{team}'")
+}
+
+/// What has been approved so far: the number the rule trusts.
+pub fn select_approved(team: &str) -> String {
+    format!("SELECT COALESCE(SUM(amount), 0) FROM expenses WHERE team_id = '{team}'")
+}
+
 /// The rule's check, said as on PostgreSQL: `check: approved $0 + $3,000 <= $5,000? True`.
-async fn check_fits(who: &MariaActor) -> Result<bool, RunError> {
-    let budget = who.query(SELECT_BUDGET).await?.int()?;
-    let approved = who.query(SELECT_APPROVED).await?.int()?;
+async fn check_fits(who: &MariaActor, team: &str) -> Result<bool, RunError> {
+    let budget = who.query(&select_budget(team)).await?.int()?;
+    let approved = who.query(&select_approved(team)).await?.int()?;
     who.say(fits_line(approved, AMOUNT, budget));
     Ok(approved + AMOUNT <= budget)
 }
 
-fn insert_sql(who: &MariaActor) -> String {
-    insert_for(who.name())
+/// `who`'s approval of $3,000 for `team`.
+pub fn insert_for(who: &str, team: &str) -> String {
+    format!("INSERT INTO expenses (team_id, amount, approved_by) VALUES ('{team}', {AMOUNT}, '{who}')")
 }
 
-/// `who`'s approval of $3,000 for the design team.
-pub fn insert_for(who: &str) -> String {
-    format!("INSERT INTO expenses (team_id, amount, approved_by) VALUES ('{TEAM}', {AMOUNT}, '{who}')")
-}
-
-async fn insert(who: &MariaActor) -> Result<(), RunError> {
-    who.query(&insert_sql(who)).await?;
+async fn insert(who: &MariaActor, team: &str) -> Result<(), RunError> {
+    who.query(&insert_for(who.name(), team)).await?;
     who.say(format!("insert {}", shared::usd(AMOUNT)));
     Ok(())
 }
@@ -237,7 +377,7 @@ pub async fn read_skew(run: &Run, variant: &str, setting: Setting) -> Result<(i6
     report.say(format!("teams.spent          = {}", shared::usd(spent)));
     carol_approves(&carol, 250).await?;
     carol.say(format!("approved {} and committed", shared::usd(250)));
-    let sum = report.query(SELECT_APPROVED).await?.int()?;
+    let sum = report.query(&select_approved(TEAM)).await?.int()?;
     report.say(format!("sum(expenses.amount) = {}", shared::usd(sum)));
     report.commit().await?;
     run.say_plain(super::read_skew::numbers_line(spent, sum));
@@ -270,12 +410,7 @@ pub async fn deadlock(
     opposite: bool,
     expected: Ledger,
 ) -> Result<(Ledger, super::deadlock::Attempts), RunError> {
-    run.mariadb_prepare(SCHEMA).await?;
-    run.mariadb_setup(&format!(
-        "INSERT INTO teams (id, name, budget) VALUES ('{OTHER_TEAM}', 'Operations', {BUDGET})"
-    ))
-    .await?;
-    show_before(run, run.mariadb_snapshot(&LEDGER).await?);
+    set_up_two_teams(run).await?;
     let alice = run.mariadb_actor("alice", setting).await?;
     let bob = run.mariadb_actor("bob", setting).await?;
     lock(&alice, TEAM).await?;
@@ -352,8 +487,8 @@ pub async fn approve(run: &Run, fix: &str, setting: Setting, expected: Ledger) -
 
 /// The rule's check as the approve demos say it; whether the amount fits.
 async fn check(who: &MariaActor) -> Result<bool, RunError> {
-    let budget = who.query(SELECT_BUDGET).await?.int()?;
-    let approved = who.query(SELECT_APPROVED).await?.int()?;
+    let budget = who.query(&select_budget(TEAM)).await?.int()?;
+    let approved = who.query(&select_approved(TEAM)).await?.int()?;
     who.say(super::rule_line(approved, AMOUNT, budget));
     Ok(approved + AMOUNT <= budget)
 }
@@ -364,9 +499,13 @@ async fn check(who: &MariaActor) -> Result<bool, RunError> {
 async fn approve_with_retry(alice: &MariaActor, bob: &MariaActor) -> Result<(), RunError> {
     check(alice).await?;
     check(bob).await?;
-    let (alice_waits, by) = alice.start(&insert_sql(alice)).await?.expect_blocked().await?;
+    let (alice_waits, by) = alice
+        .start(&insert_for(alice.name(), TEAM))
+        .await?
+        .expect_blocked()
+        .await?;
     alice.say(format!("waiting for {}'s lock", by.join(", ")));
-    closes_the_cycle(bob, &insert_sql(bob), "attempt 1 failed").await?;
+    closes_the_cycle(bob, &insert_for(bob.name(), TEAM), "attempt 1 failed").await?;
     bob.rollback().await?;
     alice_waits.finish().await?;
     alice.say(format!("insert {}", shared::usd(AMOUNT)));
@@ -374,7 +513,7 @@ async fn approve_with_retry(alice: &MariaActor, bob: &MariaActor) -> Result<(), 
     alice.say("commit");
     let approved = check(bob).await?;
     if approved {
-        insert(bob).await?;
+        insert(bob, TEAM).await?;
     }
     bob.commit().await?;
     bob.say("commit");
@@ -389,13 +528,13 @@ async fn approve_with_lock(alice: &MariaActor, bob: &MariaActor) -> Result<(), R
     check(alice).await?;
     let (bob_waits, by) = bob.start(&lock_sql(TEAM)).await?.expect_blocked().await?;
     bob.say(format!("SELECT ... FOR UPDATE is waiting for {}", by.join(", ")));
-    insert(alice).await?;
+    insert(alice, TEAM).await?;
     alice.say("commit");
     alice.commit().await?;
     bob_waits.finish().await?;
     bob.say(format!("locked team {TEAM}"));
     if check(bob).await? {
-        insert(bob).await?;
+        insert(bob, TEAM).await?;
     }
     bob.say("commit");
     bob.commit().await?;
@@ -415,7 +554,7 @@ async fn approve_conditionally(alice: &MariaActor, bob: &MariaActor) -> Result<(
         shared::usd(AMOUNT),
         shared::usd(spent)
     ));
-    insert(alice).await?;
+    insert(alice, TEAM).await?;
     let (bob_waits, by) = bob.start(&reserve).await?.expect_blocked().await?;
     bob.say(format!("UPDATE is waiting for {}'s row lock", by.join(", ")));
     alice.say("commit");
@@ -428,7 +567,7 @@ async fn approve_conditionally(alice: &MariaActor, bob: &MariaActor) -> Result<(
         ));
         bob.rollback().await?;
     } else {
-        insert(bob).await?;
+        insert(bob, TEAM).await?;
         bob.say("commit");
         bob.commit().await?;
     }
