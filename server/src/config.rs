@@ -34,8 +34,9 @@ pub struct Config {
     /// Redis, for the locks lab.
     #[arg(long, env = "REDIS_URL", default_value = DEFAULT_REDIS_URL)]
     pub redis_url: String,
-    /// MariaDB (an account that may create databases and users, and grant), where runs will
-    /// play beside PostgreSQL; for now /healthz names its version (docs/mariadb.md).
+    /// MariaDB (an account that may create databases and users, and grant), where the
+    /// isolation lab's `mariadb-…` variants play, each run in a database of its own
+    /// (docs/mariadb.md).
     #[arg(long, env = "MARIADB_URL", default_value = DEFAULT_MARIADB_URL)]
     pub mariadb_url: String,
     /// Kafka-compatible brokers (comma-separated host:port), for the outbox lab.

@@ -268,6 +268,7 @@ async fn connect_server(
         database_url: url.to_owned(),
         // The engine's one shelf, given to each run that may take from it.
         mariadb_shelf: None,
+        mariadb_sessions: 0,
     };
     Ok((Server::new(server_name, version, reach, warm), budget, leases))
 }

@@ -578,6 +578,34 @@ async fn every_mariadb_variant_plays_its_transcript_and_ledger_and_leaves_nothin
     );
 }
 
+/// The load test on MariaDB: sixteen sessions of the run's user (twice a sandbox's default),
+/// every strategy's invariants as on PostgreSQL (`common::load_test`), every worker's session
+/// and the sandbox gone after.
+#[tokio::test]
+async fn the_load_test_keeps_its_invariants_on_mariadb() {
+    let _alone = ALONE.lock().await;
+    let _slot = db_slot().await;
+    let engine = common::engine().await;
+    let run = play(&engine, "isolation/load-test", "mariadb-all").await;
+    common::load_test::keeps_its_invariants(&run);
+    let Some(EventKind::RunStarted { server, .. }) = run.events.first().map(|e| &e.kind) else {
+        panic!("no header");
+    };
+    assert!(server.starts_with("MariaDB "), "played on {server}");
+    // SERIALIZABLE's retries were InnoDB's deadlocks: the locks of sixteen checks on one range.
+    let serializable = racelab::labs::isolation::load_test::figures_of(&run.ledger(shared::Moment::After))
+        .into_iter()
+        .find(|f| f.strategy == racelab::labs::isolation::load_test::Strategy::Serializable)
+        .expect("serializable's figures");
+    assert!(serializable.retries > 0, "{serializable:?}");
+    drop(engine);
+    assert_eq!(
+        sandboxes_on_mariadb().await,
+        (0, 0),
+        "the run's database and user are gone"
+    );
+}
+
 #[tokio::test]
 async fn sandboxes_made_ahead_are_taken_by_the_next_runs_reset_after_them_and_go_with_the_engine() {
     let _alone = ALONE.lock().await;

@@ -21,10 +21,11 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
             Ok(found) => {
                 let variant = found.variant_or_first(wanted.as_deref());
                 let scenario_id = found.scenario.id.clone();
-                // The isolation lab's races are plain SQL: each can be rewritten as a spec.
+                // The isolation lab's races are plain SQL: each can be rewritten as a spec (its
+                // PostgreSQL variants: a spec does not play on MariaDB yet).
                 let write = scenario_id.starts_with("isolation/").then(|| view! {
                     <p class="rl-write-link">
-                        "Run it, then open it as a spec to change it, or "
+                        "Run it on PostgreSQL, then open it as a spec to change it, or "
                         <a href="/write">"write your own race"</a>"."
                     </p>
                 });

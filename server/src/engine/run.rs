@@ -94,6 +94,9 @@ pub struct Reach {
     pub database_url: String,
     /// MariaDB sandboxes made ahead of demand, where the run may take one (it plays by itself).
     pub mariadb_shelf: Option<Arc<super::mariadb::Shelf>>,
+    /// The sessions the run's budget gives it on MariaDB: its sandbox's user may hold as many
+    /// at once (never fewer than a sandbox's default).
+    pub mariadb_sessions: u32,
 }
 
 /// What the run's actors share: its identity, sandbox, event sink, monitor connection and limits.
@@ -494,6 +497,11 @@ impl Run {
     /// Where MariaDB is (`MARIADB_URL`).
     pub fn mariadb_url(&self) -> &str {
         &self.core.reach.services.mariadb_url
+    }
+
+    /// The sessions the run may hold on MariaDB at once ([`Reach::mariadb_sessions`]).
+    pub(super) fn mariadb_sessions(&self) -> u32 {
+        self.core.reach.mariadb_sessions
     }
 
     /// MariaDB sandboxes made ahead, if the run may take one.

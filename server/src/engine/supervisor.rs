@@ -826,7 +826,7 @@ impl Engine {
     ) -> Ended {
         let (scenario, variant, mode) = (&request.scenario, request.variant.as_str(), request.mode);
         let services = &server.reach.services;
-        let reach = self.reach_for(server, mode);
+        let reach = self.reach_for(server, mode, scenario.budget(variant).of(shared::Service::Mariadb));
         // The monitor and the actors' sessions connect while the sandbox is made: none waits
         // for another. A sandbox made for this run gets an id of its own, never the run's: its
         // names are seen by every role on the server, and the run's id fetches its transcript.
@@ -878,11 +878,14 @@ impl Engine {
 
     /// How the run's sessions reach `server`: as every run's, but for a run played step by step
     /// (`mode`), whose lock and statement waits last as long as its idle limit.
-    fn reach_for(&self, server: &Server, mode: Mode) -> Reach {
+    fn reach_for(&self, server: &Server, mode: Mode, mariadb_sessions: u32) -> Reach {
         let mut reach = server.reach.clone();
         // A run played by itself may take a MariaDB sandbox made ahead; one played step by
-        // step makes its own, with its longer statement bound.
-        reach.mariadb_shelf = (mode == Mode::Auto).then(|| self.mariadb_shelf.clone());
+        // step makes its own, with its longer statement bound, and so does one that holds more
+        // sessions there than a sandbox made ahead allows (the load test's sixteen workers).
+        let fits_the_shelf = mariadb_sessions <= crate::sandbox::mariadb::Bounds::default().connections;
+        reach.mariadb_shelf = (mode == Mode::Auto && fits_the_shelf).then(|| self.mariadb_shelf.clone());
+        reach.mariadb_sessions = mariadb_sessions;
         if mode == Mode::Step {
             // A reader may think for minutes while an actor waits for a lock: the wait must not
             // time out before the run's idle limit does. (Later `-c` options win.)

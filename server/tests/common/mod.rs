@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod every_service;
+pub mod load_test;
 pub mod socket;
 pub mod spec_runs;
 pub mod versions;

@@ -47,6 +47,16 @@ impl Run {
     /// Opens an actor on MariaDB: a session of the run's user in the run's database, set up as
     /// `setting` says. The run's sandbox there is made first if this is its first need of it.
     pub async fn mariadb_actor(&self, name: &str, setting: Setting) -> Result<MariaActor, RunError> {
+        self.open_mariadb_actor(name, setting, false).await
+    }
+
+    /// As [`Run::mariadb_actor`], for one of many workers whose steps, waits and words go
+    /// unseen (a load test's): the run's progress and figures tell what they did.
+    pub async fn mariadb_worker(&self, name: &str, setting: Setting) -> Result<MariaActor, RunError> {
+        self.open_mariadb_actor(name, setting, true).await
+    }
+
+    async fn open_mariadb_actor(&self, name: &str, setting: Setting, quiet: bool) -> Result<MariaActor, RunError> {
         let place = &self.core().mariadb;
         let (options, admin) = place.reach(self).await?;
         let session = MariaSession::open(options, setting)
@@ -57,7 +67,7 @@ impl Run {
         let (mailbox, requests) = mpsc::channel(1);
         tokio::spawn(serve(session, requests));
         Ok(MariaActor {
-            lane: self.lane(name, false),
+            lane: self.lane(name, quiet),
             thread,
             in_transaction: AtomicBool::new(false),
             mailbox,

@@ -192,7 +192,7 @@ fn gone() -> RunError {
 
 /// A run's bounds on MariaDB: every statement within the run's block timeout, but in step
 /// mode, where a reader may think for minutes while an actor waits for a lock, within its idle
-/// limit (as PostgreSQL's lock timeout is then).
+/// limit (as PostgreSQL's lock timeout is then); as many sessions as its budget gives it there.
 fn bounds_for(run: &Run) -> Bounds {
     let limits = run.limits();
     let statement_time = if run.is_stepped() {
@@ -200,9 +200,11 @@ fn bounds_for(run: &Run) -> Bounds {
     } else {
         Bounds::default().statement_time.max(limits.block_timeout)
     };
+    let default = Bounds::default();
     Bounds {
         statement_time,
-        ..Bounds::default()
+        connections: default.connections.max(run.mariadb_sessions()),
+        ..default
     }
 }
 

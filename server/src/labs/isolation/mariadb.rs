@@ -317,7 +317,18 @@ async fn check_fits(who: &MariaActor, team: &str) -> Result<bool, RunError> {
 
 /// `who`'s approval of $3,000 for `team`.
 pub fn insert_for(who: &str, team: &str) -> String {
-    format!("INSERT INTO expenses (team_id, amount, approved_by) VALUES ('{team}', {AMOUNT}, '{who}')")
+    insert_amount(who, team, AMOUNT)
+}
+
+/// `who`'s approval of `amount` for `team`.
+pub fn insert_amount(who: &str, team: &str, amount: i64) -> String {
+    format!("INSERT INTO expenses (team_id, amount, approved_by) VALUES ('{team}', {amount}, '{who}')")
+}
+
+/// The conditional fix's one statement: reserves `amount` of the design team's budget only if
+/// it fits; the rows it changed (MariaDB's UPDATE returns none) say whether it did.
+pub fn reserve_sql(amount: i64) -> String {
+    format!("UPDATE teams SET spent = spent + {amount} WHERE id = '{TEAM}' AND spent + {amount} <= budget")
 }
 
 async fn insert(who: &MariaActor, team: &str) -> Result<(), RunError> {
@@ -443,7 +454,7 @@ pub async fn deadlock(
 }
 
 /// The row-lock fix's statement: the team's row, locked until the transaction ends.
-fn lock_sql(team: &str) -> String {
+pub fn lock_sql(team: &str) -> String {
     format!("SELECT 1 FROM teams WHERE id = '{team}' FOR UPDATE")
 }
 
@@ -545,8 +556,7 @@ async fn approve_with_lock(alice: &MariaActor, bob: &MariaActor) -> Result<(), R
 /// it did (MariaDB's UPDATE returns no rows). Bob's waits for alice's row lock, then finds her
 /// $3,000 leaves no room.
 async fn approve_conditionally(alice: &MariaActor, bob: &MariaActor) -> Result<(), RunError> {
-    let reserve =
-        format!("UPDATE teams SET spent = spent + {AMOUNT} WHERE id = '{TEAM}' AND spent + {AMOUNT} <= budget");
+    let reserve = reserve_sql(AMOUNT);
     alice.query(&reserve).await?;
     let spent = alice.query(READ_SPENT).await?.int()?;
     alice.say(format!(

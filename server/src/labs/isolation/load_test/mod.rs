@@ -6,12 +6,18 @@
 //! never retry; the conditional fix leaves `teams.spent` equal to the sum of the expenses. An
 //! approval that runs out of its 10 attempts is counted as `gave_up=`, never dropped. The race
 //! makes the other figures vary from run to run; they are reported beside the tutorial's ranges.
+//!
+//! The same strategies play on MariaDB (variants `mariadb-…`, [`mariadb`]): the queue, the
+//! workers and the figures are this module's; only the sessions and their SQL are MariaDB's.
+
+mod mariadb;
 
 use super::approve::approve_with_retry;
 use super::{LOCK_TEAM, RESERVE, TEAM, check_and_insert, insert_expense};
 use crate::engine::{Level, PgActor, Retried, Run, RunError};
 use crate::labs::{ScenarioDef, actors_at};
 use futures_util::future::try_join_all;
+use shared::catalog::{MARIADB_PREFIX, Service, database_of};
 use shared::{Check, EventKind, Ledger, Moment, Table, Value, Verdict, usd};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -45,13 +51,49 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "Each approval locks the team row first: one at a time",
         ),
         ("conditional", "conditional UPDATE", super::CONDITIONAL_FIX),
+        (
+            "mariadb-all",
+            "MariaDB, all five",
+            "Every strategy in turn on MariaDB (InnoDB), sixteen sessions there",
+        ),
+        (
+            "mariadb-naive-rc",
+            "MariaDB check-then-insert, READ COMMITTED",
+            "No protection: every worker checks, then inserts",
+        ),
+        (
+            "mariadb-naive-rr",
+            "MariaDB check-then-insert, REPEATABLE READ",
+            "A read view per approval: no help against the other workers",
+        ),
+        (
+            "mariadb-serializable",
+            "MariaDB SERIALIZABLE + retry",
+            "Every check locks what it read: InnoDB breaks the deadlocks, each approval retries up to 10 times",
+        ),
+        (
+            "mariadb-for-update",
+            "MariaDB row lock",
+            "Each approval locks the team row first: one at a time",
+        ),
+        (
+            "mariadb-conditional",
+            "MariaDB conditional UPDATE",
+            super::CONDITIONAL_FIX,
+        ),
     ],
     steppable: false,
     workload: true,
     sandbox: super::SANDBOX,
     actors: |variant| {
-        let detail = Strategy::from_variant(variant).map_or("per strategy", |s| s.level().sql());
-        actors_at(&WORKER_NAMES, detail)
+        let detail = Strategy::from_variant(variant).map_or_else(
+            || "per strategy".to_owned(),
+            |s| match database_of(variant) {
+                Service::Mariadb => super::mariadb::detail_of(mariadb::setting(s)),
+                _ => s.level().sql().to_owned(),
+            },
+        );
+        actors_at(&WORKER_NAMES, &detail)
     },
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
@@ -122,8 +164,11 @@ impl Strategy {
         }
     }
 
+    /// The strategy of a variant on either database (`for-update`, `mariadb-for-update`);
+    /// `None` for every strategy in turn.
     pub fn from_variant(variant: &str) -> Option<Strategy> {
-        Strategy::ALL.into_iter().find(|s| s.name() == variant)
+        let name = variant.strip_prefix(MARIADB_PREFIX).unwrap_or(variant);
+        Strategy::ALL.into_iter().find(|s| s.name() == name)
     }
 
     pub fn level(self) -> Level {
@@ -237,16 +282,19 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
         Some(one) => vec![one],
         None => Strategy::ALL.to_vec(),
     };
+    let database = database_of(variant);
     run.say_plain(format!(
         "--- {WORKERS} workers, {} approvals, {} budget ---",
         AMOUNTS.len(),
         usd(LOAD_BUDGET)
     ));
-    reset(run).await?;
-    let before = run.snapshot(&super::LEDGER[..1]).await?;
+    if database == Service::Mariadb {
+        run.mariadb_prepare(super::mariadb::SCHEMA).await?;
+    }
+    reset(run, database).await?;
     run.emit(EventKind::Ledger {
         moment: Moment::Before,
-        ledger: before,
+        ledger: snapshot(run, database).await?,
     });
 
     let mut all = Vec::new();
@@ -256,17 +304,20 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
         total: jobs * strategies.len() as u64,
     };
     for (i, strategy) in strategies.iter().copied().enumerate() {
-        reset(run).await?;
+        reset(run, database).await?;
         let overall = Overall {
             done_before: i as u64 * jobs,
             ..overall
         };
-        let figures = run_strategy(run, strategy, overall).await?;
+        let figures = match database {
+            Service::Mariadb => mariadb::run_strategy(run, strategy, overall).await?,
+            _ => run_strategy(run, strategy, overall).await?,
+        };
         run.say_plain(figures.line());
         all.push(figures);
     }
 
-    let mut after = run.snapshot(&super::LEDGER[..1]).await?;
+    let mut after = snapshot(run, database).await?;
     after.tables.push(Table {
         name: "strategies".into(),
         columns: FIGURE_COLUMNS.iter().map(|c| (*c).to_owned()).collect(),
@@ -290,6 +341,14 @@ async fn play(run: &Run, variant: &str) -> Result<(), RunError> {
     });
     run.verdict(verdict(&all));
     Ok(())
+}
+
+/// The team's row, as the ledger shows it, on the database the run plays on.
+async fn snapshot(run: &Run, database: Service) -> Result<Ledger, RunError> {
+    match database {
+        Service::Mariadb => run.mariadb_snapshot(&super::LEDGER[..1]).await,
+        _ => run.snapshot(&super::LEDGER[..1]).await,
+    }
 }
 
 /// What correctness demands of every strategy that ran: nothing over budget. (How many it
@@ -335,11 +394,16 @@ fn tutorial_ranges(all: &[Figures]) -> Ledger {
 }
 
 /// Every strategy starts from the same state: no expenses (ids from 1), $50,000, nothing spent.
-async fn reset(run: &Run) -> Result<(), RunError> {
-    run.setup(&format!(
-        "TRUNCATE expenses RESTART IDENTITY; UPDATE teams SET budget = {LOAD_BUDGET}, spent = 0 WHERE id = '{TEAM}'"
-    ))
-    .await
+async fn reset(run: &Run, database: Service) -> Result<(), RunError> {
+    let team = format!("UPDATE teams SET budget = {LOAD_BUDGET}, spent = 0 WHERE id = '{TEAM}'");
+    match database {
+        // InnoDB's TRUNCATE restarts the numbering too.
+        Service::Mariadb => {
+            run.mariadb_setup("TRUNCATE TABLE expenses").await?;
+            run.mariadb_setup(&team).await
+        }
+        _ => run.setup(&format!("TRUNCATE expenses RESTART IDENTITY; {team}")).await,
+    }
 }
 
 /// Where one strategy's approvals sit in the whole run's progress (every strategy's 400).
@@ -349,17 +413,53 @@ struct Overall {
     total: u64,
 }
 
-/// Runs one strategy: 16 workers drain the queue of 400 amounts.
+/// Runs one strategy on PostgreSQL: 16 workers drain the queue of 400 amounts.
 async fn run_strategy(run: &Run, strategy: Strategy, overall: Overall) -> Result<Figures, RunError> {
     let started = Instant::now();
     let workers = try_join_all(WORKER_NAMES.iter().map(|name| run.worker(name, strategy.level()))).await?;
+    let results = drain(run, strategy, overall, &workers, |worker, amount| {
+        approve(strategy, worker, amount)
+    })
+    .await?;
+    for worker in workers {
+        worker.close().await;
+    }
+    let elapsed = started.elapsed();
+    let totals = run
+        .check(
+            "SELECT coalesce(sum(amount), 0), (SELECT spent FROM teams WHERE id = $1) FROM expenses WHERE team_id = $1",
+            &[TEAM.into()],
+        )
+        .await?;
+    Ok(Figures::of(
+        strategy,
+        &results,
+        (totals.int_at(0)?, totals.int_at(1)?),
+        elapsed,
+    ))
+}
+
+/// The queue: each of `workers` takes the next amount, approves it `approve`'s way, and takes
+/// the next, until all 400 are done; the run's progress is told every few approvals. Returns
+/// every approval's outcome.
+async fn drain<'w, W, F, Fut>(
+    run: &Run,
+    strategy: Strategy,
+    overall: Overall,
+    workers: &'w [W],
+    approve: F,
+) -> Result<Vec<Approval>, RunError>
+where
+    F: Fn(&'w W, i64) -> Fut,
+    Fut: Future<Output = Result<Approval, RunError>>,
+{
     let next_job = AtomicUsize::new(0);
     let done = AtomicU64::new(0);
     let results: Mutex<Vec<Approval>> = Mutex::new(Vec::with_capacity(AMOUNTS.len()));
     let total_jobs = AMOUNTS.len() as u64;
     try_join_all(workers.iter().map(|worker| async {
         while let Some(&amount) = AMOUNTS.get(next_job.fetch_add(1, Ordering::SeqCst)) {
-            let approval = approve(strategy, worker, amount).await?;
+            let approval = approve(worker, amount).await?;
             results.lock().unwrap_or_else(|p| p.into_inner()).push(approval);
             let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
             if finished.is_multiple_of(PROGRESS_EVERY) || finished == total_jobs {
@@ -373,27 +473,24 @@ async fn run_strategy(run: &Run, strategy: Strategy, overall: Overall) -> Result
         Ok::<(), RunError>(())
     }))
     .await?;
-    for worker in workers {
-        worker.close().await;
+    Ok(results.into_inner().unwrap_or_else(|p| p.into_inner()))
+}
+
+impl Figures {
+    /// One strategy's figures: from its approvals' outcomes, the `(total, spent)` it left, and
+    /// how long it took.
+    fn of(strategy: Strategy, results: &[Approval], (total, spent): (i64, i64), elapsed: std::time::Duration) -> Self {
+        Figures {
+            strategy,
+            approved: results.iter().filter(|a| a.approved).count() as i64,
+            retries: results.iter().map(|a| a.attempts - 1).sum(),
+            most_attempts: results.iter().map(|a| a.attempts).max().unwrap_or(0),
+            gave_up: results.iter().filter(|a| a.gave_up).count() as i64,
+            total,
+            spent,
+            elapsed_ms: i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX),
+        }
     }
-    let elapsed_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-    let totals = run
-        .check(
-            "SELECT coalesce(sum(amount), 0), (SELECT spent FROM teams WHERE id = $1) FROM expenses WHERE team_id = $1",
-            &[TEAM.into()],
-        )
-        .await?;
-    let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-    Ok(Figures {
-        strategy,
-        approved: results.iter().filter(|a| a.approved).count() as i64,
-        retries: results.iter().map(|a| a.attempts - 1).sum(),
-        most_attempts: results.iter().map(|a| a.attempts).max().unwrap_or(0),
-        gave_up: results.iter().filter(|a| a.gave_up).count() as i64,
-        total: totals.int_at(0)?,
-        spent: totals.int_at(1)?,
-        elapsed_ms,
-    })
 }
 
 /// One approval's outcome.
