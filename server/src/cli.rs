@@ -61,6 +61,10 @@ enum Command {
         /// step neither done nor waiting for a lock by then is cancelled.
         #[arg(long, env = "PGISOLATIONTIMEOUT", default_value_t = 300)]
         step_limit: u64,
+        /// Where a spec plays: PostgreSQL, or MariaDB (at `MARIADB_URL`, in a database and user
+        /// of its own; its SQL must be MariaDB's). A lab's variant names its own database.
+        #[arg(long, value_enum, default_value_t = Database::Postgresql)]
+        database: Database,
         #[command(flatten)]
         config: Config,
     },
@@ -174,12 +178,20 @@ impl Cli {
                 why,
                 run_id,
                 step_limit,
+                database,
                 config,
             } => {
-                if scenario == "-" || scenario.ends_with(".spec") {
-                    run_spec(scenario, run_id, step_limit, (json, why), config).await
-                } else {
-                    run_lab(&scenario, variant, (runs, json, why), config).await
+                let spec = scenario == "-" || scenario.ends_with(".spec");
+                match (spec, database) {
+                    (true, Database::Mariadb) => run_spec_on_mariadb(scenario, step_limit, (json, why), config).await,
+                    (true, Database::Postgresql) => run_spec(scenario, run_id, step_limit, (json, why), config).await,
+                    (false, Database::Postgresql) => run_lab(&scenario, variant, (runs, json, why), config).await,
+                    (false, Database::Mariadb) => {
+                        eprintln!(
+                            "racelab: --database is for specs: a lab scenario plays where its variant says (`--variant mariadb-…`, see `racelab list`)"
+                        );
+                        ExitCode::from(2)
+                    }
                 }
             }
             Command::Record {
@@ -237,6 +249,58 @@ async fn run_spec(
         spec_run(&path, &run_id, &limits, json, why, config).await
     })
     .await
+}
+
+/// Where `racelab run FILE.spec` plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Database {
+    Postgresql,
+    Mariadb,
+}
+
+/// `racelab run FILE.spec --database mariadb`: the spec played on the MariaDB at `MARIADB_URL`,
+/// in a database and user of its own, printed as the tester prints it (MariaDB's errors as its
+/// client prints them). With `why`, says plainly that racelab cannot see why there. What a
+/// killed command left there is swept first (older than a run may be).
+async fn run_spec_on_mariadb(path: String, step_limit: u64, (json, why): (bool, bool), config: Config) -> ExitCode {
+    let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(step_limit));
+    let spec = match read_spec(&path, &limits) {
+        Ok(spec) => spec,
+        Err(code) => return code,
+    };
+    for name in spec.unused_steps() {
+        eprintln!("unused step name: {name}");
+    }
+    let url = config.mariadb_url.clone();
+    if let Err(error) = crate::sandbox::mariadb::sweep(&url, SPEC_SWEEP_AGE).await {
+        tracing::debug!(%error, "no sweep of old MariaDB sandboxes");
+    }
+    let stage: Arc<dyn crate::engine::lane::Stage> = Arc::new(Printing { json });
+    let lanes = move |name: &str, quiet: bool| crate::engine::Lane::new(name, stage.clone(), quiet);
+    let choice = crate::specs::Choice::All { why: false };
+    let played = crate::specs::play_on_mariadb(&url, &spec, &limits, choice, &lanes, interrupted()).await;
+    match played {
+        Ok(played) => {
+            for permutation in &played {
+                print_checks_and_proof(permutation);
+                if why {
+                    eprintln!("{}", crate::specs::mariadb::NO_PROOF);
+                }
+            }
+            if !played.is_empty() && spec.checks.is_empty() {
+                eprintln!("no check stated (add `# check: <SQL>` lines for a verdict)");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(crate::specs::SpecError::Interrupted) => {
+            eprintln!("racelab: interrupted; the spec's sandbox is removed");
+            ExitCode::from(130)
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `racelab run lab/scenario`: plays `name`'s `variant` (its first by default) `runs` times,

@@ -12,6 +12,7 @@
 pub mod atlas;
 pub mod confine;
 pub mod from_run;
+pub mod mariadb;
 pub mod player;
 pub mod scenario;
 pub mod session;
@@ -89,6 +90,8 @@ pub enum SpecError {
     TooLong(u64),
     #[error("{0}")]
     Ended(String),
+    #[error("interrupted")]
+    Interrupted,
     #[error(transparent)]
     Confine(#[from] confine::ConfineError),
     #[error("a session of the spec could not connect: {0}")]
@@ -347,6 +350,80 @@ async fn play_confined(
     if witnessed {
         player.witness();
     }
+    play_chosen(&mut player, spec, limits, choice, control_lane).await
+}
+
+/// [`play_on`], on the MariaDB at `url`: a database and user of the run's own there, removed
+/// whatever happens (`stop` too ends the play early, its sandbox removed: the command line's
+/// Ctrl-C); each statement bounded by the sandbox's watchdog above the step limit, as
+/// PostgreSQL's statement timeout is. No proof: [`mariadb::NO_PROOF`].
+pub async fn play_on_mariadb(
+    url: &str,
+    spec: &Spec,
+    limits: &Limits,
+    choice: Choice,
+    lane: &(dyn Fn(&str, bool) -> Lane + Send + Sync),
+    stop: impl Future<Output = ()>,
+) -> Result<Vec<Played>, SpecError> {
+    let bounds = crate::sandbox::mariadb::Bounds {
+        statement_time: limits.step_wait * 2 + Duration::from_secs(5),
+        connections: u32::try_from(spec.sessions.len() + 1).unwrap_or(u32::MAX),
+        ..crate::sandbox::mariadb::Bounds::default()
+    };
+    let sandbox = crate::sandbox::mariadb::MariaSandbox::open(url, bounds)
+        .await
+        .map_err(|e| SpecError::Connect(e.to_string()))?;
+    let control_lane = lane(TESTER, choice == Choice::Matrix);
+    let playing = async {
+        let connect = |name: Option<String>| {
+            let (options, admin) = (sandbox.session_options(), sandbox.racelab().clone());
+            async move {
+                mariadb::MariaLink::connect(options, admin)
+                    .await
+                    .map(|link| SpecSession::on_mariadb(link, limits.keep))
+                    .map_err(|why| SpecError::Connect(name.map_or_else(|| why.clone(), |n| format!("{n}: {why}"))))
+            }
+        };
+        let sessions = spec.sessions.iter().map(|s| connect(Some(s.name.clone())));
+        let (control, sessions) = tokio::try_join!(connect(None), futures_util::future::try_join_all(sessions))?;
+        let quiet = choice == Choice::Matrix;
+        let lanes: Vec<Lane> = spec.sessions.iter().map(|s| lane(&s.name, quiet)).collect();
+        let admin = sandbox.racelab().clone();
+        let mut player = Player::on_mariadb(
+            spec,
+            control,
+            sessions,
+            (control_lane.clone(), lanes),
+            limits.step_wait,
+            admin,
+        );
+        play_chosen(&mut player, spec, limits, choice, &control_lane).await
+    };
+    let wall = limits.max_wall.unwrap_or(Duration::MAX);
+    let played = tokio::select! {
+        played = tokio::time::timeout(wall, playing) => played.unwrap_or(Err(SpecError::TooLong(wall.as_secs()))),
+        () = stop => Err(SpecError::Interrupted),
+    };
+    // A run the watchdog ended (its tables past their bound) fails for that reason.
+    let ended = sandbox
+        .overruns()
+        .into_iter()
+        .find(|o| matches!(o, crate::sandbox::mariadb::Overrun::Bytes { .. }));
+    sandbox.close().await;
+    match ended {
+        Some(overrun) => Err(SpecError::Ended(overrun.to_string())),
+        None => played,
+    }
+}
+
+/// Plays the permutations `choice` asks for on `player`, after the tester's header.
+async fn play_chosen(
+    player: &mut Player<'_>,
+    spec: &Spec,
+    limits: &Limits,
+    choice: Choice,
+    control_lane: &Lane,
+) -> Result<Vec<Played>, SpecError> {
     player.header();
     let all = permutations(spec, limits);
     let chosen: Vec<(usize, &Vec<PermutationStep>)> = match choice {
@@ -355,7 +432,7 @@ async fn play_confined(
     };
     let mut played = Vec::new();
     for (index, steps) in chosen {
-        played.push(play_one(&mut player, spec, choice, index, steps, control_lane).await?);
+        played.push(play_one(player, spec, choice, index, steps, control_lane).await?);
     }
     Ok(played)
 }
@@ -382,7 +459,8 @@ async fn play_one(
     }
     let mut checks = Vec::with_capacity(spec.checks.len());
     for check in &spec.checks {
-        checks.push(judge(&check.sql, &player.ask(&check.sql).await?));
+        let answer = player.ask(&check.sql).await?;
+        checks.push(judge(&check.sql, &answer, player.service()));
     }
     let verdict_checks: Vec<shared::Check> = checks.iter().map(CheckResult::as_check).collect();
     match choice {
@@ -453,8 +531,9 @@ fn verdict(checks: Vec<shared::Check>) -> shared::Verdict {
     )
 }
 
-/// A check's verdict from its answer: held when its first row is all `t`.
-fn judge(sql: &str, answer: &session::Answer) -> CheckResult {
+/// A check's verdict from its answer: held when its first row is all true: `t` on PostgreSQL;
+/// on MariaDB, whose comparisons answer 1 or 0, `1`.
+fn judge(sql: &str, answer: &session::Answer, on: shared::Service) -> CheckResult {
     if let Some(failure) = &answer.failure {
         return CheckResult {
             sql: sql.to_owned(),
@@ -471,8 +550,12 @@ fn judge(sql: &str, answer: &session::Answer) -> CheckResult {
         };
     };
     let values: Vec<&str> = row.iter().map(|v| v.as_deref().unwrap_or("NULL")).collect();
-    let held = if values.iter().all(|v| *v == "t" || *v == "f") {
-        Some(values.iter().all(|v| *v == "t"))
+    let (yes, no) = match on {
+        shared::Service::Mariadb => ("1", "0"),
+        _ => ("t", "f"),
+    };
+    let held = if values.iter().all(|v| *v == yes || *v == no) {
+        Some(values.iter().all(|v| *v == yes))
     } else {
         None
     };
@@ -502,12 +585,19 @@ mod tests {
 
     #[test]
     fn a_check_holds_when_its_row_is_all_true() {
-        assert_eq!(judge("q", &answer(&[Some("t")])).held, Some(true));
-        assert_eq!(judge("q", &answer(&[Some("t"), Some("f")])).held, Some(false));
-        let odd = judge("q", &answer(&[Some("5400")]));
+        let pg = shared::Service::Postgres;
+        assert_eq!(judge("q", &answer(&[Some("t")]), pg).held, Some(true));
+        assert_eq!(judge("q", &answer(&[Some("t"), Some("f")]), pg).held, Some(false));
+        let odd = judge("q", &answer(&[Some("5400")]), pg);
         assert_eq!((odd.held, odd.answer.as_str()), (None, "5400"));
-        assert_eq!(judge("q", &answer(&[None])).held, None);
-        assert_eq!(judge("q", &session::Answer::default()).answer, "no rows");
+        assert_eq!(judge("q", &answer(&[None]), pg).held, None);
+        assert_eq!(judge("q", &session::Answer::default(), pg).answer, "no rows");
+        // PostgreSQL's 1 is a number; MariaDB's comparisons answer 1 or 0.
+        assert_eq!(judge("q", &answer(&[Some("1")]), pg).held, None);
+        let maria = shared::Service::Mariadb;
+        assert_eq!(judge("q", &answer(&[Some("1")]), maria).held, Some(true));
+        assert_eq!(judge("q", &answer(&[Some("1"), Some("0")]), maria).held, Some(false));
+        assert_eq!(judge("q", &answer(&[Some("t")]), maria).held, None);
     }
 
     #[test]

@@ -54,20 +54,20 @@ pub enum Stopped {
     Overran { what: String, seconds: u64 },
 }
 
-/// `failure` on `lane`, with its SQLSTATE where the server gave one.
+/// `failure` on `lane`, with its SQLSTATE (MariaDB: its number) where the server gave one.
 fn error_on(lane: &Lane, failure: &Failure) {
-    let (kind, code) = match failure {
-        Failure::Server { sqlstate, .. } => (ErrorKind::Database, Some(sqlstate.clone())),
-        Failure::Lost(_) => (ErrorKind::Connection, None),
+    let kind = match failure {
+        Failure::Lost(_) => ErrorKind::Connection,
+        Failure::Server { .. } | Failure::Mariadb { .. } => ErrorKind::Database,
     };
-    lane.error(kind, code, failure.line());
+    lane.error(kind, failure.code(), failure.line());
 }
 
 /// A setup that failed, shown where it ran (the tester's lane for the spec's setup, a session's
 /// for its own): its SQL and the failure, SQLSTATE included, so the reader sees what failed and
 /// /write marks the line it came from. The tester prints only the failure, and the run ends.
-fn failed_on(lane: &Lane, sql: &str, failure: &Failure) {
-    lane.step(Service::Postgres, sql.trim(), &[], None);
+fn failed_on(lane: &Lane, service: Service, sql: &str, failure: &Failure) {
+    lane.step(service, sql.trim(), &[], None);
     error_on(lane, failure);
 }
 
@@ -141,6 +141,18 @@ const WAIT_OUT: Flags = Flags {
     retry: true,
 };
 
+/// How the player sees who waits for whom.
+enum Watch {
+    /// The control connection's question: is this session waiting for one of the spec's?
+    Postgres(tokio_postgres::Statement),
+    /// racelab's own connections to MariaDB, which see InnoDB's lock waits; when they were
+    /// last asked ([`super::mariadb::ASK_WAITS_EVERY`]).
+    Mariadb {
+        admin: sqlx::MySqlPool,
+        asked: Option<Instant>,
+    },
+}
+
 /// A spec being played on its connections.
 pub struct Player<'a> {
     spec: &'a Spec,
@@ -150,8 +162,9 @@ pub struct Player<'a> {
     lanes: Vec<Lane>,
     printer: Printer,
     step_wait: Duration,
-    /// The control connection's question: is this session waiting for one of the spec's?
-    is_blocked: tokio_postgres::Statement,
+    watch: Watch,
+    /// The server the spec plays on, as its steps are drawn.
+    service: Service,
     active: Vec<Option<Active>>,
     total_notices: Vec<u64>,
     any_new_notice: bool,
@@ -182,13 +195,52 @@ impl<'a> Player<'a> {
             pids.join(","),
             crate::engine::run::WAITS_ON
         );
-        let is_blocked = control
+        let client = control
             .client()
+            .ok_or_else(|| Stopped::WaitQuery("the control connection is not PostgreSQL's".into()))?;
+        let is_blocked = client
             .prepare_typed(&query, &[tokio_postgres::types::Type::INT4])
             .await
             .map_err(|e| Stopped::WaitQuery(e.to_string()))?;
+        let watch = Watch::Postgres(is_blocked);
+        Ok(Player::watching(
+            spec,
+            control,
+            sessions,
+            (control_lane, lanes),
+            step_wait,
+            watch,
+        ))
+    }
+
+    /// As [`Player::new`], on MariaDB: `admin` is racelab's own pool there, which sees every
+    /// thread's lock waits.
+    pub fn on_mariadb(
+        spec: &'a Spec,
+        control: SpecSession,
+        sessions: Vec<SpecSession>,
+        (control_lane, lanes): (Lane, Vec<Lane>),
+        step_wait: Duration,
+        admin: sqlx::MySqlPool,
+    ) -> Player<'a> {
+        let watch = Watch::Mariadb { admin, asked: None };
+        Player::watching(spec, control, sessions, (control_lane, lanes), step_wait, watch)
+    }
+
+    fn watching(
+        spec: &'a Spec,
+        control: SpecSession,
+        sessions: Vec<SpecSession>,
+        (control_lane, lanes): (Lane, Vec<Lane>),
+        step_wait: Duration,
+        watch: Watch,
+    ) -> Player<'a> {
         let n = sessions.len();
-        Ok(Player {
+        let service = match watch {
+            Watch::Postgres(_) => Service::Postgres,
+            Watch::Mariadb { .. } => Service::Mariadb,
+        };
+        Player {
             spec,
             control,
             sessions,
@@ -196,7 +248,8 @@ impl<'a> Player<'a> {
             lanes,
             printer: Printer { pending: String::new() },
             step_wait,
-            is_blocked,
+            watch,
+            service,
             active: (0..n).map(|_| None).collect(),
             total_notices: vec![0; n],
             any_new_notice: false,
@@ -204,7 +257,7 @@ impl<'a> Player<'a> {
             witnessing: false,
             witness: None,
             asked: Default::default(),
-        })
+        }
     }
 
     /// Watches what each permutation's transactions read and write (after its setup), so that
@@ -259,7 +312,7 @@ impl<'a> Player<'a> {
             };
             self.control.take_notices();
             if let Some(failure) = &answer.failure {
-                failed_on(&self.control_lane, sql, failure);
+                failed_on(&self.control_lane, self.service, sql, failure);
                 return Err(Stopped::Setup(failure.line()));
             }
             self.print_last(None, &answer);
@@ -272,7 +325,7 @@ impl<'a> Player<'a> {
             let answer = self.bounded(Some(i), &what, sql).await?;
             self.print_notices(i);
             if let Some(failure) = &answer.failure {
-                failed_on(&self.lanes[i], sql, failure);
+                failed_on(&self.lanes[i], self.service, sql, failure);
                 return Err(Stopped::SessionSetup {
                     session: self.spec.sessions[i].name.clone(),
                     message: failure.line(),
@@ -356,17 +409,17 @@ impl<'a> Player<'a> {
     pub async fn snapshot(&mut self) -> shared::Ledger {
         let mut ledger = shared::Ledger::default();
         let mut room = LEDGER_AT_MOST;
-        let Ok(listed) = self
-            .bounded(
-                None,
-                "the ledger",
+        let list = match self.service {
+            // The run's database's tables, each named twice (its name is its key there).
+            Service::Mariadb => super::mariadb::LIST_TABLES,
+            _ => {
                 "SELECT c.oid::pg_catalog.int8, c.relname FROM pg_catalog.pg_class c \
                  WHERE c.relnamespace OPERATOR(pg_catalog.=) 'public'::pg_catalog.regnamespace \
                    AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p}'::pg_catalog.\"char\"[]) \
-                 ORDER BY 2 LIMIT 20",
-            )
-            .await
-        else {
+                 ORDER BY 2 LIMIT 20"
+            }
+        };
+        let Ok(listed) = self.bounded(None, "the ledger", list).await else {
             return ledger;
         };
         let tables: Vec<(String, String)> = listed
@@ -399,17 +452,15 @@ impl<'a> Player<'a> {
         name: String,
         room: &mut usize,
     ) -> Result<Option<shared::Table>, Stopped> {
-        let columns = self
-            .bounded(
-                None,
-                "the ledger",
-                &format!(
-                    "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) {} \
-                     AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped ORDER BY attnum LIMIT 100",
-                    oid.parse::<i64>().unwrap_or(0)
-                ),
-            )
-            .await?;
+        let listing = match self.service {
+            Service::Mariadb => super::mariadb::list_columns(&name),
+            _ => format!(
+                "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) {} \
+                 AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped ORDER BY attnum LIMIT 100",
+                oid.parse::<i64>().unwrap_or(0)
+            ),
+        };
+        let columns = self.bounded(None, "the ledger", &listing).await?;
         let columns: Vec<String> = columns
             .sets
             .first()
@@ -420,20 +471,18 @@ impl<'a> Player<'a> {
         }
         let quote = crate::sandbox::postgres::quote_ident;
         let quoted: Vec<String> = columns.iter().map(|c| quote(c)).collect();
-        let rows = self
-            .bounded(
-                None,
-                "the ledger",
-                // One implicit transaction: the setting is the read's alone (`true`: local).
-                &format!(
-                    "SELECT pg_catalog.set_config('row_security', 'off', true); \
-                     SELECT pg_catalog.json_build_array({})::pg_catalog.text AS r FROM public.{} \
-                     ORDER BY 1 LIMIT 1000",
-                    quoted.join(", "),
-                    quote(&name)
-                ),
-            )
-            .await?;
+        let reading = match self.service {
+            Service::Mariadb => super::mariadb::read_rows(&name, &columns),
+            // One implicit transaction: the setting is the read's alone (`true`: local).
+            _ => format!(
+                "SELECT pg_catalog.set_config('row_security', 'off', true); \
+                 SELECT pg_catalog.json_build_array({})::pg_catalog.text AS r FROM public.{} \
+                 ORDER BY 1 LIMIT 1000",
+                quoted.join(", "),
+                quote(&name)
+            ),
+        };
+        let rows = self.bounded(None, "the ledger", &reading).await?;
         if rows.failure.is_some() {
             return Ok(None);
         }
@@ -551,6 +600,11 @@ impl<'a> Player<'a> {
             .map_or_else(String::new, |a| steps[a.index].name.clone())
     }
 
+    /// The server the spec plays on.
+    pub fn service(&self) -> Service {
+        self.service
+    }
+
     /// The steps of the permutation played last, as played.
     pub fn played(&self) -> &[PlayedStep] {
         &self.played
@@ -560,8 +614,8 @@ impl<'a> Player<'a> {
     async fn launch(&mut self, steps: &[PermutationStep], index: usize, session: usize) {
         let step = &steps[index];
         let sql = self.sql_of(step);
-        self.lanes[session].gate(Service::Postgres, sql).await;
-        self.lanes[session].step(Service::Postgres, sql, &[], None);
+        self.lanes[session].gate(self.service, sql).await;
+        self.lanes[session].step(self.service, sql, &[], None);
         self.played.push(PlayedStep {
             name: step.name.clone(),
             session: self.spec.sessions[session].name.clone(),
@@ -802,10 +856,7 @@ impl<'a> Player<'a> {
             &answer.failure,
             self.played.iter_mut().rev().find(|p| p.name == step.name),
         ) {
-            played.error = Some(match failure {
-                Failure::Server { sqlstate, .. } => sqlstate.clone(),
-                Failure::Lost(_) => "connection lost".to_owned(),
-            });
+            played.error = Some(failure.code().unwrap_or_else(|| "connection lost".to_owned()));
         }
         if let Some(witness) = self.witness.as_mut() {
             witness
@@ -848,10 +899,27 @@ impl<'a> Player<'a> {
     /// Asks the server whether `session` waits for another of the spec's sessions, and for whom.
     async fn blocked(&mut self, session: usize) -> Result<(bool, Vec<String>, Option<String>), Stopped> {
         let pid = self.sessions[session].pid();
-        let row = self
+        let is_blocked = match &mut self.watch {
+            Watch::Postgres(is_blocked) => is_blocked.clone(),
+            Watch::Mariadb { admin, asked } => {
+                // Asked sooner, InnoDB's lock tables would not have changed: not waiting yet.
+                if asked.is_some_and(|at| at.elapsed() < super::mariadb::ASK_WAITS_EVERY) {
+                    return Ok((false, Vec::new(), None));
+                }
+                *asked = Some(Instant::now());
+                let thread = u64::try_from(pid).unwrap_or(0);
+                let wait = crate::engine::mariadb::waits_for(admin, thread)
+                    .await
+                    .map_err(|e| Stopped::WaitQuery(e.to_string()))?;
+                return Ok(self.named_mariadb_wait(wait));
+            }
+        };
+        let client = self
             .control
             .client()
-            .query_one(&self.is_blocked, &[&pid])
+            .ok_or_else(|| Stopped::WaitQuery("the control connection is not PostgreSQL's".into()))?;
+        let row = client
+            .query_one(&is_blocked, &[&pid])
             .await
             .map_err(|e| Stopped::WaitQuery(e.to_string()))?;
         let blocked: bool = row.try_get(0).map_err(|e| Stopped::WaitQuery(e.to_string()))?;
@@ -869,6 +937,31 @@ impl<'a> Player<'a> {
             })
             .collect();
         Ok((blocked, by, on))
+    }
+
+    /// A wait InnoDB shows, in the spec's names: the sessions holding the row locks asked for,
+    /// or a table's metadata lock (its holder unnamed: MariaDB names it only with a plugin).
+    fn named_mariadb_wait(&self, wait: crate::engine::mariadb::Wait) -> (bool, Vec<String>, Option<String>) {
+        use crate::engine::mariadb::Wait;
+        match wait {
+            Wait::Nothing => (false, Vec::new(), None),
+            Wait::RowLock { holders } => {
+                let by = holders
+                    .into_iter()
+                    .map(|thread| {
+                        self.sessions
+                            .iter()
+                            .position(|s| u64::try_from(s.pid()).ok() == Some(thread))
+                            .map_or_else(
+                                || format!("thread {thread} (outside this run)"),
+                                |i| self.spec.sessions[i].name.clone(),
+                            )
+                    })
+                    .collect();
+                (true, by, Some("a row lock (InnoDB)".to_owned()))
+            }
+            Wait::MetadataLock { state } => (true, vec!["another session".to_owned()], Some(state)),
+        }
     }
 
     /// Prints the notices `session` has received, as the tester's notice processor does.

@@ -22,6 +22,12 @@ pub enum Failure {
         message: String,
         sqlstate: String,
     },
+    /// MariaDB's error: printed as the mysql client prints it, `ERROR 1213 (40001): <message>`.
+    Mariadb {
+        number: u16,
+        sqlstate: String,
+        message: String,
+    },
     /// The connection itself failed (terminated, lost).
     Lost(String),
 }
@@ -31,7 +37,22 @@ impl Failure {
     pub fn line(&self) -> String {
         match self {
             Failure::Server { severity, message, .. } => format!("{severity}:  {message}"),
+            Failure::Mariadb {
+                number,
+                sqlstate,
+                message,
+            } => format!("ERROR {number} ({sqlstate}): {message}"),
             Failure::Lost(reason) => reason.clone(),
+        }
+    }
+
+    /// The code a lane's error badge and the matrix show: PostgreSQL's SQLSTATE, MariaDB's
+    /// error number (as its labs show it); none for a lost connection.
+    pub fn code(&self) -> Option<String> {
+        match self {
+            Failure::Server { sqlstate, .. } => Some(sqlstate.clone()),
+            Failure::Mariadb { number, .. } => Some(number.to_string()),
+            Failure::Lost(_) => None,
         }
     }
 
@@ -189,9 +210,15 @@ fn cancel(token: &tokio_postgres::CancelToken) {
     tokio::spawn(async move { token.cancel_query(NoTls).await });
 }
 
+/// The server a session speaks to.
+enum Link {
+    Postgres(Arc<Client>),
+    Mariadb(super::mariadb::MariaLink),
+}
+
 /// One open connection.
 pub struct SpecSession {
-    client: std::sync::Arc<Client>,
+    link: Link,
     pid: i32,
     inbox: Arc<Inbox>,
     /// The witness's reports' own count ([`WITNESSED_AT_MOST`]).
@@ -264,7 +291,7 @@ impl SpecSession {
             })
             .unwrap_or(0);
         Ok(SpecSession {
-            client: std::sync::Arc::new(client),
+            link: Link::Postgres(Arc::new(client)),
             pid,
             inbox,
             witness_inbox,
@@ -275,27 +302,61 @@ impl SpecSession {
         })
     }
 
-    /// The backend's process id.
+    /// A session of a spec run on MariaDB ([`super::mariadb`]): no notices, notifications or
+    /// witness reports ever arrive on it (MariaDB sends none of them).
+    pub fn on_mariadb(link: super::mariadb::MariaLink, keep: Keep) -> SpecSession {
+        let pid = i32::try_from(link.thread()).unwrap_or(i32::MAX);
+        let (_, notices) = mpsc::unbounded_channel();
+        let (_, notifications) = mpsc::unbounded_channel();
+        let (_, witnessed) = mpsc::unbounded_channel();
+        SpecSession {
+            link: Link::Mariadb(link),
+            pid,
+            inbox: Arc::new(Inbox::new(INBOX_AT_MOST)),
+            witness_inbox: Arc::new(Inbox::new(WITNESSED_AT_MOST)),
+            notices,
+            witnessed,
+            notifications,
+            keep,
+        }
+    }
+
+    /// The backend's process id (on MariaDB, the session's thread id).
     pub fn pid(&self) -> i32 {
         self.pid
     }
 
-    /// The connection's client, for the control connection's own queries.
-    pub fn client(&self) -> &Client {
-        &self.client
+    /// The connection's client, for the control connection's own queries on PostgreSQL; none
+    /// on MariaDB.
+    pub fn client(&self) -> Option<&Client> {
+        match &self.link {
+            Link::Postgres(client) => Some(client),
+            Link::Mariadb(_) => None,
+        }
     }
 
     /// Sends `sql` (one or several statements, over the simple query protocol as the tester
-    /// does) and returns at once; the answer arrives on the receiver when the query is done.
+    /// does, or MariaDB's text protocol) and returns at once; the answer arrives on the
+    /// receiver when the query is done.
     pub fn send(&self, sql: &str) -> oneshot::Receiver<Answer> {
         let (reply, answer) = oneshot::channel();
-        let client = self.client.clone();
         let sql = sql.to_owned();
         let keep = self.keep;
         self.inbox.start_query();
-        tokio::spawn(async move {
-            let _ = reply.send(run(&client, &sql, keep).await);
-        });
+        match &self.link {
+            Link::Postgres(client) => {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let _ = reply.send(run(&client, &sql, keep).await);
+                });
+            }
+            Link::Mariadb(link) => {
+                let link = link.clone();
+                tokio::spawn(async move {
+                    let _ = reply.send(link.run(&sql, keep).await);
+                });
+            }
+        }
         answer
     }
 
@@ -307,10 +368,22 @@ impl SpecSession {
     pub fn send_then(&self, sql: &str, then: &str) -> (oneshot::Receiver<Answer>, oneshot::Receiver<Answer>) {
         let (reply, answer) = oneshot::channel();
         let (then_reply, then_answer) = oneshot::channel();
-        let client = self.client.clone();
         let (sql, then) = (sql.to_owned(), then.to_owned());
         let keep = self.keep;
         self.inbox.start_query();
+        let client = match &self.link {
+            Link::Postgres(client) => client.clone(),
+            // One after the other on MariaDB (only the witness sends two, and it is
+            // PostgreSQL's).
+            Link::Mariadb(link) => {
+                let link = link.clone();
+                tokio::spawn(async move {
+                    let _ = reply.send(link.run(&sql, keep).await);
+                    let _ = then_reply.send(link.run(&then, keep).await);
+                });
+                return (answer, then_answer);
+            }
+        };
         tokio::spawn(async move {
             // Each request is queued on the connection when its stream is made, in this order.
             let first = client.simple_query_raw(&sql).await;
@@ -331,13 +404,23 @@ impl SpecSession {
     /// Runs `sql` and waits for its answer.
     pub async fn exec(&self, sql: &str) -> Answer {
         self.inbox.start_query();
-        run(&self.client, sql, self.keep).await
+        match &self.link {
+            Link::Postgres(client) => run(client, sql, self.keep).await,
+            Link::Mariadb(link) => link.run(sql, self.keep).await,
+        }
     }
 
     /// Asks the server to cancel the query in flight (the tester's answer to a step that waits
-    /// past its limit).
-    pub async fn cancel(&self) -> Result<(), tokio_postgres::Error> {
-        self.client.cancel_token().cancel_query(NoTls).await
+    /// past its limit); why not, if it could not be asked.
+    pub async fn cancel(&self) -> Result<(), String> {
+        match &self.link {
+            Link::Postgres(client) => client
+                .cancel_token()
+                .cancel_query(NoTls)
+                .await
+                .map_err(|e| e.to_string()),
+            Link::Mariadb(link) => link.cancel().await,
+        }
     }
 
     /// The notices received since last asked, each as the tester prints it (after the session's
@@ -381,7 +464,7 @@ fn take<T>(from: &mut mpsc::UnboundedReceiver<T>) -> Vec<T> {
 
 /// The bytes `rows` rows print as, at `widths` (the tester pads every value, NULL included, to
 /// its column's width): a header, a rule, the rows, each with a separator per column.
-fn printed_size(widths: &[usize], rows: usize) -> usize {
+pub(super) fn printed_size(widths: &[usize], rows: usize) -> usize {
     (rows + 2) * (widths.iter().sum::<usize>() + widths.len())
 }
 

@@ -25,7 +25,7 @@
 //! its schema, or calls a function of the template's fixed to `pg_catalog`, so a spec cannot
 //! make its own proof lie.
 
-use super::session::{Answer, Failure, SpecSession};
+use super::session::{Answer, SpecSession};
 use crate::sandbox::postgres::quote_ident;
 use serde_json::{Map, Value};
 use shared::proof::{self, End, History, Proof, Read, Row, Txn, Version, Wait};
@@ -329,11 +329,7 @@ impl Witness {
         }
         self.lost_count |= connection.take_witness_lost();
         if let Some(failure) = &answer.failure {
-            let code = match failure {
-                Failure::Server { sqlstate, .. } => Some(sqlstate.clone()),
-                Failure::Lost(_) => None,
-            };
-            self.failures.push((session, step, code));
+            self.failures.push((session, step, failure.code()));
             return;
         }
         if let Some(committed) = transaction_end(sql) {
