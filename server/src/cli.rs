@@ -62,9 +62,10 @@ enum Command {
         #[arg(long, env = "PGISOLATIONTIMEOUT", default_value_t = 300)]
         step_limit: u64,
         /// Where a spec plays: PostgreSQL, or MariaDB (at `MARIADB_URL`, in a database and user
-        /// of its own; its SQL must be MariaDB's). A lab's variant names its own database.
-        #[arg(long, value_enum, default_value_t = Database::Postgresql)]
-        database: Database,
+        /// of its own; its SQL must be MariaDB's). By default where its `# database:` line says,
+        /// else PostgreSQL. A lab's variant names its own database.
+        #[arg(long, value_enum)]
+        database: Option<Database>,
         #[command(flatten)]
         config: Config,
     },
@@ -183,10 +184,11 @@ impl Cli {
             } => {
                 let spec = scenario == "-" || scenario.ends_with(".spec");
                 match (spec, database) {
-                    (true, Database::Mariadb) => run_spec_on_mariadb(scenario, step_limit, (json, why), config).await,
-                    (true, Database::Postgresql) => run_spec(scenario, run_id, step_limit, (json, why), config).await,
-                    (false, Database::Postgresql) => run_lab(&scenario, variant, (runs, json, why), config).await,
-                    (false, Database::Mariadb) => {
+                    (true, _) => run_spec(scenario, (run_id, database), step_limit, (json, why), config).await,
+                    (false, None | Some(Database::Postgresql)) => {
+                        run_lab(&scenario, variant, (runs, json, why), config).await
+                    }
+                    (false, Some(Database::Mariadb)) => {
                         eprintln!(
                             "racelab: --database is for specs: a lab scenario plays where its variant says (`--variant mariadb-…`, see `racelab list`)"
                         );
@@ -234,19 +236,34 @@ impl Cli {
     }
 }
 
-/// `racelab run FILE.spec` (or `-`): [`spec_run`] with PostgreSQL, as run `run_id` (a fresh one
-/// by default), each step limited to `step_limit` seconds.
+/// `racelab run FILE.spec` (or `-`): the spec read, then played where `database` says (else its
+/// `# database:` line): [`spec_run`] with PostgreSQL, as run `run_id` (a fresh one by default),
+/// or [`spec_run_on_mariadb`]; each step limited to `step_limit` seconds.
 async fn run_spec(
     path: String,
-    run_id: Option<String>,
+    (run_id, database): (Option<String>, Option<Database>),
     step_limit: u64,
     (json, why): (bool, bool),
     config: Config,
 ) -> ExitCode {
-    let run_id = run_id.unwrap_or_else(crate::sandbox::new_run_id);
     let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(step_limit));
+    let spec = match read_spec(&path, &limits) {
+        Ok(spec) => spec,
+        Err(code) => return code,
+    };
+    for name in spec.unused_steps() {
+        eprintln!("unused step name: {name}");
+    }
+    let on_mariadb = match database {
+        Some(database) => database == Database::Mariadb,
+        None => spec.database == shared::spec::Database::Mariadb,
+    };
+    if on_mariadb {
+        return spec_run_on_mariadb(&spec, &limits, (json, why), &config).await;
+    }
+    let run_id = run_id.unwrap_or_else(crate::sandbox::new_run_id);
     with_services(config, &[Service::Postgres], |config| async move {
-        spec_run(&path, &run_id, &limits, json, why, config).await
+        spec_run(&spec, &run_id, &limits, json, why, config).await
     })
     .await
 }
@@ -262,15 +279,12 @@ enum Database {
 /// in a database and user of its own, printed as the tester prints it (MariaDB's errors as its
 /// client prints them). With `why`, says plainly that racelab cannot see why there. What a
 /// killed command left there is swept first (older than a run may be).
-async fn run_spec_on_mariadb(path: String, step_limit: u64, (json, why): (bool, bool), config: Config) -> ExitCode {
-    let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(step_limit));
-    let spec = match read_spec(&path, &limits) {
-        Ok(spec) => spec,
-        Err(code) => return code,
-    };
-    for name in spec.unused_steps() {
-        eprintln!("unused step name: {name}");
-    }
+async fn spec_run_on_mariadb(
+    spec: &shared::spec::Spec,
+    limits: &crate::specs::Limits,
+    (json, why): (bool, bool),
+    config: &Config,
+) -> ExitCode {
     let url = config.mariadb_url.clone();
     if let Err(error) = crate::sandbox::mariadb::sweep(&url, SPEC_SWEEP_AGE).await {
         tracing::debug!(%error, "no sweep of old MariaDB sandboxes");
@@ -278,7 +292,7 @@ async fn run_spec_on_mariadb(path: String, step_limit: u64, (json, why): (bool, 
     let stage: Arc<dyn crate::engine::lane::Stage> = Arc::new(Printing { json });
     let lanes = move |name: &str, quiet: bool| crate::engine::Lane::new(name, stage.clone(), quiet);
     let choice = crate::specs::Choice::All { why: false };
-    let played = crate::specs::play_on_mariadb(&url, &spec, &limits, choice, &lanes, interrupted()).await;
+    let played = crate::specs::play_on_mariadb(&url, spec, limits, choice, &lanes, interrupted()).await;
     match played {
         Ok(played) => {
             for permutation in &played {
@@ -407,28 +421,21 @@ async fn specs_server(config: &Config) -> Result<String, ExitCode> {
 /// Fails (1) where the tester would stop, and (2) on a spec that cannot be read. With `why`,
 /// each permutation's proof follows its checks on stderr.
 async fn spec_run(
-    path: &str,
+    spec: &shared::spec::Spec,
     run_id: &str,
     limits: &crate::specs::Limits,
     json: bool,
     why: bool,
     config: Config,
 ) -> ExitCode {
-    let spec = match read_spec(path, limits) {
-        Ok(spec) => spec,
-        Err(code) => return code,
-    };
-    for name in spec.unused_steps() {
-        eprintln!("unused step name: {name}");
-    }
     let url = match specs_server(&config).await {
         Ok(url) => url,
         Err(code) => return code,
     };
     let stage = Arc::new(Printing { json });
     let playing: crate::engine::BoxFuture<'_, _> = match why {
-        true => Box::pin(crate::specs::play_why(&url, run_id, &spec, limits, stage)),
-        false => Box::pin(crate::specs::play(&url, run_id, &spec, limits, stage)),
+        true => Box::pin(crate::specs::play_why(&url, run_id, spec, limits, stage)),
+        false => Box::pin(crate::specs::play(&url, run_id, spec, limits, stage)),
     };
     let played = tokio::select! {
         played = playing => played,

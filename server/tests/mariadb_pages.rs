@@ -182,3 +182,68 @@ async fn the_row_lock_holds_on_mariadb_beside_postgres_and_the_load_test_plays_t
     })
     .await;
 }
+
+/// /write on MariaDB: the picker swaps in the starter in MariaDB's SQL; saved, it runs there
+/// (its link carries `# database: mariadb`), bob's `INSERT … SELECT` seen waiting for alice's
+/// row, the author's answer right, no proof and why; every permutation as a matrix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_writes_a_race_for_mariadb_saves_it_and_runs_it_there() {
+    run_on("mariadb_write", Readers::Anonymous, None, async |b| {
+        b.goto("/write").await;
+        b.wait_for("#rl-spec-text").await;
+        let pressed = ".rl-spec-database .rl-database[aria-pressed=\"true\"]";
+        assert_eq!(b.text(pressed).await.as_deref(), Some("PostgreSQL"));
+        b.click(".rl-spec-database .rl-database[data-database=\"MariaDB\"]")
+            .await;
+        b.wait_js(
+            "the MariaDB starter",
+            "return document.getElementById('rl-spec-text').value === arguments[0];",
+            vec![serde_json::json!(shared::spec::STARTER_MARIADB)],
+        )
+        .await;
+        assert_eq!(b.text(pressed).await.as_deref(), Some("MariaDB"));
+        b.wait_for(".rl-spec-reading[data-ok=\"true\"]").await;
+        b.click(".rl-spec-save").await;
+        b.wait_for(".rl-spec-saved").await;
+        b.settle().await;
+        b.click(".rl-spec-saved label.rl-choice[data-choice=\"overspent\"]")
+            .await;
+        let said = headline(b, ".rl-spec-saved").await;
+        assert_eq!(said, "Every check held", "InnoDB's locking read kept the budget");
+        let played = b.text(".rl-spec-saved .rl-played-on").await.unwrap_or_default();
+        assert!(played.starts_with("played on MariaDB 10."), "{played}");
+        let waits = b.texts(".rl-spec-saved .rl-waits-for").await;
+        assert!(waits.iter().any(|w| w == "alice"), "bob waited for alice: {waits:?}");
+        b.wait_for("label.rl-choice[data-choice=\"kept\"][data-right=\"true\"]")
+            .await;
+        let transcript = b
+            .js("return document.querySelector('.rl-spec-saved').textContent;", vec![])
+            .await;
+        assert!(
+            transcript
+                .as_str()
+                .unwrap_or_default()
+                .contains("racelab cannot see why on MariaDB"),
+            "the page says why there is no proof"
+        );
+        b.screenshot("saved-and-run").await;
+
+        // Its link opens on MariaDB, and every permutation plays there.
+        let path = b.js("return location.pathname;", vec![]).await;
+        b.goto(path.as_str().unwrap_or_default()).await;
+        b.wait_for(".rl-spec-saved").await;
+        assert_eq!(b.text(pressed).await.as_deref(), Some("MariaDB"));
+        harness::choose_variant(b, "every").await;
+        b.click(".rl-spec-saved button.rl-run").await;
+        b.wait_js(
+            "two matrix rows",
+            "return document.querySelectorAll('.rl-matrix-row').length === 2;",
+            vec![],
+        )
+        .await;
+        let outcomes = b.texts(".rl-matrix-row .rl-matrix-outcome").await;
+        assert!(outcomes.iter().all(|o| o.contains("checks held")), "{outcomes:?}");
+        b.screenshot("matrix").await;
+    })
+    .await;
+}

@@ -16,6 +16,8 @@
 //! - `escapes.spec`: each escape refused as `tests/mariadb_sandbox.rs` pins it, the run's name
 //!   in MariaDB's messages written `<run>`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use tokio::process::Command;
@@ -42,10 +44,17 @@ async fn racelab(args: &[&str], step_limit: Option<&str>) -> Output {
     command.output().await.expect("racelab runs")
 }
 
-/// Plays `name` on MariaDB: its stdout (the run's name written `<run>`), its stderr.
+/// Plays `name` on MariaDB (`--database mariadb`, unless `name` says so itself): its stdout
+/// (the run's name written `<run>`), its stderr.
 async fn play(name: &str, step_limit: Option<&str>) -> (String, String) {
-    let path = spec(name);
-    let out = racelab(&["run", &path.to_string_lossy(), "--database", "mariadb"], step_limit).await;
+    let path = spec(name).to_string_lossy().into_owned();
+    let says_so = std::fs::read_to_string(&path).is_ok_and(|text| text.contains("# database: mariadb"));
+    let args: &[&str] = if says_so {
+        &["run", &path]
+    } else {
+        &["run", &path, "--database", "mariadb"]
+    };
+    let out = racelab(args, step_limit).await;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{name}: {stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -114,6 +123,7 @@ async fn every_permutation_plays_when_none_is_listed_and_lock_waits_are_seen() {
     assert_eq!(left_on_mariadb().await, (0, 0));
 }
 
+/// The spec names its database itself (`# database: mariadb`): no flag needed.
 #[tokio::test]
 async fn a_readers_escapes_are_refused_by_mariadb_itself() {
     let _alone = ALONE.lock().await;
@@ -194,4 +204,50 @@ async fn a_lab_scenario_is_told_that_its_variant_names_its_database() {
     assert_eq!(out.status.code(), Some(2));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("--variant mariadb-"), "{said}");
+}
+
+/// A reader's spec on MariaDB through the engine, as a page plays it: cancelled mid-step (the
+/// reader gone), its database and user are removed all the same.
+#[tokio::test]
+async fn a_spec_run_cancelled_mid_step_leaves_nothing_on_mariadb() {
+    let _alone = ALONE.lock().await;
+    let engine = common::engine().await;
+    let text = "# database: mariadb\nsetup { CREATE TABLE t (k int) ENGINE = InnoDB; }\n\
+                teardown { DROP TABLE t; }\nsession s\nstep nap { SELECT SLEEP(30); }\n";
+    let scenario = racelab::specs::scenario::SpecScenario::new("0123456789abcdef", text).expect("a spec");
+    let scenario: std::sync::Arc<dyn racelab::engine::Scenario> = std::sync::Arc::new(scenario);
+    let mut handle = engine
+        .start(scenario, "p1", shared::Mode::Auto)
+        .await
+        .expect("it starts");
+    // Until its step is sent.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let update = tokio::time::timeout_at(deadline, handle.updates.recv())
+            .await
+            .expect("in time")
+            .expect("open");
+        match update {
+            shared::ServerMsg::Event { event } => {
+                if let shared::EventKind::RunStarted { server, .. } = &event.kind {
+                    assert!(server.starts_with("MariaDB"), "played on {server}");
+                }
+                if matches!(&event.kind, shared::EventKind::Step { text, .. } if text.contains("SLEEP")) {
+                    break;
+                }
+            }
+            shared::ServerMsg::Done { outcome, .. } => panic!("ended before its step: {outcome:?}"),
+            _ => {}
+        }
+    }
+    assert_eq!(left_on_mariadb().await, (1, 1), "its sandbox is there while it plays");
+    handle.cancel();
+    let finished = common::follow(handle).await;
+    assert_eq!(finished.outcome, shared::Outcome::Cancelled);
+    // Removed on a task of its own as the play is dropped: within moments.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while left_on_mariadb().await != (0, 0) {
+        assert!(tokio::time::Instant::now() < deadline, "its database and user are gone");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

@@ -133,11 +133,12 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
             <h1>"Write your own race"</h1>
             <p class="rl-explain">
                 "Sessions, their steps, and the orders to play them in, in the format PostgreSQL tests its own concurrency with. "
-                "racelab plays it on a real PostgreSQL, in a sandbox of its own, and shows who waited for whom, what failed, "
+                "racelab plays it on a real PostgreSQL or MariaDB, in a sandbox of its own, and shows who waited for whom, what failed, "
                 "and whether your "<code>"# check:"</code>" lines held. "
                 <a href="https://github.com/postgres/postgres/blob/master/src/test/isolation/README">"The format"</a>
                 " · "<a href="/">"The labs"</a>
             </p>
+            <DatabasePicker text=text />
             <SpecEditor text=text reading=reading />
             <div class="rl-write-actions">
                 <button class="rl-spec-save" on:click=save disabled=cannot_save>
@@ -148,6 +149,30 @@ fn Writer(text: String, saved: Option<Saved>) -> impl IntoView {
             </div>
             {panel}
         </article>
+    }
+}
+
+/// Where the spec plays: PostgreSQL, or MariaDB (its SQL then MariaDB's). Read from the text's
+/// `# database:` line, and picked by writing it ([`shared::spec::with_database`]): the text
+/// alone says where it plays, so its link and embed play there too.
+#[component]
+fn DatabasePicker(text: RwSignal<String>) -> impl IntoView {
+    use shared::spec::Database;
+    let on = Memo::new(move |_| text.with(|t| shared::spec::database_of(t)));
+    let pick = |database: Database, label: &'static str| {
+        view! {
+            <button class="rl-database" data-database=label
+                aria-pressed=move || (on.get() == database).to_string()
+                on:click=move |_| text.update(|t| *t = shared::spec::with_database(t, database))>
+                {label}
+            </button>
+        }
+    };
+    view! {
+        <div class="rl-databases rl-spec-database" role="group" aria-label="Where it plays">
+            {pick(Database::Postgresql, "PostgreSQL")}
+            {pick(Database::Mariadb, "MariaDB")}
+        </div>
     }
 }
 

@@ -1066,9 +1066,10 @@ struct Request {
 }
 
 /// The head of a run's transcript: what plays, who plays it, and on which server (MariaDB's
-/// version, as its probe found it, for a variant that plays there).
+/// version, as its probe found it, for a run that plays there: one whose budget is MariaDB's
+/// sessions, a `mariadb-…` variant's or a MariaDB spec's).
 fn run_started(request: &Request, run_id: &str, (server, mariadb): (&Server, Option<String>)) -> EventKind {
-    let on_mariadb = shared::catalog::database_of(&request.variant) == Service::Mariadb;
+    let on_mariadb = request.scenario.budget(&request.variant).services() == [Service::Mariadb];
     EventKind::RunStarted {
         run_id: run_id.to_owned(),
         scenario: request.info.id.clone(),

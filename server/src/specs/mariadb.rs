@@ -17,6 +17,7 @@
 
 use super::session::{Answer, Failure, Keep, RECEIVED_AT_MOST, printed_size};
 use super::table::ResultSet;
+use crate::sandbox::mariadb::MariaSandbox;
 use futures_util::TryStreamExt;
 use sqlx::mysql::{MySqlConnection, MySqlDatabaseError, MySqlPool, MySqlRow};
 use sqlx::{Column, Either, Executor, Row};
@@ -30,6 +31,42 @@ pub const ASK_WAITS_EVERY: Duration = Duration::from_millis(150);
 /// Why a spec run has no proof on MariaDB, as the page and the command line say it.
 pub const NO_PROOF: &str = "racelab cannot see why on MariaDB: its witness is a PostgreSQL trigger that reports each \
      write as a notice, and MariaDB's triggers cannot send one";
+
+/// A spec run's sandbox on MariaDB, removed when the play ends however it ends: closed by the
+/// play, or, dropped mid-play (a run cancelled, its reader gone), on a task of its own.
+pub struct Sandbox(Option<MariaSandbox>);
+
+impl Sandbox {
+    pub fn new(sandbox: MariaSandbox) -> Sandbox {
+        Sandbox(Some(sandbox))
+    }
+
+    /// Removes it now.
+    pub async fn close(mut self) {
+        if let Some(sandbox) = self.0.take() {
+            sandbox.close().await;
+        }
+    }
+}
+
+impl std::ops::Deref for Sandbox {
+    type Target = MariaSandbox;
+
+    fn deref(&self) -> &MariaSandbox {
+        // Only `close` and `drop` take it, and neither leaves the guard to be used again.
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("a spec's sandbox used after it was closed"))
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let (Some(sandbox), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current()) {
+            runtime.spawn(sandbox.close());
+        }
+    }
+}
 
 /// One session's connection on MariaDB, shared by the tasks that send it queries (one at a
 /// time: a step's, then the player's next).

@@ -372,6 +372,7 @@ pub async fn play_on_mariadb(
     };
     let sandbox = crate::sandbox::mariadb::MariaSandbox::open(url, bounds)
         .await
+        .map(mariadb::Sandbox::new)
         .map_err(|e| SpecError::Connect(e.to_string()))?;
     let control_lane = lane(TESTER, choice == Choice::Matrix);
     let playing = async {
@@ -475,6 +476,12 @@ async fn play_one(
             });
             if let Some(proof) = player.proof().await {
                 control_lane.emit(EventKind::Proof { proof: Box::new(proof) });
+            } else if player.service() == shared::Service::Mariadb {
+                // Said where a proof would be: the page shows why there is none.
+                control_lane.emit(EventKind::Say {
+                    actor: None,
+                    line: format!("racelab: {}", mariadb::NO_PROOF),
+                });
             }
         }
         Choice::Matrix => control_lane.emit_always(EventKind::Permutation {

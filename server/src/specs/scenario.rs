@@ -3,7 +3,7 @@
 //! its variants are its permutations (`p1`, `p2`, …) and `every`, which plays them all and sums
 //! each up for the matrix.
 
-use super::{Choice, Limits, SpecError, permutations, play_on, read};
+use super::{Choice, Limits, SpecError, permutations, play_on, play_on_mariadb, read};
 use crate::engine::{Budget, Run, RunError, Scenario};
 use crate::sandbox::Spec as Sandbox;
 use futures_util::future::BoxFuture;
@@ -88,9 +88,15 @@ impl Scenario for SpecScenario {
                 self.orders.len(),
                 if self.orders.len() == 1 { "" } else { "s" }
             ),
-            about:
-                "A spec in PostgreSQL's isolation-tester format, played on a real PostgreSQL in a sandbox of its own."
-                    .to_owned(),
+            about: match self.spec.database {
+                shared::spec::Database::Mariadb => {
+                    "A spec in PostgreSQL's isolation-tester format, in MariaDB's SQL, played on a real MariaDB in a database of its own."
+                }
+                shared::spec::Database::Postgresql => {
+                    "A spec in PostgreSQL's isolation-tester format, played on a real PostgreSQL in a sandbox of its own."
+                }
+            }
+            .to_owned(),
             steppable: true,
             workload: false,
             variants,
@@ -140,9 +146,13 @@ impl Scenario for SpecScenario {
             .collect()
     }
 
-    /// Its sessions and the tester's connection.
+    /// Its sessions and the tester's connection, on the spec's database.
     fn budget(&self, _variant: &str) -> Budget {
-        Budget::postgres(u32::try_from(self.spec.sessions.len() + 1).unwrap_or(u32::MAX))
+        let sessions = u32::try_from(self.spec.sessions.len() + 1).unwrap_or(u32::MAX);
+        match self.spec.database {
+            shared::spec::Database::Mariadb => Budget::postgres(0).and_mariadb(sessions),
+            shared::spec::Database::Postgresql => Budget::postgres(sessions),
+        }
     }
 
     fn play<'a>(&'a self, run: &'a Run, variant: &'a str) -> BoxFuture<'a, Result<(), RunError>> {
@@ -151,10 +161,17 @@ impl Scenario for SpecScenario {
                 .choice(variant)
                 .ok_or_else(|| RunError::Other(format!("this spec has no permutation {variant:?}")))?;
             let lane = |name: &str, quiet: bool| run.lane(name, quiet);
-            play_on(run.database_url(), run.id(), &self.spec, &self.limits, choice, &lane)
-                .await
-                .map(|_| ())
-                .map_err(|error| RunError::Other(error.to_string()))
+            let played = match self.spec.database {
+                shared::spec::Database::Mariadb => {
+                    // A cancelled run is dropped mid-play, and its sandbox removed as it goes.
+                    let running = std::future::pending();
+                    play_on_mariadb(run.mariadb_url(), &self.spec, &self.limits, choice, &lane, running).await
+                }
+                shared::spec::Database::Postgresql => {
+                    play_on(run.database_url(), run.id(), &self.spec, &self.limits, choice, &lane).await
+                }
+            };
+            played.map(|_| ()).map_err(|error| RunError::Other(error.to_string()))
         })
     }
 }

@@ -29,6 +29,7 @@
 //! - [`permutations`]: the interleavings a spec plays, and how many there are.
 //! - [`matrix`]: what each permutation came to, for "run every permutation".
 
+mod database;
 mod failure;
 pub mod limits;
 pub mod matrix;
@@ -38,6 +39,7 @@ mod print;
 pub mod question;
 mod saved;
 
+pub use database::{Database, STARTER_MARIADB, database_of, with_database};
 pub use failure::failed_at;
 pub use limits::{Limits, OverLimit};
 pub use matrix::PlayedStep;
@@ -75,6 +77,9 @@ pub struct Spec {
     pub checks: Vec<Check>,
     /// What the author asks readers to predict (`# question:` lines; see [`question`]).
     pub question: Option<question::Question>,
+    /// Where it plays: `# database: mariadb` says MariaDB (its SQL is then MariaDB's);
+    /// PostgreSQL without one. A comment to the tester, as `# check:` is.
+    pub database: Database,
 }
 
 /// One session: its own connection, its setup and teardown, and its steps in order.
@@ -322,13 +327,13 @@ pub fn reading(text: &str) -> Result<String, (Pos, String)> {
 pub const STARTER: &str = include_str!("starter.spec");
 
 /// A spec's title: its first comment line, when the text opens with comments (not a
-/// `# check:` line).
+/// `# check:` or `# database:` line).
 pub fn title(text: &str) -> Option<String> {
     text.lines()
         .map(str::trim)
         .take_while(|line| line.starts_with('#') || line.is_empty())
         .filter_map(|line| line.strip_prefix('#').map(str::trim))
-        .find(|line| !line.is_empty() && !line.starts_with("check:"))
+        .find(|line| !line.is_empty() && !line.starts_with("check:") && !line.starts_with("database:"))
         .map(|line| line.chars().take(120).collect())
 }
 

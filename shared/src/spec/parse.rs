@@ -108,6 +108,9 @@ struct Lexer<'a> {
     /// Question lines (`# question:`, `# choice`, `# answer`), and the first malformed one.
     asked: Vec<(super::question::Line, Pos)>,
     malformed: Option<ParseError>,
+    /// The `# database:` line's, and where it was; a second or an unknown one is an error.
+    database: Option<(super::Database, Pos)>,
+    misnamed: Option<ParseError>,
 }
 
 impl Lexer<'_> {
@@ -189,6 +192,9 @@ impl Lexer<'_> {
                 }
             }
         }
+        if let Some(name) = body.strip_prefix("database:") {
+            self.name_database(name, at);
+        }
         if let Some(sql) = body.strip_prefix("check:") {
             let sql = sql.trim();
             if !sql.is_empty() {
@@ -197,6 +203,27 @@ impl Lexer<'_> {
                     at,
                 });
             }
+        }
+    }
+
+    /// A `# database:` line: the first names the spec's database; one naming no database
+    /// racelab plays on, or a second, is an error at its line.
+    fn name_database(&mut self, name: &str, at: Pos) {
+        let problem = match (super::Database::named(name), self.database) {
+            (None, _) => format!(
+                "unknown database \"{}\": a spec plays on postgresql or mariadb",
+                name.trim()
+            ),
+            (Some(_), Some((_, first))) => {
+                format!("a second \"# database:\" line (the first is at line {})", first.line)
+            }
+            (Some(database), None) => {
+                self.database = Some((database, at));
+                return;
+            }
+        };
+        if self.misnamed.is_none() {
+            self.misnamed = Some(Self::error(at, problem));
         }
     }
 
@@ -439,11 +466,17 @@ pub fn parse(text: &str) -> Result<Spec, ParseError> {
         checks: Vec::new(),
         asked: Vec::new(),
         malformed: None,
+        database: None,
+        misnamed: None,
     };
     let (token, at) = lexer.next_token()?;
     let mut parser = Parser { lexer, token, at };
     let mut spec = parser.spec()?;
     spec.checks = std::mem::take(&mut parser.lexer.checks);
+    if let Some(error) = parser.lexer.misnamed.take() {
+        return Err(error);
+    }
+    spec.database = parser.lexer.database.map(|(database, _)| database).unwrap_or_default();
     // Comments that only look like choices or answers, in a spec that asks nothing, are
     // comments: the tester's specs may say "# answer …" in their own words.
     let asked = std::mem::take(&mut parser.lexer.asked);
@@ -551,6 +584,36 @@ mod tests {
         assert_eq!(s.checks[0].sql, "SELECT sum(amount) <= 5000 FROM expenses");
         assert_eq!(s.checks[0].at, Pos { line: 2, column: 1 });
         assert_eq!(s.checks[1].sql, "SELECT true");
+    }
+
+    #[test]
+    fn a_database_line_says_where_the_spec_plays() {
+        assert_eq!(
+            ok("session s step a { SELECT 1; }").database,
+            super::super::Database::Postgresql
+        );
+        let on_mariadb = ok("# a race\n#   database:  MariaDB \nsession s step a { SELECT 1; }");
+        assert_eq!(on_mariadb.database, super::super::Database::Mariadb);
+        assert_eq!(
+            super::super::title("# a race\n# database: mariadb\n").as_deref(),
+            Some("a race")
+        );
+        assert_eq!(
+            super::super::title("# database: mariadb\n# a race\n").as_deref(),
+            Some("a race")
+        );
+        let unknown = err("# database: oracle\nsession s step a { SELECT 1; }");
+        assert_eq!(unknown.at.line, 1);
+        assert!(unknown.message.contains("\"oracle\""), "{}", unknown.message);
+        let twice = err("# database: mariadb\n\n# database: postgresql\nsession s step a { SELECT 1; }");
+        assert_eq!(twice.at.line, 3);
+        assert!(twice.message.contains("line 1"), "{}", twice.message);
+        let printed = super::super::print::print(&on_mariadb);
+        assert!(printed.starts_with("# database: mariadb\n"), "{printed}");
+        assert_eq!(
+            parse(&printed).map(|s| s.database).ok(),
+            Some(super::super::Database::Mariadb)
+        );
     }
 
     #[test]

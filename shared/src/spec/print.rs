@@ -34,6 +34,9 @@ fn block(sql: &str) -> String {
 /// (but for where things are).
 pub fn print(spec: &Spec) -> String {
     let mut out = String::new();
+    if spec.database != super::Database::Postgresql {
+        let _ = writeln!(out, "# database: {}", spec.database.name());
+    }
     for check in &spec.checks {
         let _ = writeln!(out, "# check: {}", check.sql);
     }
@@ -46,7 +49,7 @@ pub fn print(spec: &Spec) -> String {
             let _ = writeln!(out, "# answer {} {}: {}", answer.permutation, answer.choice, answer.why);
         }
     }
-    if !spec.checks.is_empty() || spec.question.is_some() {
+    if !spec.checks.is_empty() || spec.question.is_some() || spec.database != super::Database::Postgresql {
         out.push('\n');
     }
     for setup in &spec.setup {
@@ -204,14 +207,20 @@ mod tests {
             proptest::collection::vec(session, 1..4),
             proptest::collection::vec(permutation, 0..3),
             proptest::collection::vec(check, 0..2),
+            any::<bool>(),
         )
-            .prop_map(|(setup, teardown, sessions, permutations, checks)| Spec {
+            .prop_map(|(setup, teardown, sessions, permutations, checks, on_mariadb)| Spec {
                 setup,
                 teardown,
                 sessions,
                 permutations,
                 checks,
                 question: None,
+                database: if on_mariadb {
+                    super::super::Database::Mariadb
+                } else {
+                    super::super::Database::Postgresql
+                },
             })
     }
 
