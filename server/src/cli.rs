@@ -212,7 +212,7 @@ impl Cli {
                 with_services(config, &[Service::Postgres], |config| atlas(why, config)).await
             }
             Command::Serve { config, serve } => {
-                let needs = [Service::Postgres, Service::Redis, Service::Kafka];
+                let needs = [Service::Postgres, Service::Redis, Service::Kafka, Service::Mariadb];
                 with_services(config, &needs, |config| serve_http(config, serve)).await
             }
             Command::Actor { kind } => crate::engine::child::main(labs::CHILD_KINDS, &kind).await,
@@ -259,7 +259,11 @@ async fn run_spec(
         None => spec.database == shared::spec::Database::Mariadb,
     };
     if on_mariadb {
-        return spec_run_on_mariadb(&spec, &limits, (json, why), &config).await;
+        // MariaDB alone: a private one if none answers, and no PostgreSQL.
+        return with_services(config, &[Service::Mariadb], |config| async move {
+            spec_run_on_mariadb(&spec, &limits, (json, why), &config).await
+        })
+        .await;
     }
     let run_id = run_id.unwrap_or_else(crate::sandbox::new_run_id);
     with_services(config, &[Service::Postgres], |config| async move {
@@ -330,8 +334,10 @@ async fn run_lab(
         return ExitCode::from(2);
     };
     let variant = variant.unwrap_or_else(|| scenario.variants[0].0.to_owned());
-    // Only the services this scenario needs: the isolation lab starts no Redis.
-    let needs = scenario.budget(&variant).services();
+    // Only the services this scenario needs (the isolation lab starts no Redis), and the
+    // engine's PostgreSQL.
+    let mut needs = scenario.budget(&variant).services();
+    needs.push(Service::Postgres);
     with_services(config, &needs, |config| run(scenario, variant, runs, json, why, config)).await
 }
 
@@ -790,7 +796,10 @@ async fn record(scenario: String, variant: Option<String>, written: Written, con
             return ExitCode::from(2);
         };
         let variant = variant.clone().unwrap_or_else(|| found.variants[0].0.to_owned());
-        (crate::recording::Source::Lab(found), found.budget(&variant).services())
+        let mut needs = found.budget(&variant).services();
+        // The engine's, wherever the run plays.
+        needs.push(Service::Postgres);
+        (crate::recording::Source::Lab(found), needs)
     };
     with_services(config, &needs, |mut config| async move {
         let engine = match command_engine(&mut config).await {

@@ -1,6 +1,7 @@
-//! `racelab serve --embedded`: private PostgreSQL and Redis beside the system ones (which keep
-//! running), the tutorial's run through them over the websocket, and nothing of them left once
-//! racelab stops — or, when racelab is killed, once the next one starts.
+//! `racelab serve --embedded`: private PostgreSQL, Redis and MariaDB beside the system ones
+//! (which keep running), the tutorial's run through them over the websocket (on PostgreSQL and on
+//! MariaDB), and nothing of them left once racelab stops — or, when racelab is killed, once the
+//! next one starts.
 
 mod common;
 
@@ -36,6 +37,7 @@ async fn start_embedded(base: &Path) -> Racelab {
         .env_remove("DATABASE_URL")
         .env_remove("REDIS_URL")
         .env_remove("KAFKA_BROKERS")
+        .env_remove("MARIADB_URL")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -127,14 +129,38 @@ fn fresh_base(name: &str) -> PathBuf {
     base
 }
 
+/// The write skew at SERIALIZABLE on the private MariaDB, over `socket`: InnoDB rolls bob back.
+async fn write_skew_on_the_private_mariadb(socket: &mut common::socket::Socket) {
+    send(
+        socket,
+        json!({"v": 1, "type": "start", "scenario": "isolation/write-skew", "variant": "mariadb-serializable"}),
+    )
+    .await;
+    let frames = receive_until(socket, |f| is_type(f, "done")).await;
+    assert_eq!(frames.last().expect("done")["outcome"]["status"], "completed");
+    let header = frames
+        .iter()
+        .find(|f| f["event"]["type"] == "run_started")
+        .expect("a header");
+    let server = header["event"]["server"].as_str().unwrap_or_default();
+    assert!(server.starts_with("MariaDB 10."), "played on {server}");
+    assert!(
+        frames
+            .iter()
+            .any(|f| f["event"]["type"] == "error" && f["event"]["code"] == "1213"),
+        "bob's 1213"
+    );
+}
+
 #[tokio::test]
 async fn a_private_playground_plays_write_skew_and_leaves_nothing_when_stopped() {
     let base = fresh_base("embedded");
     let racelab = start_embedded(&base).await;
     let (pg, redis) = (racelab.private_port("PostgreSQL"), racelab.private_port("Redis"));
+    let mariadb = racelab.private_port("MariaDB");
     assert!(
-        pg != 5432 && redis != 6379,
-        "private services on their own ports: {pg}, {redis}"
+        pg != 5432 && redis != 6379 && mariadb != 3306,
+        "private services on their own ports: {pg}, {redis}, {mariadb}"
     );
     let Ok([instance]) = <[PathBuf; 1]>::try_from(instances(&base)) else {
         panic!("one instance directory under {}", base.display())
@@ -143,8 +169,12 @@ async fn a_private_playground_plays_write_skew_and_leaves_nothing_when_stopped()
         instance.join("postgres/PG_VERSION").exists(),
         "the private cluster's data is in its directory"
     );
+    assert!(
+        instance.join("mariadb/mysql").is_dir(),
+        "the private MariaDB's data is in its directory"
+    );
     let pids = service_pids(&instance);
-    assert!(pids.len() >= 2, "PostgreSQL and Redis at least: {pids:?}");
+    assert!(pids.len() >= 3, "PostgreSQL, Redis and MariaDB at least: {pids:?}");
 
     // The missing broker is down with the reason, and the lab that needs it says so.
     let health = common::get_json(racelab.address, "/healthz").await;
@@ -152,6 +182,7 @@ async fn a_private_playground_plays_write_skew_and_leaves_nothing_when_stopped()
         (health["postgres"]["up"].as_bool(), health["redis"]["up"].as_bool()),
         (Some(true), Some(true))
     );
+    assert_eq!(health["mariadb"]["up"].as_bool(), Some(true), "{health}");
     assert_eq!(health["kafka"]["up"], false, "{health}");
     let why = health["kafka"]["detail"].as_str().unwrap_or_default();
     assert!(why.contains("cannot start /nonexistent/noida-db"), "{why}");
@@ -186,6 +217,7 @@ async fn a_private_playground_plays_write_skew_and_leaves_nothing_when_stopped()
         .collect();
     assert_eq!(transcript, common::lines(common::WRITE_SKEW_SERIALIZABLE));
     assert_eq!(frames.last().expect("done")["outcome"]["status"], "completed");
+    write_skew_on_the_private_mariadb(&mut socket).await;
     // The system services kept running beside the private ones.
     let mut system = sqlx::PgConnection::connect("postgres://postgres@127.0.0.1:5432/postgres")
         .await

