@@ -662,10 +662,16 @@ async fn sandboxes_made_ahead_are_taken_by_the_next_runs_reset_after_them_and_go
             );
         }
     }
+    // A completed run's sandbox is reset on the shelf's own task, after its reader heard
+    // `done`: the last one is back within moments.
+    shelf_full().await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while engine.ready_on_mariadb().2 < 4 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let (_, taken, reused) = engine.ready_on_mariadb();
     assert_eq!(taken, 3, "every run after the first took a ready one");
     assert_eq!(reused, 4, "every completed run's sandbox was reset and put back");
-    shelf_full().await;
     assert_eq!(
         sandboxes_on_mariadb().await.0,
         2,

@@ -102,19 +102,7 @@ impl MariaSession {
     /// Connects as `options` says (a run's sandbox gives them) and sets the session up.
     pub async fn open(options: MySqlConnectOptions, setting: Setting) -> Result<MariaSession, SessionError> {
         let mut conn = options.connect().await.map_err(SessionError::of)?;
-        let switch = if setting.snapshot_isolation { "ON" } else { "OFF" };
-        conn.execute(format!("SET SESSION innodb_snapshot_isolation = {switch}").as_str())
-            .await
-            .map_err(SessionError::of)?;
-        if let Some(level) = setting.level {
-            conn.execute(format!("SET SESSION TRANSACTION ISOLATION LEVEL {}", level.sql()).as_str())
-                .await
-                .map_err(SessionError::of)?;
-        }
-        let thread: u64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
-            .fetch_one(&mut conn)
-            .await
-            .map_err(SessionError::of)?;
+        let thread = set_up(&mut conn, setting).await?;
         Ok(MariaSession { conn, thread })
     }
 
@@ -156,6 +144,26 @@ impl MariaSession {
             affected,
         })
     }
+}
+
+/// Sets a new session up as `setting` says and asks its thread id, in one round trip (three
+/// statements sent together, as the text protocol allows): a run opens a session per actor
+/// while its reader waits.
+async fn set_up(conn: &mut MySqlConnection, setting: Setting) -> Result<u64, SessionError> {
+    let switch = if setting.snapshot_isolation { "ON" } else { "OFF" };
+    let level = setting
+        .level
+        .map(|level| format!("SET SESSION TRANSACTION ISOLATION LEVEL {}; ", level.sql()))
+        .unwrap_or_default();
+    let sql = format!("SET SESSION innodb_snapshot_isolation = {switch}; {level}SELECT CONNECTION_ID()");
+    let mut thread = None;
+    let mut answers = conn.fetch_many(sql.as_str());
+    while let Some(answer) = answers.try_next().await.map_err(SessionError::of)? {
+        if let Either::Right(row) = answer {
+            thread = row.try_get::<u64, _>(0).ok();
+        }
+    }
+    thread.ok_or_else(|| SessionError::Lost("the session did not say its thread id".into()))
 }
 
 /// What a statement's card says it did: `SELECT 2`, `UPDATE 1` (rows returned or changed), or

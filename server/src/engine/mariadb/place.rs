@@ -175,9 +175,12 @@ impl Place {
             return;
         };
         let schema = *self.schema.lock().unwrap_or_else(|p| p.into_inner());
-        match (completed, &shelf, schema) {
-            (true, Some(shelf), Some(schema)) => shelf.take_back(prepared, schema).await,
-            _ => prepared.sandbox.close().await,
+        let removing = match (completed, &shelf, schema) {
+            (true, Some(shelf), Some(schema)) => shelf.take_back(prepared, schema),
+            _ => Some(prepared),
+        };
+        if let Some(prepared) = removing {
+            prepared.sandbox.close().await;
         }
         // The shelf is topped up for the next run, whatever this one left on it.
         if let (Some(shelf), Some(schema)) = (shelf, schema) {

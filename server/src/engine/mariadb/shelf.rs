@@ -120,25 +120,36 @@ impl Shelf {
         });
     }
 
-    /// A completed run's sandbox, reset for the next run of `schema` and put back: reused while
-    /// fresh and while the shelf wants one more, else removed (so is one whose reset failed).
-    pub async fn take_back(&self, mut prepared: Prepared, schema: &'static str) {
+    /// A completed run's sandbox, taken back to be reset for the next run of `schema` and put
+    /// back, on a task of its own: its reader hears `done` meanwhile (the reset is the
+    /// shelf's work, not the run's). Reused while fresh and while the shelf wants one more;
+    /// otherwise handed back for the caller to remove now (and one whose reset failed, or that
+    /// is reset after the shelf closed, is removed by that task). Counted as being made until
+    /// it is back: [`Shelf::empty`] waits for it, and a refill does not make one more meanwhile.
+    pub fn take_back(self: &Arc<Self>, prepared: Prepared, schema: &'static str) -> Option<Prepared> {
         let wanted = self.held(schema) < self.want;
         let fresh = prepared.made.elapsed() < Self::FRESH_FOR;
         if !wanted || !fresh || self.closed.load(std::sync::atomic::Ordering::SeqCst) {
-            prepared.sandbox.close().await;
-            return;
+            return Some(prepared);
         }
-        match reset(&mut prepared, schema).await {
-            Ok(()) => {
-                self.reused.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                self.put(prepared, schema);
+        self.making.lock().unwrap_or_else(|p| p.into_inner()).push(schema);
+        let shelf = self.clone();
+        tokio::spawn(async move {
+            let mut prepared = prepared;
+            match reset(&mut prepared, schema).await {
+                Ok(()) if !shelf.closed.load(std::sync::atomic::Ordering::SeqCst) => {
+                    shelf.reused.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    shelf.put(prepared, schema);
+                }
+                Ok(()) => prepared.sandbox.close().await,
+                Err(error) => {
+                    tracing::warn!(%error, "a MariaDB sandbox could not be reset; removed instead");
+                    prepared.sandbox.close().await;
+                }
             }
-            Err(error) => {
-                tracing::warn!(%error, "a MariaDB sandbox could not be reset; removed instead");
-                prepared.sandbox.close().await;
-            }
-        }
+            shelf.made(schema);
+        });
+        None
     }
 
     fn made(&self, schema: &'static str) {
@@ -171,7 +182,7 @@ impl Shelf {
     /// Removes every ready sandbox, those being made too; none is made after.
     pub async fn empty(&self) {
         self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
-        // One being made closes itself when it is; wait for that (a few milliseconds).
+        // One being made (or reset) closes itself when it is; wait for that (a few milliseconds).
         let deadline = Instant::now() + Duration::from_secs(5);
         while !self.making.lock().map_or(true, |m| m.is_empty()) && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
