@@ -36,6 +36,13 @@ async fn a_reader_switches_the_write_skew_to_mariadb_and_sees_innodb_deadlock() 
         b.goto("/lab/isolation/write-skew?variant=serializable").await;
         b.wait_for(".rl-databases").await;
         assert_eq!(b.texts(".rl-database").await, ["PostgreSQL", "MariaDB"]);
+        // MariaDB's button names the version runs play on (`GET /api/mariadb`).
+        b.wait_js(
+            "MariaDB's version on its button",
+            "return (document.querySelector('.rl-database[data-database=\"MariaDB\"]').title || '').startsWith('MariaDB 10.');",
+            vec![],
+        )
+        .await;
         assert_eq!(
             b.attr(".rl-database[data-database=\"PostgreSQL\"]", "aria-pressed")
                 .await

@@ -90,6 +90,22 @@ fn most_in_one_database(variants: &[VariantInfo]) -> usize {
         .unwrap_or(0)
 }
 
+/// `GET /api/mariadb`'s answer: its version (`MariaDB 10.11.19`) when up, else why it is down.
+#[cfg(not(feature = "embed"))]
+#[derive(Clone, Debug)]
+struct MariadbState {
+    detail: String,
+}
+
+#[cfg(not(feature = "embed"))]
+impl shared::json::FromJson for MariadbState {
+    fn from_json(json: &shared::json::Json) -> Result<Self, shared::json::JsonError> {
+        Ok(MariadbState {
+            detail: json.get("detail")?,
+        })
+    }
+}
+
 /// PostgreSQL or MariaDB, where the variants play on both: picking one plays its counterpart
 /// of the chosen variant ([`counterpart`]).
 #[cfg(not(feature = "embed"))]
@@ -103,6 +119,13 @@ fn database_picker(
         return None;
     }
     let variants = StoredValue::new(variants.to_vec());
+    // MariaDB's version as the server's probe found it, or why it is down: named on its button.
+    let mariadb = crate::api::fetched(async {
+        crate::api::fetch_json::<MariadbState>("/api/mariadb")
+            .await
+            .ok()
+            .map(|m| m.detail)
+    });
     let buttons = found
         .into_iter()
         .map(|database: Service| {
@@ -114,6 +137,7 @@ fn database_picker(
                 <button
                     class="rl-database"
                     data-database=database.label()
+                    title=move || (database == Service::Mariadb).then(|| mariadb.get().flatten()).flatten()
                     aria-pressed=move || (database_of(&chosen.get()) == database).to_string()
                     disabled=move || disabled.get()
                     on:click=pick

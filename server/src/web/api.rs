@@ -16,6 +16,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/labs", get(labs_with_status))
         .route("/api/servers", get(servers))
+        .route("/api/mariadb", get(mariadb))
         .route("/api/scenarios/{lab}/{scenario}", get(scenario_with_status))
         .route("/api/{*rest}", get(no_such_api))
         .route("/api/runs/{id}", get(stored_run))
@@ -266,6 +267,12 @@ async fn labs_with_status(State(state): State<AppState>) -> Json<Vec<LabStatus>>
 /// the version picker offers.
 async fn servers(State(state): State<AppState>) -> Json<Vec<shared::catalog::PostgresServer>> {
     Json(state.engine.servers().await)
+}
+
+/// The MariaDB runs play on: whether it answers now, and its version (or why it does not): what
+/// the database picker names.
+async fn mariadb(State(state): State<AppState>) -> Json<crate::health::Dependency> {
+    Json(state.engine.mariadb().await)
 }
 
 /// One scenario, with the services its lab needs that are down and where a room opened from its
