@@ -192,7 +192,7 @@ async fn the_row_lock_holds_on_mariadb_beside_postgres_and_the_load_test_plays_t
 
 /// /write on MariaDB: the picker swaps in the starter in MariaDB's SQL; saved, it runs there
 /// (its link carries `# database: mariadb`), bob's `INSERT … SELECT` seen waiting for alice's
-/// row, the author's answer right, no proof and why; every permutation as a matrix.
+/// row, the author's answer right, no proof and why; every permutation as a matrix; its embed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_writes_a_race_for_mariadb_saves_it_and_runs_it_there() {
     run_on("mariadb_write", Readers::Anonymous, None, async |b| {
@@ -251,6 +251,19 @@ async fn a_reader_writes_a_race_for_mariadb_saves_it_and_runs_it_there() {
         let outcomes = b.texts(".rl-matrix-row .rl-matrix-outcome").await;
         assert!(outcomes.iter().all(|o| o.contains("checks held")), "{outcomes:?}");
         b.screenshot("matrix").await;
+
+        // Its embed, in a blog post on a phone: it plays on MariaDB too.
+        let id = path.as_str().unwrap_or_default().trim_start_matches("/s/").to_owned();
+        b.set_viewport(360, 740).await;
+        b.goto(&format!("/embed/s/{id}")).await;
+        b.click("button.rl-run").await;
+        b.wait_for_within(".rl-verdict", Duration::from_secs(30)).await;
+        assert_eq!(b.attr(".rl-verdict", "data-kind").await.as_deref(), Some("prevented"));
+        let played = b.text(".rl-played-on").await.unwrap_or_default();
+        assert!(played.starts_with("played on MariaDB 10."), "{played}");
+        assert!(!b.scrolls_sideways().await, "the embed fits 360 px");
+        b.screenshot("embed-360").await;
+        b.reset_viewport().await;
     })
     .await;
 }
