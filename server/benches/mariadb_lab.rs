@@ -9,8 +9,9 @@
 //! - **engine**: `Engine::start` until `ServerMsg::Done`: admission, the run's sandboxes (on
 //!   MariaDB a database and a user of its own with its tables, made ahead of demand as `racelab
 //!   serve` makes them; the PostgreSQL one every run holds, from its shelf), one session per
-//!   actor, every step's events, the ledger before and after, the verdict, storing the run,
-//!   removing the MariaDB sandbox. The shelves refill between runs, untimed.
+//!   actor, every step's events, the ledger before and after, the verdict, storing the run.
+//!   Its MariaDB sandbox is reset for the next run on the shelf's own task after `Done`, as the
+//!   shelves refill between runs: untimed, as a reader does not wait for it.
 //! - **bare**: a database `bench_lab_<n>` made with the lab's tables and seed on one kept
 //!   connection, one connection per actor, the same statements in the same order, the
 //!   connections closed and the database dropped. Nothing else: no user, no events, no

@@ -35,7 +35,6 @@ mod common;
 
 use common::{Finished, db_slot, lines, play};
 use shared::{EventKind, Mode, Outcome, ServerMsg, Value, VerdictKind};
-use sqlx::Connection;
 
 const WRITE_SKEW_BOTH_COMMIT: &str = "\
 [alice] check: approved $0 + $3,000 <= $5,000? True
@@ -509,23 +508,6 @@ fn what_happened(run: &Finished) -> &'static str {
 /// The tests of this file one at a time: each counts every run sandbox on MariaDB.
 static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// MariaDB's run databases and users now (`racelab_maria_…`).
-async fn sandboxes_on_mariadb() -> (i64, i64) {
-    let url = std::env::var("MARIADB_URL").unwrap_or_else(|_| racelab::config::DEFAULT_MARIADB_URL.to_owned());
-    let mut conn = sqlx::mysql::MySqlConnection::connect(&url).await.expect("MariaDB");
-    let databases: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'racelab\\_maria\\_%'",
-    )
-    .fetch_one(&mut conn)
-    .await
-    .expect("databases");
-    let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM mysql.user WHERE User LIKE 'racelab\\_maria\\_%'")
-        .fetch_one(&mut conn)
-        .await
-        .expect("users");
-    (databases, users)
-}
-
 #[tokio::test]
 async fn every_mariadb_variant_plays_its_transcript_and_ledger_and_leaves_nothing() {
     let _alone = ALONE.lock().await;
@@ -572,7 +554,7 @@ async fn every_mariadb_variant_plays_its_transcript_and_ledger_and_leaves_nothin
         );
     }
     assert_eq!(
-        sandboxes_on_mariadb().await,
+        common::mariadb::sandboxes_on_mariadb().await,
         (0, 0),
         "every run's database and user are gone"
     );
@@ -600,7 +582,7 @@ async fn the_load_test_keeps_its_invariants_on_mariadb() {
     assert!(serializable.retries > 0, "{serializable:?}");
     drop(engine);
     assert_eq!(
-        sandboxes_on_mariadb().await,
+        common::mariadb::sandboxes_on_mariadb().await,
         (0, 0),
         "the run's database and user are gone"
     );
@@ -673,14 +655,18 @@ async fn sandboxes_made_ahead_are_taken_by_the_next_runs_reset_after_them_and_go
     assert_eq!(taken, 3, "every run after the first took a ready one");
     assert_eq!(reused, 4, "every completed run's sandbox was reset and put back");
     assert_eq!(
-        sandboxes_on_mariadb().await.0,
+        common::mariadb::sandboxes_on_mariadb().await.0,
         2,
         "two wait on the shelf, none of a run"
     );
     engine
         .close(std::time::Duration::from_secs(5), std::time::Duration::from_secs(5))
         .await;
-    assert_eq!(sandboxes_on_mariadb().await, (0, 0), "the shelf goes with the engine");
+    assert_eq!(
+        common::mariadb::sandboxes_on_mariadb().await,
+        (0, 0),
+        "the shelf goes with the engine"
+    );
 }
 
 #[tokio::test]
@@ -712,14 +698,18 @@ async fn a_run_cancelled_while_alice_waits_leaves_nothing_on_mariadb() {
         }
     }
     assert_ne!(
-        sandboxes_on_mariadb().await,
+        common::mariadb::sandboxes_on_mariadb().await,
         (0, 0),
         "the run's sandbox is there while it plays"
     );
     handle.cancel();
     let finished = common::follow(handle).await;
     assert_eq!(finished.outcome, Outcome::Cancelled);
-    assert_eq!(sandboxes_on_mariadb().await, (0, 0), "its database and user are gone");
+    assert_eq!(
+        common::mariadb::sandboxes_on_mariadb().await,
+        (0, 0),
+        "its database and user are gone"
+    );
 }
 
 #[tokio::test]

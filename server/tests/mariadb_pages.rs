@@ -30,19 +30,23 @@ async fn shown_tabs(b: &Browser) -> Vec<String> {
     serde_json::from_value(shown).unwrap_or_default()
 }
 
+/// MariaDB's button names the version runs play on (`GET /api/mariadb`).
+async fn names_mariadbs_version(b: &Browser) {
+    b.wait_js(
+        "MariaDB's version on its button",
+        "return (document.querySelector('.rl-database[data-database=\"MariaDB\"]').title || '').startsWith('MariaDB 10.');",
+        vec![],
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_switches_the_write_skew_to_mariadb_and_sees_innodb_deadlock() {
     run_on("mariadb_scenario", Readers::Anonymous, None, async |b| {
         b.goto("/lab/isolation/write-skew?variant=serializable").await;
         b.wait_for(".rl-databases").await;
         assert_eq!(b.texts(".rl-database").await, ["PostgreSQL", "MariaDB"]);
-        // MariaDB's button names the version runs play on (`GET /api/mariadb`).
-        b.wait_js(
-            "MariaDB's version on its button",
-            "return (document.querySelector('.rl-database[data-database=\"MariaDB\"]').title || '').startsWith('MariaDB 10.');",
-            vec![],
-        )
-        .await;
+        names_mariadbs_version(b).await;
         assert_eq!(
             b.attr(".rl-database[data-database=\"PostgreSQL\"]", "aria-pressed")
                 .await

@@ -76,24 +76,6 @@ fn anonymous(text: &str) -> String {
     out
 }
 
-/// MariaDB's run databases and users now.
-async fn left_on_mariadb() -> (i64, i64) {
-    use sqlx::Connection;
-    let url = std::env::var("MARIADB_URL").unwrap_or_else(|_| racelab::config::DEFAULT_MARIADB_URL.to_owned());
-    let mut conn = sqlx::mysql::MySqlConnection::connect(&url).await.expect("MariaDB");
-    let databases: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'racelab\\_maria\\_%'",
-    )
-    .fetch_one(&mut conn)
-    .await
-    .expect("databases");
-    let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM mysql.user WHERE User LIKE 'racelab\\_maria\\_%'")
-        .fetch_one(&mut conn)
-        .await
-        .expect("users");
-    (databases, users)
-}
-
 #[tokio::test]
 async fn a_spec_plays_on_mariadb_as_the_tester_prints_it_with_innodbs_deadlock() {
     let _alone = ALONE.lock().await;
@@ -107,7 +89,11 @@ async fn a_spec_plays_on_mariadb_as_the_tester_prints_it_with_innodbs_deadlock()
             "check broken after a_check a_insert a_commit b_check b_insert b_commit: SELECT SUM(amount) <= 5000 FROM expenses → 0",
         ]
     );
-    assert_eq!(left_on_mariadb().await, (0, 0), "the run's database and user are gone");
+    assert_eq!(
+        common::mariadb::sandboxes_on_mariadb().await,
+        (0, 0),
+        "the run's database and user are gone"
+    );
 }
 
 #[tokio::test]
@@ -120,7 +106,7 @@ async fn every_permutation_plays_when_none_is_listed_and_lock_waits_are_seen() {
     let broken = stderr.lines().filter(|l| l.starts_with("check broken")).count();
     // The two orders where a lock wait timed out lose a withdrawal.
     assert_eq!((held, broken), (4, 2), "{stderr}");
-    assert_eq!(left_on_mariadb().await, (0, 0));
+    assert_eq!(common::mariadb::sandboxes_on_mariadb().await, (0, 0));
 }
 
 /// The spec names its database itself (`# database: mariadb`): no flag needed.
@@ -132,7 +118,7 @@ async fn a_readers_escapes_are_refused_by_mariadb_itself() {
     assert_eq!(stdout, expected("escapes.out"));
     assert!(!stdout.contains("root:"), "no file was read");
     assert!(!Path::new("/tmp/racelab-escape").exists(), "no file was written");
-    assert_eq!(left_on_mariadb().await, (0, 0));
+    assert_eq!(common::mariadb::sandboxes_on_mariadb().await, (0, 0));
 }
 
 #[tokio::test]
@@ -158,7 +144,7 @@ async fn a_step_past_the_step_limit_is_cancelled_as_the_tester_cancels_it() {
         started.elapsed() < std::time::Duration::from_secs(20),
         "not the whole 30 s"
     );
-    assert_eq!(left_on_mariadb().await, (0, 0));
+    assert_eq!(common::mariadb::sandboxes_on_mariadb().await, (0, 0));
 }
 
 #[tokio::test]
@@ -179,7 +165,7 @@ async fn an_interrupted_run_removes_its_database_and_user_before_it_exits() {
     }
     // Until its sandbox is there and its step runs.
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-    while left_on_mariadb().await.0 == 0 {
+    while common::mariadb::sandboxes_on_mariadb().await.0 == 0 {
         assert!(tokio::time::Instant::now() < deadline, "the run started");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
@@ -195,7 +181,11 @@ async fn an_interrupted_run_removes_its_database_and_user_before_it_exits() {
         .expect("racelab exits soon")
         .expect("racelab ends");
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(left_on_mariadb().await, (0, 0), "nothing left once it has exited");
+    assert_eq!(
+        common::mariadb::sandboxes_on_mariadb().await,
+        (0, 0),
+        "nothing left once it has exited"
+    );
 }
 
 #[tokio::test]
@@ -240,13 +230,17 @@ async fn a_spec_run_cancelled_mid_step_leaves_nothing_on_mariadb() {
             _ => {}
         }
     }
-    assert_eq!(left_on_mariadb().await, (1, 1), "its sandbox is there while it plays");
+    assert_eq!(
+        common::mariadb::sandboxes_on_mariadb().await,
+        (1, 1),
+        "its sandbox is there while it plays"
+    );
     handle.cancel();
     let finished = common::follow(handle).await;
     assert_eq!(finished.outcome, shared::Outcome::Cancelled);
     // Removed on a task of its own as the play is dropped: within moments.
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while left_on_mariadb().await != (0, 0) {
+    while common::mariadb::sandboxes_on_mariadb().await != (0, 0) {
         assert!(tokio::time::Instant::now() < deadline, "its database and user are gone");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }

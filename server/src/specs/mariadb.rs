@@ -19,7 +19,7 @@ use super::session::{Answer, Failure, Keep, RECEIVED_AT_MOST, printed_size};
 use super::table::ResultSet;
 use crate::sandbox::mariadb::MariaSandbox;
 use futures_util::TryStreamExt;
-use sqlx::mysql::{MySqlConnection, MySqlDatabaseError, MySqlPool, MySqlRow};
+use sqlx::mysql::{MySqlConnection, MySqlPool, MySqlRow};
 use sqlx::{Column, Either, Executor, Row};
 use std::sync::Arc;
 use std::time::Duration;
@@ -132,7 +132,7 @@ impl MariaLink {
                     Ok(Some(Either::Left(_))) => sets.end_statement(),
                     Ok(None) => break,
                     Err(error) => {
-                        answer.failure = Some(failure_of(&error));
+                        answer.failure = Some(failure_of(error));
                         break;
                     }
                 }
@@ -254,17 +254,18 @@ async fn columns_of_lone_select(conn: &mut MySqlConnection, sql: &str) -> Option
 }
 
 /// A statement's failure, as the player reports it.
-pub fn failure_of(error: &sqlx::Error) -> Failure {
-    match error
-        .as_database_error()
-        .and_then(|e| e.try_downcast_ref::<MySqlDatabaseError>())
-    {
-        Some(e) => Failure::Mariadb {
-            number: e.number(),
-            sqlstate: e.code().unwrap_or("HY000").to_owned(),
-            message: e.message().to_owned(),
+pub fn failure_of(error: sqlx::Error) -> Failure {
+    match crate::engine::mariadb::SessionError::of(error) {
+        crate::engine::mariadb::SessionError::Server {
+            number,
+            sqlstate,
+            message,
+        } => Failure::Mariadb {
+            number,
+            sqlstate,
+            message,
         },
-        None => Failure::Lost(error.to_string()),
+        crate::engine::mariadb::SessionError::Lost(why) => Failure::Lost(why),
     }
 }
 

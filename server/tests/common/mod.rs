@@ -4,6 +4,7 @@
 
 pub mod every_service;
 pub mod load_test;
+pub mod mariadb;
 pub mod socket;
 pub mod spec_runs;
 pub mod versions;

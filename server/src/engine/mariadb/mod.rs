@@ -69,7 +69,8 @@ pub enum SessionError {
 }
 
 impl SessionError {
-    fn of(error: sqlx::Error) -> SessionError {
+    /// `error` as MariaDB gave it: its number, SQLSTATE and message; or the session lost.
+    pub fn of(error: sqlx::Error) -> SessionError {
         match error
             .as_database_error()
             .and_then(|e| e.try_downcast_ref::<MySqlDatabaseError>())
