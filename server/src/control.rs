@@ -144,7 +144,11 @@ pub async fn next_update(run: Option<&mut RunHandle>) -> Option<ServerMsg> {
 /// "Open as a spec" opens, and what a lab run's proof plays again ([`crate::specs::prove`]).
 pub fn spec_of_lab_run(scenario: &str, variant: &str, events: &[shared::Event]) -> Result<String, String> {
     let found = crate::labs::find(scenario).ok_or_else(|| format!("{scenario} is not one of the labs' scenarios"))?;
-    let setup = found.sandbox.schemas.first().map_or("", |(_, sql)| *sql);
+    // A MariaDB variant's tables are made in MariaDB's SQL (only the isolation lab has them).
+    let setup = match shared::catalog::database_of(variant) {
+        shared::Service::Mariadb => crate::labs::isolation::mariadb::SCHEMA,
+        _ => found.sandbox.schemas.first().map_or("", |(_, sql)| *sql),
+    };
     let info = Scenario::info(found);
     let label = info.variant(variant).map_or(variant.to_owned(), |v| v.label.clone());
     let title = format!("{}, {label}", info.title);

@@ -1,23 +1,24 @@
 //! "Open as a spec": a finished run of plain-SQL sessions written back as a spec, the statements
 //! each session sent, in the order they were sent, on the lab's own tables. The reader can then
-//! change an isolation level, move a step, add a permutation, and play it.
+//! change an isolation level, move a step, add a permutation, and play it. A run on MariaDB
+//! becomes a spec on MariaDB (`# database: mariadb`), each session set up as the run's header
+//! says it was (its level and InnoDB's snapshot switch: set when its session opened, not sent as
+//! a step).
 
+use crate::engine::mariadb::Setting;
+use shared::spec::Database;
 use shared::{Event, EventKind, Service, Value};
 use std::fmt::Write as _;
 
 /// Why a run cannot be written as a spec.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum NotASpec {
-    #[error("this run's {0} is not a PostgreSQL session: only runs of plain SQL sessions can be opened as a spec")]
+    #[error("this run's {0} is not an SQL session: only runs of plain SQL sessions can be opened as a spec")]
     NotSql(String),
-    #[error("this run has {0} PostgreSQL session(s); a spec of a race needs two or more")]
+    #[error("this run has {0} SQL session(s); a spec of a race needs two or more")]
     TooFew(usize),
     #[error("a statement holds a '}}', which ends an SQL block in the tester's format")]
     Brace,
-    #[error(
-        "this run played on MariaDB: opening it as a spec, and the proof of why it happened (its statements played again as a spec), are PostgreSQL's only for now"
-    )]
-    OnMariadb,
 }
 
 /// A parameter written into its statement as a literal.
@@ -56,6 +57,7 @@ fn stem(name: &str) -> String {
 
 /// The spec of a run titled `title` that set up its tables with `setup` and emitted `events`.
 pub fn spec_of_run(title: &str, setup: &str, events: &[Event]) -> Result<String, NotASpec> {
+    let database = database_of(events)?;
     let mut sessions: Vec<(String, Vec<(String, String)>)> = Vec::new();
     let mut order: Vec<String> = Vec::new();
     for event in events {
@@ -69,10 +71,8 @@ pub fn spec_of_run(title: &str, setup: &str, events: &[Event]) -> Result<String,
         else {
             continue;
         };
-        match service {
-            Service::Postgres => {}
-            Service::Mariadb => return Err(NotASpec::OnMariadb),
-            _ => return Err(NotASpec::NotSql(actor.clone())),
+        if *service != database.service() {
+            return Err(NotASpec::NotSql(actor.clone()));
         }
         let sql = inline(text, params);
         if sql.contains('}') {
@@ -98,22 +98,88 @@ pub fn spec_of_run(title: &str, setup: &str, events: &[Event]) -> Result<String,
     }
     let mut out = String::new();
     let _ = writeln!(out, "# {title}");
+    if database == Database::Mariadb {
+        out.push_str("# database: mariadb\n");
+    }
     out.push_str("# The statements each session of a racelab run sent, in the order it sent them.\n");
     out.push_str("# Change a level, move a step, add a permutation; then state what a correct system holds:\n");
     out.push_str("# check: SELECT true\n\n");
     let _ = writeln!(out, "setup\n{{\n{setup}\n}}");
-    out.push_str(
-        "teardown { DO $$ DECLARE t text; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = current_schema() \
-         LOOP EXECUTE format('DROP TABLE %I CASCADE', t); END LOOP; END $$; }\n",
-    );
+    let _ = writeln!(out, "teardown {{ {} }}", teardown(database, setup));
+    let settings = session_settings(events);
     for (name, steps) in &sessions {
         let _ = write!(out, "\nsession {}\n", shared::spec::quote_name(name));
+        if database == Database::Mariadb
+            && let Some(setting) = settings.iter().find(|(actor, _)| actor == name).map(|(_, s)| s)
+        {
+            let _ = writeln!(out, "setup {{ {} }}", setting.sql());
+        }
         for (step, sql) in steps {
             let _ = writeln!(out, "step {step} {{ {} }}", sql.trim());
         }
     }
     let _ = writeln!(out, "\npermutation {}", order.join(" "));
     Ok(out)
+}
+
+/// The database a run's SQL steps went to (PostgreSQL when it sent none: the count says so).
+fn database_of(events: &[Event]) -> Result<Database, NotASpec> {
+    let first = events.iter().find_map(|e| match &e.kind {
+        EventKind::Step { actor, service, .. } => Some((actor, *service)),
+        _ => None,
+    });
+    match first {
+        None | Some((_, Service::Postgres)) => Ok(Database::Postgresql),
+        Some((_, Service::Mariadb)) => Ok(Database::Mariadb),
+        Some((actor, _)) => Err(NotASpec::NotSql(actor.clone())),
+    }
+}
+
+/// Each session's setting on MariaDB, as the run's header names it.
+fn session_settings(events: &[Event]) -> Vec<(String, Setting)> {
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::RunStarted { actors, .. } => Some(actors),
+            _ => None,
+        })
+        .map(|actors| {
+            actors
+                .iter()
+                .filter_map(|a| Some((a.name.clone(), Setting::from_detail(&a.detail)?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What removes the tables `setup` made, after each permutation: on PostgreSQL every table of
+/// the spec's schema; on MariaDB (no `DO` blocks) those its `CREATE TABLE`s name, their foreign
+/// keys aside while they go.
+fn teardown(database: Database, setup: &str) -> String {
+    match database {
+        Database::Postgresql => {
+            "DO $$ DECLARE t text; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = current_schema() \
+             LOOP EXECUTE format('DROP TABLE %I CASCADE', t); END LOOP; END $$;"
+                .to_owned()
+        }
+        Database::Mariadb => {
+            let tables: Vec<&str> = setup
+                .split(|c: char| c.is_whitespace() || c == '(')
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+                .windows(3)
+                .filter(|w| w[0].eq_ignore_ascii_case("CREATE") && w[1].eq_ignore_ascii_case("TABLE"))
+                .map(|w| w[2])
+                .collect();
+            if tables.is_empty() {
+                return String::new();
+            }
+            format!(
+                "SET FOREIGN_KEY_CHECKS = 0; DROP TABLE IF EXISTS {}; SET FOREIGN_KEY_CHECKS = 1;",
+                tables.join(", ")
+            )
+        }
+    }
 }
 
 #[cfg(test)]
@@ -194,6 +260,71 @@ mod tests {
         assert_eq!(spec_of_run("t", "", &redis), Err(NotASpec::NotSql("a".into())));
         let braces = vec![step(1, "a", "SELECT '}'", vec![]), step(2, "b", "SELECT 1", vec![])];
         assert_eq!(spec_of_run("t", "", &braces), Err(NotASpec::Brace));
+    }
+
+    #[test]
+    fn a_run_on_mariadb_becomes_a_spec_on_mariadb_with_each_sessions_setting() {
+        let on_mariadb = |seq: u64, actor: &str, text: &str| Event {
+            seq,
+            at_ms: seq,
+            kind: EventKind::Step {
+                actor: actor.into(),
+                service: Service::Mariadb,
+                text: text.into(),
+                params: vec![],
+                detail: None,
+            },
+        };
+        let header = Event {
+            seq: 0,
+            at_ms: 0,
+            kind: EventKind::RunStarted {
+                run_id: "r".into(),
+                scenario: "isolation/batch-job".into(),
+                variant: "mariadb-batch-read-committed".into(),
+                title: "t".into(),
+                actors: vec![
+                    shared::event::ActorInfo {
+                        name: "alice".into(),
+                        detail: "SERIALIZABLE".into(),
+                    },
+                    shared::event::ActorInfo {
+                        name: "batch".into(),
+                        detail: "REPEATABLE READ, innodb_snapshot_isolation=ON".into(),
+                    },
+                ],
+                server: "MariaDB 10.11.19".into(),
+            },
+        };
+        let events = vec![
+            header,
+            on_mariadb(1, "alice", "START TRANSACTION"),
+            on_mariadb(2, "batch", "START TRANSACTION"),
+            on_mariadb(3, "alice", "COMMIT"),
+        ];
+        let setup =
+            "CREATE TABLE teams (id varchar(32) PRIMARY KEY);\nCREATE TABLE expenses (id int, team_id varchar(32));";
+        let text = spec_of_run("Batch job", setup, &events).expect("a spec");
+        let spec = shared::spec::parse(&text).expect("it parses");
+        assert_eq!(spec.database, Database::Mariadb);
+        assert_eq!(
+            spec.sessions[0].setup.as_deref().map(str::trim),
+            Some("SET SESSION innodb_snapshot_isolation = OFF; SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE;")
+        );
+        assert_eq!(
+            spec.sessions[1].setup.as_deref().map(str::trim),
+            Some(
+                "SET SESSION innodb_snapshot_isolation = ON; SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;"
+            )
+        );
+        assert_eq!(
+            spec.teardown.as_deref().map(str::trim),
+            Some("SET FOREIGN_KEY_CHECKS = 0; DROP TABLE IF EXISTS teams, expenses; SET FOREIGN_KEY_CHECKS = 1;")
+        );
+        // PostgreSQL's and MariaDB's steps in one run are not one spec.
+        let mut mixed = events.clone();
+        mixed.push(step(4, "carol", "SELECT 1", vec![]));
+        assert_eq!(spec_of_run("t", setup, &mixed), Err(NotASpec::NotSql("carol".into())));
     }
 
     #[test]

@@ -28,7 +28,11 @@ use std::time::Duration;
 /// 100 ms, and not while they are read more often than that (docs/mariadb.md).
 pub const ASK_WAITS_EVERY: Duration = Duration::from_millis(150);
 
-/// Why a spec run has no proof on MariaDB, as the page and the command line say it.
+/// Why a run has no proof on MariaDB.
+pub const WHY_NO_PROOF: &str =
+    "its witness is a PostgreSQL trigger that reports each write as a notice, and MariaDB's triggers cannot send one";
+
+/// [`WHY_NO_PROOF`], as a spec run's page and the command line say it.
 pub const NO_PROOF: &str = "racelab cannot see why on MariaDB: its witness is a PostgreSQL trigger that reports each \
      write as a notice, and MariaDB's triggers cannot send one";
 
@@ -313,6 +317,11 @@ mod tests {
             read_rows("t", &["id".into(), "a`b".into()]),
             "SELECT JSON_ARRAY(`id`, `a``b`) AS r FROM `t` ORDER BY 1 LIMIT 1000"
         );
+    }
+
+    #[test]
+    fn the_page_and_the_command_line_give_one_reason() {
+        assert!(NO_PROOF.ends_with(WHY_NO_PROOF));
     }
 
     #[test]

@@ -143,15 +143,14 @@ fn compare_links(panel: Panel, scenario: &ScenarioInfo, versions: Option<Version
 }
 
 /// The isolation lab's races are plain SQL sessions: each opens in the spec editor, the run
-/// just played if there is one, else the variant chosen (written from a run of it).
+/// just played if there is one, else the variant chosen (written from a run of it); a run on
+/// MariaDB as a spec on MariaDB.
 fn open_as_spec(panel: Panel) -> impl IntoView + use<> {
     let scenario = panel.scenario.get_untracked();
     let sql_lab = scenario.starts_with("isolation/") && !panel.is_load_test && panel.chrome == Chrome::Full;
     let state = panel.state();
     move || {
-        // A spec plays on PostgreSQL only, for now.
-        let on_postgres = database_of(&panel.chosen.get()) == Service::Postgres;
-        (sql_lab && on_postgres).then(|| {
+        sql_lab.then(|| {
             let finished = state.with(|s| matches!(s.phase, Phase::Finished(Outcome::Completed)));
             let href = match state.with(|s| s.run_id.clone()).filter(|_| finished) {
                 Some(run) => format!("/write?run={run}"),

@@ -53,6 +53,50 @@ pub struct Setting {
     pub snapshot_isolation: bool,
 }
 
+impl Setting {
+    /// The run header's word for a session so set up: its level, and at REPEATABLE READ the
+    /// switch (`REPEATABLE READ, innodb_snapshot_isolation=ON`), the one setting whose default
+    /// changed.
+    pub fn detail(self) -> String {
+        let level = self.level.map_or("REPEATABLE READ", Level::sql);
+        match self.level {
+            Some(Level::RepeatableRead) | None => {
+                let switch = if self.snapshot_isolation { "ON" } else { "OFF" };
+                format!("{level}, innodb_snapshot_isolation={switch}")
+            }
+            _ => level.to_owned(),
+        }
+    }
+
+    /// The setting a header's word names ([`Setting::detail`]): what "Open as a spec" sets a
+    /// session up with. `None` for a word that names no level.
+    pub fn from_detail(detail: &str) -> Option<Setting> {
+        let (level, switch) = detail.split_once(", ").unwrap_or((detail, ""));
+        let level = [
+            Level::ReadUncommitted,
+            Level::ReadCommitted,
+            Level::RepeatableRead,
+            Level::Serializable,
+        ]
+        .into_iter()
+        .find(|l| l.sql() == level.trim())?;
+        Some(Setting {
+            level: Some(level),
+            snapshot_isolation: switch.trim() == "innodb_snapshot_isolation=ON",
+        })
+    }
+
+    /// The statements that set a session up so, as one line of SQL.
+    pub fn sql(self) -> String {
+        let switch = if self.snapshot_isolation { "ON" } else { "OFF" };
+        let level = self
+            .level
+            .map(|level| format!(" SET SESSION TRANSACTION ISOLATION LEVEL {};", level.sql()))
+            .unwrap_or_default();
+        format!("SET SESSION innodb_snapshot_isolation = {switch};{level}")
+    }
+}
+
 /// A statement MariaDB refused, or a session it lost.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SessionError {
@@ -151,12 +195,7 @@ impl MariaSession {
 /// statements sent together, as the text protocol allows): a run opens a session per actor
 /// while its reader waits.
 async fn set_up(conn: &mut MySqlConnection, setting: Setting) -> Result<u64, SessionError> {
-    let switch = if setting.snapshot_isolation { "ON" } else { "OFF" };
-    let level = setting
-        .level
-        .map(|level| format!("SET SESSION TRANSACTION ISOLATION LEVEL {}; ", level.sql()))
-        .unwrap_or_default();
-    let sql = format!("SET SESSION innodb_snapshot_isolation = {switch}; {level}SELECT CONNECTION_ID()");
+    let sql = format!("{} SELECT CONNECTION_ID()", setting.sql());
     let mut thread = None;
     let mut answers = conn.fetch_many(sql.as_str());
     while let Some(answer) = answers.try_next().await.map_err(SessionError::of)? {
@@ -253,6 +292,33 @@ pub enum Wait {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_setting_is_named_in_the_header_and_read_back_from_it() {
+        for level in [Level::ReadCommitted, Level::RepeatableRead, Level::Serializable] {
+            for snapshot_isolation in [false, true] {
+                let setting = Setting {
+                    level: Some(level),
+                    snapshot_isolation,
+                };
+                let back = Setting::from_detail(&setting.detail()).expect("a level");
+                assert_eq!(back.level, setting.level);
+                // The switch is named, and read back, at REPEATABLE READ only.
+                if level == Level::RepeatableRead {
+                    assert_eq!(back, setting);
+                }
+            }
+        }
+        assert_eq!(Setting::from_detail("per strategy"), None);
+        let on = Setting {
+            level: Some(Level::RepeatableRead),
+            snapshot_isolation: true,
+        };
+        assert_eq!(
+            on.sql(),
+            "SET SESSION innodb_snapshot_isolation = ON; SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;"
+        );
+    }
 
     #[test]
     fn a_statement_says_what_it_returned_or_changed() {

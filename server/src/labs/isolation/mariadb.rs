@@ -59,17 +59,9 @@ pub fn setting_of(variant: &str) -> Option<Setting> {
     })
 }
 
-/// The run header's word for a MariaDB session: its level, and at REPEATABLE READ the switch
-/// (`REPEATABLE READ, innodb_snapshot_isolation=ON`), the one setting whose default changed.
+/// The run header's word for a MariaDB session ([`Setting::detail`]).
 pub fn detail_of(setting: Setting) -> String {
-    let level = setting.level.map_or("REPEATABLE READ", Level::sql);
-    match setting.level {
-        Some(Level::RepeatableRead) | None => {
-            let switch = if setting.snapshot_isolation { "ON" } else { "OFF" };
-            format!("{level}, innodb_snapshot_isolation={switch}")
-        }
-        _ => level.to_owned(),
-    }
+    setting.detail()
 }
 
 /// The running total, read by the application.
