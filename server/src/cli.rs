@@ -126,6 +126,11 @@ enum Command {
         /// Also print each cell's proof.
         #[arg(long)]
         why: bool,
+        /// `mariadb`: the atlas on MariaDB at `MARIADB_URL` instead, its columns READ
+        /// UNCOMMITTED to SERIALIZABLE with REPEATABLE READ's snapshot switch off and on, each
+        /// cell judged from what its reads returned (MariaDB gives no proof).
+        #[arg(long, value_enum)]
+        database: Option<Database>,
         #[command(flatten)]
         config: Config,
     },
@@ -208,9 +213,7 @@ impl Cli {
                 Ok(form) => record(scenario, variant, Written { output, form }, config).await,
                 Err(code) => code,
             },
-            Command::Atlas { why, config } => {
-                with_services(config, &[Service::Postgres], |config| atlas(why, config)).await
-            }
+            Command::Atlas { why, database, config } => atlas_on(database, why, config).await,
             Command::Serve { config, serve } => {
                 let needs = [Service::Postgres, Service::Redis, Service::Kafka, Service::Mariadb];
                 with_services(config, &needs, |config| serve_http(config, serve)).await
@@ -892,6 +895,41 @@ async fn write_poster(recording: &shared::recording::Recording, path: &std::path
 }
 
 /// `racelab atlas`: the matrix on stdout; fails when a run could not be played.
+/// `racelab atlas`, on PostgreSQL or (`--database mariadb`) on MariaDB, with the service it needs.
+async fn atlas_on(database: Option<Database>, why: bool, config: Config) -> ExitCode {
+    match database {
+        Some(Database::Mariadb) => {
+            with_services(config, &[Service::Mariadb], |config| atlas_on_mariadb(why, config)).await
+        }
+        _ => with_services(config, &[Service::Postgres], |config| atlas(why, config)).await,
+    }
+}
+
+/// `racelab atlas --database mariadb`: the matrix on MariaDB; `why` says why there is no proof.
+async fn atlas_on_mariadb(why: bool, config: Config) -> ExitCode {
+    let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(10));
+    let observed = tokio::select! {
+        observed = crate::specs::atlas::observe_mariadb(&config.mariadb_url, &limits) => observed,
+        () = interrupted() => {
+            eprintln!("racelab: interrupted; the sweep removes the run it was playing");
+            return ExitCode::from(130);
+        }
+    };
+    match observed {
+        Ok(atlas) => {
+            print!("{}", crate::specs::atlas::render(&atlas));
+            if why {
+                println!("\n{}", crate::specs::mariadb::NO_PROOF);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("racelab: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 async fn atlas(why: bool, config: Config) -> ExitCode {
     let url = match specs_server(&config).await {
         Ok(url) => url,

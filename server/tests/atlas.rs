@@ -104,6 +104,16 @@ async fn agrees_with_the_documentation(url: &str, version: &str) {
                 if expected { "allowed" } else { "not possible" }
             ));
         }
+        // The judge MariaDB's cells get, from what the reads returned, agrees with the proof's.
+        assert_eq!(
+            cell.by_reads.allowed(),
+            cell.cell.allowed(),
+            "{} at {}: by its reads {:?}, by its proof {:?}",
+            cell.entry.name,
+            cell.level,
+            cell.by_reads,
+            cell.cell
+        );
         // Where the anomaly appeared, its proof says which, and the lines say why.
         if let Cell::Allowed { anomaly } = cell.cell {
             let proof = cell.proof.as_ref().expect("an allowed cell has its proof");
@@ -147,4 +157,88 @@ async fn the_command_prints_the_matrix_and_each_proof() {
     }
     assert!(stdout.contains("write skew at REPEATABLE READ: Allowed: the run showed a write skew (G2-item)."));
     assert!(stdout.contains("PostgreSQL cancelled bob instead (SQLSTATE 40001)."));
+}
+
+/// The atlas on MariaDB (10.11 here), every entry in each of its five columns, against what two
+/// (or three) `mariadb` clients did by hand, fed the same statements in the same order (7 Dec,
+/// MariaDB 10.11.19; a session's next statement sent only once its previous one completed, as
+/// the tester sends them; each session's lock wait timeout 2 s, as the atlas's specs set it).
+/// What the clients showed, case by case:
+/// - G0: bob's first update waits for alice's commit at every level; the rows end bob's.
+/// - G1a, G1b: at READ UNCOMMITTED bob reads alice's 101; above it he reads 10 (or, at READ
+///   COMMITTED, her committed 11), waiting at SERIALIZABLE, where his read is a locking one.
+/// - G1c: at READ UNCOMMITTED each reads the other's uncommitted write; above it neither does;
+///   at SERIALIZABLE bob's read closes a lock cycle and is refused (1213).
+/// - OTV: carol never sees bob's 18 and then alice's 11; bob's first update waits throughout.
+/// - PMP: alice's second search finds bob's row at READ UNCOMMITTED and READ COMMITTED, not at
+///   REPEATABLE READ (one read view); at SERIALIZABLE bob's insert waits for her range lock.
+/// - PMP, write predicate: bob's delete waits for alice's update, then deletes the row she made
+///   20 (no row worth 20 is left); with the snapshot switch on it is refused (1020).
+/// - P4: both read 10, bob's write waits, then lands: 11, one increment lost, up to REPEATABLE
+///   READ; the switch on refuses it (1020); SERIALIZABLE deadlocks (1213).
+/// - G-single: alice reads 10 then 18 at READ UNCOMMITTED and READ COMMITTED, 10 then 20 at
+///   REPEATABLE READ; at SERIALIZABLE bob's move waits for her lock until it times out.
+/// - G-single, write predicate: alice's delete (a locking read: the newest rows) finds no row
+///   worth 20 after bob's move, though she read row 1 before it, up to REPEATABLE READ; the
+///   switch on refuses it (1020); at SERIALIZABLE bob's move waits for her lock.
+/// - G2-item, G2: both read the same rows or find none, and both changes commit, up to
+///   REPEATABLE READ, the switch on or off (it refuses only writes to rows changed since the
+///   snapshot); SERIALIZABLE deadlocks (1213).
+/// - The read-only anomaly: carol's report sees the deposit and not the withdrawal, which takes
+///   the fee, up to REPEATABLE READ; at SERIALIZABLE bob's deposit waits for alice's locks.
+#[tokio::test]
+async fn the_atlas_on_mariadb_agrees_with_mariadb_clients_played_by_hand() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    const BY_HAND: [(&str, [&str; 5]); 13] = [
+        ("g0", ["waits", "waits", "waits", "waits", "waits"]),
+        ("g1a", ["allowed", "not seen", "not seen", "not seen", "waits"]),
+        ("g1b", ["allowed", "not seen", "not seen", "not seen", "waits"]),
+        ("g1c", ["allowed", "not seen", "not seen", "not seen", "error 1213"]),
+        ("otv", ["waits", "waits", "waits", "waits", "waits"]),
+        ("pmp", ["allowed", "allowed", "not seen", "not seen", "waits"]),
+        ("pmp-write", ["waits", "waits", "waits", "error 1020", "waits"]),
+        ("p4", ["allowed", "allowed", "allowed", "error 1020", "error 1213"]),
+        ("g-single", ["allowed", "allowed", "not seen", "not seen", "waits"]),
+        (
+            "g-single-write",
+            ["allowed", "allowed", "allowed", "error 1020", "waits"],
+        ),
+        ("g2-item", ["allowed", "allowed", "allowed", "allowed", "error 1213"]),
+        ("g2", ["allowed", "allowed", "allowed", "allowed", "error 1213"]),
+        ("read-only", ["allowed", "allowed", "allowed", "allowed", "waits"]),
+    ];
+    let url = std::env::var("MARIADB_URL").unwrap_or_else(|_| racelab::config::DEFAULT_MARIADB_URL.to_owned());
+    let observed = specs::atlas::observe_mariadb(&url, &Limits::command_line(std::time::Duration::from_secs(10)))
+        .await
+        .expect("every entry plays in every column");
+    assert!(observed.server.starts_with("MariaDB 10."), "{}", observed.server);
+    assert_eq!(
+        observed.cells.len(),
+        atlas::ENTRIES.len() * atlas::MARIADB_COLUMNS.len()
+    );
+    let mut disagreements = Vec::new();
+    for (id, cells) in BY_HAND {
+        for (column, by_hand) in atlas::MARIADB_COLUMNS.iter().zip(cells) {
+            let cell = observed
+                .cells
+                .iter()
+                .find(|c| c.entry.id == id && c.level == column.label)
+                .unwrap_or_else(|| panic!("no cell for {id} at {}", column.label));
+            if cell.cell.label() != by_hand {
+                disagreements.push(format!(
+                    "{id} at {}: {} (by hand: {by_hand})",
+                    column.label,
+                    cell.cell.sentence()
+                ));
+            }
+        }
+    }
+    assert!(disagreements.is_empty(), "\n{}", disagreements.join("\n"));
+    let text = specs::atlas::render(&observed);
+    assert!(text.contains("REPEATABLE READ, snapshot isolation on"), "{text}");
+    assert_eq!(
+        common::mariadb::sandboxes_on_mariadb().await,
+        (0, 0),
+        "every run's database and user are gone"
+    );
 }

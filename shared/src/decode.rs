@@ -453,7 +453,7 @@ mod proof {
 
     impl FromJson for Anomaly {
         fn from_json(json: &Json) -> Result<Self, JsonError> {
-            const ALL: [Anomaly; 11] = [
+            const ALL: [Anomaly; 12] = [
                 Anomaly::DirtyWrite,
                 Anomaly::AbortedRead,
                 Anomaly::IntermediateRead,
@@ -465,6 +465,7 @@ mod proof {
                 Anomaly::PredicateWriteSkew,
                 Anomaly::ReadOnlyTransaction,
                 Anomaly::AntiDependencyCycle,
+                Anomaly::ObservedTransactionVanishes,
             ];
             let name = json.str()?;
             ALL.into_iter()

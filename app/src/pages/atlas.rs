@@ -13,6 +13,15 @@ use shared::versions::short;
 #[component]
 pub fn AtlasPage() -> impl IntoView {
     let observed = fetched(observe_every_version());
+    // MariaDB's, when the reader asks: 65 more runs, on another server.
+    let on_mariadb = RwSignal::new(None::<Result<Observation, String>>);
+    let asked = RwSignal::new(false);
+    let ask = move |_| {
+        asked.set(true);
+        leptos::task::spawn_local(async move {
+            on_mariadb.set(Some(fetch_json::<Observation>("/api/atlas?database=mariadb").await));
+        });
+    };
     view! {
         <article class="rl-atlas">
             <h1>"The anomaly atlas"</h1>
@@ -23,10 +32,29 @@ pub fn AtlasPage() -> impl IntoView {
                 "step, by making one wait, or because no snapshot ever showed it. Open a cell to see its run and "
                 "why; open its spec to change it."
             </p>
-            {move || observed.get().map(|result| match result {
-                Err(message) => view! { <ErrorView message=message /> }.into_any(),
-                Ok(observations) => view! { <Matrix observations=observations /> }.into_any(),
-            }).unwrap_or_else(|| loading("Playing the atlas on this server (39 runs a version)…"))}
+            <section class="rl-atlas-postgres">
+                {move || observed.get().map(|result| match result {
+                    Err(message) => view! { <ErrorView message=message /> }.into_any(),
+                    Ok(observations) => view! { <Matrix observations=observations /> }.into_any(),
+                }).unwrap_or_else(|| loading("Playing the atlas on this server (39 runs a version)…"))}
+            </section>
+            <section class="rl-atlas-mariadb">
+                <h2>"On MariaDB"</h2>
+                <p class="rl-explain">
+                    "The same races on MariaDB (InnoDB): every level it has, and REPEATABLE READ with its snapshot "
+                    "switch ("<code>"innodb_snapshot_isolation"</code>") off, as before MariaDB 11.6.2, and on, as from it. "
+                    "MariaDB gives racelab no proof, so a cell says the anomaly appeared when what the run's reads returned, "
+                    "or the rows it left, show it."
+                </p>
+                {move || match (asked.get(), on_mariadb.get()) {
+                    (false, _) => view! {
+                        <button class="rl-atlas-on-mariadb" on:click=ask>"Play it on MariaDB (65 runs)"</button>
+                    }.into_any(),
+                    (true, None) => loading("Playing the atlas on MariaDB (65 runs)…").into_any(),
+                    (true, Some(Err(message))) => view! { <ErrorView message=message /> }.into_any(),
+                    (true, Some(Ok(observation))) => view! { <Matrix observations=vec![observation] /> }.into_any(),
+                }}
+            </section>
         </article>
     }
 }
@@ -77,7 +105,7 @@ fn Matrix(observations: Vec<Observation>) -> impl IntoView {
                 <tbody>{rows}</tbody>
             </table>
         </div>
-        {legend(versions > 1)}
+        {legend(versions > 1, first.server.starts_with("MariaDB"))}
         {(!notes.is_empty()).then(|| view! {
             <ul class="rl-atlas-notes">
                 {notes.into_iter().map(|n| view! { <li>"* " {n}</li> }).collect_view()}
@@ -166,11 +194,22 @@ fn head(levels: Vec<String>, servers: &[String]) -> impl IntoView + use<> {
 }
 
 /// What each mark means, in words; ≠ only where versions are side by side.
-fn legend(versions_compared: bool) -> impl IntoView {
+fn legend(versions_compared: bool, on_mariadb: bool) -> impl IntoView {
+    let (allowed, refused) = if on_mariadb {
+        (
+            "✗ allowed: what the run's reads returned, or the rows it left, showed the anomaly",
+            "✓ error: MariaDB refused a step, with this error number",
+        )
+    } else {
+        (
+            "✗ allowed: the run's proof found the anomaly",
+            "✓ error: PostgreSQL refused a step, with this SQLSTATE",
+        )
+    };
     view! {
         <ul class="rl-atlas-legend">
-            <li data-kind="allowed">"✗ allowed: the run's proof found the anomaly"</li>
-            <li data-kind="refused">"✓ error: PostgreSQL refused a step, with this SQLSTATE"</li>
+            <li data-kind="allowed">{allowed}</li>
+            <li data-kind="refused">{refused}</li>
             <li data-kind="waited">"✓ waits: a step waited for another's lock, then saw its result"</li>
             <li data-kind="unseen">"✓ not seen: no reader's snapshot showed it"</li>
             {versions_compared.then(|| view! {

@@ -1,11 +1,16 @@
 //! The anomaly atlas on the connected server: every entry of [`shared::atlas`] played at every
-//! level, each cell judged from its own run's proof and steps. Nothing is remembered between
+//! level, each cell judged from its own run's proof and steps (on MariaDB, from what its reads
+//! returned: [`shared::atlas::reads`]). Nothing is remembered between
 //! observations: the matrix is what this server did just now.
 
-use super::{Limits, SpecError};
+use super::{Choice, Limits, SpecError};
+use crate::engine::Lane;
+use crate::engine::lane::Stage;
+use shared::atlas::reads::Facts;
 use shared::atlas::{self, Cell, Entry};
 use shared::proof::{Anomaly, Proof};
-use std::sync::Arc;
+use shared::{Event, EventKind};
+use std::sync::{Arc, Mutex};
 
 /// One cell: an entry at a level, and what its run did.
 #[derive(Clone, Debug)]
@@ -16,21 +21,51 @@ pub struct Observed {
     /// An anomaly further from serial than the entry's that the same run showed.
     pub instead: Option<Anomaly>,
     pub proof: Option<Proof>,
+    /// The same run judged from what its reads returned and the rows it left, as MariaDB's
+    /// cells are (no proof there): on PostgreSQL, checked against [`Observed::cell`].
+    pub by_reads: Cell,
 }
 
 /// The whole matrix, and where and when it was observed.
 #[derive(Clone, Debug)]
 pub struct Atlas {
-    /// `PostgreSQL 15.19 …`, as the server says it.
+    /// `PostgreSQL 15.19 …`, `MariaDB 10.11.19`, as the server says it.
     pub server: String,
     /// When the runs ended, in UTC (`2026-12-05 01:58:03 UTC`).
     pub observed_at: String,
+    /// Its columns, weakest first.
+    pub levels: Vec<&'static str>,
     /// Row by row, each row's levels weakest first.
     pub cells: Vec<Observed>,
 }
 
+/// Keeps every event of a run, to judge the run from them.
+#[derive(Default)]
+struct Kept(Mutex<Vec<EventKind>>);
+
+impl Stage for Kept {
+    fn emit(&self, kind: EventKind) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(kind);
+    }
+
+    fn gate<'a>(&'a self, _: &'a str, _: shared::Service, _: &'a str) -> crate::engine::BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+impl Kept {
+    fn events(&self) -> Vec<Event> {
+        let kinds = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        kinds
+            .into_iter()
+            .zip(0..)
+            .map(|(kind, seq)| Event { seq, at_ms: 0, kind })
+            .collect()
+    }
+}
+
 /// Plays every entry at every level on the PostgreSQL at `url`, one after another (each in a
-/// sandbox of its own, removed after it), and judges each cell.
+/// sandbox of its own, removed after it), and judges each cell from its proof.
 pub async fn observe(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
     let server = server_version(url).await;
     let mut cells = Vec::new();
@@ -38,20 +73,60 @@ pub async fn observe(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
         for level in atlas::LEVELS {
             let spec = super::read(&entry.spec(level), limits)?;
             let run_id = crate::sandbox::new_run_id();
-            let played = super::play_why(url, &run_id, &spec, limits, Arc::new(super::Silent)).await?;
-            let Some(run) = played.into_iter().next() else { continue };
+            let kept = Arc::new(Kept::default());
+            let lanes = |name: &str, quiet: bool| Lane::new(name, kept.clone(), quiet);
+            super::play_on(url, &run_id, &spec, limits, Choice::One(0), &lanes).await?;
+            let events = kept.events();
+            let (proof, steps) = atlas::played(&events);
             cells.push(Observed {
                 entry,
                 level,
-                cell: Cell::judge(entry, run.proof.as_ref(), &run.played),
-                instead: atlas::instead(entry, run.proof.as_ref()),
-                proof: run.proof,
+                cell: Cell::judge(entry, proof.as_ref(), &steps),
+                instead: atlas::instead(entry, proof.as_ref()),
+                by_reads: Cell::judge_by_reads(entry, &Facts::of(&events), &steps),
+                proof,
             });
         }
     }
     Ok(Atlas {
         server,
         observed_at: now_utc(),
+        levels: atlas::LEVELS.to_vec(),
+        cells,
+    })
+}
+
+/// The atlas on the MariaDB at `url`: every entry in each of [`atlas::MARIADB_COLUMNS`], one
+/// after another, each cell judged from what its reads returned and the rows it left
+/// ([`Cell::judge_by_reads`]: MariaDB gives no proof).
+pub async fn observe_mariadb(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
+    let found = crate::health::mariadb(url).await;
+    let server = if found.up { found.detail } else { "MariaDB".to_owned() };
+    let mut cells = Vec::new();
+    for entry in &atlas::ENTRIES {
+        for column in &atlas::MARIADB_COLUMNS {
+            let spec = super::read(&entry.spec_on_mariadb(column), limits)?;
+            let kept = Arc::new(Kept::default());
+            let lanes = |name: &str, quiet: bool| Lane::new(name, kept.clone(), quiet);
+            let running = std::future::pending();
+            super::play_on_mariadb(url, &spec, limits, Choice::One(0), &lanes, running).await?;
+            let events = kept.events();
+            let (_, steps) = atlas::played(&events);
+            let cell = Cell::judge_by_reads(entry, &Facts::of(&events), &steps);
+            cells.push(Observed {
+                entry,
+                level: column.label,
+                cell: cell.clone(),
+                instead: None,
+                proof: None,
+                by_reads: cell,
+            });
+        }
+    }
+    Ok(Atlas {
+        server,
+        observed_at: now_utc(),
+        levels: atlas::MARIADB_COLUMNS.iter().map(|c| c.label).collect(),
         cells,
     })
 }
@@ -86,16 +161,17 @@ pub fn render(atlas: &Atlas) -> String {
         "The anomaly atlas, observed on {} at {}\n\n{:first$}",
         atlas.server, atlas.observed_at, ""
     );
-    for level in atlas::LEVELS {
-        out.push_str(&format!("{level:<18}"));
+    let width = atlas.levels.iter().map(|l| l.len() + 2).max().unwrap_or(18).max(18);
+    for level in &atlas.levels {
+        out.push_str(&format!("{level:<width$}"));
     }
     out = out.trim_end().to_owned();
     out.push('\n');
     let mut notes = Vec::new();
     for entry in &atlas::ENTRIES {
         let mut line = format!("{:first$}", label(entry));
-        for level in atlas::LEVELS {
-            let cell = atlas.cells.iter().find(|c| c.entry.id == entry.id && c.level == level);
+        for level in &atlas.levels {
+            let cell = atlas.cells.iter().find(|c| c.entry.id == entry.id && c.level == *level);
             let text = cell.map_or_else(|| "?".to_owned(), |c| c.cell.label());
             let marked = match cell.and_then(|c| c.instead) {
                 Some(other) => {
@@ -109,14 +185,14 @@ pub fn render(atlas: &Atlas) -> String {
                 }
                 None => text,
             };
-            line.push_str(&format!("{marked:<18}"));
+            line.push_str(&format!("{marked:<width$}"));
         }
         out.push_str(line.trim_end());
         out.push('\n');
     }
     out.push_str(
-        "\nallowed: the run's proof found the anomaly · error: PostgreSQL refused a step · \
-         waits: a step waited for a lock · not seen: no snapshot showed it\n",
+        "\nallowed: the run showed the anomaly (its proof found it; on MariaDB, what its reads returned) · \
+         error: the database refused a step · waits: a step waited for a lock · not seen: no snapshot showed it\n",
     );
     for note in notes {
         out.push_str(&note);

@@ -3,6 +3,8 @@
 //! played at each isolation level. What a cell says is judged here from what the run did (its
 //! proof and its steps), never written down: the atlas holds no expected outcome.
 
+pub mod reads;
+
 use crate::proof::{Anomaly, Proof};
 use crate::spec::PlayedStep;
 use serde::{Deserialize, Serialize};
@@ -27,7 +29,65 @@ impl Entry {
     pub fn spec(&self, level: &str) -> String {
         self.text.replace("@level", level)
     }
+
+    /// The spec on MariaDB, in `column`'s setting: each session sets its level and InnoDB's
+    /// snapshot switch, then starts its transaction (MariaDB's `BEGIN` takes no level).
+    pub fn spec_on_mariadb(&self, column: &Column) -> String {
+        let switch = if column.snapshot_isolation { "ON" } else { "OFF" };
+        // A step held back by a lock another session keeps until a later step gives up after
+        // 2 s, not InnoDB's 50: the cell then says it waited.
+        let begin = format!(
+            "SET SESSION TRANSACTION ISOLATION LEVEL {}; SET SESSION innodb_snapshot_isolation = {switch}; \
+             SET SESSION innodb_lock_wait_timeout = 2; START TRANSACTION;",
+            column.level
+        );
+        format!(
+            "# database: mariadb\n{}",
+            self.text.replace("BEGIN ISOLATION LEVEL @level;", &begin)
+        )
+    }
 }
+
+/// A column of the atlas on MariaDB: its level, and InnoDB's snapshot switch (off before
+/// MariaDB 11.6.2, on from it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// As the page and the command line head the column.
+    pub label: &'static str,
+    /// As `SET SESSION TRANSACTION ISOLATION LEVEL` takes it.
+    pub level: &'static str,
+    pub snapshot_isolation: bool,
+}
+
+/// MariaDB's columns, weakest first: every level InnoDB has (its READ UNCOMMITTED reads what
+/// others have not committed), and REPEATABLE READ with the switch off and on.
+pub const MARIADB_COLUMNS: [Column; 5] = [
+    Column {
+        label: "READ UNCOMMITTED",
+        level: "READ UNCOMMITTED",
+        snapshot_isolation: false,
+    },
+    Column {
+        label: "READ COMMITTED",
+        level: "READ COMMITTED",
+        snapshot_isolation: false,
+    },
+    Column {
+        label: "REPEATABLE READ",
+        level: "REPEATABLE READ",
+        snapshot_isolation: false,
+    },
+    Column {
+        label: "REPEATABLE READ, snapshot isolation on",
+        level: "REPEATABLE READ",
+        snapshot_isolation: true,
+    },
+    Column {
+        label: "SERIALIZABLE",
+        level: "SERIALIZABLE",
+        snapshot_isolation: false,
+    },
+];
 
 /// The levels the atlas plays, weakest first, as `BEGIN ISOLATION LEVEL` takes them.
 /// (PostgreSQL's READ UNCOMMITTED is READ COMMITTED.)
@@ -133,7 +193,10 @@ pub fn find(id: &str) -> Option<&'static Entry> {
 pub fn rank(anomaly: Anomaly) -> u8 {
     match anomaly {
         Anomaly::DirtyWrite => 0,
-        Anomaly::AbortedRead | Anomaly::IntermediateRead | Anomaly::CircularInformationFlow => 1,
+        Anomaly::AbortedRead
+        | Anomaly::IntermediateRead
+        | Anomaly::CircularInformationFlow
+        | Anomaly::ObservedTransactionVanishes => 1,
         Anomaly::LostUpdate | Anomaly::ReadSkew | Anomaly::PredicateManyPreceders => 2,
         Anomaly::WriteSkew => 3,
         Anomaly::PredicateWriteSkew | Anomaly::ReadOnlyTransaction | Anomaly::AntiDependencyCycle => 4,
@@ -146,7 +209,8 @@ pub fn rank(anomaly: Anomaly) -> u8 {
 pub enum Cell {
     /// The anomaly appeared: the run's proof found it (or one closer to serial).
     Allowed { anomaly: Anomaly },
-    /// Prevented by an error: PostgreSQL refused a step with this SQLSTATE.
+    /// Prevented by an error: the database refused a step with this code (PostgreSQL's SQLSTATE,
+    /// MariaDB's error number).
     Refused { code: String },
     /// Prevented by waiting: a step waited for another's lock and then saw its result.
     Waited,
@@ -171,6 +235,24 @@ impl Cell {
         Cell::Unseen
     }
 
+    /// The entry's cell for a run judged from what its reads returned and the rows it left
+    /// ([`reads::showed`]): where there is no proof (MariaDB). Then, as [`Cell::judge`], an
+    /// error, a wait, or nothing seen.
+    /// A step that waited and then timed out waiting ([`reads::ended_a_wait`]) counts as a wait.
+    pub fn judge_by_reads(entry: &Entry, facts: &reads::Facts, steps: &[PlayedStep]) -> Cell {
+        if let Some(anomaly) = reads::showed(entry, facts) {
+            return Cell::Allowed { anomaly };
+        }
+        let steps: Vec<PlayedStep> = steps
+            .iter()
+            .map(|s| PlayedStep {
+                error: s.error.clone().filter(|code| !(s.waited && reads::ended_a_wait(code))),
+                ..s.clone()
+            })
+            .collect();
+        Cell::judge(entry, None, &steps)
+    }
+
     /// Whether the anomaly appeared.
     pub fn allowed(&self) -> bool {
         matches!(self, Cell::Allowed { .. })
@@ -190,7 +272,7 @@ impl Cell {
     pub fn sentence(&self) -> String {
         match self {
             Cell::Allowed { anomaly } => format!("Allowed: the run showed a {} ({}).", anomaly.name(), anomaly.class()),
-            Cell::Refused { code } => format!("Prevented by an error: PostgreSQL refused a step (SQLSTATE {code})."),
+            Cell::Refused { code } => format!("Prevented by an error: the database refused a step ({code})."),
             Cell::Waited => "Prevented by waiting: a step waited for another's lock, then saw its result.".to_owned(),
             Cell::Unseen => "Prevented: no reader's snapshot showed what would have made it.".to_owned(),
         }

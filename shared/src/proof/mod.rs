@@ -190,6 +190,10 @@ pub enum Anomaly {
     PredicateWriteSkew,
     ReadOnlyTransaction,
     AntiDependencyCycle,
+    /// A reader sees one transaction's writes, then part of a later one's that overwrote them
+    /// (Hermitage's OTV): named by the atlas from what the reads returned, where no proof can
+    /// be had (MariaDB); the proof's cycles never name it.
+    ObservedTransactionVanishes,
 }
 
 impl Anomaly {
@@ -207,6 +211,7 @@ impl Anomaly {
             Anomaly::PredicateWriteSkew => "predicate_write_skew",
             Anomaly::ReadOnlyTransaction => "read_only_transaction",
             Anomaly::AntiDependencyCycle => "anti_dependency_cycle",
+            Anomaly::ObservedTransactionVanishes => "observed_transaction_vanishes",
         }
     }
 
@@ -220,6 +225,7 @@ impl Anomaly {
             Anomaly::LostUpdate | Anomaly::ReadSkew | Anomaly::PredicateManyPreceders => "G-single",
             Anomaly::WriteSkew => "G2-item",
             Anomaly::PredicateWriteSkew | Anomaly::ReadOnlyTransaction | Anomaly::AntiDependencyCycle => "G2",
+            Anomaly::ObservedTransactionVanishes => "OTV",
         }
     }
 
@@ -237,6 +243,7 @@ impl Anomaly {
             Anomaly::PredicateWriteSkew => "write skew on a predicate",
             Anomaly::ReadOnlyTransaction => "read-only transaction anomaly",
             Anomaly::AntiDependencyCycle => "anti-dependency cycle",
+            Anomaly::ObservedTransactionVanishes => "observed transaction vanishes",
         }
     }
 }
