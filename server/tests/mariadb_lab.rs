@@ -19,7 +19,8 @@
 //! - approve: SERIALIZABLE + retry ends as write skew's (bob rolled back, his retry rejects); the
 //!   row lock makes bob wait, then reject; the conditional UPDATE waits, then changes 0 rows;
 //! - lost update, READ COMMITTED / REPEATABLE READ switch off: bob's write erases alice's ($800);
-//!   switch on: bob's write is refused (1020): $1,200;
+//!   switch on: bob's write is refused (1020): $1,200; `spent = spent + x`: bob's UPDATE waits
+//!   for alice's row lock, then adds ($2,000), as `mariadb_sessions.rs` saw it first;
 //! - the row lock at REPEATABLE READ (and READ COMMITTED): bob's `FOR UPDATE` waits ~2 s for
 //!   alice; after her commit his SUM reads $3,000 and he rejects (InnoDB makes the read view at
 //!   the first plain read, after the wait);
@@ -125,6 +126,15 @@ const APPROVE_CONDITIONAL: &str = "\
 [alice] commit
 [bob] UPDATE matched 0 rows: $3,000 does not fit, rejected
 approved 1 expense(s) totalling $3,000 on a $5,000 budget";
+
+const ADDED_ATOMICALLY: &str = "\
+--- lost update, mariadb-atomic ---
+[alice] add $1,200 -> spent = $1,200 (not committed yet)
+[bob] waiting for alice's row lock
+[alice] commit
+[bob] add $800 -> spent = $2,000
+[bob] commit
+final spent = $2,000 (expected $2,000)";
 
 const ROW_LOCK: &str = "\
 [alice] locked team design
@@ -283,6 +293,15 @@ fn cases() -> Vec<Case> {
         case(lu, rc, erased(rc), 800, &[], reproduced, RC),
         case(lu, rr, erased(rr), 800, &[], reproduced, OFF),
         case(lu, snap, LOST_UPDATE_REFUSED.to_owned(), 1_200, &[], prevented, ON),
+        case(
+            lu,
+            "mariadb-atomic",
+            ADDED_ATOMICALLY.to_owned(),
+            2_000,
+            &[],
+            prevented,
+            RC,
+        ),
         // Carol approves at READ COMMITTED whatever the report's level.
         case(
             rs,
@@ -501,6 +520,7 @@ fn what_happened(run: &Finished) -> &'static str {
         (0, Some(0), 2) => "both-commit",
         (0, Some(800), 0) => "bob-erases",
         (1, Some(1_200), 0) if failed_with("bob", "1020") => "bob-1020",
+        (0, Some(2_000), 0) if bob_waited_for_alice => "bob-waits",
         _ => "none of the choices",
     }
 }

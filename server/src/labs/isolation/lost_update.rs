@@ -49,6 +49,11 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             "MariaDB REPEATABLE READ, snapshot isolation on",
             "MariaDB 11.6.2's default: Bob's write is refused with 1020",
         ),
+        (
+            "mariadb-atomic",
+            "MariaDB spent = spent + x",
+            "The database does the math; Bob waits for Alice's row lock, then adds",
+        ),
     ],
     steppable: true,
     workload: false,
@@ -107,6 +112,11 @@ static PREDICT: PredictDef = PredictDef {
             "mariadb-repeatable-read-snapshot",
             "bob-1020",
             "With innodb_snapshot_isolation on, a write to a row changed since the snapshot read it is refused (1020), as PostgreSQL refuses it with 40001.",
+        ),
+        (
+            "mariadb-atomic",
+            "bob-waits",
+            "Each UPDATE adds to the row as it is now; Bob's waits for the row lock Alice's holds until she commits, then adds to her $1,200.",
         ),
     ],
 };

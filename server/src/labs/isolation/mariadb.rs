@@ -49,8 +49,9 @@ pub fn setting_of(variant: &str) -> Option<Setting> {
         "mariadb-batch-read-committed" => (Level::ReadCommitted, false),
         // The deadlock's approvals run at READ COMMITTED, as on PostgreSQL.
         "mariadb-opposite-order" | "mariadb-same-order" => (Level::ReadCommitted, false),
-        // So do the row lock's and the conditional UPDATE's, as on PostgreSQL.
-        "mariadb-for-update" | "mariadb-conditional" => (Level::ReadCommitted, false),
+        // So do the row lock's, the conditional UPDATE's and the atomic addition's, as on
+        // PostgreSQL.
+        "mariadb-for-update" | "mariadb-conditional" | "mariadb-atomic" => (Level::ReadCommitted, false),
         _ => return None,
     };
     Some(Setting {
@@ -341,6 +342,11 @@ pub async fn lost_update(
     set_up(run).await?;
     let alice = run.mariadb_actor("alice", setting).await?;
     let bob = run.mariadb_actor("bob", setting).await?;
+    if variant == "mariadb-atomic" {
+        add_atomically(&alice, &bob, adds).await?;
+        let expected = ledger_of(&[(TEAM, BUDGET, adds.0 + adds.1)], &[]);
+        return Ok((finish(run, expected).await?, true));
+    }
     let alice_read = read_spent(&alice).await?;
     let bob_read = read_spent(&bob).await?;
     write_spent(&alice, alice_read + adds.0).await?;
@@ -361,6 +367,38 @@ pub async fn lost_update(
     };
     let expected = ledger_of(&[(TEAM, BUDGET, adds.0 + adds.1)], &[]);
     Ok((finish(run, expected).await?, bob_committed))
+}
+
+/// The lost update's fix: each lets the database add (`spent = spent + x`); bob's UPDATE waits
+/// for the row lock alice's holds until she commits, then adds to her total. (MariaDB's UPDATE
+/// returns no row: each reads the total it left, in its own transaction.)
+async fn add_atomically(
+    alice: &MariaActor,
+    bob: &MariaActor,
+    (alice_adds, bob_adds): (i64, i64),
+) -> Result<(), RunError> {
+    let add = |amount: i64| format!("UPDATE teams SET spent = spent + {amount} WHERE id = '{TEAM}'");
+    alice.query(&add(alice_adds)).await?;
+    let spent = alice.query(READ_SPENT).await?.int()?;
+    alice.say(format!(
+        "add {} -> spent = {} (not committed yet)",
+        shared::usd(alice_adds),
+        shared::usd(spent)
+    ));
+    let (bob_waits, by) = bob.start(&add(bob_adds)).await?.expect_blocked().await?;
+    bob.say(format!("waiting for {}'s row lock", by.join(", ")));
+    alice.say("commit");
+    alice.commit().await?;
+    bob_waits.finish().await?;
+    let spent = bob.query(READ_SPENT).await?.int()?;
+    bob.say(format!(
+        "add {} -> spent = {}",
+        shared::usd(bob_adds),
+        shared::usd(spent)
+    ));
+    bob.commit().await?;
+    bob.say("commit");
+    Ok(())
 }
 
 /// Read skew on MariaDB: carol approves $1,000; the report reads the total; carol approves $250
