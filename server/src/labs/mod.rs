@@ -310,6 +310,20 @@ mod tests {
         assert_eq!(ids.len(), count, "duplicate scenario ids");
     }
 
+    /// The isolation lab plays whole on MariaDB: each of its PostgreSQL variants has one of the
+    /// same name there (`mariadb-…`), so the database picker keeps the reader's choice.
+    #[test]
+    fn every_isolation_variant_has_its_mariadb_counterpart() {
+        let isolation = LABS.iter().find(|l| l.id == "isolation").expect("the isolation lab");
+        for scenario in isolation.scenarios {
+            let ids: Vec<&str> = scenario.variants.iter().map(|(id, _, _)| *id).collect();
+            for id in ids.iter().filter(|id| !id.starts_with(shared::catalog::MARIADB_PREFIX)) {
+                let there = format!("{}{id}", shared::catalog::MARIADB_PREFIX);
+                assert!(ids.contains(&there.as_str()), "{}: no {there}", scenario.id);
+            }
+        }
+    }
+
     /// A question is only fair if every variant has one answer among the choices, and the
     /// choices can be told apart.
     #[test]
