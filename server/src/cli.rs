@@ -908,26 +908,13 @@ async fn atlas_on(database: Option<Database>, why: bool, config: Config) -> Exit
 /// `racelab atlas --database mariadb`: the matrix on MariaDB; `why` says why there is no proof.
 async fn atlas_on_mariadb(why: bool, config: Config) -> ExitCode {
     let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(10));
-    let observed = tokio::select! {
-        observed = crate::specs::atlas::observe_mariadb(&config.mariadb_url, &limits) => observed,
-        () = interrupted() => {
-            eprintln!("racelab: interrupted; the sweep removes the run it was playing");
-            return ExitCode::from(130);
+    let observing = crate::specs::atlas::observe_mariadb(&config.mariadb_url, &limits);
+    print_atlas(observing, |_| {
+        if why {
+            println!("\n{}", crate::specs::mariadb::NO_PROOF);
         }
-    };
-    match observed {
-        Ok(atlas) => {
-            print!("{}", crate::specs::atlas::render(&atlas));
-            if why {
-                println!("\n{}", crate::specs::mariadb::NO_PROOF);
-            }
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("racelab: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    })
+    .await
 }
 
 async fn atlas(why: bool, config: Config) -> ExitCode {
@@ -936,8 +923,29 @@ async fn atlas(why: bool, config: Config) -> ExitCode {
         Err(code) => return code,
     };
     let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(10));
+    print_atlas(crate::specs::atlas::observe(&url, &limits), |atlas| {
+        if !why {
+            return;
+        }
+        for cell in &atlas.cells {
+            let Some(proof) = &cell.proof else { continue };
+            println!("\n{} at {}: {}", cell.entry.name, cell.level, cell.cell.sentence());
+            for line in &proof.lines {
+                println!("  {line}");
+            }
+        }
+    })
+    .await
+}
+
+/// Prints the atlas `observing` plays, then what `after` adds (each cell's proof); Ctrl-C
+/// stops it (130).
+async fn print_atlas(
+    observing: impl std::future::Future<Output = Result<crate::specs::atlas::Atlas, crate::specs::SpecError>>,
+    after: impl FnOnce(&crate::specs::atlas::Atlas),
+) -> ExitCode {
     let observed = tokio::select! {
-        observed = crate::specs::atlas::observe(&url, &limits) => observed,
+        observed = observing => observed,
         () = interrupted() => {
             eprintln!("racelab: interrupted; the sweep removes the run it was playing");
             return ExitCode::from(130);
@@ -946,15 +954,7 @@ async fn atlas(why: bool, config: Config) -> ExitCode {
     match observed {
         Ok(atlas) => {
             print!("{}", crate::specs::atlas::render(&atlas));
-            if why {
-                for cell in &atlas.cells {
-                    let Some(proof) = &cell.proof else { continue };
-                    println!("\n{} at {}: {}", cell.entry.name, cell.level, cell.cell.sentence());
-                    for line in &proof.lines {
-                        println!("  {line}");
-                    }
-                }
-            }
+            after(&atlas);
             ExitCode::SUCCESS
         }
         Err(error) => {
