@@ -305,7 +305,7 @@ async fn spec_run_on_mariadb(
             for permutation in &played {
                 print_checks_and_proof(permutation);
                 if why {
-                    eprintln!("{}", crate::specs::mariadb::NO_PROOF);
+                    eprintln!("{}", crate::specs::mariadb::no_proof());
                 }
             }
             if !played.is_empty() && spec.checks.is_empty() {
@@ -911,7 +911,7 @@ async fn atlas_on_mariadb(why: bool, config: Config) -> ExitCode {
     let observing = crate::specs::atlas::observe_mariadb(&config.mariadb_url, &limits);
     print_atlas(observing, |_| {
         if why {
-            println!("\n{}", crate::specs::mariadb::NO_PROOF);
+            println!("\n{}", crate::specs::mariadb::no_proof());
         }
     })
     .await

@@ -34,6 +34,13 @@ impl RetryPolicy {
     pub fn max_wait(&self, attempt: u32) -> Duration {
         self.base.saturating_mul(2u32.saturating_pow(attempt)).min(self.cap)
     }
+
+    /// The wait after failed attempt `attempt`: a random time up to [`RetryPolicy::max_wait`]
+    /// (full jitter, so retrying actors spread out).
+    pub async fn pause(&self, attempt: u32) {
+        let wait = rand::rng().random_range(Duration::ZERO..=self.max_wait(attempt));
+        tokio::time::sleep(wait).await;
+    }
 }
 
 /// What a retried transaction ended with.
@@ -75,8 +82,7 @@ where
                         last: error,
                     });
                 }
-                let wait = rand::rng().random_range(Duration::ZERO..=policy.max_wait(attempt));
-                tokio::time::sleep(wait).await;
+                policy.pause(attempt).await;
                 attempt += 1;
             }
             Err(other) => {

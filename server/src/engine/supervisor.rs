@@ -826,7 +826,8 @@ impl Engine {
     ) -> Ended {
         let (scenario, variant, mode) = (&request.scenario, request.variant.as_str(), request.mode);
         let services = &server.reach.services;
-        let reach = self.reach_for(server, mode, scenario.budget(variant).of(shared::Service::Mariadb));
+        let budget = scenario.budget(variant);
+        let reach = self.reach_for(server, mode, budget.of(shared::Service::Mariadb));
         // The monitor and the actors' sessions connect while the sandbox is made: none waits
         // for another. A sandbox made for this run gets an id of its own, never the run's: its
         // names are seen by every role on the server, and the run's id fetches its transcript.
@@ -836,7 +837,7 @@ impl Engine {
         sandbox::remember(run_id, &names.run_id);
         let ahead = scenario.sessions_ahead(variant);
         // Its budget and its monitor: the most sessions of its own the run may hold.
-        let most = usize::try_from(scenario.budget(variant).sessions()).unwrap_or(usize::MAX);
+        let most = usize::try_from(budget.sessions()).unwrap_or(usize::MAX);
         let (made, sessions) = tokio::join!(
             async {
                 match ready {

@@ -9,6 +9,7 @@ use crate::engine::lane::Stage;
 use shared::atlas::reads::Facts;
 use shared::atlas::{self, Cell, Entry};
 use shared::proof::{Anomaly, Proof};
+use shared::spec::Database;
 use shared::{Event, EventKind};
 use std::sync::{Arc, Mutex};
 
@@ -67,66 +68,56 @@ impl Kept {
 /// Plays every entry at every level on the PostgreSQL at `url`, one after another (each in a
 /// sandbox of its own, removed after it), and judges each cell from its proof.
 pub async fn observe(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
-    let server = server_version(url).await;
-    let mut cells = Vec::new();
-    for entry in &atlas::ENTRIES {
-        for level in atlas::LEVELS {
-            let spec = super::read(&entry.spec(level), limits)?;
-            let run_id = crate::sandbox::new_run_id();
-            let kept = Arc::new(Kept::default());
-            let lanes = |name: &str, quiet: bool| Lane::new(name, kept.clone(), quiet);
-            super::play_on(url, &run_id, &spec, limits, Choice::One(0), &lanes).await?;
-            let events = kept.events();
-            let (proof, steps) = atlas::played(&events);
-            cells.push(Observed {
-                entry,
-                level,
-                cell: Cell::judge(entry, proof.as_ref(), &steps),
-                instead: atlas::instead(entry, proof.as_ref()),
-                by_reads: Cell::judge_by_reads(entry, &Facts::of(&events), &steps),
-                proof,
-            });
-        }
-    }
-    Ok(Atlas {
-        server,
-        observed_at: now_utc(),
-        levels: atlas::LEVELS.to_vec(),
-        cells,
-    })
+    observe_on(url, limits, Database::Postgresql).await
 }
 
-/// The atlas on the MariaDB at `url`: every entry in each of [`atlas::MARIADB_COLUMNS`], one
-/// after another, each cell judged from what its reads returned and the rows it left
-/// ([`Cell::judge_by_reads`]: MariaDB gives no proof).
+/// The atlas on the MariaDB at `url`: every entry in each of [`atlas::MARIADB_COLUMNS`], each
+/// cell judged from what its reads returned and the rows it left ([`Cell::judge_by_reads`]:
+/// MariaDB gives no proof).
 pub async fn observe_mariadb(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
-    let found = crate::health::mariadb(url).await;
-    let server = if found.up { found.detail } else { "MariaDB".to_owned() };
-    let mut cells = Vec::new();
-    for entry in &atlas::ENTRIES {
-        for column in &atlas::MARIADB_COLUMNS {
-            let spec = super::read(&entry.spec_on_mariadb(column), limits)?;
-            let kept = Arc::new(Kept::default());
-            let lanes = |name: &str, quiet: bool| Lane::new(name, kept.clone(), quiet);
-            let running = std::future::pending();
-            super::play_on_mariadb(url, &spec, limits, Choice::One(0), &lanes, running).await?;
-            let events = kept.events();
-            let (_, steps) = atlas::played(&events);
-            let cell = Cell::judge_by_reads(entry, &Facts::of(&events), &steps);
-            cells.push(Observed {
-                entry,
-                level: column.label,
-                cell: cell.clone(),
-                instead: None,
-                proof: None,
-                by_reads: cell,
-            });
+    observe_on(url, limits, Database::Mariadb).await
+}
+
+/// Every cell of the atlas on `database` at `url`, one after another, each in a sandbox of its
+/// own: judged as its database allows ([`Cell::of_run`]), and by its reads beside it.
+async fn observe_on(url: &str, limits: &Limits, database: Database) -> Result<Atlas, SpecError> {
+    let server = match database {
+        Database::Postgresql => server_version(url).await,
+        Database::Mariadb => {
+            let found = crate::health::mariadb(url).await;
+            if found.up { found.detail } else { "MariaDB".to_owned() }
         }
+    };
+    let mut cells = Vec::new();
+    for (entry, level, text) in atlas::cells_on(database) {
+        let spec = super::read(&text, limits)?;
+        let kept = Arc::new(Kept::default());
+        let lanes = |name: &str, quiet: bool| Lane::new(name, kept.clone(), quiet);
+        match database {
+            Database::Postgresql => {
+                let run_id = crate::sandbox::new_run_id();
+                super::play_on(url, &run_id, &spec, limits, Choice::One(0), &lanes).await?
+            }
+            Database::Mariadb => {
+                let running = std::future::pending();
+                super::play_on_mariadb(url, &spec, limits, Choice::One(0), &lanes, running).await?
+            }
+        };
+        let events = kept.events();
+        let (proof, steps) = atlas::played(&events);
+        cells.push(Observed {
+            entry,
+            level,
+            cell: Cell::of_run(entry, database, &events),
+            instead: atlas::instead(entry, proof.as_ref()),
+            by_reads: Cell::judge_by_reads(entry, &Facts::of(&events), &steps),
+            proof,
+        });
     }
     Ok(Atlas {
         server,
         observed_at: now_utc(),
-        levels: atlas::MARIADB_COLUMNS.iter().map(|c| c.label).collect(),
+        levels: atlas::columns_on(database),
         cells,
     })
 }

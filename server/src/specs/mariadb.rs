@@ -33,8 +33,9 @@ pub const WHY_NO_PROOF: &str =
     "its witness is a PostgreSQL trigger that reports each write as a notice, and MariaDB's triggers cannot send one";
 
 /// [`WHY_NO_PROOF`], as a spec run's page and the command line say it.
-pub const NO_PROOF: &str = "racelab cannot see why on MariaDB: its witness is a PostgreSQL trigger that reports each \
-     write as a notice, and MariaDB's triggers cannot send one";
+pub fn no_proof() -> String {
+    format!("racelab cannot see why on MariaDB: {WHY_NO_PROOF}")
+}
 
 /// A spec run's sandbox on MariaDB, removed when the play ends however it ends: closed by the
 /// play, or, dropped mid-play (a run cancelled, its reader gone), on a task of its own.
@@ -317,11 +318,6 @@ mod tests {
             read_rows("t", &["id".into(), "a`b".into()]),
             "SELECT JSON_ARRAY(`id`, `a``b`) AS r FROM `t` ORDER BY 1 LIMIT 1000"
         );
-    }
-
-    #[test]
-    fn the_page_and_the_command_line_give_one_reason() {
-        assert!(NO_PROOF.ends_with(WHY_NO_PROOF));
     }
 
     #[test]

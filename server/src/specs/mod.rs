@@ -356,7 +356,7 @@ async fn play_confined(
 /// [`play_on`], on the MariaDB at `url`: a database and user of the run's own there, removed
 /// whatever happens (`stop` too ends the play early, its sandbox removed: the command line's
 /// Ctrl-C); each statement bounded by the sandbox's watchdog above the step limit, as
-/// PostgreSQL's statement timeout is. No proof: [`mariadb::NO_PROOF`].
+/// PostgreSQL's statement timeout is. No proof: [`mariadb::no_proof`].
 pub async fn play_on_mariadb(
     url: &str,
     spec: &Spec,
@@ -480,7 +480,7 @@ async fn play_one(
                 // Said where a proof would be: the page shows why there is none.
                 control_lane.emit(EventKind::Say {
                     actor: None,
-                    line: format!("racelab: {}", mariadb::NO_PROOF),
+                    line: format!("racelab: {}", mariadb::no_proof()),
                 });
             }
         }

@@ -162,9 +162,8 @@ pub struct Player<'a> {
     lanes: Vec<Lane>,
     printer: Printer,
     step_wait: Duration,
+    /// How it sees who waits, which also says the server it plays on ([`Player::service`]).
     watch: Watch,
-    /// The server the spec plays on, as its steps are drawn.
-    service: Service,
     active: Vec<Option<Active>>,
     total_notices: Vec<u64>,
     any_new_notice: bool,
@@ -236,10 +235,6 @@ impl<'a> Player<'a> {
         watch: Watch,
     ) -> Player<'a> {
         let n = sessions.len();
-        let service = match watch {
-            Watch::Postgres(_) => Service::Postgres,
-            Watch::Mariadb { .. } => Service::Mariadb,
-        };
         Player {
             spec,
             control,
@@ -249,7 +244,6 @@ impl<'a> Player<'a> {
             printer: Printer { pending: String::new() },
             step_wait,
             watch,
-            service,
             active: (0..n).map(|_| None).collect(),
             total_notices: vec![0; n],
             any_new_notice: false,
@@ -312,7 +306,7 @@ impl<'a> Player<'a> {
             };
             self.control.take_notices();
             if let Some(failure) = &answer.failure {
-                failed_on(&self.control_lane, self.service, sql, failure);
+                failed_on(&self.control_lane, self.service(), sql, failure);
                 return Err(Stopped::Setup(failure.line()));
             }
             self.print_last(None, &answer);
@@ -325,7 +319,7 @@ impl<'a> Player<'a> {
             let answer = self.bounded(Some(i), &what, sql).await?;
             self.print_notices(i);
             if let Some(failure) = &answer.failure {
-                failed_on(&self.lanes[i], self.service, sql, failure);
+                failed_on(&self.lanes[i], self.service(), sql, failure);
                 return Err(Stopped::SessionSetup {
                     session: self.spec.sessions[i].name.clone(),
                     message: failure.line(),
@@ -409,7 +403,7 @@ impl<'a> Player<'a> {
     pub async fn snapshot(&mut self) -> shared::Ledger {
         let mut ledger = shared::Ledger::default();
         let mut room = LEDGER_AT_MOST;
-        let list = match self.service {
+        let list = match self.service() {
             // The run's database's tables, each named twice (its name is its key there).
             Service::Mariadb => super::mariadb::LIST_TABLES,
             _ => {
@@ -452,7 +446,7 @@ impl<'a> Player<'a> {
         name: String,
         room: &mut usize,
     ) -> Result<Option<shared::Table>, Stopped> {
-        let listing = match self.service {
+        let listing = match self.service() {
             Service::Mariadb => super::mariadb::list_columns(&name),
             _ => format!(
                 "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) {} \
@@ -471,7 +465,7 @@ impl<'a> Player<'a> {
         }
         let quote = crate::sandbox::postgres::quote_ident;
         let quoted: Vec<String> = columns.iter().map(|c| quote(c)).collect();
-        let reading = match self.service {
+        let reading = match self.service() {
             Service::Mariadb => super::mariadb::read_rows(&name, &columns),
             // One implicit transaction: the setting is the read's alone (`true`: local).
             _ => format!(
@@ -600,9 +594,12 @@ impl<'a> Player<'a> {
             .map_or_else(String::new, |a| steps[a.index].name.clone())
     }
 
-    /// The server the spec plays on.
+    /// The server the spec plays on, as its steps are drawn.
     pub fn service(&self) -> Service {
-        self.service
+        match self.watch {
+            Watch::Postgres(_) => Service::Postgres,
+            Watch::Mariadb { .. } => Service::Mariadb,
+        }
     }
 
     /// The steps of the permutation played last, as played.
@@ -614,8 +611,8 @@ impl<'a> Player<'a> {
     async fn launch(&mut self, steps: &[PermutationStep], index: usize, session: usize) {
         let step = &steps[index];
         let sql = self.sql_of(step);
-        self.lanes[session].gate(self.service, sql).await;
-        self.lanes[session].step(self.service, sql, &[], None);
+        self.lanes[session].gate(self.service(), sql).await;
+        self.lanes[session].step(self.service(), sql, &[], None);
         self.played.push(PlayedStep {
             name: step.name.clone(),
             session: self.spec.sessions[session].name.clone(),

@@ -15,6 +15,7 @@ use axum::Json;
 use axum::extract::Query;
 use axum::extract::State;
 use shared::atlas::{self, Cell, Entry, Observation, ObservedCell, ObservedRow};
+use shared::spec::Database;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,11 +32,28 @@ pub const FRESH_FOR: Duration = Duration::from_secs(600);
 #[derive(Default)]
 pub struct Kept(Mutex<HashMap<String, (Instant, Observation)>>);
 
-/// Where the atlas is observed.
+/// Where the atlas is observed: MariaDB, or PostgreSQL of a major version.
 #[derive(Clone, Copy)]
 enum On {
     Postgres(u32),
     Mariadb,
+}
+
+impl On {
+    fn database(self) -> Database {
+        match self {
+            On::Postgres(_) => Database::Postgresql,
+            On::Mariadb => Database::Mariadb,
+        }
+    }
+
+    /// The version a run must play on, where there is a choice.
+    fn major(self) -> Option<u32> {
+        match self {
+            On::Postgres(major) => Some(major),
+            On::Mariadb => None,
+        }
+    }
 }
 
 /// `?postgres=18` picks the version to observe on (the server's first by default). The query is
@@ -73,23 +91,13 @@ pub async fn handler(
     Ok(Json(observation))
 }
 
-/// One cell's run: saved, queued, played, and read back from the store; judged from its proof,
-/// or on MariaDB from what its reads returned.
+/// One cell's run (`entry` at `level`, playing `text`): saved, queued, played, and read back
+/// from the store; judged as its database allows ([`Cell::of_run`]).
 async fn cell(
     state: &AppState,
-    (entry, level): (&'static Entry, &'static str),
+    (entry, level, text): (&'static Entry, &'static str, String),
     on: On,
 ) -> Result<(ObservedCell, String), ApiError> {
-    let (text, major) = match on {
-        On::Postgres(major) => (entry.spec(level), Some(major)),
-        On::Mariadb => {
-            let column = atlas::MARIADB_COLUMNS
-                .iter()
-                .find(|c| c.label == level)
-                .ok_or_else(|| ApiError::Internal(format!("no MariaDB column {level:?}")))?;
-            (entry.spec_on_mariadb(column), None)
-        }
-    };
     let spec_id = state.engine.store.save_spec(&text).await?;
     let scenario = crate::specs::scenario::SpecScenario::new(&spec_id, &text)
         .map_err(|e| ApiError::Internal(format!("the atlas's {} spec: {e}", entry.id)))?;
@@ -99,7 +107,7 @@ async fn cell(
             Arc::new(scenario) as Arc<dyn crate::engine::Scenario>,
             "p1",
             shared::Mode::Auto,
-            major,
+            on.major(),
         )
         .await
         .map_err(|e| match e {
@@ -131,14 +139,10 @@ async fn cell(
         )));
     }
     let server = run.server().unwrap_or_default().to_owned();
-    let (proof, steps) = atlas::played(&run.events);
-    let cell = match on {
-        On::Postgres(_) => Cell::judge(entry, proof.as_ref(), &steps),
-        On::Mariadb => Cell::judge_by_reads(entry, &atlas::reads::Facts::of(&run.events), &steps),
-    };
+    let (proof, _) = atlas::played(&run.events);
     let observed = ObservedCell {
         level: level.to_owned(),
-        cell,
+        cell: Cell::of_run(entry, on.database(), &run.events),
         instead: atlas::instead(entry, proof.as_ref()),
         run_id,
         spec_id,
@@ -147,15 +151,11 @@ async fn cell(
 }
 
 async fn observe(state: &AppState, on: On) -> Result<Observation, ApiError> {
-    let levels: Vec<&'static str> = match on {
-        On::Postgres(_) => atlas::LEVELS.to_vec(),
-        On::Mariadb => atlas::MARIADB_COLUMNS.iter().map(|c| c.label).collect(),
-    };
-    let pairs: Vec<(&'static Entry, &'static str)> = atlas::ENTRIES
-        .iter()
-        .flat_map(|entry| levels.iter().map(move |level| (entry, *level)))
+    let levels = atlas::columns_on(on.database());
+    let runs: Vec<_> = atlas::cells_on(on.database())
+        .into_iter()
+        .map(|planned| cell(state, planned, on))
         .collect();
-    let runs: Vec<_> = pairs.into_iter().map(|pair| cell(state, pair, on)).collect();
     let cells: Vec<_> = match on {
         On::Postgres(_) => futures_util::future::join_all(runs).await,
         // A few at a time: InnoDB shows a lock wait only in lock tables it refreshes at most

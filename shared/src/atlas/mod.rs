@@ -181,6 +181,33 @@ const fn entry(id: &'static str, class: &'static str, name: &'static str, rank: 
     }
 }
 
+/// The atlas's columns on `database`, weakest first, as its matrix heads them.
+pub fn columns_on(database: crate::spec::Database) -> Vec<&'static str> {
+    match database {
+        crate::spec::Database::Postgresql => LEVELS.to_vec(),
+        crate::spec::Database::Mariadb => MARIADB_COLUMNS.iter().map(|c| c.label).collect(),
+    }
+}
+
+/// Every cell the atlas plays on `database`, row by row, each row's columns weakest first: its
+/// entry, its column's heading, and the spec its run plays.
+pub fn cells_on(database: crate::spec::Database) -> Vec<(&'static Entry, &'static str, String)> {
+    ENTRIES
+        .iter()
+        .flat_map(|entry| -> Vec<(&'static Entry, &'static str, String)> {
+            match database {
+                crate::spec::Database::Postgresql => {
+                    LEVELS.iter().map(|level| (entry, *level, entry.spec(level))).collect()
+                }
+                crate::spec::Database::Mariadb => MARIADB_COLUMNS
+                    .iter()
+                    .map(|column| (entry, column.label, entry.spec_on_mariadb(column)))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
 /// The entry at `id`.
 pub fn find(id: &str) -> Option<&'static Entry> {
     ENTRIES.iter().find(|e| e.id == id)
@@ -251,6 +278,16 @@ impl Cell {
             })
             .collect();
         Cell::judge(entry, None, &steps)
+    }
+
+    /// The cell of `entry`'s run on `database`, from its events: judged from its proof on
+    /// PostgreSQL, from what its reads returned on MariaDB (which gives no proof).
+    pub fn of_run(entry: &Entry, database: crate::spec::Database, events: &[crate::Event]) -> Cell {
+        let (proof, steps) = played(events);
+        match database {
+            crate::spec::Database::Postgresql => Cell::judge(entry, proof.as_ref(), &steps),
+            crate::spec::Database::Mariadb => Cell::judge_by_reads(entry, &reads::Facts::of(events), &steps),
+        }
     }
 
     /// Whether the anomaly appeared.
@@ -355,6 +392,23 @@ pub fn played(events: &[crate::Event]) -> (Option<Proof>, Vec<PlayedStep>) {
 mod tests {
     use super::*;
     use crate::spec::parse;
+
+    #[test]
+    fn the_cells_on_mariadb_are_every_entry_in_each_column_in_mariadbs_sql() {
+        use crate::spec::Database;
+        let cells = cells_on(Database::Mariadb);
+        assert_eq!(cells.len(), ENTRIES.len() * MARIADB_COLUMNS.len());
+        assert_eq!(columns_on(Database::Mariadb).len(), MARIADB_COLUMNS.len());
+        for (entry, label, text) in &cells {
+            let spec = parse(text).unwrap_or_else(|e| panic!("{} at {label}: {e:?}", entry.id));
+            assert_eq!(spec.database, Database::Mariadb);
+            assert!(!text.contains("BEGIN ISOLATION LEVEL"), "{}", entry.id);
+        }
+        let (first, label, text) = &cells[MARIADB_COLUMNS.len() - 1];
+        assert_eq!((first.id, *label), ("g0", "SERIALIZABLE"));
+        assert!(text.contains("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE;"));
+        assert_eq!(cells_on(Database::Postgresql).len(), ENTRIES.len() * LEVELS.len());
+    }
 
     #[test]
     fn every_entry_is_a_spec_at_every_level_with_one_permutation() {

@@ -53,10 +53,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
     steppable: true,
     workload: false,
     sandbox: super::SANDBOX,
-    actors: |variant| match super::mariadb::setting_of(variant) {
-        Some(setting) => actors_at(&["alice", "bob"], &super::mariadb::detail_of(setting)),
-        None => actors_at(&["alice", "bob"], level_of(variant).sql()),
-    },
+    actors: |variant| actors_at(&["alice", "bob"], &super::session_detail(variant)),
     budget: None,
     play: |run, variant| Box::pin(play(run, variant)),
     summarize: None,

@@ -13,6 +13,7 @@
 
 use super::write_skew::{overspend_verdict, race};
 use super::{AMOUNT, BUDGET, TEAM, ledger_after, ledger_before, ledger_of, say_totals};
+use crate::engine::mariadb::Setting;
 use crate::engine::{Level, Run, RunError};
 use crate::labs::{PredictDef, ScenarioDef};
 use shared::event::ActorInfo;
@@ -56,7 +57,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
             ActorInfo {
                 name: "batch".into(),
                 detail: super::mariadb::setting_of(variant)
-                    .map_or_else(|| batch_level(variant).sql().to_owned(), super::mariadb::detail_of),
+                    .map_or_else(|| batch_level(variant).sql().to_owned(), Setting::detail),
             },
         ]
     },

@@ -60,11 +60,6 @@ pub fn setting_of(variant: &str) -> Option<Setting> {
     })
 }
 
-/// The run header's word for a MariaDB session ([`Setting::detail`]).
-pub fn detail_of(setting: Setting) -> String {
-    setting.detail()
-}
-
 /// The running total, read by the application.
 pub const READ_SPENT: &str = "SELECT spent FROM teams WHERE id = 'design'";
 
@@ -635,15 +630,15 @@ mod tests {
     fn a_variant_names_its_level_and_switch() {
         let on = setting_of("mariadb-repeatable-read-snapshot");
         assert_eq!(
-            on.map(detail_of).as_deref(),
+            on.map(Setting::detail).as_deref(),
             Some("REPEATABLE READ, innodb_snapshot_isolation=ON")
         );
         assert_eq!(
-            setting_of("mariadb-repeatable-read").map(detail_of).as_deref(),
+            setting_of("mariadb-repeatable-read").map(Setting::detail).as_deref(),
             Some("REPEATABLE READ, innodb_snapshot_isolation=OFF")
         );
         assert_eq!(
-            setting_of("mariadb-serializable").map(detail_of).as_deref(),
+            setting_of("mariadb-serializable").map(Setting::detail).as_deref(),
             Some("SERIALIZABLE")
         );
         assert_eq!(setting_of("repeatable-read"), None);

@@ -97,9 +97,12 @@ pub fn level_of(variant: &str) -> Level {
 }
 
 /// The run header's word for a session of `variant`: its level on PostgreSQL, or on MariaDB
-/// its level and snapshot switch ([`mariadb::detail_of`]).
+/// its level and snapshot switch ([`Setting::detail`](crate::engine::mariadb::Setting::detail)).
 pub fn session_detail(variant: &str) -> String {
-    mariadb::setting_of(variant).map_or_else(|| level_of(variant).sql().to_owned(), mariadb::detail_of)
+    mariadb::setting_of(variant).map_or_else(
+        || level_of(variant).sql().to_owned(),
+        crate::engine::mariadb::Setting::detail,
+    )
 }
 
 /// Adds the second team, with the same budget, before the actors start.

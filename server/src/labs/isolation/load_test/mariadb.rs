@@ -17,8 +17,7 @@ use crate::engine::{RetryPolicy, Run, RunError, StepError};
 use crate::labs::isolation::TEAM;
 use crate::labs::isolation::mariadb::{insert_amount, lock_sql, reserve_sql, select_approved, select_budget};
 use futures_util::future::try_join_all;
-use rand::Rng;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// InnoDB's deadlock: the one error an approval retries.
 const DEADLOCK: u16 = crate::labs::isolation::mariadb::DEADLOCK;
@@ -134,8 +133,7 @@ async fn with_retry(worker: &MariaActor, amount: i64) -> Result<Approval, RunErr
                         gave_up: true,
                     });
                 }
-                let wait = rand::rng().random_range(Duration::ZERO..=policy.max_wait(attempt));
-                tokio::time::sleep(wait).await;
+                policy.pause(attempt).await;
                 attempt += 1;
             }
             Err(error) => return Err(error.into()),

@@ -89,7 +89,7 @@ pub static SCENARIO: ScenarioDef = ScenarioDef {
         let detail = Strategy::from_variant(variant).map_or_else(
             || "per strategy".to_owned(),
             |s| match database_of(variant) {
-                Service::Mariadb => super::mariadb::detail_of(mariadb::setting(s)),
+                Service::Mariadb => mariadb::setting(s).detail(),
                 _ => s.level().sql().to_owned(),
             },
         );
