@@ -126,6 +126,27 @@ pub struct Prediction {
 pub struct Choice {
     pub id: String,
     pub label: String,
+    /// The one SQL database where this answer is worth offering, when it names that database's
+    /// own error (`40001` on PostgreSQL, `1213` on MariaDB): a reader of the other is not asked
+    /// to rule out an error their database never gives. `None`: offered on every database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only_on: Option<Service>,
+}
+
+impl Prediction {
+    /// The question as a reader of a variant that plays on `database` is asked it: the choices
+    /// offered there, in their order.
+    pub fn on(&self, database: Service) -> Prediction {
+        Prediction {
+            question: self.question.clone(),
+            choices: self
+                .choices
+                .iter()
+                .filter(|c| c.only_on.is_none_or(|only| only == database))
+                .cloned()
+                .collect(),
+        }
+    }
 }
 
 impl ScenarioInfo {
@@ -134,10 +155,14 @@ impl ScenarioInfo {
         self.variants.iter().find(|v| v.id == id)
     }
 
-    /// The question a reader answers before a run of `variant`: the scenario's, but none at a
-    /// spec's "every permutation", whose permutations each come to their own answer.
-    pub fn question_at(&self, variant: &str) -> Option<&Prediction> {
-        self.predict.as_ref().filter(|_| variant != crate::spec::matrix::EVERY)
+    /// The question a reader answers before a run of `variant`: the scenario's, with the choices
+    /// offered on the database `variant` plays on ([`Prediction::on`]); none at a spec's "every
+    /// permutation", whose permutations each come to their own answer.
+    pub fn question_at(&self, variant: &str) -> Option<Prediction> {
+        self.predict
+            .as_ref()
+            .filter(|_| variant != crate::spec::matrix::EVERY)
+            .map(|p| p.on(database_of(variant)))
     }
 
     /// The variant a page shows first: the one its address asks for, if the scenario has it,
@@ -284,8 +309,35 @@ mod tests {
             choices: vec![],
         };
         spec.predict = Some(asked.clone());
-        assert_eq!(spec.question_at("p2"), Some(&asked));
+        assert_eq!(spec.question_at("p2"), Some(asked));
         assert_eq!(spec.question_at("every"), None);
+    }
+
+    #[test]
+    fn each_database_is_asked_only_the_answers_worth_offering_there() {
+        let choice = |id: &str, only_on| Choice {
+            id: id.into(),
+            label: id.into(),
+            only_on,
+        };
+        let mut lost_update = spec_with(&["repeatable-read", "mariadb-repeatable-read"]);
+        lost_update.predict = Some(Prediction {
+            question: "What happens?".into(),
+            choices: vec![
+                choice("bob-erases", None),
+                choice("bob-40001", Some(Service::Postgres)),
+                choice("bob-1020", Some(Service::Mariadb)),
+                choice("bob-waits", None),
+            ],
+        });
+        let ids = |variant: &str| -> Vec<String> {
+            let asked = lost_update
+                .question_at(variant)
+                .unwrap_or_else(|| panic!("{variant} asks"));
+            asked.choices.into_iter().map(|c| c.id).collect()
+        };
+        assert_eq!(ids("repeatable-read"), ["bob-erases", "bob-40001", "bob-waits"]);
+        assert_eq!(ids("mariadb-repeatable-read"), ["bob-erases", "bob-1020", "bob-waits"]);
     }
 
     #[test]

@@ -661,6 +661,7 @@ impl FromJson for Choice {
         Ok(Choice {
             id: json.get("id")?,
             label: json.get("label")?,
+            only_on: json.opt("only_on")?,
         })
     }
 }
@@ -1290,10 +1291,18 @@ mod tests {
                 }],
                 predict: Some(Prediction {
                     question: text("What happens?"),
-                    choices: vec![Choice {
-                        id: text("bob-40001"),
-                        label: text("Bob's COMMIT fails with 40001"),
-                    }],
+                    choices: vec![
+                        Choice {
+                            id: text("bob-40001"),
+                            label: text("Bob's COMMIT fails with 40001"),
+                            only_on: Some(Service::Postgres),
+                        },
+                        Choice {
+                            id: text("both-commit"),
+                            label: text("Both commit"),
+                            only_on: None,
+                        },
+                    ],
                 }),
             }],
         };

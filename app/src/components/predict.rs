@@ -4,10 +4,12 @@
 
 use leptos::prelude::*;
 use shared::Prediction;
+use shared::catalog::database_of;
 use shared::run_state::RunState;
 
 /// The panel's part in predicting: the question (when the scenario asks and the page wants it),
-/// and whether a run must still wait for the reader's pick. A new variant is a new question.
+/// and whether a run must still wait for the reader's pick. A new variant is a new question,
+/// offering the choices of the database it plays on ([`Prediction::on`]).
 pub fn asked(
     prediction: Option<Prediction>,
     variant: RwSignal<String>,
@@ -18,10 +20,13 @@ pub fn asked(
     let picked = pick_for(move || variant.get());
     let asks = prediction.is_some();
     let revealed = revealed(state);
+    let database = Memo::new(move |_| variant.with(|v| database_of(v)));
     let view = prediction.map(|prediction| {
-        view! {
-            <Predict prediction=prediction subject=variant_label picked=picked revealed=revealed locked=active
-                hint="Pick what you expect, then run it." />
+        move || {
+            view! {
+                <Predict prediction=prediction.on(database.get()) subject=variant_label picked=picked
+                    revealed=revealed locked=active hint="Pick what you expect, then run it." />
+            }
         }
     });
     (view, Signal::derive(move || asks && picked.with(Option::is_none)))

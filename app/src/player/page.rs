@@ -61,6 +61,10 @@ impl Run {
         let pauses = Pauses::of(&recording.chapters, &events);
         let from_start = opening.step || !pauses.is_empty();
         let id = recording.run.id.clone();
+        let prediction = recording
+            .scenario
+            .question_at(&recording.stamp.variant)
+            .filter(|_| opening.predict);
         let live = live.and_then(|server| {
             shared::recording::live_address(server, &recording.run.scenario, &recording.stamp.variant)
         });
@@ -74,7 +78,7 @@ impl Run {
             },
             state: RunState::replay(id.clone(), events),
             matrix: recording.spec.map(|spec| RunState::replay(id, spec.matrix)),
-            prediction: recording.scenario.predict.filter(|_| opening.predict),
+            prediction,
             picked: None,
             pauses,
             answered: 0,

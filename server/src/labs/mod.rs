@@ -54,6 +54,9 @@ pub struct PredictDef {
     pub question: &'static str,
     /// `(id, label)`: `("bob-40001", "Bob's COMMIT fails with 40001")`.
     pub choices: &'static [(&'static str, &'static str)],
+    /// Choices offered on one SQL database only, because they name its own error
+    /// ([`shared::Choice::only_on`]): `("bob-1020", Service::Mariadb)`.
+    pub only_on: &'static [(&'static str, Service)],
     /// `(variant, choice, why)`.
     pub answers: &'static [(&'static str, &'static str, &'static str)],
 }
@@ -84,6 +87,7 @@ impl Scenario for ScenarioDef {
                     .map(|(id, label)| Choice {
                         id: (*id).to_owned(),
                         label: (*label).to_owned(),
+                        only_on: predict.only_on.iter().find(|(only, _)| only == id).map(|(_, on)| *on),
                     })
                     .collect(),
             }),
@@ -324,8 +328,8 @@ mod tests {
         }
     }
 
-    /// A question is only fair if every variant has one answer among the choices, and the
-    /// choices can be told apart.
+    /// A question is only fair if every variant has one answer among the choices its reader is
+    /// offered (on its own database), and the choices can be told apart.
     #[test]
     fn every_prediction_answers_each_variant_with_one_of_its_choices() {
         let asking: Vec<&ScenarioDef> = LABS
@@ -343,13 +347,31 @@ mod tests {
             unique.dedup();
             assert_eq!(unique.len(), ids.len(), "{}: choice ids repeat", s.id);
             assert!(predict.question.ends_with('?'), "{}: {}", s.id, predict.question);
+            for (only, _) in predict.only_on {
+                assert!(
+                    ids.contains(only),
+                    "{}: {only} is offered on one database but is no choice",
+                    s.id
+                );
+            }
+            let info = s.info();
             for (variant, _, _) in s.variants {
                 let answers: Vec<_> = predict.answers.iter().filter(|(v, _, _)| v == variant).collect();
                 assert_eq!(answers.len(), 1, "{}: {variant} needs one answer", s.id);
                 let (_, choice, why) = answers[0];
+                let offered: Vec<String> = info
+                    .question_at(variant)
+                    .map(|q| q.choices.into_iter().map(|c| c.id).collect())
+                    .unwrap_or_default();
                 assert!(
-                    ids.contains(choice),
-                    "{}: {variant}'s answer {choice} is not a choice",
+                    (3..=5).contains(&offered.len()),
+                    "{}: {variant} is offered {} choices",
+                    s.id,
+                    offered.len()
+                );
+                assert!(
+                    offered.iter().any(|o| o == choice),
+                    "{}: {variant}'s answer {choice} is not among its choices {offered:?}",
                     s.id
                 );
                 assert!(

@@ -108,6 +108,7 @@ impl Scenario for SpecScenario {
                     .map(|(id, label)| shared::Choice {
                         id: id.clone(),
                         label: label.clone(),
+                        only_on: None,
                     })
                     .collect(),
             }),

@@ -44,7 +44,7 @@ pub(super) fn RoomQuestion(
             let prediction = all
                 .iter()
                 .find(|s| s.id == scenario)
-                .and_then(|s| s.question_at(&variant).cloned());
+                .and_then(|s| s.question_at(&variant));
             (prediction, subject(all, &scenario, &variant))
         });
         let prediction = prediction?;

@@ -103,6 +103,7 @@ static PREDICT: PredictDef = PredictDef {
         ),
         ("recorded-twice", "The shop records two payments, one for each charge"),
     ],
+    only_on: &[],
     answers: &[
         (
             "no-lease",

@@ -76,6 +76,7 @@ static PREDICT: PredictDef = PredictDef {
         ),
         ("stuck-409", "The key is stuck: the phone gets 409 until it gives up"),
     ],
+    only_on: &[],
     answers: &[
         (
             "guarded",

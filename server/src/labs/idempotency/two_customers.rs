@@ -73,6 +73,7 @@ static PREDICT: PredictDef = PredictDef {
             "A charge on their card, but the first customer's receipt",
         ),
     ],
+    only_on: &[],
     answers: &[
         (
             "per-customer",

@@ -15,6 +15,7 @@ use super::{
 };
 use crate::engine::{Level, PgActor, Retried, RetryPolicy, Run, RunError, Signal, retry};
 use crate::labs::{PredictDef, ScenarioDef, actors_at};
+use shared::Service;
 use shared::usd;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -83,6 +84,7 @@ static PREDICT: PredictDef = PredictDef {
             "Bob's insert deadlocks with Alice's and is rolled back (1213); his retry sees her $3,000 and rejects",
         ),
     ],
+    only_on: &[("bob-40001", Service::Postgres), ("bob-1213", Service::Mariadb)],
     answers: &[
         (
             "serializable",

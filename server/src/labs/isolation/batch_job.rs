@@ -16,6 +16,7 @@ use super::{AMOUNT, BUDGET, TEAM, ledger_after, ledger_before, ledger_of, say_to
 use crate::engine::mariadb::Setting;
 use crate::engine::{Level, Run, RunError};
 use crate::labs::{PredictDef, ScenarioDef};
+use shared::Service;
 use shared::event::ActorInfo;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
@@ -90,6 +91,7 @@ static PREDICT: PredictDef = PredictDef {
             "The batch job's INSERT is refused at once with 1213 (a deadlock); its retry sees Alice's $3,000",
         ),
     ],
+    only_on: &[("batch-40001", Service::Postgres), ("batch-1213", Service::Mariadb)],
     answers: &[
         (
             "batch-read-committed",

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::engine::{Level, PgActor, Retried, RetryPolicy, Run, RunError, Signal, retry};
 use crate::labs::{PredictDef, ScenarioDef, actors_at};
-use shared::{Check, Verdict, usd};
+use shared::{Check, Service, Verdict, usd};
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/deadlock",
@@ -70,6 +70,7 @@ static PREDICT: PredictDef = PredictDef {
             "One is rolled back at once with 1213; the retry approves it after the other",
         ),
     ],
+    only_on: &[("one-40p01", Service::Postgres), ("one-1213", Service::Mariadb)],
     answers: &[
         (
             "opposite-order",

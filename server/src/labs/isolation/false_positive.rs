@@ -17,7 +17,7 @@ use super::write_skew::race;
 use super::{AMOUNT, BUDGET, OTHER_TEAM, TEAM, add_other_team, ledger_after, ledger_before, ledger_of, level_of};
 use crate::engine::{Run, RunError};
 use crate::labs::{PredictDef, ScenarioDef, actors_at};
-use shared::{Check, Verdict, usd};
+use shared::{Check, Service, Verdict, usd};
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/false-positive",
@@ -74,6 +74,7 @@ static PREDICT: PredictDef = PredictDef {
             "Bob's INSERT is refused at once with 1213 (a deadlock); his retry approves ops' $3,000",
         ),
     ],
+    only_on: &[("bob-40001", Service::Postgres), ("bob-1213", Service::Mariadb)],
     answers: &[
         (
             "serializable",

@@ -11,7 +11,7 @@
 use super::{ADD_TO_SPENT, BUDGET, READ_SPENT, TEAM, ledger_after, ledger_before, ledger_of, level_of, spent_of};
 use crate::engine::{PgActor, Run, RunError};
 use crate::labs::{PredictDef, ScenarioDef, actors_at};
-use shared::{Check, Verdict, usd};
+use shared::{Check, Service, Verdict, usd};
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/lost-update",
@@ -82,6 +82,7 @@ static PREDICT: PredictDef = PredictDef {
             "Bob's write is refused with error 1020: the total stays at $1,200 until he retries",
         ),
     ],
+    only_on: &[("bob-40001", Service::Postgres), ("bob-1020", Service::Mariadb)],
     answers: &[
         (
             "read-committed",

@@ -11,7 +11,7 @@ use super::{BUDGET, TEAM, ledger_after, ledger_before, ledger_of};
 use crate::engine::{Level, PgActor, Run, RunError};
 use crate::labs::{PredictDef, ScenarioDef, actors_at};
 use shared::event::ActorInfo;
-use shared::{Check, Verdict, usd};
+use shared::{Check, Service, Verdict, usd};
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/read-skew",
@@ -74,6 +74,7 @@ static PREDICT: PredictDef = PredictDef {
         ),
         ("report-40001", "The report fails with 40001 and has to run again"),
     ],
+    only_on: &[("report-40001", Service::Postgres)],
     answers: &[
         (
             "read-committed",

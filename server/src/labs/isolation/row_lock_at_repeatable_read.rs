@@ -16,6 +16,7 @@ use super::write_skew::overspend_verdict;
 use super::{AMOUNT, BUDGET, TEAM, ledger_after, ledger_before, ledger_of, level_of, say_totals};
 use crate::engine::{Run, RunError};
 use crate::labs::{PredictDef, ScenarioDef, actors_at};
+use shared::Service;
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/row-lock-at-repeatable-read",
@@ -67,6 +68,7 @@ static PREDICT: PredictDef = PredictDef {
         ("bob-40001", "Bob's lock fails with 40001 once Alice commits"),
         ("no-wait", "Bob never waits: both lock and check at once"),
     ],
+    only_on: &[("bob-40001", Service::Postgres)],
     answers: &[
         (
             "repeatable-read",

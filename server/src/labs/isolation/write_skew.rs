@@ -13,7 +13,7 @@ use super::{
 };
 use crate::engine::{PgActor, Run, RunError};
 use crate::labs::{PredictDef, ScenarioDef, actors_at};
-use shared::{Check, Verdict, usd};
+use shared::{Check, Service, Verdict, usd};
 
 pub static SCENARIO: ScenarioDef = ScenarioDef {
     id: "isolation/write-skew",
@@ -84,6 +84,7 @@ static PREDICT: PredictDef = PredictDef {
             "Their inserts deadlock: Bob is rolled back, and his retry sees Alice's $3,000",
         ),
     ],
+    only_on: &[("bob-40001", Service::Postgres)],
     answers: &[
         (
             "read-committed",

@@ -63,6 +63,7 @@ static PREDICT: PredictDef = PredictDef {
             "The balance at once: a paused Redis still serves reads",
         ),
     ],
+    only_on: &[],
     answers: &[
         (
             "default",

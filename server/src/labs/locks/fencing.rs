@@ -74,6 +74,7 @@ static PREDICT: PredictDef = PredictDef {
         ("b-waits", "B waits until A is done, so both spends count: 80"),
         ("a-stops", "A notices its lease is gone and skips its write"),
     ],
+    only_on: &[],
     answers: &[
         (
             "fence",

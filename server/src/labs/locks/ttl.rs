@@ -67,6 +67,7 @@ static PREDICT: PredictDef = PredictDef {
             "Each one notices its lease ran out and drops its write",
         ),
     ],
+    only_on: &[],
     answers: &[
         (
             "no-watchdog",

@@ -82,6 +82,7 @@ static PREDICT: PredictDef = PredictDef {
             "One: the repeated capture hits a duplicate key and the notifier stops",
         ),
     ],
+    only_on: &[],
     answers: &[
         (
             "no-dedup",

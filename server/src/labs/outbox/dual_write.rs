@@ -142,6 +142,7 @@ static PREDICT: PredictDef = PredictDef {
         ("neither", "Neither: the capture is undone and nothing is published"),
         ("both", "Both: the payment is captured and its event is on the topic"),
     ],
+    only_on: &[],
     answers: &[
         (
             "commit-first",

@@ -92,6 +92,7 @@ static PREDICT: PredictDef = PredictDef {
             "Both relays publish the capture; the notifier gets it twice",
         ),
     ],
+    only_on: &[],
     answers: &[
         (
             "no-lock",
