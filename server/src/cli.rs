@@ -284,8 +284,8 @@ enum Database {
 
 /// `racelab run FILE.spec --database mariadb`: the spec played on the MariaDB at `MARIADB_URL`,
 /// in a database and user of its own, printed as the tester prints it (MariaDB's errors as its
-/// client prints them). With `why`, says plainly that racelab cannot see why there. What a
-/// killed command left there is swept first (older than a run may be).
+/// client prints them). With `why`, each permutation's proof, saying what racelab cannot see
+/// there. What a killed command left there is swept first (older than a run may be).
 async fn spec_run_on_mariadb(
     spec: &shared::spec::Spec,
     limits: &crate::specs::Limits,
@@ -298,15 +298,12 @@ async fn spec_run_on_mariadb(
     }
     let stage: Arc<dyn crate::engine::lane::Stage> = Arc::new(Printing { json });
     let lanes = move |name: &str, quiet: bool| crate::engine::Lane::new(name, stage.clone(), quiet);
-    let choice = crate::specs::Choice::All { why: false };
+    let choice = crate::specs::Choice::All { why };
     let played = crate::specs::play_on_mariadb(&url, spec, limits, choice, &lanes, interrupted()).await;
     match played {
         Ok(played) => {
             for permutation in &played {
                 print_checks_and_proof(permutation);
-                if why {
-                    eprintln!("{}", crate::specs::mariadb::no_proof());
-                }
             }
             if !played.is_empty() && spec.checks.is_empty() {
                 eprintln!("no check stated (add `# check: <SQL>` lines for a verdict)");
@@ -905,16 +902,11 @@ async fn atlas_on(database: Option<Database>, why: bool, config: Config) -> Exit
     }
 }
 
-/// `racelab atlas --database mariadb`: the matrix on MariaDB; `why` says why there is no proof.
+/// `racelab atlas --database mariadb`: the matrix on MariaDB, each cell's proof with `why`.
 async fn atlas_on_mariadb(why: bool, config: Config) -> ExitCode {
     let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(10));
     let observing = crate::specs::atlas::observe_mariadb(&config.mariadb_url, &limits);
-    print_atlas(observing, |_| {
-        if why {
-            println!("\n{}", crate::specs::mariadb::no_proof());
-        }
-    })
-    .await
+    print_atlas(observing, |atlas| print_proofs(atlas, why)).await
 }
 
 async fn atlas(why: bool, config: Config) -> ExitCode {
@@ -924,18 +916,23 @@ async fn atlas(why: bool, config: Config) -> ExitCode {
     };
     let limits = crate::specs::Limits::command_line(std::time::Duration::from_secs(10));
     print_atlas(crate::specs::atlas::observe(&url, &limits), |atlas| {
-        if !why {
-            return;
-        }
-        for cell in &atlas.cells {
-            let Some(proof) = &cell.proof else { continue };
-            println!("\n{} at {}: {}", cell.entry.name, cell.level, cell.cell.sentence());
-            for line in &proof.lines {
-                println!("  {line}");
-            }
-        }
+        print_proofs(atlas, why)
     })
     .await
+}
+
+/// Each cell's proof, where `why` asks for them.
+fn print_proofs(atlas: &crate::specs::atlas::Atlas, why: bool) {
+    if !why {
+        return;
+    }
+    for cell in &atlas.cells {
+        let Some(proof) = &cell.proof else { continue };
+        println!("\n{} at {}: {}", cell.entry.name, cell.level, cell.cell.sentence());
+        for line in &proof.lines {
+            println!("  {line}");
+        }
+    }
 }
 
 /// Prints the atlas `observing` plays, then what `after` adds (each cell's proof); Ctrl-C
@@ -1079,10 +1076,11 @@ async fn run(
         Ok(engine) => engine,
         Err(code) => return code,
     };
-    // A proof plays the run again on a server of the run's version.
-    let why_on = match why {
-        true => config.url_of_version().await.ok(),
-        false => None,
+    // A proof plays the run again on a server of the run's version (MariaDB's on MariaDB).
+    let why_on = match (why, shared::catalog::database_of(&variant)) {
+        (false, _) => None,
+        (true, Service::Mariadb) => Some(config.mariadb_url.clone()),
+        (true, _) => config.url_of_version().await.ok(),
     };
     let played = async {
         let mut finals = Vec::new();

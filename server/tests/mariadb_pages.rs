@@ -30,6 +30,15 @@ async fn shown_tabs(b: &Browser) -> Vec<String> {
     serde_json::from_value(shown).unwrap_or_default()
 }
 
+/// The choices the question offers now, by id.
+async fn choices(b: &Browser) -> Vec<String> {
+    b.attrs("label.rl-choice", "data-choice")
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
 /// MariaDB's button names the version runs play on (`GET /api/mariadb`).
 async fn names_mariadbs_version(b: &Browser) {
     b.wait_js(
@@ -88,11 +97,7 @@ async fn a_reader_switches_the_write_skew_to_mariadb_and_sees_innodb_deadlock() 
         let badges = b.texts(".rl-sqlstate").await;
         assert_eq!(badges, ["1213"], "{badges:?}");
         b.screenshot("write-skew-serializable").await;
-        // Why it happened is PostgreSQL's only for now, and the page says so.
-        b.click(".rl-why").await;
-        b.wait_for(".rl-proof-none").await;
-        let why = b.text(".rl-proof-none").await.unwrap_or_default();
-        assert!(why.starts_with("this run played on MariaDB"), "{why}");
+        says_innodb_cancelled_bob(b).await;
 
         // Every variant, side by side, is MariaDB's now.
         assert_eq!(
@@ -117,6 +122,9 @@ async fn a_reader_switches_the_write_skew_to_mariadb_and_sees_innodb_deadlock() 
         assert_eq!(b.count(".rl-compare-col").await, 2);
         b.screenshot("write-skew-postgres-beside-mariadb").await;
 
+        asks_in_each_databases_words(b).await;
+        draws_the_write_skew_cycle_on_mariadb(b).await;
+
         // A phone: the picker and tabs wrap, nothing scrolls sideways.
         b.goto("/lab/isolation/write-skew?variant=mariadb-repeatable-read-snapshot")
             .await;
@@ -127,6 +135,60 @@ async fn a_reader_switches_the_write_skew_to_mariadb_and_sees_innodb_deadlock() 
         b.reset_viewport().await;
     })
     .await;
+}
+
+/// Why, at SERIALIZABLE: no cycle closed, InnoDB cancelled bob, and what racelab cannot see
+/// on MariaDB.
+async fn says_innodb_cancelled_bob(b: &Browser) {
+    b.click(".rl-why").await;
+    b.wait_for_within(".rl-proof", Duration::from_secs(30)).await;
+    let lines = b.texts(".rl-proof-lines li").await;
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "MariaDB cancelled bob to break a deadlock (error 1213)."),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("(On MariaDB racelab sees no snapshot")),
+        "{lines:?}"
+    );
+}
+
+/// At REPEATABLE READ on MariaDB the overspend is a cycle: "Why did it happen?" draws it between
+/// alice's and bob's lanes.
+async fn draws_the_write_skew_cycle_on_mariadb(b: &Browser) {
+    b.goto("/lab/isolation/write-skew?variant=mariadb-repeatable-read")
+        .await;
+    b.wait_for("button.rl-run:not([disabled])").await;
+    b.click("button.rl-run").await;
+    headline(b, ".rl-run-panel").await;
+    b.click(".rl-why").await;
+    b.wait_for_within(".rl-proof", Duration::from_secs(30)).await;
+    let found = b.text(".rl-proof-headline").await.unwrap_or_default();
+    assert!(found.starts_with("write skew on a predicate (G2)"), "{found}");
+    assert_eq!(
+        b.count(".rl-proof .rl-proof-edge[data-dep=\"rw\"][data-cycle=\"true\"]")
+            .await,
+        2
+    );
+    b.screenshot("write-skew-mariadb-proof").await;
+}
+
+/// Predict, then run: each database's reader is offered that database's errors only.
+async fn asks_in_each_databases_words(b: &Browser) {
+    b.goto("/lab/isolation/lost-update?variant=repeatable-read&predict=1")
+        .await;
+    b.wait_for("label.rl-choice").await;
+    let offered = ["both-add", "bob-erases", "bob-waits", "bob-40001"];
+    assert_eq!(choices(b).await, offered);
+    b.click(".rl-database[data-database=\"MariaDB\"]").await;
+    b.wait_for("label.rl-choice[data-choice=\"bob-1020\"]").await;
+    let offered = ["both-add", "bob-erases", "bob-waits", "bob-1020"];
+    assert_eq!(choices(b).await, offered);
+    b.screenshot("lost-update-mariadb-predict").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,11 +292,17 @@ async fn a_reader_writes_a_race_for_mariadb_saves_it_and_runs_it_there() {
             .js("return document.querySelector('.rl-spec-saved').textContent;", vec![])
             .await;
         assert!(
-            transcript
-                .as_str()
-                .unwrap_or_default()
-                .contains("racelab cannot see why on MariaDB"),
-            "the page says why there is no proof"
+            !transcript.as_str().unwrap_or_default().contains("cannot see why"),
+            "a MariaDB spec's run has its proof"
+        );
+        b.wait_for_within(".rl-spec-saved .rl-proof", Duration::from_secs(30))
+            .await;
+        let lines = b.texts(".rl-spec-saved .rl-proof-lines li").await;
+        assert!(
+            lines
+                .last()
+                .is_some_and(|l| l.starts_with("(On MariaDB racelab sees no snapshot")),
+            "{lines:?}"
         );
         b.screenshot("saved-and-run").await;
 
@@ -350,7 +418,12 @@ async fn the_atlas_plays_on_mariadb_beside_postgresql() {
             Some("allowed")
         );
         let switched = cell("p4", "REPEATABLE READ, snapshot isolation on");
-        assert!(b.text(&switched).await.unwrap_or_default().contains("error 1020"));
+        let refused = b.text(&switched).await.unwrap_or_default();
+        assert!(
+            refused.contains("error 1020"),
+            "{refused}: {:?}",
+            b.attr(&switched, "title").await
+        );
         assert!(!b.scrolls_sideways().await);
         b.screenshot("atlas").await;
         // A cell opens its run: bob's write refused with MariaDB's 1020.

@@ -15,6 +15,10 @@
 //!   lock wait timeout when that commit is queued behind it on the waiting session.
 //! - `escapes.spec`: each escape refused as `tests/mariadb_sandbox.rs` pins it, the run's name
 //!   in MariaDB's messages written `<run>`.
+//!
+//! `--why` on MariaDB: each proof is what Adya's model says of what the clients showed (the
+//! dependencies in the docs of `each_race_on_mariadb_says_why_and_what_racelab_cannot_see_there`),
+//! and says what racelab cannot see there.
 
 mod common;
 
@@ -93,6 +97,93 @@ async fn a_spec_plays_on_mariadb_as_the_tester_prints_it_with_innodbs_deadlock()
         common::mariadb::sandboxes_on_mariadb().await,
         (0, 0),
         "the run's database and user are gone"
+    );
+}
+
+/// What every proof on MariaDB ends with.
+const CANNOT_SEE: &str = "  (On MariaDB racelab sees no snapshot and no transaction id: each read is taken to have \
+read from the view, among those InnoDB could have read from, whose rows give the read's own answer; a statement \
+undone by an error is left out, and so are the rows an UPDATE or DELETE looked at and left as they were.)";
+
+/// The `why` lines `racelab run FILE --why` prints of `name`, one block a permutation.
+async fn why_of(name: &str) -> Vec<String> {
+    let path = spec(name).to_string_lossy().into_owned();
+    let out = racelab(&["run", &path, "--database", "mariadb", "--why"], None).await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{name}: {stderr}");
+    let mut lines = Vec::new();
+    let mut inside = false;
+    for line in stderr.lines() {
+        inside = line.starts_with("why, ") || (inside && line.starts_with("  "));
+        if inside {
+            lines.push(line.to_owned());
+        }
+    }
+    lines
+}
+
+/// Why each race happened on MariaDB, as the proof tells it from the witness's triggers and
+/// the views InnoDB reads from (what the clients showed, as dependencies):
+/// - the lost update, the snapshot switch off: both read 10 in their snapshots; bob's write
+///   waits for alice's, then lands on her 11 (ww alice→bob), though his read missed it (rw
+///   bob→alice): G-single. The switch on: bob's write is refused (1020), nothing of his lands.
+/// - read skew at READ COMMITTED: the report's first read precedes the transfer (rw), its
+///   second reads the transfer's committed 18 (wr): G-single.
+/// - write skew at SERIALIZABLE: alice's insert waits for bob's range lock; bob's insert
+///   deadlocks and his transaction is rolled back (1213): no cycle among the committed. In the
+///   serial order, bob's check reads alice's row (wr) and alice's missed bob's later one (rw).
+#[tokio::test]
+async fn each_race_on_mariadb_says_why_and_what_racelab_cannot_see_there() {
+    let _alone = ALONE.lock().await;
+    let lost = "after a_begin b_begin a_read b_read a_write a_commit b_write b_commit";
+    assert_eq!(
+        why_of("lost-update.spec").await,
+        [
+            &format!("why, {lost}: lost update (G-single)"),
+            "  bob read totals 1 = 10, which alice then replaced with 11, so bob comes before alice.",
+            "  However, bob wrote totals 1 = 11 over alice's 11, so alice comes before bob.",
+            "  No order of one-at-a-time runs explains this: lost update (G-single).",
+            CANNOT_SEE,
+        ]
+    );
+    assert_eq!(
+        why_of("lost-update-snapshot.spec").await,
+        [
+            &format!("why, {lost}: no cycle"),
+            "  No committed transaction depended on another's reads or writes.",
+            "  MariaDB cancelled bob as a row it wrote had changed since its snapshot (error 1020).",
+            CANNOT_SEE,
+        ]
+    );
+    assert_eq!(
+        why_of("read-skew.spec").await,
+        [
+            "why, after r_begin t_begin r_first t_take t_give t_commit r_second r_commit: read skew (G-single)",
+            "  report read accounts 1 = 10, which transfer then replaced with 12, so report comes before transfer.",
+            "  However, report read accounts 2 = 18, which transfer wrote, so transfer comes before report.",
+            "  No order of one-at-a-time runs explains this: read skew (G-single).",
+            CANNOT_SEE,
+        ]
+    );
+    assert_eq!(
+        why_of("write-skew.spec").await,
+        [
+            "why, after a_check b_check a_insert b_insert a_commit b_commit: no cycle",
+            "  No committed transaction depended on another's reads or writes.",
+            "  alice waited for bob to finish (a lock bob held).",
+            "  MariaDB cancelled bob to break a deadlock (error 1213).",
+            CANNOT_SEE,
+            "why, after a_check a_insert a_commit b_check b_insert b_commit: no cycle",
+            "  alice's read did not see bob's insert of expenses 2 = (team_id=design, amount=3000), so alice comes before bob.",
+            "  bob read expenses 1 = (team_id=design, amount=3000), which alice wrote, so alice comes before bob.",
+            "  One order of one-at-a-time runs explains every read: alice, then bob.",
+            CANNOT_SEE,
+        ]
+    );
+    assert_eq!(
+        common::mariadb::sandboxes_on_mariadb().await,
+        (0, 0),
+        "every run's database and user are gone"
     );
 }
 

@@ -23,8 +23,11 @@ pub struct Observed {
     pub instead: Option<Anomaly>,
     pub proof: Option<Proof>,
     /// The same run judged from what its reads returned and the rows it left, as MariaDB's
-    /// cells are (no proof there): on PostgreSQL, checked against [`Observed::cell`].
+    /// cells are: on PostgreSQL, checked against [`Observed::cell`].
     pub by_reads: Cell,
+    /// The same run judged from its proof, as PostgreSQL's cells are: on MariaDB, whose proof
+    /// sees less ([`super::witness`]), checked against [`Observed::by_reads`].
+    pub by_proof: Cell,
 }
 
 /// The whole matrix, and where and when it was observed.
@@ -72,8 +75,8 @@ pub async fn observe(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
 }
 
 /// The atlas on the MariaDB at `url`: every entry in each of [`atlas::MARIADB_COLUMNS`], each
-/// cell judged from what its reads returned and the rows it left ([`Cell::judge_by_reads`]:
-/// MariaDB gives no proof).
+/// cell judged from what its reads returned and the rows it left ([`Cell::judge_by_reads`]),
+/// which needs no view of MariaDB's snapshots, as its proof does.
 pub async fn observe_mariadb(url: &str, limits: &Limits) -> Result<Atlas, SpecError> {
     observe_on(url, limits, Database::Mariadb).await
 }
@@ -111,6 +114,7 @@ async fn observe_on(url: &str, limits: &Limits, database: Database) -> Result<At
             cell: Cell::of_run(entry, database, &events),
             instead: atlas::instead(entry, proof.as_ref()),
             by_reads: Cell::judge_by_reads(entry, &Facts::of(&events), &steps),
+            by_proof: Cell::judge(entry, proof.as_ref(), &steps),
             proof,
         });
     }

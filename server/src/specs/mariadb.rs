@@ -12,8 +12,8 @@
 //! - A step past the step limit is cancelled with `KILL QUERY`, as the tester cancels one.
 //!
 //! What PostgreSQL's runs have and these have not, said where it shows: notices and
-//! notifications (MariaDB sends none), and the witness behind "Why did it happen?" (a trigger
-//! that reports each write to racelab as a notice: MariaDB's triggers cannot send one).
+//! notifications (MariaDB sends none). The witness behind "Why did it happen?" sees less here,
+//! and its proof says what ([`super::witness`]'s MariaDB side).
 
 use super::session::{Answer, Failure, Keep, RECEIVED_AT_MOST, printed_size};
 use super::table::ResultSet;
@@ -27,15 +27,6 @@ use std::time::Duration;
 /// How often who waits is asked of InnoDB at most: it refreshes its lock tables at most every
 /// 100 ms, and not while they are read more often than that (docs/mariadb.md).
 pub const ASK_WAITS_EVERY: Duration = Duration::from_millis(150);
-
-/// Why a run has no proof on MariaDB.
-pub const WHY_NO_PROOF: &str =
-    "its witness is a PostgreSQL trigger that reports each write as a notice, and MariaDB's triggers cannot send one";
-
-/// [`WHY_NO_PROOF`], as a spec run's page and the command line say it.
-pub fn no_proof() -> String {
-    format!("racelab cannot see why on MariaDB: {WHY_NO_PROOF}")
-}
 
 /// A spec run's sandbox on MariaDB, removed when the play ends however it ends: closed by the
 /// play, or, dropped mid-play (a run cancelled, its reader gone), on a task of its own.

@@ -211,12 +211,23 @@ impl Stage for Silent {
 /// Why a finished lab run happened: its statements, written as a spec ([`from_run`]), played
 /// again in their order in a spec sandbox with its witness, and the proof of that play (`None`
 /// when no table of it has a primary key). The lab's choreography fixes the order, so the play
-/// is the same race; the proof's last line says it was played again.
+/// is the same race; the proof's last line says it was played again. `url` is the server the
+/// text plays on: PostgreSQL's, or MariaDB's where its `# database:` line says so.
 pub async fn prove(url: &str, spec_text: &str) -> Result<Option<shared::proof::Proof>, SpecError> {
     let limits = Limits::command_line(Duration::from_secs(10));
     let spec = read(spec_text, &limits)?;
-    let run_id = crate::sandbox::new_run_id();
-    let played = play_why(url, &run_id, &spec, &limits, Arc::new(Silent)).await?;
+    let played = match shared::spec::database_of(spec_text) {
+        shared::spec::Database::Mariadb => {
+            let stage: Arc<dyn Stage> = Arc::new(Silent);
+            let lanes = |name: &str, quiet: bool| Lane::new(name, stage.clone(), quiet);
+            let why = Choice::All { why: true };
+            play_on_mariadb(url, &spec, &limits, why, &lanes, std::future::pending()).await?
+        }
+        shared::spec::Database::Postgresql => {
+            let run_id = crate::sandbox::new_run_id();
+            play_why(url, &run_id, &spec, &limits, Arc::new(Silent)).await?
+        }
+    };
     Ok(played.into_iter().next().and_then(|p| p.proof).map(|mut proof| {
         proof.lines.push(
             "(racelab played this run's statements again, in the same order, as a spec, to see what each read saw.)"
@@ -356,7 +367,8 @@ async fn play_confined(
 /// [`play_on`], on the MariaDB at `url`: a database and user of the run's own there, removed
 /// whatever happens (`stop` too ends the play early, its sandbox removed: the command line's
 /// Ctrl-C); each statement bounded by the sandbox's watchdog above the step limit, as
-/// PostgreSQL's statement timeout is. No proof: [`mariadb::no_proof`].
+/// PostgreSQL's statement timeout is. Where `choice` asks for it, each permutation's proof, from
+/// the witness's MariaDB side ([`witness`]).
 pub async fn play_on_mariadb(
     url: &str,
     spec: &Spec,
@@ -398,6 +410,9 @@ pub async fn play_on_mariadb(
             limits.step_wait,
             admin,
         );
+        if choice.proves() {
+            player.witness();
+        }
         play_chosen(&mut player, spec, limits, choice, &control_lane).await
     };
     let wall = limits.max_wall.unwrap_or(Duration::MAX);
@@ -476,12 +491,6 @@ async fn play_one(
             });
             if let Some(proof) = player.proof().await {
                 control_lane.emit(EventKind::Proof { proof: Box::new(proof) });
-            } else if player.service() == shared::Service::Mariadb {
-                // Said where a proof would be: the page shows why there is none.
-                control_lane.emit(EventKind::Say {
-                    actor: None,
-                    line: format!("racelab: {}", mariadb::no_proof()),
-                });
             }
         }
         Choice::Matrix => control_lane.emit_always(EventKind::Permutation {

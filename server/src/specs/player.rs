@@ -294,10 +294,12 @@ impl<'a> Player<'a> {
         let line = format!("\nstarting permutation: {}\n", names.join(" "));
         self.printer.print(&self.control_lane, &line);
 
-        // A witnessed run reads its setup's rows right behind the setup's last block.
+        // A witnessed run on PostgreSQL reads its setup's rows right behind the setup's last
+        // block (on MariaDB, once the witness is put on).
         let mut read = None;
+        let read_behind = self.witnessing && self.service() == Service::Postgres;
         for (i, sql) in self.spec.setup.iter().enumerate() {
-            let answer = if self.witnessing && i + 1 == self.spec.setup.len() {
+            let answer = if read_behind && i + 1 == self.spec.setup.len() {
                 let (answer, behind) = self.control.send_then(sql, super::witness::READ);
                 read = Some(behind);
                 self.bounded_answer(None, "the setup", answer).await?
@@ -328,7 +330,9 @@ impl<'a> Player<'a> {
             self.print_last(Some(i), &answer);
         }
         self.witness = None;
-        if self.witnessing {
+        if self.witnessing && self.service() == Service::Mariadb {
+            self.witness = Witness::on_mariadb(&mut self.control, self.sessions.len()).await;
+        } else if self.witnessing {
             // What the session setups wrote belongs to the setup: the rows are read again after
             // them when they wrote any (the read behind the setup did not see it).
             let mut wrote = false;
@@ -619,7 +623,7 @@ impl<'a> Player<'a> {
             waited: false,
             error: None,
         });
-        let (answer, probe) = match self.witness.is_some() && Witness::probe_behind(sql) {
+        let (answer, probe) = match self.witness.as_ref().is_some_and(|w| w.probe_behind(sql)) {
             true => {
                 let (answer, probe) = self.sessions[session].send_then(sql, super::witness::PROBE);
                 (answer, Some(probe))

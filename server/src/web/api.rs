@@ -110,14 +110,12 @@ async fn run_proof(
         return Ok(Json(proof));
     }
     let text = spec_of_stored(&run)?;
-    if shared::spec::database_of(&text) == shared::spec::Database::Mariadb {
-        return Err(ApiError::NotFound(format!(
-            "this run played on MariaDB, where racelab cannot see why: {}",
-            crate::specs::mariadb::WHY_NO_PROOF
-        )));
-    }
-    // Played again on the version the run played on (its header's), where racelab still has it.
-    let url = url_of_run(&state, &run);
+    // Played again where the run played: MariaDB, or the PostgreSQL version its header names,
+    // where racelab still has it.
+    let url = match shared::spec::database_of(&text) {
+        shared::spec::Database::Mariadb => state.config.mariadb_url.clone(),
+        shared::spec::Database::Postgresql => url_of_run(&state, &run),
+    };
     crate::specs::prove(&url, &text)
         .await
         .map_err(|e| ApiError::Unavailable(e.to_string()))?

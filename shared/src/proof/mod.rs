@@ -58,8 +58,8 @@ impl std::fmt::Display for Row {
 #[serde(tag = "end", rename_all = "snake_case")]
 pub enum End {
     Committed,
-    /// Rolled back, by the reader or by PostgreSQL: `code` is the SQLSTATE that cancelled it
-    /// (`40001`), if an error did.
+    /// Rolled back, by the reader or by the server: `code` is the SQLSTATE (MariaDB: the error
+    /// number) that cancelled it (`40001`, `1213`), if an error did.
     Aborted {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         code: Option<String>,
@@ -123,6 +123,10 @@ pub struct History {
     pub versions: Vec<Version>,
     pub reads: Vec<Read>,
     pub waits: Vec<Wait>,
+    /// The server it played on, which names its errors (PostgreSQL's SQLSTATE, MariaDB's
+    /// number) and is named where it cancelled a transaction.
+    #[serde(default)]
+    pub server: crate::Service,
 }
 
 /// The kind of a dependency edge.
@@ -248,14 +252,14 @@ impl Anomaly {
     }
 }
 
-/// What PostgreSQL did instead of letting a cycle close.
+/// What the server did instead of letting a cycle close.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prevented {
     /// The anomaly the cycle would have been.
     pub anomaly: Anomaly,
     /// The cycle, had every cancelled transaction committed (edges as in [`Proof::edges`]).
     pub cycle: Vec<usize>,
-    /// The transaction PostgreSQL cancelled, and its SQLSTATE.
+    /// The transaction the server cancelled, and its SQLSTATE (MariaDB: its error number).
     pub cancelled: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,

@@ -256,6 +256,25 @@ fn a_cancelled_commit_leaves_no_cycle_and_the_proof_names_what_it_would_have_clo
 }
 
 #[test]
+fn on_mariadb_the_proof_names_mariadb_and_its_error_number() {
+    let mut story = write_skew(cancelled("1213"));
+    story.history.server = crate::Service::Mariadb;
+    let proof = story.proof();
+    assert_eq!(
+        proof.lines.last().map(String::as_str),
+        Some("MariaDB cancelled bob instead (error 1213).")
+    );
+    // A transaction cancelled outside any cycle: why, in MariaDB's words.
+    let mut s = Story::new(&[("alice", C), ("bob", cancelled("1020"))]);
+    s.history.server = crate::Service::Mariadb;
+    s.setup("1", "10");
+    assert_eq!(
+        s.proof().lines.last().map(String::as_str),
+        Some("MariaDB cancelled bob as a row it wrote had changed since its snapshot (error 1020).")
+    );
+}
+
+#[test]
 fn a_history_in_one_order_is_explained_by_that_order() {
     let mut s = Story::new(&[("alice", C), ("bob", C)]);
     s.setup("1", "10");

@@ -135,14 +135,28 @@ pub(super) fn lines(history: &History, proof: &Proof) -> Vec<String> {
             && explained != Some(t)
         {
             let why = match code.as_str() {
-                "40P01" => " to break a deadlock",
+                "40P01" | "1213" => " to break a deadlock",
                 "40001" => " as it could not serialize it",
+                "1020" => " as a row it wrote had changed since its snapshot",
                 _ => "",
             };
-            lines.push(format!("PostgreSQL cancelled {}{why} (SQLSTATE {code}).", txn.name));
+            lines.push(format!(
+                "{} cancelled {}{why} ({}).",
+                history.server.label(),
+                txn.name,
+                error(history, code)
+            ));
         }
     }
     lines
+}
+
+/// An error as its server names it: PostgreSQL's SQLSTATE, MariaDB's error number.
+fn error(history: &History, code: &str) -> String {
+    match history.server {
+        crate::Service::Mariadb => format!("error {code}"),
+        _ => format!("SQLSTATE {code}"),
+    }
 }
 
 /// A cycle's edges in order, a sentence each; the last, which closes it, starts "However".
@@ -169,7 +183,11 @@ fn prevented_lines(history: &History, proof: &Proof, p: &Prevented, lines: &mut 
     cycle_lines(proof, &p.cycle, lines);
     let instead = match (&history.txns[p.cancelled].end, &p.code) {
         (End::Aborted { .. }, Some(code)) => {
-            format!("PostgreSQL cancelled {cancelled} instead (SQLSTATE {code}).")
+            format!(
+                "{} cancelled {cancelled} instead ({}).",
+                history.server.label(),
+                error(history, code)
+            )
         }
         (End::Unfinished, _) => format!("{cancelled} never committed."),
         _ => format!("{cancelled} rolled back instead."),

@@ -25,6 +25,8 @@
 //! its schema, or calls a function of the template's fixed to `pg_catalog`, so a spec cannot
 //! make its own proof lie.
 
+mod mariadb;
+
 use super::session::{Answer, SpecSession};
 use crate::sandbox::postgres::quote_ident;
 use serde_json::{Map, Value};
@@ -56,9 +58,21 @@ pub struct Witness {
     /// Steps that ended a session's transaction: `COMMIT` (true) or `ROLLBACK` (false).
     ends: Vec<(usize, usize, bool)>,
     waits: Vec<(usize, usize, Vec<usize>)>,
-    /// Reports were dropped ([`super::session::WITNESSED_AT_MOST`]): no proof is drawn from a
-    /// partial history.
+    /// Reports were dropped ([`super::session::WITNESSED_AT_MOST`]), or on MariaDB a session
+    /// could not be asked for them: no proof is drawn from a partial history.
     lost_count: bool,
+    /// On MariaDB: its sessions' transactions as the witness tells them apart, and when each
+    /// step completed ([`mariadb`]).
+    on_mariadb: Option<OnMariadb>,
+}
+
+/// What the witness keeps on MariaDB beside what it keeps on either server.
+struct OnMariadb {
+    sessions: mariadb::Sessions,
+    /// When each step (session, step) completed, as a place in completion order.
+    completed_at: HashMap<(usize, usize), usize>,
+    /// How many triggers it put on: fewer at the end, and the spec dropped some.
+    triggers: usize,
 }
 
 /// A table with a primary key, its key's columns, and the columns its versions are said by.
@@ -80,16 +94,28 @@ struct Written {
     new: Option<Map<String, Value>>,
 }
 
-/// One read step, and the snapshot it read in.
+/// One read step, and what it read as of.
 struct Seen {
     session: usize,
     step: usize,
     sql: String,
-    snapshot: Snapshot,
+    view: View,
     /// Its transaction's start: the read's transaction is the one its session's writes share.
     began: String,
     /// The read was a transaction of its own (no `BEGIN` before it).
     alone: bool,
+}
+
+/// What a read read as of.
+enum View {
+    /// PostgreSQL's: its snapshot.
+    Snapshot(Snapshot),
+    /// MariaDB's, which shows none: the moments (places in completion order) its snapshot may
+    /// have been taken at, the read's own first, and its answer, to tell which it was.
+    Moments {
+        moments: Vec<usize>,
+        answer: Vec<super::table::ResultSet>,
+    },
 }
 
 /// A `pg_snapshot`: which transactions' writes it shows.
@@ -299,6 +325,7 @@ impl Witness {
             ends: Vec::new(),
             waits: Vec::new(),
             lost_count: false,
+            on_mariadb: None,
         })
     }
 
@@ -306,8 +333,8 @@ impl Witness {
     /// query that takes a snapshot of its own (a `SELECT`, `WITH`, `TABLE` or `VALUES`), so
     /// the probe cannot be the statement that takes its transaction's snapshot. Any other step
     /// is probed after its answer, if it returned rows.
-    pub fn probe_behind(sql: &str) -> bool {
-        single_query(sql).is_some()
+    pub fn probe_behind(&self, sql: &str) -> bool {
+        self.on_mariadb.is_none() && single_query(sql).is_some()
     }
 
     /// Takes note of step `step` of `session` once it completed with `answer`: the rows it wrote,
@@ -322,6 +349,9 @@ impl Witness {
         probed: Option<tokio::sync::oneshot::Receiver<Answer>>,
         connection: &mut SpecSession,
     ) {
+        if self.on_mariadb.is_some() {
+            return self.step_done_on_mariadb(session, step, sql, answer, connection).await;
+        }
         for report in connection.take_witnessed() {
             if let Some(written) = parse_report(session, step, &self.schema, &report) {
                 self.writes.push(written);
@@ -349,7 +379,7 @@ impl Witness {
                 session,
                 step,
                 sql: sql.to_owned(),
-                snapshot,
+                view: View::Snapshot(snapshot),
                 alone: text(1) == "t",
                 began: text(2),
             });
@@ -385,39 +415,96 @@ impl Witness {
             xid_of,
         } = self.versions(&txns);
         history.versions = versions;
+        if !self.triggers_kept(control).await {
+            return Proof::default();
+        }
         // Reads: which versions mattered to each, then which of those its snapshot held.
+        let started = Instant::now();
         let matters = self.matters(control, &history, &rows_of, asked).await;
         // Each row's versions in install order, once for every read.
         let by_row = versions_by_row(&history.versions);
-        let mut unknown = 0;
+        let known = Known {
+            history: &history,
+            rows: &rows_of,
+            by_row: &by_row,
+            txns: &txns,
+            xid_of: &xid_of,
+        };
+        let (mut reads, mut unknown) = (Vec::new(), 0);
         for (r, seen) in self.reads.iter().enumerate() {
             if returns_its_own_write(&seen.sql) {
                 continue;
             }
-            let reader = if seen.alone {
-                txns.iter()
-                    .position(|t| t.session == seen.session && t.alone_step == Some(seen.step))
-            } else {
-                txn_of(&txns, seen.session, &seen.began)
-            };
-            let (Some(reader), Some(matter)) = (reader, matters.get(&r)) else {
-                unknown += 1;
-                continue;
-            };
-            let read = what_it_saw(seen, (reader, matter.as_slice()), &by_row, &history, &xid_of);
-            history.reads.push(read);
+            let matter = matters.get(&r).map(Vec::as_slice);
+            match self.what_read_saw(control, seen, matter, &known, started).await {
+                Some(read) => reads.push(read),
+                None => unknown += 1,
+            }
         }
+        history.reads = reads;
         history.waits = self.waits_between(&txns);
+        if self.on_mariadb.is_some() {
+            history.server = shared::Service::Mariadb;
+        }
         let mut proof = proof::derive(&history);
+        proof.lines.extend(self.unseen(unknown));
+        proof
+    }
+
+    /// What the proof says it could not see: `unknown` reads left out, and on MariaDB what no
+    /// proof there sees.
+    fn unseen(&self, unknown: usize) -> Vec<String> {
+        let mut lines = Vec::new();
         if unknown > 0 {
-            proof.lines.push(format!(
+            let or = match self.on_mariadb {
+                Some(_) => ", or no view InnoDB could have read from gives its answer, or two that do disagree",
+                None => "",
+            };
+            lines.push(format!(
                 "racelab could not tell what {unknown} read{} saw (a step of several statements, or \
-                 a query it could not ask again), so {} left out.",
+                 a query it could not ask again{or}), so {} left out.",
                 if unknown == 1 { "" } else { "s" },
                 if unknown == 1 { "it is" } else { "they are" }
             ));
         }
-        proof
+        if self.on_mariadb.is_some() {
+            lines.push(mariadb::CANNOT_SEE.to_owned());
+        }
+        lines
+    }
+
+    /// What read `seen` saw, among the versions that `matter` to it (`None`: it could not be
+    /// asked again): by its snapshot on PostgreSQL, by the view that gives its answer on
+    /// MariaDB. `None` when racelab cannot tell.
+    async fn what_read_saw(
+        &self,
+        control: &mut SpecSession,
+        seen: &Seen,
+        matter: Option<&[bool]>,
+        known: &Known<'_>,
+        started: Instant,
+    ) -> Option<Read> {
+        let reader = match seen.alone {
+            true => known
+                .txns
+                .iter()
+                .position(|t| t.session == seen.session && t.alone_step == Some(seen.step)),
+            false => txn_of(known.txns, seen.session, &seen.began),
+        }?;
+        let matter = matter?;
+        match &seen.view {
+            View::Snapshot(snapshot) => {
+                let history = known.history;
+                let shows = |_: &Version, by: usize| {
+                    history.txns[by].end == End::Committed && known.xid_of.get(&by).is_some_and(|&x| snapshot.shows(x))
+                };
+                Some(what_it_saw(seen.step, (reader, matter), known.by_row, history, &shows))
+            }
+            View::Moments { .. } => {
+                self.read_on_mariadb(control, (seen, reader, matter), known, started)
+                    .await
+            }
+        }
     }
 
     /// The versions the setup left and the permutation's transactions installed, each writer
@@ -537,10 +624,13 @@ impl Witness {
         for (r, seen) in self.reads.iter().enumerate() {
             let Some(query) = single_query(&seen.sql) else { continue };
             if !by_sql.contains_key(query) {
-                let answer = if started.elapsed() < EVALUATION_BUDGET {
-                    self.ask_again(control, query, history, rows, started, asked).await
-                } else {
-                    None
+                let answer = match (started.elapsed() < EVALUATION_BUDGET, &self.on_mariadb) {
+                    (false, _) => None,
+                    (true, None) => self.ask_again(control, query, history, rows, started, asked).await,
+                    (true, Some(_)) => {
+                        self.ask_again_on_mariadb(control, query, (history, rows), started, asked)
+                            .await
+                    }
                 };
                 by_sql.insert(query, answer);
             }
@@ -635,7 +725,8 @@ impl Witness {
                 .iter()
                 .filter(|t| t.xid.is_some())
                 .all(|t| self.ends.iter().any(|(s, step, _)| *s == t.session && t.holds(*step)));
-        let statuses = match told_by_steps {
+        // On MariaDB the steps tell every end ([`mariadb`]), and the server could not.
+        let statuses = match told_by_steps || self.on_mariadb.is_some() {
             true => HashMap::new(),
             false => xact_statuses(control, found.iter().filter_map(|t| t.xid)).await,
         };
@@ -732,6 +823,18 @@ impl Witness {
     }
 }
 
+/// What asking what each read saw needs of the permutation's history, put together once.
+struct Known<'a> {
+    history: &'a History,
+    /// Each version's row as JSON (empty for a deletion).
+    rows: &'a [Map<String, Value>],
+    /// Each row's versions in install order ([`versions_by_row`]).
+    by_row: &'a [Vec<usize>],
+    txns: &'a [Observed],
+    /// Each writer's transaction id (PostgreSQL's), by the writer's place among `txns`.
+    xid_of: &'a HashMap<usize, u64>,
+}
+
 /// The versions a permutation installed, as [`Witness::versions`] found them.
 struct Installed {
     /// In the order the server installed them, the setup's first.
@@ -758,27 +861,31 @@ fn versions_by_row(versions: &[Version]) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// What read `seen` of transaction `reader` saw and missed, among the versions that `matter` to
-/// its answer: of each row (`by_row`), the newest version its snapshot shows, and the later
-/// ones of other transactions it hid. A transaction sees its own writes of earlier steps; another
-/// transaction's, if it committed and the snapshot shows its id (`xid_of`).
+/// Whether the read at `step` of transaction `reader` may see version `v`: the setup's always,
+/// its own of earlier steps, and another transaction's where `others` says so.
+fn visible(v: &Version, step: usize, reader: usize, others: &dyn Fn(&Version, usize) -> bool) -> bool {
+    match v.by {
+        None => true,
+        Some(by) if by == reader => v.step.is_some_and(|s| s <= step as u64),
+        Some(by) => others(v, by),
+    }
+}
+
+/// What the read at `step` of transaction `reader` saw and missed, among the versions that
+/// `matter` to its answer: of each row (`by_row`), the newest version it may see ([`visible`],
+/// `others` deciding for other transactions' versions), and the later ones of other
+/// transactions it hid.
 fn what_it_saw(
-    seen: &Seen,
+    step: usize,
     (reader, matter): (usize, &[bool]),
     by_row: &[Vec<usize>],
     history: &History,
-    xid_of: &HashMap<usize, u64>,
+    others: &dyn Fn(&Version, usize) -> bool,
 ) -> Read {
-    let visible = |v: &Version| match v.by {
-        None => true,
-        Some(by) if by == reader => v.step.is_some_and(|s| s <= seen.step as u64),
-        Some(by) => {
-            history.txns[by].end == End::Committed && xid_of.get(&by).is_some_and(|&xid| seen.snapshot.shows(xid))
-        }
-    };
+    let visible = |v: &Version| visible(v, step, reader, others);
     let mut read = Read {
         txn: reader,
-        step: seen.step as u64,
+        step: step as u64,
         saw: Vec::new(),
         missed: Vec::new(),
     };
