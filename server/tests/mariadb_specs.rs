@@ -18,7 +18,8 @@
 //!
 //! `--why` on MariaDB: each proof is what Adya's model says of what the clients showed (the
 //! dependencies in the docs of `each_race_on_mariadb_says_why_and_what_racelab_cannot_see_there`),
-//! and says what racelab cannot see there.
+//! and says what racelab cannot see there; a lab run's recording carries its proof; a play whose
+//! writes racelab cannot account for (its trigger dropped, a savepoint rolled back to) gets none.
 
 mod common;
 
@@ -185,6 +186,55 @@ async fn each_race_on_mariadb_says_why_and_what_racelab_cannot_see_there() {
         (0, 0),
         "every run's database and user are gone"
     );
+}
+
+/// A MariaDB lab run's recording carries its proof, worked out on MariaDB: the write skew at
+/// REPEATABLE READ is a cycle of two predicate anti-dependencies, as on PostgreSQL.
+#[tokio::test]
+async fn a_mariadb_runs_recording_carries_its_proof() {
+    let _alone = ALONE.lock().await;
+    let file = std::env::temp_dir().join(format!("racelab-mariadb-{}.racelab.json", std::process::id()));
+    let path = file.to_string_lossy().into_owned();
+    let args = [
+        "record",
+        "isolation/write-skew",
+        "--variant",
+        "mariadb-repeatable-read",
+        "-o",
+        &path,
+    ];
+    let out = racelab(&args, None).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    let _ = std::fs::remove_file(&file);
+    let recording: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let proof = &recording["proof"];
+    assert_eq!(proof["anomaly"], "predicate_write_skew", "{proof}");
+    let lines: Vec<&str> = proof["lines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert!(lines.contains(&CANNOT_SEE.trim_start()), "{lines:?}");
+    assert_eq!(
+        common::mariadb::sandboxes_on_mariadb().await,
+        (0, 0),
+        "the run's and the proof's databases and users are gone"
+    );
+}
+
+/// No proof rather than a wrong one: a spec that drops one of racelab's triggers (its user may:
+/// it holds `TRIGGER` on its own database), and a write undone by `ROLLBACK TO SAVEPOINT`,
+/// which racelab cannot tell from the writes it kept. Each plays as it would without a witness.
+#[tokio::test]
+async fn a_play_whose_writes_racelab_cannot_account_for_gets_no_proof() {
+    let _alone = ALONE.lock().await;
+    for name in ["drops-the-witness.spec", "savepoint.spec"] {
+        assert_eq!(why_of(name).await, Vec::<String>::new(), "{name}");
+        let (stdout, _) = play(name, None).await;
+        assert!(stdout.contains("step a_commit: COMMIT;"), "{name}: {stdout}");
+    }
 }
 
 #[tokio::test]
