@@ -128,9 +128,18 @@ enum Command {
         why: bool,
         /// `mariadb`: the atlas on MariaDB at `MARIADB_URL` instead, its columns READ
         /// UNCOMMITTED to SERIALIZABLE with REPEATABLE READ's snapshot switch off and on, each
-        /// cell judged from what its reads returned (MariaDB gives no proof).
+        /// cell judged from what its reads returned.
         #[arg(long, value_enum)]
         database: Option<Database>,
+        #[command(flatten)]
+        config: Config,
+    },
+    /// Check a trainer's lesson file (docs/lessons.md): every mistake named at its line, and
+    /// every round that names a scenario, variant, PostgreSQL version or saved spec this
+    /// racelab does not have refused by name. Prints its rounds when it holds.
+    Lesson {
+        /// The lesson (`*.lesson.md`).
+        file: std::path::PathBuf,
         #[command(flatten)]
         config: Config,
     },
@@ -214,6 +223,9 @@ impl Cli {
                 Err(code) => code,
             },
             Command::Atlas { why, database, config } => atlas_on(database, why, config).await,
+            Command::Lesson { file, config } => {
+                with_services(config, &[Service::Postgres], |config| check_lesson(file, config)).await
+            }
             Command::Serve { config, serve } => {
                 let needs = [Service::Postgres, Service::Redis, Service::Kafka, Service::Mariadb];
                 with_services(config, &needs, |config| serve_http(config, serve)).await
@@ -899,6 +911,37 @@ async fn atlas_on(database: Option<Database>, why: bool, config: Config) -> Exit
             with_services(config, &[Service::Mariadb], |config| atlas_on_mariadb(why, config)).await
         }
         _ => with_services(config, &[Service::Postgres], |config| atlas(why, config)).await,
+    }
+}
+
+/// `racelab lesson FILE`: the lesson's rounds, or what is wrong with it (exit 1); a file that
+/// cannot be read, 2.
+async fn check_lesson(file: std::path::PathBuf, mut config: Config) -> ExitCode {
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("racelab: cannot read {}: {error}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let engine = match command_engine(&mut config).await {
+        Ok(engine) => engine,
+        Err(code) => return code,
+    };
+    match crate::lessons::check(&engine, &text).await {
+        Ok(lesson) => {
+            println!("{}: {} rounds", lesson.title, lesson.rounds.len());
+            for (i, round) in lesson.rounds.iter().enumerate() {
+                println!("{:>3}. {}", i + 1, round.title);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            for error in errors {
+                eprintln!("{}: {error}", file.display());
+            }
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -10,7 +10,8 @@
 //! - [`engine`]: plays scenarios: lanes and actor kinds on dedicated connections, blocked-step
 //!   detection, retries, admission and budgets, the event stream, the supervisor that always
 //!   cleans up; [`store`]: the run history it is handed.
-//! - [`labs`]: one folder per tutorial, one file per scenario.
+//! - [`labs`]: one folder per tutorial, one file per scenario; [`specs`]: races readers write;
+//!   [`lessons`]: a trainer's rounds, checked against what this racelab plays.
 //! - edges: [`control`] (what a socket and a room do with a run), [`clients`] (a reader's caps),
 //!   [`rooms`] (training rooms: holder, mirrors, feed, question), [`web`] (the axum server),
 //!   [`cli`] (`racelab run | record | export | list | serve | crowd | actor`), [`crowd`] (the load
@@ -32,6 +33,7 @@ pub mod engine;
 pub mod export;
 pub mod health;
 pub mod labs;
+pub mod lessons;
 pub mod recording;
 pub mod rooms;
 pub mod sandbox;

@@ -5,7 +5,7 @@
 //! services   config, services, health, embedded   where the services are, one probe each
 //! sandbox    sandbox                              per-run namespaces, their cleanup and sweep
 //! engine     engine, store                        runs, lanes, actor kinds, admission; run history
-//! labs       labs                                 the scenarios
+//! labs       labs, specs, lessons                 the scenarios, readers' specs, trainers' lessons
 //! edges      control, clients, rooms, web, cli, crowd, db, recording, export
 //! ```
 //!
@@ -21,7 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("services", &["config", "services", "health", "embedded"]),
     ("sandbox", &["sandbox"]),
     ("engine", &["engine", "store"]),
-    ("labs", &["labs", "specs"]),
+    ("labs", &["labs", "specs", "lessons"]),
     (
         "edges",
         &[

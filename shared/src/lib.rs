@@ -9,6 +9,8 @@
 //! - [`calendar`]: Unix time as a UTC calendar moment, for stamps.
 //! - [`catalog`]: labs, scenarios and variants, as listed by `racelab list` and `/api/labs`.
 //! - [`ledger`]: snapshots of what a run changed and the pure diff between two of them.
+//! - [`lesson`]: the races a trainer strings into a session, as a plain text file, and each
+//!   round's right answer read off its run.
 //! - [`ledger_view`]: a diff's table laid out for a reader: changed columns first, big tables
 //!   folded to the rows that differ from a correct system.
 //! - [`ledger_html`]: that layout as the page draws it, written as escaped HTML text.
@@ -49,6 +51,7 @@ pub mod json;
 pub mod ledger;
 pub mod ledger_html;
 pub mod ledger_view;
+pub mod lesson;
 pub mod markup;
 pub mod money;
 pub mod pages;
