@@ -130,6 +130,31 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Keeps a trainer's lesson and returns its id, named by its content as a spec is
+    /// ([`spec_id`]). The same text twice is the same lesson.
+    pub async fn save_lesson(&self, text: &str) -> Result<String, sqlx::Error> {
+        let id = spec_id(text);
+        sqlx::query("INSERT INTO public.lessons (id, text) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING")
+            .bind(&id)
+            .bind(text)
+            .execute(&self.pool)
+            .await?;
+        Ok(id)
+    }
+
+    /// A saved lesson's text, if one has that id (what cannot be an id has none).
+    pub async fn load_lesson(&self, id: &str) -> Result<Option<String>, sqlx::Error> {
+        if !is_spec_id(id) {
+            return Ok(None);
+        }
+        sqlx::query_scalar("SELECT text FROM public.lessons WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+    }
+}
+
 /// Whether `id` could be a spec's id ([`spec_id`]'s 16 hex digits): anything else names no spec,
 /// and is not worth asking the database about (a NUL byte in it would be an error there).
 pub use shared::spec::is_saved_id as is_spec_id;

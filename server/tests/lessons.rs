@@ -1,8 +1,14 @@
-//! Lessons from the command line (`racelab lesson FILE`), against the real PostgreSQL that keeps
-//! readers' specs: the sample lesson in the repository holds; a malformed file is refused at its
-//! line; a round naming a scenario, variant, version, saved spec or permutation this racelab
-//! does not have is refused by name, every one of them at once.
+//! Lessons from the command line (`racelab lesson FILE`) and over HTTP (`POST /api/lessons`,
+//! `GET /api/lessons/<id>`), against the real PostgreSQL that keeps readers' specs and trainers'
+//! lessons: the sample lesson in the repository holds; a malformed file is refused at its line;
+//! a round naming a scenario, variant, version, saved spec or permutation this racelab does not
+//! have is refused by name, every one of them at once; a lesson that holds is kept by its
+//! content and read back by its link.
 
+mod common;
+
+use serde_json::Value;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use tokio::process::Command;
@@ -126,4 +132,80 @@ async fn every_round_naming_what_racelab_does_not_have_is_refused_by_name() {
         said[4],
         format!("line 16: \"No such permutation\": spec {spec} has 2 permutations, not 7")
     );
+}
+
+/// `POST /api/lessons` with `text`: the status and the JSON answer.
+async fn save(address: SocketAddr, text: &str) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("http://{address}/api/lessons"))
+        .body(text.to_owned())
+        .send()
+        .await
+        .expect("POST /api/lessons");
+    let status = response.status().as_u16();
+    let body = response.text().await.expect("a body");
+    (
+        status,
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}")),
+    )
+}
+
+#[tokio::test]
+async fn a_lesson_is_kept_by_its_content_and_read_back_by_its_link() {
+    let address = common::server().await;
+    let text = std::fs::read_to_string(sample()).expect("the sample");
+    let (status, saved) = save(address, &text).await;
+    assert_eq!(status, 201, "{saved}");
+    let id = saved["id"].as_str().expect("an id").to_owned();
+    assert_eq!(id.len(), 16);
+    assert_eq!(saved["title"], "Isolation levels in an hour");
+    assert_eq!(saved["rounds"].as_array().map(Vec::len), Some(5));
+    let (again, resaved) = save(address, &text).await;
+    assert_eq!(
+        (again, resaved["id"].as_str()),
+        (201, Some(id.as_str())),
+        "the same text, the same lesson"
+    );
+    let read = common::get_json(address, &format!("/api/lessons/{id}")).await;
+    assert_eq!(read["text"].as_str(), Some(text.as_str()));
+    assert_eq!(read["rounds"][4], "Two transfers, opposite order");
+    let (missing, _, body) = common::get(address, "/api/lessons/00000000000000aa").await;
+    assert_eq!(missing, 404, "{body}");
+    let (not_an_id, _, _) = common::get(address, "/api/lessons/..%2Fetc").await;
+    assert_eq!(not_an_id, 404);
+}
+
+#[tokio::test]
+async fn a_lesson_that_does_not_hold_is_refused_with_every_mistake_and_kept_nowhere() {
+    let address = common::server().await;
+    let malformed = "---\ntitle: Broken\n---\n\n## One\nscenario: isolation/write-skew\nvariant: serializable\nquestion: Who?\nchoice a: A\n";
+    let (status, refused) = save(address, malformed).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(
+        refused["error"],
+        "the lesson does not hold: line 8: a question says how its answer is read off the run: `answer: …`"
+    );
+    assert_eq!(refused["mistakes"][0]["line"], 8);
+    let unknown =
+        "---\ntitle: Unknown\n---\n## A\nscenario: isolation/nope\nvariant: v\n## B\nspec: 00000000000000ff\n";
+    let (status, refused) = save(address, unknown).await;
+    assert_eq!(status, 400, "{refused}");
+    let lines: Vec<u64> = refused["mistakes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["line"].as_u64())
+        .collect();
+    assert_eq!(lines, [4, 7]);
+    assert!(
+        refused["error"].as_str().is_some_and(|e| e.ends_with("(and 1 more)")),
+        "{refused}"
+    );
+    // Nothing of either was kept: their ids name no lesson.
+    let id = racelab::store::spec_id(unknown);
+    let (missing, _, _) = common::get(address, &format!("/api/lessons/{id}")).await;
+    assert_eq!(missing, 404);
+    // A body past the limit is refused before it is read.
+    let (too_large, refused) = save(address, &"x".repeat(80 * 1024)).await;
+    assert_eq!(too_large, 413, "{refused}");
 }

@@ -25,6 +25,7 @@ const FILES: &[(&str, &str)] = &[
     migration!("20261204000000_connection_leases.sql"),
     migration!("20261205000000_take_connection_lease.sql"),
     migration!("20261206000000_specs.sql"),
+    migration!("20261207000000_lessons.sql"),
 ];
 
 /// The migrations, as `sqlx::migrate!("../migrations")` would make them.

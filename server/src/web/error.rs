@@ -14,6 +14,10 @@ pub enum ApiError {
     /// 400: the request lacks what it needs (oEmbed without a `url`).
     #[error("{0}")]
     BadRequest(String),
+    /// 400: a lesson that does not hold, every mistake at its line: the sentence names the
+    /// first, and `mistakes` lists each (`{"line": 8, "message": "…"}`) for an editor to mark.
+    #[error("{}", lesson_sentence(.0))]
+    Lesson(Vec<shared::lesson::LessonError>),
     /// 403: not this client's to do (another site's page, a room without its trainer's token).
     #[error("{0}")]
     Forbidden(String),
@@ -43,7 +47,7 @@ pub enum ApiError {
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::BadRequest(_) | ApiError::Lesson(_) => StatusCode::BAD_REQUEST,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -62,7 +66,24 @@ impl IntoResponse for ApiError {
             ApiError::Internal(message) => tracing::error!(%message, "internal error while answering a request"),
             _ => {}
         }
-        (self.status(), Json(json!({ "error": self.to_string() }))).into_response()
+        let mut body = json!({ "error": self.to_string() });
+        if let ApiError::Lesson(mistakes) = &self {
+            let listed: Vec<serde_json::Value> = mistakes
+                .iter()
+                .map(|m| json!({ "line": m.line, "message": m.message }))
+                .collect();
+            body["mistakes"] = listed.into();
+        }
+        (self.status(), Json(body)).into_response()
+    }
+}
+
+/// A lesson's mistakes in one sentence: the first, and how many more.
+fn lesson_sentence(mistakes: &[shared::lesson::LessonError]) -> String {
+    match mistakes {
+        [] => "the lesson does not hold".to_owned(),
+        [one] => format!("the lesson does not hold: {one}"),
+        [first, rest @ ..] => format!("the lesson does not hold: {first} (and {} more)", rest.len()),
     }
 }
 
