@@ -349,6 +349,17 @@ pub async fn post_text<T: FromJson>(path: &str, body: &str) -> Result<T, String>
     answer(path, window.fetch_with_str_and_init(path, &init)).await
 }
 
+/// POSTs `body` to `path`: the answer's status and text, whatever the status (a page that reads
+/// more than the error's sentence from a refusal).
+#[cfg(not(feature = "embed"))]
+pub async fn post_text_answer(path: &str, body: &str) -> Result<(u16, String), String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    init.set_body(&JsValue::from_str(body));
+    respond(path, window.fetch_with_str_and_init(path, &init)).await
+}
+
 /// Puts the caret of textarea `id` (holding `text`) at `line`, `column` (1-based, columns in
 /// characters) and focuses it: the editor's "go to the problem".
 #[cfg(not(feature = "embed"))]

@@ -97,6 +97,8 @@ fn App() -> impl IntoView {
         #[cfg(not(feature = "embed"))]
         Route::Spec { id } => view! { <pages::write::SpecPage id=id /> }.into_any(),
         #[cfg(not(feature = "embed"))]
+        Route::Lessons { id } => view! { <pages::lessons::LessonsPage id=id /> }.into_any(),
+        #[cfg(not(feature = "embed"))]
         Route::NotFound { path } => view! { <pages::not_found::NotFound path=path /> }.into_any(),
         // The embed app is served at /embed/… only; anything else is the full app's.
         #[cfg(feature = "embed")]

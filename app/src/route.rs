@@ -66,6 +66,10 @@ pub enum Route {
     Spec {
         id: String,
     },
+    /// `/lessons`: write a trainer's lesson; `/lessons/{id}`: a kept one.
+    Lessons {
+        id: Option<String>,
+    },
     /// `/room/{id}`: a training room (its trainer's page has `#trainer=<token>`).
     Room {
         id: String,
@@ -115,6 +119,10 @@ impl Route {
             Page::Write => Route::Write,
             Page::Atlas => Route::Atlas,
             Page::Spec(id) => Route::Spec { id: id.to_owned() },
+            Page::Lessons => Route::Lessons { id: None },
+            Page::Lesson(id) => Route::Lessons {
+                id: Some(id.to_owned()),
+            },
             Page::EmbedSpec(id) => Route::Embed {
                 id: format!("spec/{id}"),
                 options: embed_options(query),

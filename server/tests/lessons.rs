@@ -3,11 +3,17 @@
 //! lessons: the sample lesson in the repository holds; a malformed file is refused at its line;
 //! a round naming a scenario, variant, version, saved spec or permutation this racelab does not
 //! have is refused by name, every one of them at once; a lesson that holds is kept by its
-//! content and read back by its link.
+//! content and read back by its link. And the `/lessons` page in headless Chromium, at 1280 and
+//! 360 px: read as typed, the server's refusals at their lines, kept for a link, each round's
+//! race a link. Screenshots in `target/screenshots/`.
 
 mod common;
+#[allow(dead_code)]
+#[path = "browser/harness.rs"]
+mod harness;
 
-use serde_json::Value;
+use harness::{Browser, Readers, run_on};
+use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -208,4 +214,87 @@ async fn a_lesson_that_does_not_hold_is_refused_with_every_mistake_and_kept_nowh
     // A body past the limit is refused before it is read.
     let (too_large, refused) = save(address, &"x".repeat(80 * 1024)).await;
     assert_eq!(too_large, 413, "{refused}");
+}
+
+/// Puts `text` in the lesson's editor as a reader's typing would (its `input` event fired).
+async fn type_lesson(b: &Browser, text: &str) {
+    b.js(
+        "const t = document.querySelector('#rl-lesson-text'); t.value = arguments[0]; \
+         t.dispatchEvent(new Event('input', { bubbles: true })); return true;",
+        vec![json!(text)],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trainer_writes_a_lesson_sees_its_mistakes_at_their_lines_and_keeps_it() {
+    run_on("lessons", Readers::Anonymous, None, async |b| {
+        b.goto("/lessons").await;
+        b.wait_for(".rl-lesson-reading[data-ok=\"true\"]").await;
+        let reading = b.text(".rl-lesson-reading").await.unwrap_or_default();
+        assert_eq!(reading, "Reads as \"Isolation levels in an hour\": 5 rounds.");
+        assert_eq!(b.count("li.rl-lesson-round").await, 5);
+        assert_eq!(
+            b.attr("li.rl-lesson-round a.rl-lesson-race", "href").await.as_deref(),
+            Some("/lab/isolation/write-skew?variant=read-committed&predict=1")
+        );
+
+        // A mistake as it is typed: named at its line, and nothing to keep.
+        let sample = std::fs::read_to_string(sample()).expect("the sample");
+        type_lesson(b, &sample.replace("answer: failed 40001", "answer: who knows")).await;
+        b.wait_for(".rl-lesson-reading[data-ok=\"false\"]").await;
+        let reading = b.text(".rl-lesson-reading").await.unwrap_or_default();
+        assert!(
+            reading.starts_with("line 22: an answer is derived from the run"),
+            "{reading}"
+        );
+        assert_eq!(b.attr(".rl-lesson-keep", "disabled").await.as_deref(), Some(""));
+        b.screenshot("mistake-typed").await;
+
+        // What only the server knows, at its line once kept is asked for.
+        let unknown = format!("{sample}\n## Not here\nscenario: isolation/nope\nvariant: serializable\n");
+        type_lesson(b, &unknown).await;
+        b.wait_for(".rl-lesson-reading[data-ok=\"true\"]").await;
+        b.click(".rl-lesson-keep").await;
+        b.wait_for(".rl-lesson-refused li").await;
+        let refused = b.texts(".rl-lesson-refused li").await;
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0].ends_with("\"Not here\": racelab has no scenario isolation/nope"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            b.attr(".rl-lesson-refused li", "data-line").await.as_deref(),
+            Some("47")
+        );
+        b.screenshot("refused").await;
+
+        // Fixed and kept: its link, and the page at it.
+        type_lesson(b, &sample).await;
+        b.wait_js(
+            "the refusal goes with the text it was for",
+            "return !document.querySelector('.rl-lesson-refused');",
+            vec![],
+        )
+        .await;
+        b.click(".rl-lesson-keep").await;
+        b.wait_for(".rl-lesson-link a").await;
+        let path = b.js("return location.pathname;", vec![]).await;
+        let href = b.attr(".rl-lesson-link a", "href").await.unwrap_or_default();
+        assert_eq!(path.as_str(), Some(href.as_str()));
+        assert!(
+            href.starts_with("/lessons/") && href.len() == "/lessons/".len() + 16,
+            "{href}"
+        );
+        assert_eq!(b.text(".rl-lesson-keep").await.as_deref(), Some("Kept"));
+        b.goto(&href).await;
+        b.wait_for(".rl-lesson-link").await;
+        assert_eq!(b.count("li.rl-lesson-round").await, 5, "the kept lesson, from its link");
+        b.screenshot("kept").await;
+        b.set_viewport(360, 800).await;
+        assert!(!b.scrolls_sideways().await, "the lesson fits a phone");
+        b.screenshot("kept-360").await;
+        b.reset_viewport().await;
+    })
+    .await;
 }

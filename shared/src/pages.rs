@@ -21,6 +21,10 @@ pub enum Page<'a> {
     Spec(&'a str),
     /// `/room/{id}`: a training room.
     Room(&'a str),
+    /// `/lessons`: write a trainer's lesson.
+    Lessons,
+    /// `/lessons/{id}`: a kept lesson.
+    Lesson(&'a str),
     /// `/embed/{lab}/{scenario}`: a scenario in an iframe.
     Embed { lab: &'a str, scenario: &'a str },
     /// `/embed/s/{id}`: a saved spec in an iframe.
@@ -45,6 +49,8 @@ impl<'a> Page<'a> {
             ["atlas"] => Page::Atlas,
             ["s", id] => Page::Spec(id),
             ["room", id] => Page::Room(id),
+            ["lessons"] => Page::Lessons,
+            ["lessons", id] => Page::Lesson(id),
             ["embed", "recording"] => Page::EmbedRecording,
             ["embed", "s", id] => Page::EmbedSpec(id),
             ["embed", "runs", id] => Page::EmbedRun(id),
@@ -115,6 +121,8 @@ mod tests {
             ("/atlas", Page::Atlas),
             ("/s/0123", Page::Spec("0123")),
             ("/room/K7Q2", Page::Room("K7Q2")),
+            ("/lessons", Page::Lessons),
+            ("/lessons/0123", Page::Lesson("0123")),
             ("/embed/recording", Page::EmbedRecording),
             ("/embed/s/0123", Page::EmbedSpec("0123")),
             ("/embed/runs/abc", Page::EmbedRun("abc")),

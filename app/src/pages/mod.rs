@@ -8,6 +8,8 @@ pub mod catalog;
 #[cfg(not(feature = "embed"))]
 pub mod compare;
 pub mod embed;
+#[cfg(not(feature = "embed"))]
+pub mod lessons;
 pub mod not_found;
 pub mod replay;
 #[cfg(not(feature = "embed"))]
