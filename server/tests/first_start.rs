@@ -40,6 +40,45 @@ async fn twenty_engines_starting_at_once_on_a_missing_database_all_come_up() {
     assert!(failures.is_empty(), "{} of 20 failed: {failures:?}", failures.len());
 }
 
+/// A racelab meeting its database migrated further by a newer racelab (a rolling deploy, two
+/// versions' replicas sharing it) still starts, and migrates nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_racelab_starts_on_a_database_a_newer_one_migrated() {
+    let _slot = common::db_slot().await;
+    let name = format!("racelab_newer_{}", racelab::sandbox::new_run_id());
+    let mut config = common::config();
+    let server = config
+        .database_url
+        .rsplit_once('/')
+        .map(|(s, _)| s.to_owned())
+        .expect("a database");
+    config.database_url = format!("{server}/{name}");
+    config.run_connections = Some(4);
+    let first = connect_engine(&config).await.map(|_| ()).map_err(|e| e.to_string());
+    let mut newer = sqlx::PgConnection::connect(&config.database_url)
+        .await
+        .expect("its database");
+    // What a newer racelab's migration leaves in sqlx's table.
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (29991231000000, 'from a newer racelab', true, '\\x00', 0)",
+    )
+    .execute(&mut newer)
+    .await
+    .expect("a newer migration recorded");
+    drop(newer);
+    let again = connect_engine(&config).await.map(|_| ()).map_err(|e| e.to_string());
+    let mut admin = sqlx::PgConnection::connect(&format!("{server}/postgres"))
+        .await
+        .expect("PostgreSQL answers");
+    sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+        .execute(&mut admin)
+        .await
+        .expect("drop the test database");
+    assert_eq!(first, Ok(()));
+    assert_eq!(again, Ok(()), "an older racelab on a newer database");
+}
+
 /// A fresh PostgreSQL server of the test's own (racelab's private one, with room for everyone's
 /// connections), where racelab's database does not exist yet; stopped and removed on drop.
 struct FreshServer {
