@@ -27,9 +27,15 @@ async fn twenty_engines_starting_at_once_on_a_missing_database_all_come_up() {
     // together with the others'.
     let results = futures_util::future::join_all(starts).await;
     let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
-    // Let the engines' pools close before the database is dropped.
-    // Through the server's own `postgres` database: on a fresh machine `racelab` may not exist.
     let server = url.rsplit_once('/').map(|(server, _)| server).unwrap_or_default();
+    drop_database(server, &name).await;
+    assert!(failures.is_empty(), "{} of 20 failed: {failures:?}", failures.len());
+}
+
+/// Drops the test's database `name` on `server` (a URL without a database), its engines'
+/// sessions with it: through the server's own `postgres` database, since on a fresh machine
+/// `racelab` may not exist.
+async fn drop_database(server: &str, name: &str) {
     let mut admin = sqlx::PgConnection::connect(&format!("{server}/postgres"))
         .await
         .expect("PostgreSQL answers");
@@ -37,7 +43,6 @@ async fn twenty_engines_starting_at_once_on_a_missing_database_all_come_up() {
         .execute(&mut admin)
         .await
         .expect("drop the test database");
-    assert!(failures.is_empty(), "{} of 20 failed: {failures:?}", failures.len());
 }
 
 /// A racelab meeting its database migrated further by a newer racelab (a rolling deploy, two
@@ -68,13 +73,7 @@ async fn an_older_racelab_starts_on_a_database_a_newer_one_migrated() {
     .expect("a newer migration recorded");
     drop(newer);
     let again = connect_engine(&config).await.map(|_| ()).map_err(|e| e.to_string());
-    let mut admin = sqlx::PgConnection::connect(&format!("{server}/postgres"))
-        .await
-        .expect("PostgreSQL answers");
-    sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .execute(&mut admin)
-        .await
-        .expect("drop the test database");
+    drop_database(&server, &name).await;
     assert_eq!(first, Ok(()));
     assert_eq!(again, Ok(()), "an older racelab on a newer database");
 }

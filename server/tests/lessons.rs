@@ -229,7 +229,10 @@ async fn type_lesson(b: &Browser, text: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trainer_writes_a_lesson_sees_its_mistakes_at_their_lines_and_keeps_it() {
     run_on("lessons", Readers::Anonymous, None, async |b| {
-        b.goto("/lessons").await;
+        // From the catalog, as a trainer finds it.
+        b.goto("/").await;
+        b.wait_for("a[href=\"/lessons\"]").await;
+        b.click("a[href=\"/lessons\"]").await;
         b.wait_for(".rl-lesson-reading[data-ok=\"true\"]").await;
         let reading = b.text(".rl-lesson-reading").await.unwrap_or_default();
         assert_eq!(reading, "Reads as \"Isolation levels in an hour\": 5 rounds.");

@@ -23,6 +23,10 @@ pub fn Catalog() -> impl IntoView {
                 <a href="/atlas">"The anomaly atlas"</a>
                 ": dirty writes to write skew, at each isolation level, as this server's PostgreSQL plays them."
             </p>
+            <p class="rl-write-link">
+                <a href="/lessons">"Prepare a lesson"</a>
+                ": the races of a training session in one text file, each round's question answered by its run."
+            </p>
             {move || labs.get().map(|result| match result {
                 Err(message) => view! { <ErrorView message=message /> }.into_any(),
                 Ok(labs) => labs.into_iter().map(|lab| view! { <LabCard lab=lab /> }).collect_view().into_any(),

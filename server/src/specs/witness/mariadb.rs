@@ -28,8 +28,8 @@ use super::super::mariadb::{literal, quote};
 use super::super::session::{Answer, SpecSession};
 use super::super::table::ResultSet;
 use super::{
-    Asked, EVALUATION_BUDGET, Keyed, Known, OnMariadb, Seen, View, Witness, Written, first_rows, keyed_table, object,
-    single_query, what_it_saw,
+    Asked, EVALUATION_BUDGET, Keyed, Known, OnMariadb, Seen, View, Witness, Written, asked_key, first_rows,
+    keyed_table, object, object_at, single_query, to_ask, what_it_saw,
 };
 use rand::Rng;
 use serde_json::{Map, Value};
@@ -143,23 +143,13 @@ impl Witness {
             return None;
         }
         let initial = rows_now(&answer, &listed)?;
-        let triggers = 3 * listed.len();
-        Some(Witness {
-            schema: String::new(),
-            tables: listed.into_iter().map(|l| l.keyed).collect(),
-            initial,
-            writes: Vec::new(),
-            reads: Vec::new(),
-            failures: Vec::new(),
-            ends: Vec::new(),
-            waits: Vec::new(),
-            lost_count: false,
-            on_mariadb: Some(OnMariadb {
-                triggers,
-                sessions: watching,
-                completed_at: HashMap::new(),
-            }),
-        })
+        let on_mariadb = OnMariadb {
+            triggers: 3 * listed.len(),
+            sessions: watching,
+            completed_at: HashMap::new(),
+        };
+        let tables = listed.into_iter().map(|l| l.keyed).collect();
+        Some(Witness::watching(String::new(), tables, initial, Some(on_mariadb)))
     }
 
     /// [`Witness::step_done`] on MariaDB: the session is asked what its triggers reported and
@@ -243,19 +233,7 @@ impl Witness {
         let mut matter = vec![false; history.versions.len()];
         let bounded_query = bounded(query);
         for table in &self.tables {
-            let key = |i: usize| {
-                let json = Value::Object(rows[i].clone()).to_string();
-                (query.to_owned(), table.name.clone(), json)
-            };
-            let mut versions: Vec<usize> = Vec::new();
-            for i in (0..history.versions.len())
-                .filter(|&i| history.versions[i].row.table == table.name && history.versions[i].value.is_some())
-            {
-                match asked.get(&key(i)) {
-                    Some(&answer) => matter[i] = answer,
-                    None => versions.push(i),
-                }
-            }
+            let versions = to_ask(query, &table.name, (history, rows), asked, &mut matter);
             if versions.is_empty() {
                 continue;
             }
@@ -278,7 +256,7 @@ impl Witness {
                         return false;
                     }
                     matter[i] = !same_rows(&answer.sets, &base.sets);
-                    asked.insert(key(i), matter[i]);
+                    asked.insert(asked_key(query, &table.name, &rows[i]), matter[i]);
                 }
                 true
             }
@@ -539,10 +517,7 @@ pub(super) fn rows_now(answer: &Answer, tables: &[Listed]) -> Option<Vec<(String
 /// the moment (microseconds), and the row before and after.
 fn written(session: usize, step: usize, began: &str, text: &str) -> Option<Written> {
     let map = object(text)?;
-    let row = |name: &str| match map.get(name) {
-        Some(Value::Object(row)) => Some(row.clone()),
-        _ => None,
-    };
+    let row = |name: &str| object_at(&map, name);
     Some(Written {
         session,
         step,

@@ -315,7 +315,18 @@ impl Witness {
         if tables.is_empty() {
             return None;
         }
-        Some(Witness {
+        Some(Witness::watching(schema, tables, initial, None))
+    }
+
+    /// A witness of `tables` (in `schema`), which the setup left holding `initial`, that has
+    /// seen nothing yet.
+    fn watching(
+        schema: String,
+        tables: Vec<Keyed>,
+        initial: Vec<(String, Map<String, Value>)>,
+        on_mariadb: Option<OnMariadb>,
+    ) -> Witness {
+        Witness {
             schema,
             tables,
             initial,
@@ -325,8 +336,8 @@ impl Witness {
             ends: Vec::new(),
             waits: Vec::new(),
             lost_count: false,
-            on_mariadb: None,
-        })
+            on_mariadb,
+        }
     }
 
     /// Whether [`PROBE`] may be sent right behind `sql`, before its answer: it is one
@@ -653,19 +664,8 @@ impl Witness {
     ) -> Option<Vec<bool>> {
         let mut matter = vec![false; history.versions.len()];
         for table in &self.tables {
-            let key = |i: usize| {
-                let json = Value::Object(rows[i].clone()).to_string();
-                (query.to_owned(), table.name.clone(), json)
-            };
-            let mut versions: Vec<usize> = Vec::new();
-            for i in (0..history.versions.len())
-                .filter(|&i| history.versions[i].row.table == table.name && history.versions[i].value.is_some())
-            {
-                match asked.get(&key(i)) {
-                    Some(&answer) => matter[i] = answer,
-                    None => versions.push(i),
-                }
-            }
+            let key = |i: usize| asked_key(query, &table.name, &rows[i]);
+            let versions = to_ask(query, &table.name, (history, rows), asked, &mut matter);
             if versions.is_empty() {
                 continue;
             }
@@ -823,6 +823,33 @@ impl Witness {
     }
 }
 
+/// What [`Asked`] keeps a version's answer under: the query, the table, the row as JSON.
+fn asked_key(query: &str, table: &str, row: &Map<String, Value>) -> (String, String, String) {
+    let json = Value::Object(row.clone()).to_string();
+    (query.to_owned(), table.to_owned(), json)
+}
+
+/// The versions of `table` whose answer to `query` is not yet known: those `asked` knows go into
+/// `matter` at once.
+fn to_ask(
+    query: &str,
+    table: &str,
+    (history, rows): (&History, &[Map<String, Value>]),
+    asked: &Asked,
+    matter: &mut [bool],
+) -> Vec<usize> {
+    let mut versions = Vec::new();
+    for i in (0..history.versions.len())
+        .filter(|&i| history.versions[i].row.table == table && history.versions[i].value.is_some())
+    {
+        match asked.get(&asked_key(query, table, &rows[i])) {
+            Some(&answer) => matter[i] = answer,
+            None => versions.push(i),
+        }
+    }
+    versions
+}
+
 /// What asking what each read saw needs of the permutation's history, put together once.
 struct Known<'a> {
     history: &'a History,
@@ -946,6 +973,14 @@ impl Observed {
     }
 }
 
+/// The object a report holds at `name` (a row before or after), if it holds one there.
+fn object_at(map: &Map<String, Value>, name: &str) -> Option<Map<String, Value>> {
+    match map.get(name) {
+        Some(Value::Object(row)) => Some(row.clone()),
+        _ => None,
+    }
+}
+
 /// A report of the trigger's, as a written row.
 fn parse_report(session: usize, step: usize, schema: &str, report: &str) -> Option<Written> {
     let map = object(report)?;
@@ -953,10 +988,7 @@ fn parse_report(session: usize, step: usize, schema: &str, report: &str) -> Opti
     if map.get("schema")?.as_str()? != schema {
         return None;
     }
-    let row = |name: &str| match map.get(name) {
-        Some(Value::Object(row)) => Some(row.clone()),
-        _ => None,
-    };
+    let row = |name: &str| object_at(&map, name);
     Some(Written {
         session,
         step,
