@@ -121,7 +121,8 @@ step b_commit { COMMIT; }",
         .expect("the cycle bob's commit would have closed");
     assert_eq!(prevented.anomaly, Anomaly::WriteSkew);
     assert_eq!(proof.txns[prevented.cancelled].name, "bob");
-    assert_eq!(prevented.code.as_deref(), Some("40001"));
+    // Seen once in CI as `None` (stop 53's note): the whole proof, to tell why if it comes back.
+    assert_eq!(prevented.code.as_deref(), Some("40001"), "{proof:#?}");
     assert_eq!(
         proof.txns[prevented.cancelled].end,
         End::Aborted {
