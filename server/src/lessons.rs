@@ -10,6 +10,7 @@ use shared::lesson::{Lesson, LessonError, Plays, Race};
 pub async fn check(engine: &Engine, text: &str) -> Result<Lesson, Vec<LessonError>> {
     let lesson = shared::lesson::parse(text).map_err(|e| vec![e])?;
     let mut refused = against_catalog(&lesson, &engine.versions());
+    let limits = crate::specs::Limits::default();
     for round in &lesson.rounds {
         let Race::Spec { id, permutation } = &round.race else {
             continue;
@@ -29,7 +30,6 @@ pub async fn check(engine: &Engine, text: &str) -> Result<Lesson, Vec<LessonErro
             refused.push(at(format!("racelab keeps no spec {id}")));
             continue;
         };
-        let limits = crate::specs::Limits::default();
         let count =
             crate::specs::read(&saved, &limits).map_or(0, |spec| crate::specs::permutations(&spec, &limits).len());
         if let Some(p) = permutation.filter(|&p| p > count) {

@@ -150,9 +150,8 @@ async fn kept(engine: &Arc<Engine>, played: Played, proof_on: Option<&str>) -> R
         None => None,
     };
     // A MariaDB run's proof plays on MariaDB, wherever `proof_on` points.
-    let mariadb = engine.services().mariadb_url.clone();
     let proof_on = match shared::catalog::database_of(&run.variant) {
-        Service::Mariadb => proof_on.map(|_| mariadb.as_str()),
+        Service::Mariadb => proof_on.map(|_| engine.services().mariadb_url.as_str()),
         _ => proof_on,
     };
     let proof = match (&spec, proof_on) {

@@ -108,50 +108,58 @@ impl Store {
     /// Keeps a reader's spec and returns its id: the first 16 hex digits of its text's SHA-256.
     /// The same text twice is the same spec.
     pub async fn save_spec(&self, text: &str) -> Result<String, sqlx::Error> {
-        let id = spec_id(text);
-        sqlx::query("INSERT INTO public.specs (id, text) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING")
-            .bind(&id)
-            .bind(text)
-            .execute(&self.pool)
-            .await?;
-        Ok(id)
+        self.save_named(Named::Specs, text).await
     }
 
     /// A saved spec's text, if one has that id. What cannot be a spec's id ([`is_spec_id`]) has
     /// none, and the database is not asked about it.
     pub async fn load_spec(&self, id: &str) -> Result<Option<String>, sqlx::Error> {
-        if !is_spec_id(id) {
-            return Ok(None);
-        }
-        sqlx::query_scalar("SELECT text FROM public.specs WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
+        self.load_named(Named::Specs, id).await
     }
-}
 
-impl Store {
     /// Keeps a trainer's lesson and returns its id, named by its content as a spec is
     /// ([`spec_id`]). The same text twice is the same lesson.
     pub async fn save_lesson(&self, text: &str) -> Result<String, sqlx::Error> {
-        let id = spec_id(text);
-        sqlx::query("INSERT INTO public.lessons (id, text) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING")
-            .bind(&id)
-            .bind(text)
-            .execute(&self.pool)
-            .await?;
-        Ok(id)
+        self.save_named(Named::Lessons, text).await
     }
 
     /// A saved lesson's text, if one has that id (what cannot be an id has none).
     pub async fn load_lesson(&self, id: &str) -> Result<Option<String>, sqlx::Error> {
+        self.load_named(Named::Lessons, id).await
+    }
+
+    async fn save_named(&self, table: Named, text: &str) -> Result<String, sqlx::Error> {
+        let id = spec_id(text);
+        let sql = format!(
+            "INSERT INTO public.{} (id, text) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
+            table.name()
+        );
+        sqlx::query(&sql).bind(&id).bind(text).execute(&self.pool).await?;
+        Ok(id)
+    }
+
+    async fn load_named(&self, table: Named, id: &str) -> Result<Option<String>, sqlx::Error> {
         if !is_spec_id(id) {
             return Ok(None);
         }
-        sqlx::query_scalar("SELECT text FROM public.lessons WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
+        let sql = format!("SELECT text FROM public.{} WHERE id = $1", table.name());
+        sqlx::query_scalar(&sql).bind(id).fetch_optional(&self.pool).await
+    }
+}
+
+/// The tables of texts named by their content ([`spec_id`]): readers' specs, trainers' lessons.
+#[derive(Clone, Copy)]
+enum Named {
+    Specs,
+    Lessons,
+}
+
+impl Named {
+    fn name(self) -> &'static str {
+        match self {
+            Named::Specs => "specs",
+            Named::Lessons => "lessons",
+        }
     }
 }
 

@@ -376,12 +376,7 @@ fn newest_visible(
 ) -> Vec<usize> {
     by_row
         .iter()
-        .filter_map(|of_row| {
-            let at = of_row
-                .iter()
-                .rposition(|&i| super::visible(&history.versions[i], step, reader, others))?;
-            Some(of_row[at])
-        })
+        .filter_map(|of_row| Some(of_row[super::newest_shown(of_row, step, reader, history, others)?]))
         .collect()
 }
 

@@ -898,6 +898,20 @@ fn visible(v: &Version, step: usize, reader: usize, others: &dyn Fn(&Version, us
     }
 }
 
+/// Where, among one row's versions `of_row` (install order), is the newest the read at `step`
+/// of transaction `reader` may see ([`visible`]).
+fn newest_shown(
+    of_row: &[usize],
+    step: usize,
+    reader: usize,
+    history: &History,
+    others: &dyn Fn(&Version, usize) -> bool,
+) -> Option<usize> {
+    of_row
+        .iter()
+        .rposition(|&i| visible(&history.versions[i], step, reader, others))
+}
+
 /// What the read at `step` of transaction `reader` saw and missed, among the versions that
 /// `matter` to its answer: of each row (`by_row`), the newest version it may see ([`visible`],
 /// `others` deciding for other transactions' versions), and the later ones of other
@@ -917,7 +931,7 @@ fn what_it_saw(
         missed: Vec::new(),
     };
     for of_row in by_row {
-        let shown = of_row.iter().rposition(|&i| visible(&history.versions[i]));
+        let shown = newest_shown(of_row, step, reader, history, others);
         if let Some(at) = shown
             && matter[of_row[at]]
         {
