@@ -319,7 +319,12 @@ impl RunSocket {
 /// The frame that follows `room` (as its trainer, with `token`).
 #[cfg(not(feature = "embed"))]
 fn join_frame(room: &str, token: Option<&str>) -> String {
-    ClientFrame::from(ClientMsg::Join).in_room(room, token).to_json()
+    ClientFrame::from(ClientMsg::Join {
+        handle: None,
+        seat: None,
+    })
+    .in_room(room, token)
+    .to_json()
 }
 
 /// POSTs to `path` with no body and decodes the JSON answer (`POST /api/rooms`).

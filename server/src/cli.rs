@@ -1208,7 +1208,11 @@ async fn run_once(
                 return findings.final_ledger(outcome);
             }
             // A room's status never reaches a run played from the command line.
-            ServerMsg::Started { .. } | ServerMsg::Error { .. } | ServerMsg::Room { .. } | ServerMsg::Tally { .. } => {}
+            ServerMsg::Started { .. }
+            | ServerMsg::Error { .. }
+            | ServerMsg::Room { .. }
+            | ServerMsg::Tally { .. }
+            | ServerMsg::Lesson(_) => {}
         }
     }
     eprintln!("racelab: the run ended without a result");
@@ -1304,6 +1308,7 @@ async fn serve_http(config: Config, serve: ServeConfig) -> ExitCode {
     // readers' specs' roles too (at startup as well: they are not in the engine's registry).
     // Each server's, as each keeps its own.
     tokio::spawn(sweep_now_and_then(engine.clone(), config.runs_per_client));
+    tokio::spawn(forget_old_results(engine.clone(), config.results_days));
     let state = AppState::new(engine.clone(), Arc::new(config));
     let sockets = state.sockets.clone();
     let (app, rooms) = web::app(state, &serve.dist);
@@ -1429,6 +1434,19 @@ async fn sweep_now_and_then(sweeper: Arc<Engine>, runs_per_client: usize) {
                 tracing::warn!(%error, %server, "periodic sweep of old sandboxes failed");
             }
         }
+    }
+}
+
+/// Deletes lesson sessions' answers older than `days`, now and every hour: results name
+/// participants (by handle), and are kept only as long as the trainer was told.
+async fn forget_old_results(engine: Arc<Engine>, days: u32) {
+    loop {
+        match engine.store.forget_answers(days).await {
+            Ok(0) => {}
+            Ok(forgotten) => tracing::info!(forgotten, days, "deleted lesson answers past their time"),
+            Err(error) => tracing::warn!(%error, "could not delete lesson answers past their time"),
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(60 * 60)).await;
     }
 }
 

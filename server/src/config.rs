@@ -111,6 +111,10 @@ pub struct Config {
     /// Seconds a room may go without an order, a join or a run before it closes (4 hours).
     #[arg(long, env = "RACELAB_ROOM_IDLE_SECS", default_value_t = 4 * 60 * 60)]
     pub room_idle_secs: u64,
+    /// Days a lesson session's results (handles and their answers) are kept before they are
+    /// deleted.
+    #[arg(long, env = "RACELAB_RESULTS_DAYS", default_value_t = 30)]
+    pub results_days: u32,
     /// Seconds a room's run may go on with no page following the room before it is cancelled.
     #[arg(long, env = "RACELAB_ROOM_ABANDONED_SECS", default_value_t = 60)]
     pub room_abandoned_secs: u64,

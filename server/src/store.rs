@@ -1,6 +1,7 @@
 //! The run store: finished runs and their events, for permalinks and replays.
 
 use futures_util::future::BoxFuture;
+use shared::lesson::live::Answer;
 pub use shared::protocol::StoredRun;
 use shared::{Event, Outcome};
 use sqlx::PgPool;
@@ -144,6 +145,96 @@ impl Store {
         }
         let sql = format!("SELECT text FROM public.{} WHERE id = $1", table.name());
         sqlx::query_scalar(&sql).bind(id).fetch_optional(&self.pool).await
+    }
+}
+
+/// How one lesson round went across every session kept: `(round, sessions, answers, right)`.
+pub type RoundFigures = (usize, i64, i64, i64);
+
+/// A lesson's answers, kept: each session's results, and across sessions each round's figures.
+impl Store {
+    /// Keeps round `round`'s scored `answers` of session `session` (of lesson `lesson`), in place
+    /// of any it kept for the same round before (the trainer repeated it).
+    pub async fn keep_answers(
+        &self,
+        session: &str,
+        lesson: &str,
+        round: usize,
+        answers: &[Answer],
+    ) -> Result<(), sqlx::Error> {
+        let round = i32::try_from(round).unwrap_or(i32::MAX);
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM public.lesson_answers WHERE session = $1 AND round = $2")
+            .bind(session)
+            .bind(round)
+            .execute(&mut *tx)
+            .await?;
+        for answer in answers {
+            sqlx::query(
+                "INSERT INTO public.lesson_answers (session, lesson, round, handle, answer, is_right, millis)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(session)
+            .bind(lesson)
+            .bind(round)
+            .bind(&answer.handle)
+            .bind(&answer.choice)
+            .bind(answer.right)
+            .bind(i64::try_from(answer.millis).unwrap_or(i64::MAX))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await
+    }
+
+    /// Session `session`'s answers and its lesson's id; `None` for a session with none kept.
+    pub async fn answers(&self, session: &str) -> Result<Option<(String, Vec<Answer>)>, sqlx::Error> {
+        let rows: Vec<(String, i32, String, String, bool, i64)> = sqlx::query_as(
+            "SELECT lesson, round, handle, answer, is_right, millis FROM public.lesson_answers
+             WHERE session = $1 ORDER BY round, handle",
+        )
+        .bind(session)
+        .fetch_all(&self.pool)
+        .await?;
+        let lesson = rows.first().map(|row| row.0.clone());
+        let answers = rows
+            .into_iter()
+            .map(|(_, round, handle, choice, right, millis)| Answer {
+                round: usize::try_from(round).unwrap_or_default(),
+                handle,
+                choice,
+                right,
+                millis: u64::try_from(millis).unwrap_or_default(),
+            })
+            .collect();
+        Ok(lesson.map(|lesson| (lesson, answers)))
+    }
+
+    /// Each round of lesson `lesson` that anyone answered, over every session kept.
+    pub async fn figures(&self, lesson: &str) -> Result<Vec<RoundFigures>, sqlx::Error> {
+        let rows: Vec<(i32, i64, i64, i64)> = sqlx::query_as(
+            "SELECT round, count(DISTINCT session), count(*), count(*) FILTER (WHERE is_right)
+             FROM public.lesson_answers WHERE lesson = $1 GROUP BY round ORDER BY round",
+        )
+        .bind(lesson)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(round, sessions, answers, right)| {
+                (usize::try_from(round).unwrap_or_default(), sessions, answers, right)
+            })
+            .collect())
+    }
+
+    /// Deletes answers older than `days` days; returns how many.
+    pub async fn forget_answers(&self, days: u32) -> Result<u64, sqlx::Error> {
+        let done =
+            sqlx::query("DELETE FROM public.lesson_answers WHERE answered_at < now() - make_interval(days => $1)")
+                .bind(i32::try_from(days).unwrap_or(i32::MAX))
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected())
     }
 }
 

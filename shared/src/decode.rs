@@ -43,7 +43,7 @@ names!(ErrorCode {
     "not_step_mode" => NotStepMode, "not_steppable" => NotSteppable, "service_down" => ServiceDown,
     "shutting_down" => ShuttingDown, "queue_full" => QueueFull, "too_many" => TooMany,
     "too_slow" => TooSlow, "unknown_room" => UnknownRoom, "bad_token" => BadToken,
-    "room_full" => RoomFull, "in_room" => InRoom,
+    "room_full" => RoomFull, "in_room" => InRoom, "handle_taken" => HandleTaken,
 });
 
 /// Untagged, tried in serde's order: null, boolean, an integer that fits `i64`, any other
@@ -545,9 +545,54 @@ impl FromJson for ServerFrame {
                 counts: json.get("counts")?,
                 revealed: json.get("revealed")?,
             },
+            #[cfg(feature = "rooms")]
+            "lesson" => ServerMsg::Lesson(crate::lesson::live::Live::from_json(json)?),
             other => return Err(unknown_variant(other)),
         };
         Ok(ServerFrame { v: json.get("v")?, msg })
+    }
+}
+
+#[cfg(feature = "rooms")]
+impl FromJson for crate::lesson::live::Live {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(crate::lesson::live::Live {
+            lesson: json.get("lesson")?,
+            title: json.get("title")?,
+            rounds: json.get("rounds")?,
+            round: json.opt("round")?,
+            leaderboard: json.get("leaderboard")?,
+            shown: json.get("shown")?,
+        })
+    }
+}
+
+#[cfg(feature = "rooms")]
+impl FromJson for crate::lesson::live::LiveRound {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(crate::lesson::live::LiveRound {
+            number: json.get("number")?,
+            title: json.get("title")?,
+            scenario: json.get("scenario")?,
+            variant: json.get("variant")?,
+            postgres: json.opt("postgres")?,
+            question: json.get("question")?,
+            choices: json.get("choices")?,
+            answer: json.opt("answer")?,
+            explain: json.opt("explain")?,
+        })
+    }
+}
+
+#[cfg(feature = "rooms")]
+impl FromJson for crate::lesson::live::Standing {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(crate::lesson::live::Standing {
+            handle: json.get("handle")?,
+            right: json.get("right")?,
+            answered: json.get("answered")?,
+            millis: json.get("millis")?,
+        })
     }
 }
 
@@ -1191,6 +1236,37 @@ mod tests {
                 counts: vec![(text("both-commit"), 2), (text("bob-40001"), 1)],
                 revealed: true,
             },
+            ServerMsg::Lesson(crate::lesson::live::Live {
+                lesson: text("0123456789abcdef"),
+                title: text("Isolation in an hour"),
+                rounds: 5,
+                round: None,
+                leaderboard: vec![],
+                shown: false,
+            }),
+            ServerMsg::Lesson(crate::lesson::live::Live {
+                lesson: text("0123456789abcdef"),
+                title: text("Isolation"),
+                rounds: 2,
+                round: Some(crate::lesson::live::LiveRound {
+                    number: 2,
+                    title: text("At SERIALIZABLE"),
+                    scenario: text("isolation/write-skew"),
+                    variant: text("serializable"),
+                    postgres: Some(18),
+                    question: text("Whose \"COMMIT\" fails?"),
+                    choices: vec![(text("alice"), text("Alice's")), (text("bob"), text("Bob's"))],
+                    answer: Some(text("bob")),
+                    explain: Some(text("SSI saw the cycle.")),
+                }),
+                leaderboard: vec![crate::lesson::live::Standing {
+                    handle: text("ana"),
+                    right: 1,
+                    answered: 2,
+                    millis: 4_200,
+                }],
+                shown: true,
+            }),
         ];
         for msg in frames {
             reads_like_serde(&ServerFrame::from(msg));
@@ -1215,6 +1291,7 @@ mod tests {
                 ErrorCode::BadToken => 14,
                 ErrorCode::RoomFull => 15,
                 ErrorCode::InRoom => 16,
+                ErrorCode::HandleTaken => 17,
             }
         }
         let codes = [
@@ -1235,6 +1312,7 @@ mod tests {
             ErrorCode::BadToken,
             ErrorCode::RoomFull,
             ErrorCode::InRoom,
+            ErrorCode::HandleTaken,
         ];
         assert_eq!(codes.map(listed), std::array::from_fn(|i| i), "every code, in order");
         for code in codes {

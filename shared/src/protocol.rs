@@ -46,13 +46,29 @@ pub enum ClientMsg {
     /// Stop the run and clean its sandbox.
     Cancel,
     /// Follow the frame's `room`: its current run so far, then live (with the `token`, as its
-    /// trainer).
-    Join,
+    /// trainer). In a room that runs a lesson, a participant answers as `handle`, and `seat` (a
+    /// secret its page keeps) takes the same handle, and its score, back after a reload.
+    Join {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        handle: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seat: Option<String>,
+    },
     /// The trainer's: the room's next run will be `scenario` at `variant`; participants predict
     /// its outcome (a new question clears the tally).
     Ask { scenario: String, variant: String },
     /// A follower's prediction for the room's question: one of its scenario's choices.
     Predict { choice: String },
+    /// The trainer's, in a room that runs a lesson: round `number` (1-based) is next, at its
+    /// own variant or at `variant` (the trainer changed it live). Going back repeats a round;
+    /// going past one skips it.
+    Round {
+        number: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        variant: Option<String>,
+    },
+    /// The trainer's: whether participants see the whole leaderboard (or only their own line).
+    Leaderboard { shown: bool },
 }
 
 /// A client frame: the message plus the protocol version it was written for.
@@ -106,7 +122,7 @@ impl ClientFrame {
     pub fn to_json(&self) -> String {
         // Members as (name, text) pairs, written by one loop: smaller in the browser's bundle
         // than a format string per message.
-        let (kind, members): (&str, Vec<(&str, &str)>) = match &self.msg {
+        let (kind, members): (&str, Vec<(&str, Member)>) = match &self.msg {
             ClientMsg::Start {
                 scenario,
                 variant,
@@ -114,13 +130,33 @@ impl ClientFrame {
                 ..
             } => (
                 "start",
-                vec![("scenario", scenario), ("variant", variant), ("mode", mode.name())],
+                vec![
+                    ("scenario", Member::Text(scenario)),
+                    ("variant", Member::Text(variant)),
+                    ("mode", Member::Text(mode.name())),
+                ],
             ),
             ClientMsg::Next => ("next", vec![]),
             ClientMsg::Cancel => ("cancel", vec![]),
-            ClientMsg::Join => ("join", vec![]),
-            ClientMsg::Ask { scenario, variant } => ("ask", vec![("scenario", scenario), ("variant", variant)]),
-            ClientMsg::Predict { choice } => ("predict", vec![("choice", choice)]),
+            ClientMsg::Join { handle, seat } => (
+                "join",
+                [("handle", handle), ("seat", seat)]
+                    .into_iter()
+                    .filter_map(|(name, value)| Some((name, Member::Text(value.as_deref()?))))
+                    .collect(),
+            ),
+            ClientMsg::Ask { scenario, variant } => (
+                "ask",
+                vec![("scenario", Member::Text(scenario)), ("variant", Member::Text(variant))],
+            ),
+            ClientMsg::Predict { choice } => ("predict", vec![("choice", Member::Text(choice))]),
+            ClientMsg::Round { number, variant } => (
+                "round",
+                std::iter::once(("number", Member::Raw(number.to_string())))
+                    .chain(variant.as_deref().map(|v| ("variant", Member::Text(v))))
+                    .collect(),
+            ),
+            ClientMsg::Leaderboard { shown } => ("leaderboard", vec![("shown", Member::Raw(shown.to_string()))]),
         };
         let mut json = format!(r#"{{"v":{},"type":"{kind}""#, self.v);
         // Members written only when present: a start's version, a room and its token.
@@ -129,16 +165,27 @@ impl ClientFrame {
             _ => &None,
         };
         let room = [("postgres", postgres), ("room", &self.room), ("token", &self.token)];
-        let room = room.iter().filter_map(|(name, value)| Some((*name, value.as_deref()?)));
+        let room = room
+            .iter()
+            .filter_map(|(name, value)| Some((*name, Member::Text(value.as_deref()?))));
         for (name, value) in members.into_iter().chain(room) {
             json.push_str(",\"");
             json.push_str(name);
             json.push_str("\":");
-            json.push_str(&quote(value));
+            match value {
+                Member::Text(text) => json.push_str(&quote(text)),
+                Member::Raw(raw) => json.push_str(&raw),
+            }
         }
         json.push('}');
         json
     }
+}
+
+/// A member's value in a hand-written frame: text (quoted) or a number or boolean (as written).
+enum Member<'a> {
+    Text(&'a str),
+    Raw(String),
 }
 
 /// Why the server refused a frame.
@@ -181,6 +228,8 @@ pub enum ErrorCode {
     RoomFull,
     /// This socket follows a room, so it starts nothing of its own.
     InRoom,
+    /// Another participant in the room answers under this handle: pick another.
+    HandleTaken,
 }
 
 /// Server → client.
@@ -222,6 +271,9 @@ pub enum ServerMsg {
         counts: Vec<(String, usize)>,
         revealed: bool,
     },
+    /// The lesson a room runs: its round, the round's question (after the run, its answer and
+    /// explanation) and the leaderboard; sent when the page joins and whenever it changes.
+    Lesson(crate::lesson::live::Live),
 }
 
 /// A finished run as `GET /api/runs/{id}` returns it: enough to replay it exactly.
@@ -311,7 +363,23 @@ mod tests {
             },
             ClientMsg::Next,
             ClientMsg::Cancel,
-            ClientMsg::Join,
+            ClientMsg::Join {
+                handle: None,
+                seat: None,
+            },
+            ClientMsg::Join {
+                handle: Some("ana \"k\"".into()),
+                seat: Some("5eat".into()),
+            },
+            ClientMsg::Round {
+                number: 3,
+                variant: None,
+            },
+            ClientMsg::Round {
+                number: 12,
+                variant: Some("serializable".into()),
+            },
+            ClientMsg::Leaderboard { shown: false },
             ClientMsg::Ask {
                 scenario: "isolation/write-skew".into(),
                 variant: "serializable".into(),

@@ -46,6 +46,8 @@ pub struct RunState {
     pub tally: Option<(Vec<(String, usize)>, bool)>,
     /// The room this socket followed has closed (or never was): nothing can be picked or run.
     pub room_closed: bool,
+    /// The lesson the room runs, if it runs one: its round and leaderboard.
+    pub lesson: Option<crate::lesson::live::Live>,
 }
 
 impl RunState {
@@ -89,6 +91,7 @@ impl RunState {
                 self.asked = asked;
             }
             ServerMsg::Tally { counts, revealed } => self.tally = Some((counts, revealed)),
+            ServerMsg::Lesson(live) => self.lesson = Some(live),
             ServerMsg::Event { event } => {
                 match &event.kind {
                     EventKind::Paused { actor, service, step } => {

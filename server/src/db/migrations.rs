@@ -26,6 +26,7 @@ const FILES: &[(&str, &str)] = &[
     migration!("20261205000000_take_connection_lease.sql"),
     migration!("20261206000000_specs.sql"),
     migration!("20261207000000_lessons.sql"),
+    migration!("20261208000000_lesson_answers.sql"),
 ];
 
 /// The migrations, as `sqlx::migrate!("../migrations")` would make them, but for one thing: a

@@ -151,6 +151,45 @@ enum Control {
     Cancel,
 }
 
+/// The longest a replay takes: a run that took longer plays faster, keeping its rhythm.
+pub const REPLAY_AT_MOST: Duration = Duration::from_secs(8);
+
+/// Sends `run`'s start, events (each at its moment, scaled to fit [`REPLAY_AT_MOST`]) and end to
+/// `reader`, until it ends or is cancelled.
+async fn replay(
+    run: crate::store::StoredRun,
+    reader: mpsc::Sender<ServerMsg>,
+    mut orders: mpsc::UnboundedReceiver<Control>,
+) {
+    let began = tokio::time::Instant::now();
+    let span = run.events.last().map_or(1, |e| e.at_ms.max(1));
+    let at_most = u64::try_from(REPLAY_AT_MOST.as_millis()).unwrap_or(u64::MAX);
+    let due = |at_ms: u64| began + Duration::from_millis(at_ms.min(span).saturating_mul(at_most.min(span)) / span);
+    let _ = reader.send(ServerMsg::Started { run_id: run.id.clone() }).await;
+    for event in run.events {
+        let when = due(event.at_ms);
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(when) => break,
+                order = orders.recv() => if matches!(order, Some(Control::Cancel) | None) {
+                    let cancelled = ServerMsg::Done { run_id: run.id, outcome: Outcome::Cancelled };
+                    let _ = reader.send(cancelled).await;
+                    return;
+                },
+            }
+        }
+        if reader.send(ServerMsg::Event { event }).await.is_err() {
+            return;
+        }
+    }
+    let _ = reader
+        .send(ServerMsg::Done {
+            run_id: run.id,
+            outcome: run.outcome,
+        })
+        .await;
+}
+
 /// A started run, seen from its client (the websocket or the CLI). Dropping it cancels the run.
 pub struct RunHandle {
     /// Queue position, start, events and done, in order. Ends after `Done`, or early if the
@@ -170,6 +209,21 @@ impl RunHandle {
     /// Stops the run; its sandbox is cleaned and a `Done { Cancelled }` follows.
     pub fn cancel(&self) {
         let _ = self.control.send(Control::Cancel);
+    }
+
+    /// A run that already happened, played again from its stored events at its own pace (sped
+    /// up to last at most [`REPLAY_AT_MOST`]): what a room shows for a lesson's recording round.
+    /// Nothing runs on a database; `cancel` ends it with `Done { Cancelled }`.
+    pub fn replay(run: crate::store::StoredRun) -> RunHandle {
+        let (to_reader, updates) = mpsc::channel(64);
+        let (control, orders) = mpsc::unbounded_channel();
+        tokio::spawn(replay(run, to_reader, orders));
+        RunHandle {
+            updates,
+            control,
+            lagged: Arc::new(AtomicBool::new(false)),
+            mode: Mode::Auto,
+        }
     }
 
     /// Whether the reader left more than [`Limits::reader_backlog`] messages unread, so the run

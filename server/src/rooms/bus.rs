@@ -91,6 +91,10 @@ pub enum FromHolder {
     Tally {
         counts: Vec<(String, usize)>,
     },
+    /// What pages are shown of the lesson the room runs.
+    Lesson {
+        live: Option<Box<shared::lesson::live::Live>>,
+    },
     /// The holder's answer to order `number` of `replica`: the refusal, if it was refused.
     Answer {
         replica: String,
@@ -134,6 +138,20 @@ pub enum Forwarded {
         scenario: String,
         variant: String,
     },
+    Round {
+        number: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        variant: Option<String>,
+    },
+    /// A participant's handle and the hash of their seat's secret, in hex (the secret stays on
+    /// the replica the page reached).
+    Seat {
+        handle: String,
+        seat: String,
+    },
+    Leaderboard {
+        shown: bool,
+    },
     Close,
 }
 
@@ -156,6 +174,12 @@ impl From<Order> for Forwarded {
             Order::Next => Forwarded::Next,
             Order::Cancel => Forwarded::Cancel,
             Order::Ask { scenario, variant } => Forwarded::Ask { scenario, variant },
+            Order::Round { number, variant } => Forwarded::Round { number, variant },
+            Order::Seat { handle, seat } => Forwarded::Seat {
+                handle,
+                seat: hex(&seat),
+            },
+            Order::Leaderboard { shown } => Forwarded::Leaderboard { shown },
             Order::Close => Forwarded::Close,
         }
     }
@@ -179,6 +203,13 @@ impl From<Forwarded> for Order {
             Forwarded::Next => Order::Next,
             Forwarded::Cancel => Order::Cancel,
             Forwarded::Ask { scenario, variant } => Order::Ask { scenario, variant },
+            Forwarded::Round { number, variant } => Order::Round { number, variant },
+            // A seat that does not read as a hash cannot be anyone's: it takes no handle back.
+            Forwarded::Seat { handle, seat } => Order::Seat {
+                handle,
+                seat: unhex(&seat).unwrap_or_default(),
+            },
+            Forwarded::Leaderboard { shown } => Order::Leaderboard { shown },
             Forwarded::Close => Order::Close,
         }
     }
@@ -348,6 +379,7 @@ impl Bus {
             }
         };
         let (mut participants, mut asked, mut tally) = (room.participants(), room.asked(), room.tally());
+        let mut live = room.live();
         let mut heartbeat = tokio::time::interval(HEARTBEAT);
         loop {
             tokio::select! {
@@ -370,6 +402,10 @@ impl Bus {
                 Ok(()) = tally.changed() => {
                     let counts = tally.borrow_and_update().clone();
                     self.publish(&feed, &FromHolder::Tally { counts }).await;
+                }
+                Ok(()) = live.changed() => {
+                    let live = live.borrow_and_update().clone().map(Box::new);
+                    self.publish(&feed, &FromHolder::Lesson { live }).await;
                 }
                 _ = heartbeat.tick() => {
                     room.forget_silent(Instant::now() - 3 * HEARTBEAT);
@@ -424,10 +460,14 @@ impl Bus {
         match note {
             ToHolder::Here { replica, here } => {
                 room.elsewhere(&replica, here);
-                // A new mirror learns the room's status and tally from this answer.
+                // A new mirror learns the room's status, tally and lesson from this answer.
                 self.publish(feed, &status(room)).await;
                 let counts = room.tally().borrow().clone();
                 self.publish(feed, &FromHolder::Tally { counts }).await;
+                let live = room.live().borrow().clone().map(Box::new);
+                if live.is_some() {
+                    self.publish(feed, &FromHolder::Lesson { live }).await;
+                }
             }
             ToHolder::Predict { who, choice } => {
                 if let Err(refused) = room.pick(who, &choice) {
@@ -581,6 +621,7 @@ impl Bus {
             FromHolder::Frame { number, frame } => room.feed.relay(number, frame.into()),
             FromHolder::Status { participants, asked } => room.mirror_status(participants, asked),
             FromHolder::Tally { counts } => room.mirror_tally(counts),
+            FromHolder::Lesson { live } => room.mirror_live(live.map(|live| *live)),
             FromHolder::Answer {
                 replica,
                 number,

@@ -3,6 +3,7 @@
 use super::feed::Numbered;
 use super::room::{Presence, Room, closed, closed_message};
 use crate::control::Refusal;
+use shared::lesson::live::Live;
 use shared::{ErrorCode, ServerMsg};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -28,6 +29,11 @@ pub struct Follower {
     asked: watch::Receiver<Option<(String, String)>>,
     /// The live counts, for the trainer's page only.
     tally: Option<watch::Receiver<Vec<(String, usize)>>>,
+    /// The lesson the room runs, as this page is shown it.
+    lesson: watch::Receiver<Option<Live>>,
+    /// The handle this page answers under, in a lesson.
+    handle: Option<String>,
+    trainer: bool,
     /// Frames to send before reading more.
     queue: VecDeque<Outgoing>,
     /// The page's place among the room's watchers (and participants, unless it is the trainer's).
@@ -39,7 +45,8 @@ impl Follower {
     /// Joins `room`: as its trainer (not counted, never refused) or as a participant (refused when
     /// the room already has `limit`). The first things sent are the room's status and its current
     /// run so far.
-    pub fn join(room: Arc<Room>, trainer: bool, limit: usize) -> Result<Follower, Refusal> {
+    /// In a lesson, a participant answers as `handle` (seated by the room before it joins).
+    pub fn join(room: Arc<Room>, trainer: bool, limit: usize, handle: Option<String>) -> Result<Follower, Refusal> {
         let presence = room.admit(trainer, limit).ok_or_else(|| Refusal {
             code: ErrorCode::RoomFull,
             message: format!("room {} has {limit} participants, as many as a room may", room.id),
@@ -60,6 +67,12 @@ impl Follower {
             }
             tally
         });
+        let mut lesson = room.live();
+        if let Some(live) = lesson.borrow_and_update().as_ref() {
+            queue.push_back(Outgoing::Message(Box::new(ServerMsg::Lesson(
+                live.for_page(handle.as_deref(), trainer),
+            ))));
+        }
         let last = subscription.backlog.last().map_or(0, |frame| frame.number);
         queue.extend(
             subscription
@@ -74,10 +87,18 @@ impl Follower {
             participants,
             asked,
             tally,
+            lesson,
+            handle,
+            trainer,
             queue,
             presence,
             ended: false,
         })
+    }
+
+    /// The handle this page answers under, in a lesson.
+    pub fn handle(&self) -> Option<&str> {
+        self.handle.as_deref()
     }
 
     pub fn room(&self) -> &Arc<Room> {
@@ -125,6 +146,16 @@ impl Follower {
                         return Outgoing::Message(Box::new(self.room.status()));
                     }
                     self.ended = true;
+                }
+                changed = self.lesson.changed(), if !self.ended => {
+                    if changed.is_err() {
+                        self.ended = true;
+                        continue;
+                    }
+                    let shown = self.lesson.borrow_and_update().as_ref().map(|live| live.for_page(self.handle.as_deref(), self.trainer));
+                    if let Some(live) = shown {
+                        return Outgoing::Message(Box::new(ServerMsg::Lesson(live)));
+                    }
                 }
                 changed = changed_tally(&mut self.tally), if !self.ended => {
                     if let Some(counts) = changed {
@@ -186,7 +217,7 @@ mod tests {
     async fn a_follower_behind_the_broadcast_sends_every_frame_in_order() {
         let (room, _orders) = Room::new("K7QX2M".into(), "t".into(), None, 4);
         room.feed.publish(ServerMsg::Queued { position: 0 });
-        let mut follower = Follower::join(room.clone(), false, 10).expect("joined");
+        let mut follower = Follower::join(room.clone(), false, 10, None).expect("joined");
         assert!(
             matches!(follower.next().await, Outgoing::Message(_)),
             "the room's status first"

@@ -19,6 +19,7 @@
 pub mod bus;
 pub mod feed;
 pub mod follow;
+pub mod lesson;
 pub mod room;
 pub mod tally;
 
@@ -162,7 +163,12 @@ impl Rooms {
     /// Opens a room for `trainer` and starts its task; returns the room (its code is `id`) and
     /// the trainer token. The code is claimed in Redis, so no other replica holds the same one;
     /// if Redis cannot be reached, the room lives in this process only.
-    pub async fn open(&self, trainer: Option<IpAddr>) -> Result<(Arc<Room>, String), OpenError> {
+    /// A room opened with a lesson's `session` runs it round by round.
+    pub async fn open(
+        &self,
+        trainer: Option<IpAddr>,
+        session: Option<lesson::Session>,
+    ) -> Result<(Arc<Room>, String), OpenError> {
         let token = secret();
         self.refuse_past_cap(trainer)?;
         let (id, shared) = loop {
@@ -180,6 +186,9 @@ impl Rooms {
             }
         };
         let (room, orders) = Room::new(id.clone(), token.clone(), trainer, feed::LIVE_BUFFER);
+        if let Some(session) = session {
+            room.run_lesson(session);
+        }
         self.open_rooms().insert(id.clone(), room.clone());
         if shared {
             tokio::spawn(self.bus.clone().hold(room.clone(), room.feed.tap()));
@@ -204,8 +213,8 @@ fn code() -> String {
         .collect()
 }
 
-/// A trainer token: 128 random bits, in hex.
-fn secret() -> String {
+/// A trainer token (or a session's results id): 128 random bits, in hex.
+pub fn secret() -> String {
     let bits: u128 = rand::rng().random();
     format!("{bits:032x}")
 }

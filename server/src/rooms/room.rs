@@ -11,6 +11,7 @@
 
 use super::bus::{Forwarded, ToHolder};
 use super::feed::Feed;
+use super::lesson::{RoundRace, Session};
 use super::tally::Question;
 use super::{Limits, lock};
 use crate::clients::Slot;
@@ -18,7 +19,8 @@ use crate::control::{Refusal, cancel_run, error, next_update, start_refusal, ste
 use crate::engine::{Engine, RunHandle};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use shared::{ErrorCode, EventKind, Mode, Outcome, ScenarioInfo, ServerMsg};
+use shared::lesson::live::{Answer, Live};
+use shared::{ErrorCode, Event, EventKind, Mode, Outcome, ScenarioInfo, ServerMsg};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +50,20 @@ pub enum Order {
         scenario: String,
         variant: String,
     },
+    /// The lesson's round `number` (1-based) is next, at its own variant or at `variant`.
+    Round {
+        number: usize,
+        variant: Option<String>,
+    },
+    /// A participant answers as `handle` from the page whose secret hashes to `seat`.
+    Seat {
+        handle: String,
+        seat: [u8; 32],
+    },
+    /// Whether participants see the whole leaderboard.
+    Leaderboard {
+        shown: bool,
+    },
     /// The trainer closes the room, or the server is stopping: publish what is left of the run,
     /// then close.
     Close,
@@ -66,6 +82,8 @@ struct Playing {
     /// What it plays, to match it with the room's question when it reveals the answer.
     scenario: String,
     variant: String,
+    /// Its events so far: a lesson's own question is answered from them when the run ends.
+    events: Vec<Event>,
 }
 
 /// Pages following a room in one process.
@@ -117,6 +135,10 @@ pub struct Room {
     tally: watch::Sender<Vec<(String, usize)>>,
     /// Numbers the pages that join, so a page's pick replaces its own last one.
     joined: AtomicU64,
+    /// The lesson the room runs, if it runs one (the holder's only).
+    session: Mutex<Option<Session>>,
+    /// What pages are shown of the lesson, whenever it changes (a mirror's comes from the holder).
+    live: watch::Sender<Option<Live>>,
 }
 
 /// SHA-256 of a trainer token.
@@ -127,6 +149,8 @@ pub fn token_hash(token: &str) -> [u8; 32] {
 impl Room {
     fn with(id: String, token: [u8; 32], trainer: Option<IpAddr>, live_buffer: usize, reach: Reach) -> Room {
         Room {
+            session: Mutex::new(None),
+            live: watch::Sender::new(None),
             id,
             token,
             trainer,
@@ -149,6 +173,19 @@ impl Room {
         let (commands, orders) = mpsc::unbounded_channel();
         let room = Room::with(id, token_hash(&token), trainer, live_buffer, Reach::Holder { commands });
         (Arc::new(room), Orders(orders))
+    }
+
+    /// The room runs `session`'s lesson (set once, as it opens).
+    pub(super) fn run_lesson(&self, session: Session) {
+        self.live.send_replace(Some(session.live()));
+        *lock(&self.session) = Some(session);
+    }
+
+    /// Where the results of the lesson the room runs are read, and the lesson's id.
+    pub fn results(&self) -> Option<(String, String)> {
+        lock(&self.session)
+            .as_ref()
+            .map(|s| (s.results.clone(), s.lesson_id.clone()))
     }
 
     /// A mirror of a room another replica holds, and what it sends that replica.
@@ -364,10 +401,8 @@ impl Room {
     pub fn ask(&self, info: &ScenarioInfo, variant: &str) -> Result<(), Refusal> {
         let scenario = info.id.as_str();
         let question = Question::ask(info, variant)?;
-        let asked = question.as_ref().map(|_| (scenario.to_owned(), variant.to_owned()));
-        let counts = question.as_ref().map_or_else(Vec::new, Question::counts);
         {
-            let mut current = lock(&self.question);
+            let current = lock(&self.question);
             let still_open = match (current.as_ref(), &question) {
                 (Some(q), Some(_)) => q.scenario == scenario && q.variant == variant && !q.started,
                 (None, None) => self.asked.borrow().is_none(),
@@ -376,14 +411,72 @@ impl Room {
             if still_open {
                 return Ok(());
             }
-            *current = question;
         }
+        self.put(question);
+        Ok(())
+    }
+
+    /// `question` (or none) is the room's now: the last round's run leaves the feed, and the
+    /// question goes out, then its counts (followers send them in this order).
+    fn put(&self, question: Option<Question>) {
+        let asked = question.as_ref().map(|q| (q.scenario.clone(), q.variant.clone()));
+        let counts = question.as_ref().map_or_else(Vec::new, Question::counts);
+        *lock(&self.question) = question;
         self.touch();
         self.feed.begin_run();
-        // The question first, then its counts: followers send them in this order.
         self.asked.send_replace(asked);
         self.tally.send_replace(counts);
+    }
+
+    /// The lesson's round `number` opens, playing `race` (of scenario `info`): its question is
+    /// the room's, and pages are shown the round. Asking again for the round still open (a
+    /// trainer's page reloaded before its run) changes nothing; after its run, it plays again.
+    fn open_round(&self, number: usize, race: &RoundRace, info: &ScenarioInfo) -> Result<(), Refusal> {
+        let mut session = lock(&self.session);
+        let session = session.as_mut().ok_or_else(no_lesson)?;
+        let started = lock(&self.question).as_ref().is_some_and(|q| q.started);
+        if session.is_open(number, race) && !started {
+            return Ok(());
+        }
+        let (choices, derived) = session.open(number, race, info)?;
+        self.put(Some(Question::new(&race.scenario, &race.variant, choices, derived)));
+        self.live.send_replace(Some(session.live()));
         Ok(())
+    }
+
+    /// A participant answers as `handle` from the page whose secret hashes to `seat`. In a room
+    /// without a lesson, a handle means nothing and anyone may give any.
+    fn seat(&self, handle: &str, seat: [u8; 32]) -> Result<(), Refusal> {
+        let mut session = lock(&self.session);
+        let Some(session) = session.as_mut() else { return Ok(()) };
+        let new = !session.is_seated(handle);
+        session.seat(handle, seat)?;
+        if new {
+            self.live.send_replace(Some(session.live()));
+        }
+        Ok(())
+    }
+
+    fn show_leaderboard(&self, shown: bool) -> Result<(), Refusal> {
+        let mut session = lock(&self.session);
+        let session = session.as_mut().ok_or_else(no_lesson)?;
+        session.show(shown);
+        self.live.send_replace(Some(session.live()));
+        Ok(())
+    }
+
+    /// What pages are shown of the lesson, now and whenever it changes.
+    pub fn live(&self) -> watch::Receiver<Option<Live>> {
+        self.live.subscribe()
+    }
+
+    /// A mirror takes the holder's word for the lesson.
+    pub(super) fn mirror_live(&self, live: Option<Live>) {
+        self.live.send_if_modified(|now| {
+            let changed = *now != live;
+            *now = live;
+            changed
+        });
     }
 
     /// A run of `scenario` at `variant` starts (`playing`) or ends: while a run of the room's
@@ -400,23 +493,33 @@ impl Room {
 
     /// The page numbered `who` in this process predicts `choice` for the room's question. From
     /// a mirror, the pick is checked against the question here and sent to the holder.
-    pub fn predict(&self, who: u64, choice: &str) -> Result<(), Refusal> {
+    /// In a lesson, the pick counts under the page's `handle`, and a page without one only
+    /// watches.
+    pub fn predict(&self, who: u64, handle: Option<&str>, choice: &str) -> Result<(), Refusal> {
         match &self.reach {
-            Reach::Holder { .. } => self.pick(who.to_string(), choice),
+            Reach::Holder { .. } => self.pick(handle.map_or_else(|| format!("#{who}"), str::to_owned), choice),
             Reach::Mirror { replica, to_holder, .. } => {
-                let Some((scenario, variant)) = self.asked.borrow().clone() else {
-                    return Err(nothing_asked());
-                };
-                // A catalog scenario's choices are known here, so a wrong one is refused at
-                // once; a reader's spec is read from the store by the holder alone, which
-                // counts only its choices.
-                if let Ok(def) = crate::control::scenario_named(&scenario) {
-                    Question::ask(&crate::engine::Scenario::info(def), &variant)?
-                        .ok_or_else(nothing_asked)?
-                        .pick(String::new(), choice)?;
+                // The question's choices are known here for a lesson's round and a catalog
+                // scenario, so a wrong one is refused at once; a reader's spec is read from the
+                // store by the holder alone, which counts only its choices.
+                let round = self.live.borrow().as_ref().and_then(|live| live.round.clone());
+                if let Some(round) = round {
+                    handle.ok_or_else(no_handle)?;
+                    let ids = round.choices.into_iter().map(|(id, _)| id).collect();
+                    Question::new(&round.scenario, &round.variant, ids, None).pick(String::new(), choice)?;
+                } else {
+                    let Some((scenario, variant)) = self.asked.borrow().clone() else {
+                        return Err(nothing_asked());
+                    };
+                    if let Ok(def) = crate::control::scenario_named(&scenario) {
+                        Question::ask(&crate::engine::Scenario::info(def), &variant)?
+                            .ok_or_else(nothing_asked)?
+                            .pick(String::new(), choice)?;
+                    }
                 }
+                let who = handle.map_or_else(|| format!("{replica}/{who}"), str::to_owned);
                 let _ = to_holder.send(ToHolder::Predict {
-                    who: format!("{replica}/{who}"),
+                    who,
                     choice: choice.to_owned(),
                 });
                 Ok(())
@@ -426,6 +529,9 @@ impl Room {
 
     /// `who` (a page here, or `replica/page` on another replica) picks `choice`.
     pub(super) fn pick(&self, who: String, choice: &str) -> Result<(), Refusal> {
+        if lock(&self.session).as_ref().is_some_and(|s| !s.is_seated(&who)) {
+            return Err(no_handle());
+        }
         let mut question = lock(&self.question);
         let question = question.as_mut().ok_or_else(nothing_asked)?;
         question.pick(who, choice)?;
@@ -443,18 +549,43 @@ impl Room {
         self.tally.subscribe()
     }
 
-    /// The run of `scenario` at `variant` revealed its answer: if it was the room's question,
-    /// the question closes and its tally is for everyone.
-    fn reveal(&self, scenario: &str, variant: &str) -> Option<ServerMsg> {
+    /// The run of `scenario` at `variant` answered `answer` (`None`: it ended without one): if
+    /// it was the room's question, the question closes and its tally is for everyone; in a
+    /// lesson, every seated pick is scored. Returns the tally to publish and the round's answers
+    /// (to keep).
+    fn reveal(&self, scenario: &str, variant: &str, answer: Option<&str>) -> Option<Revealed> {
         let mut question = lock(&self.question);
         let question = question
             .as_mut()
             .filter(|q| q.scenario == scenario && q.variant == variant && !q.revealed)?;
         question.revealed = true;
-        Some(ServerMsg::Tally {
+        let mut session = lock(&self.session);
+        let scored = match (session.as_mut(), answer) {
+            (Some(session), Some(answer)) => Some(Scored {
+                results: session.results.clone(),
+                lesson: session.lesson_id.clone(),
+                answers: session.score(answer, question.picks()),
+            }),
+            _ => None,
+        };
+        let tally = ServerMsg::Tally {
             counts: question.counts(),
             revealed: true,
-        })
+        };
+        Some(Revealed { tally, scored })
+    }
+
+    /// Pages are shown the lesson as it is now.
+    fn show_lesson(&self) {
+        if let Some(session) = lock(&self.session).as_ref() {
+            self.live.send_replace(Some(session.live()));
+        }
+    }
+
+    /// How the room's open question is answered from its run's events, when it is a lesson's
+    /// own (`None`: by the run's `reveal`, or no question is open).
+    fn derived(&self) -> Option<shared::lesson::Derived> {
+        lock(&self.question).as_ref().and_then(|q| q.derived.clone())
     }
 
     /// The number of participants, now and whenever it changes.
@@ -480,11 +611,38 @@ impl Room {
     }
 }
 
+fn no_lesson() -> Refusal {
+    Refusal {
+        code: ErrorCode::BadFrame,
+        message: "this room runs no lesson: open one with a lesson to play it round by round".to_owned(),
+    }
+}
+
+fn no_handle() -> Refusal {
+    Refusal {
+        code: ErrorCode::BadFrame,
+        message: "this room runs a lesson: join with a handle to answer".to_owned(),
+    }
+}
+
 fn nothing_asked() -> Refusal {
     Refusal {
         code: ErrorCode::BadFrame,
         message: "the trainer has asked nothing to predict yet".to_owned(),
     }
+}
+
+/// What a run's answer revealed: the tally for everyone, and in a lesson the round's answers.
+struct Revealed {
+    tally: ServerMsg,
+    scored: Option<Scored>,
+}
+
+/// A lesson round's answers, scored, to keep with the session's results.
+struct Scored {
+    results: String,
+    lesson: String,
+    answers: Vec<Answer>,
 }
 
 /// The error a follower or trainer gets once the room is gone.
@@ -540,13 +698,10 @@ pub(super) async fn drive(room: Arc<Room>, Orders(mut orders): Orders, engine: A
                     outcome: Outcome::Failed { message: "the run's stream ended early".to_owned() },
                 });
                 let finished = matches!(update, ServerMsg::Done { .. });
-                let reveals = matches!(&update, ServerMsg::Event { event } if matches!(event.kind, EventKind::Reveal { .. }));
+                let answer = run.as_mut().and_then(|playing| answered(&room, playing, &update));
                 room.feed.publish(update);
-                if reveals
-                    && let Some(playing) = &run
-                    && let Some(tally) = room.reveal(&playing.scenario, &playing.variant)
-                {
-                    room.feed.publish(tally);
+                if let (Some(answer), Some(playing)) = (answer, &run) {
+                    reveal(&room, playing, answer.as_deref(), &engine).await;
                 }
                 if finished && let Some(playing) = run.take() {
                     room.question_played(&playing.scenario, &playing.variant, false);
@@ -587,6 +742,59 @@ pub(super) async fn drive(room: Arc<Room>, Orders(mut orders): Orders, engine: A
     tracing::info!(room = %room.id, "room closed");
 }
 
+/// Whether `update` of the room's run answers its question, and with what (`Some(None)`: the run
+/// ended and says nothing the trainer's question asks about). A scenario's own question is
+/// answered by the run's `reveal`; a lesson's own, from its events when it completes.
+fn answered(room: &Room, playing: &mut Playing, update: &ServerMsg) -> Option<Option<String>> {
+    let derived = room.derived();
+    match (update, derived) {
+        (ServerMsg::Event { event }, None) => match &event.kind {
+            EventKind::Reveal { choice, .. } => Some(Some(choice.clone())),
+            _ => None,
+        },
+        (ServerMsg::Event { event }, Some(_)) => {
+            playing.events.push(event.clone());
+            None
+        }
+        (
+            ServerMsg::Done {
+                outcome: Outcome::Completed,
+                ..
+            },
+            Some(derived),
+        ) => Some(derived.of(&playing.events)),
+        _ => None,
+    }
+}
+
+/// The room's run answered its question: the answers are scored and kept (before anyone is
+/// shown them, so a trainer who downloads the results at once finds the round in them), then
+/// the lesson and the tally go out.
+async fn reveal(room: &Room, playing: &Playing, answer: Option<&str>, engine: &Engine) {
+    let Some(Revealed { tally, scored }) = room.reveal(&playing.scenario, &playing.variant, answer) else {
+        return;
+    };
+    if let Some(Scored {
+        results,
+        lesson,
+        answers,
+    }) = scored
+    {
+        let round = room
+            .live
+            .borrow()
+            .as_ref()
+            .and_then(|l| l.round.as_ref().map(|r| r.number));
+        if let Some(round) = round
+            && let Err(error) = engine.store.keep_answers(&results, &lesson, round, &answers).await
+        {
+            tracing::warn!(%error, room = %room.id, "could not keep a lesson round's answers");
+        }
+        room.show_lesson();
+    }
+    room.feed.publish(tally);
+}
+
 async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc<Engine>) -> Option<ServerMsg> {
     match order {
         Order::Start {
@@ -602,11 +810,15 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
                     "the room's run is still going; cancel it or wait for done",
                 ));
             }
-            let def = match crate::control::scenario_for(&scenario, &engine.store).await {
-                Ok(def) => def,
-                Err(refusal) => return Some(refusal.into()),
+            let replay = lock(&room.session)
+                .as_ref()
+                .and_then(|s| s.replay_of(&scenario, &variant));
+            let started = match replay {
+                // A lesson's recording round plays its kept run again; nothing runs.
+                Some(id) => kept(&id, engine).await.map(RunHandle::replay).map_err(ServerMsg::from),
+                None => start(&scenario, &variant, mode, postgres, engine).await,
             };
-            match engine.start_on(def, &variant, mode, postgres).await {
+            match started {
                 Ok(handle) => {
                     room.question_played(&scenario, &variant, true);
                     room.feed.begin_run();
@@ -615,10 +827,11 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
                         _slot: slot,
                         scenario,
                         variant,
+                        events: Vec::new(),
                     });
                     None
                 }
-                Err(refused) => Some(start_refusal(&refused)),
+                Err(refused) => Some(refused),
             }
         }
         Order::Next => step_run(run.as_ref().map(|playing| &playing.handle)),
@@ -633,8 +846,85 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
             Ok(def) => room.ask(&def.info(), &variant).err().map(ServerMsg::from),
             Err(refusal) => Some(refusal.into()),
         },
+        Order::Round { .. } | Order::Leaderboard { .. } | Order::Seat { .. } => {
+            lesson_order(order, run, room, engine).await
+        }
         Order::Close => None,
     }
+}
+
+/// Starts `scenario` at `variant` on the engine, or the refusal to tell the trainer.
+async fn start(
+    scenario: &str,
+    variant: &str,
+    mode: Mode,
+    postgres: Option<u32>,
+    engine: &Arc<Engine>,
+) -> Result<RunHandle, ServerMsg> {
+    let def = crate::control::scenario_for(scenario, &engine.store)
+        .await
+        .map_err(ServerMsg::from)?;
+    engine
+        .start_on(def, variant, mode, postgres)
+        .await
+        .map_err(|refused| start_refusal(&refused))
+}
+
+/// A recording round's race, with the scenario and variant of the kept run it replays.
+async fn replayed(mut race: RoundRace, engine: &Engine) -> Result<RoundRace, Refusal> {
+    let Some(id) = &race.replay else { return Ok(race) };
+    let run = kept(id, engine).await?;
+    race.scenario = run.scenario;
+    race.variant = run.variant;
+    Ok(race)
+}
+
+/// The run this racelab keeps under `id`, or why it cannot be replayed.
+async fn kept(id: &str, engine: &Engine) -> Result<crate::store::StoredRun, Refusal> {
+    match engine.store.load(id).await {
+        Ok(Some(run)) => Ok(run),
+        Ok(None) => Err(Refusal {
+            code: ErrorCode::UnknownScenario,
+            message: format!("racelab keeps no run {id} to replay"),
+        }),
+        Err(e) => Err(Refusal {
+            code: ErrorCode::ServiceDown,
+            message: format!("racelab could not read run {id} from its store: {e}"),
+        }),
+    }
+}
+
+/// The orders of a room that runs a lesson.
+async fn lesson_order(order: Order, run: &Option<Playing>, room: &Room, engine: &Engine) -> Option<ServerMsg> {
+    let refused = match order {
+        Order::Round { .. } if run.is_some() => {
+            return Some(error(
+                ErrorCode::Busy,
+                "the room's run is still going; open the next round when it is done",
+            ));
+        }
+        Order::Round { number, variant } => {
+            let race = lock(&room.session)
+                .as_ref()
+                .ok_or_else(no_lesson)
+                .and_then(|session| session.race(number, variant.as_deref()));
+            let race = match race {
+                Ok(race) => replayed(race, engine).await,
+                Err(refusal) => Err(refusal),
+            };
+            match race {
+                Ok(race) => match crate::control::scenario_for(&race.scenario, &engine.store).await {
+                    Ok(def) => room.open_round(number, &race, &def.info()).err(),
+                    Err(refusal) => Some(refusal),
+                },
+                Err(refusal) => Some(refusal),
+            }
+        }
+        Order::Seat { handle, seat } => room.seat(&handle, seat).err(),
+        Order::Leaderboard { shown } => room.show_leaderboard(shown).err(),
+        _ => None,
+    };
+    refused.map(ServerMsg::from)
 }
 
 #[cfg(test)]

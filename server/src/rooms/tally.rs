@@ -5,8 +5,10 @@
 //! starts. The trainer sees the counts live; everyone sees them after the run reveals the answer.
 
 use crate::control::Refusal;
+use shared::lesson::Derived;
 use shared::{ErrorCode, ScenarioInfo};
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 /// One question and the picks made for it.
 #[derive(Debug)]
@@ -15,8 +17,14 @@ pub struct Question {
     pub variant: String,
     /// The choices' ids, in the scenario's order.
     choices: Vec<String>,
-    /// Each page's pick, by its place in the room (`replica/place` for a page on another replica).
-    picks: HashMap<String, String>,
+    /// Each page's pick, by its place in the room (`replica/place` for a page on another replica)
+    /// or, in a lesson, its handle; with how long after the question it was made.
+    picks: HashMap<String, (String, Duration)>,
+    /// When the question was asked: a pick's time counts from it.
+    asked_at: Instant,
+    /// How a lesson's own question is answered, read off the run when it ends; `None`: by the
+    /// run's `reveal` (the scenario's own question).
+    pub derived: Option<Derived>,
     /// A run of it has started: picks are closed, so nobody changes their mind while the steps
     /// show what happens.
     pub started: bool,
@@ -38,14 +46,29 @@ impl Question {
                 format!("{} has no variant {variant:?}", scenario.id),
             ));
         }
-        Ok(scenario.question_at(variant).map(|prediction| Question {
-            scenario: scenario.id.clone(),
+        Ok(scenario.question_at(variant).map(|prediction| {
+            let choices = prediction.choices.iter().map(|c| c.id.clone()).collect();
+            Question::new(&scenario.id, variant, choices, None)
+        }))
+    }
+
+    /// A question with these `choices` (ids), answered by `derived` or by the run's `reveal`.
+    pub fn new(scenario: &str, variant: &str, choices: Vec<String>, derived: Option<Derived>) -> Question {
+        Question {
+            scenario: scenario.to_owned(),
             variant: variant.to_owned(),
-            choices: prediction.choices.iter().map(|c| c.id.clone()).collect(),
+            choices,
             picks: HashMap::new(),
+            asked_at: Instant::now(),
+            derived,
             started: false,
             revealed: false,
-        }))
+        }
+    }
+
+    /// Each pick, by who made it, with how long after the question.
+    pub fn picks(&self) -> &HashMap<String, (String, Duration)> {
+        &self.picks
     }
 
     /// `who` picks `choice` (again, if they change their mind); refused once its run started.
@@ -68,7 +91,7 @@ impl Question {
                 format!("{choice:?} is not one of the choices: {}", self.choices.join(", ")),
             ));
         }
-        self.picks.insert(who, choice.to_owned());
+        self.picks.insert(who, (choice.to_owned(), self.asked_at.elapsed()));
         Ok(())
     }
 
@@ -76,7 +99,10 @@ impl Question {
     pub fn counts(&self) -> Vec<(String, usize)> {
         self.choices
             .iter()
-            .map(|choice| (choice.clone(), self.picks.values().filter(|p| *p == choice).count()))
+            .map(|choice| {
+                let picked = self.picks.values().filter(|(p, _)| p == choice).count();
+                (choice.clone(), picked)
+            })
             .collect()
     }
 }

@@ -25,11 +25,6 @@ pub fn router() -> Router<AppState> {
             axum::routing::post(save_spec).layer(axum::extract::DefaultBodyLimit::max(SPEC_BODY_LIMIT)),
         )
         .route("/api/specs/{id}", get(saved_spec))
-        .route(
-            "/api/lessons",
-            axum::routing::post(save_lesson).layer(axum::extract::DefaultBodyLimit::max(LESSON_BODY_LIMIT)),
-        )
-        .route("/api/lessons/{id}", get(saved_lesson))
         .route("/api/runs/{id}/spec", get(run_as_spec))
         .route("/api/runs/{id}/proof", get(run_proof))
         .route("/api/runs/{id}/recording", get(run_recording))
@@ -257,59 +252,6 @@ async fn saved_spec(State(state): State<AppState>, Path(id): Path<String>) -> Re
     let scenario =
         crate::specs::scenario::SpecScenario::new(&id, &text).map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(Json(saved(id, text, &scenario)))
-}
-
-/// A lesson's body: a session's rounds, well under this.
-const LESSON_BODY_LIMIT: usize = 64 * 1024;
-
-/// A saved lesson: its id (its link is `/lessons/<id>`), its text, and what it reads as.
-#[derive(serde::Serialize)]
-struct SavedLesson {
-    id: String,
-    text: String,
-    title: String,
-    /// Each round's heading, in order.
-    rounds: Vec<String>,
-}
-
-impl SavedLesson {
-    fn of(id: String, text: String, lesson: &shared::lesson::Lesson) -> SavedLesson {
-        SavedLesson {
-            id,
-            text,
-            title: lesson.title.clone(),
-            rounds: lesson.rounds.iter().map(|r| r.title.clone()).collect(),
-        }
-    }
-}
-
-/// Keeps a lesson that holds (`201`, its id), or says every mistake at its line (`400`,
-/// [`ApiError::Lesson`]) and keeps nothing.
-async fn save_lesson(
-    State(state): State<AppState>,
-    text: Result<String, StringRejection>,
-) -> Result<(axum::http::StatusCode, Json<SavedLesson>), ApiError> {
-    let text = text?;
-    let lesson = crate::lessons::check(&state.engine, &text)
-        .await
-        .map_err(ApiError::Lesson)?;
-    let id = state.engine.store.save_lesson(&text).await?;
-    Ok((
-        axum::http::StatusCode::CREATED,
-        Json(SavedLesson::of(id, text, &lesson)),
-    ))
-}
-
-async fn saved_lesson(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<SavedLesson>, ApiError> {
-    let text = state
-        .engine
-        .store
-        .load_lesson(&id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no saved lesson has the id {id:?}")))?;
-    let lesson =
-        shared::lesson::parse(&text).map_err(|e| ApiError::Internal(format!("a kept lesson reads wrong: {e}")))?;
-    Ok(Json(SavedLesson::of(id, text, &lesson)))
 }
 
 /// The catalog, with the services each lab needs that are down right now.

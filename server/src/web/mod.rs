@@ -16,6 +16,7 @@ pub mod atlas;
 pub mod error;
 pub mod headers;
 pub mod health;
+pub mod lessons;
 pub mod metrics;
 pub mod oembed;
 pub mod pages;
@@ -84,6 +85,7 @@ pub fn app(state: AppState, dist: &Path) -> (Router, Arc<crate::rooms::Rooms>) {
         .merge(ws::router(&state.config, rooms.clone()))
         .merge(rooms::router(rooms.clone()))
         .merge(api::router())
+        .merge(lessons::router())
         .merge(health::router())
         .merge(pages::router(dist.to_path_buf()))
         .route("/oembed", axum::routing::get(oembed::handler))

@@ -20,7 +20,8 @@ pub fn router(rooms: Arc<Rooms>) -> Router<AppState> {
     Router::new()
         .route(
             "/api/rooms",
-            post(move |headers, extensions, state| open_room(headers, extensions, state, rooms.clone())).get(reach),
+            post(move |headers, extensions, state, body| open_room(headers, extensions, state, rooms.clone(), body))
+                .get(reach),
         )
         .route(
             "/api/rooms/{id}",
@@ -78,6 +79,17 @@ async fn close_room(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// The lesson a `POST /api/rooms` body asks for: none for an empty body; 400 for a body that
+/// is not `{"lesson": "<id>"}`.
+fn opening(body: &[u8]) -> Result<Option<String>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice::<Opening>(body)
+        .map(|opening| opening.lesson)
+        .map_err(|e| ApiError::BadRequest(format!("a room opens with no body or {{\"lesson\": \"<id>\"}}: {e}")))
+}
+
 /// `GET /api/rooms/{id}/qr.svg`: the room's join link as a QR code, for the trainer's screen.
 async fn join_code(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Result<Response, ApiError> {
     let (Some(room), Some((origin, _))) = (rooms.find(&id).await, super::oembed::origin(&headers)) else {
@@ -100,13 +112,23 @@ fn qr_svg(link: &str) -> Option<String> {
     )
 }
 
+/// What `POST /api/rooms` may ask for: a room that runs a saved lesson.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Opening {
+    lesson: Option<String>,
+}
+
 /// `POST /api/rooms`: `201 {"id": "K7QX2M", "trainer_token": "…"}`, or 429 past the cap on rooms
-/// per trainer address.
+/// per trainer address. With `{"lesson": "<id>"}`, the room runs that lesson round by round, and
+/// the answer adds where its results will be read (`results`: a secret address, since results
+/// name participants).
 async fn open_room(
     headers: HeaderMap,
     extensions: Extensions,
     State(state): State<AppState>,
     rooms: Arc<Rooms>,
+    body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     // A page on another site may not open rooms in its visitors' names (and spend their quota).
     if !super::ws::origin_allowed(
@@ -118,12 +140,23 @@ async fn open_room(
             "this page's origin may not open racelab rooms".into(),
         ));
     }
+    let session = match opening(&body)? {
+        Some(lesson) => {
+            let (_, read) = super::lessons::kept(&state, &lesson).await?;
+            Some(crate::rooms::lesson::Session::new(lesson, read, crate::rooms::secret()))
+        }
+        None => None,
+    };
     let trainer = clients::reader_address(&extensions, &headers, &state.config.trusted_proxies);
     let (room, token) = rooms
-        .open(trainer)
+        .open(trainer, session)
         .await
         .map_err(|refused| ApiError::TooMany(refused.to_string()))?;
-    let opened = json!({ "id": room.id, "trainer_token": token, "url": format!("/room/{}", room.id) });
+    let mut opened = json!({ "id": room.id, "trainer_token": token, "url": format!("/room/{}", room.id) });
+    if let Some((results, lesson)) = room.results() {
+        opened["lesson"] = json!(lesson);
+        opened["results"] = json!(format!("/api/results/{results}"));
+    }
     Ok((StatusCode::CREATED, Json(opened)))
 }
 

@@ -15,7 +15,7 @@ use crate::engine::RunHandle;
 use crate::engine::signal::raised;
 use crate::rooms::Rooms;
 use crate::rooms::follow::{Follower, Outgoing};
-use crate::rooms::room::Order;
+use crate::rooms::room::{Order, Room};
 use axum::Router;
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
@@ -336,11 +336,13 @@ async fn act(text: &str, this: &mut Socket, state: &AppState, reader: &Reader) -
         }
         ClientMsg::Next => step_run(this.run.as_ref()),
         ClientMsg::Cancel => cancel_run(this.run.as_ref()),
-        ClientMsg::Join => Some(error(ErrorCode::BadFrame, "join needs the \"room\" to follow")),
-        ClientMsg::Ask { .. } | ClientMsg::Predict { .. } => Some(error(
-            ErrorCode::BadFrame,
-            "ask and predict are for rooms: they need the \"room\"",
-        )),
+        ClientMsg::Join { .. } => Some(error(ErrorCode::BadFrame, "join needs the \"room\" to follow")),
+        ClientMsg::Ask { .. } | ClientMsg::Predict { .. } | ClientMsg::Round { .. } | ClientMsg::Leaderboard { .. } => {
+            Some(error(
+                ErrorCode::BadFrame,
+                "ask, predict, round and leaderboard are for rooms: they need the \"room\"",
+            ))
+        }
     }
 }
 
@@ -369,18 +371,25 @@ async fn in_room(
             let Some(follower) = this.following.as_ref().filter(|f| Arc::ptr_eq(f.room(), &room)) else {
                 return Some(error(ErrorCode::BadFrame, "join the room before predicting"));
             };
-            return room.predict(follower.id(), &choice).err().map(ServerMsg::from);
+            return room
+                .predict(follower.id(), follower.handle(), &choice)
+                .err()
+                .map(ServerMsg::from);
         }
-        ClientMsg::Join => {
+        ClientMsg::Join { handle, seat } => {
             if this.run.is_some() {
                 return Some(error(
                     ErrorCode::Busy,
                     "a run is going on this socket; cancel it before following a room",
                 ));
             }
+            let handle = match seated(&room, handle, seat.as_deref()).await {
+                Ok(handle) => handle,
+                Err(refusal) => return Some(refusal),
+            };
             // Following another room, or the same one again, gives the old place up first.
             this.following = None;
-            return match Follower::join(room, trainer, reader.rooms.limits.participants) {
+            return match Follower::join(room, trainer, reader.rooms.limits.participants, handle) {
                 Ok(follower) => {
                     this.following = Some(follower);
                     None
@@ -419,10 +428,40 @@ async fn in_room(
             }
         }
         ClientMsg::Ask { scenario, variant } => Order::Ask { scenario, variant },
+        ClientMsg::Round { number, variant } => Order::Round { number, variant },
+        ClientMsg::Leaderboard { shown } => Order::Leaderboard { shown },
         ClientMsg::Next => Order::Next,
         ClientMsg::Cancel => Order::Cancel,
     };
     room.order(order).await
+}
+
+/// The handle a joining page answers under, seated by the room (on whichever replica holds it):
+/// none without one; refused when it is no handle, comes without a seat, or another page holds
+/// it.
+async fn seated(room: &Room, handle: Option<String>, seat: Option<&str>) -> Result<Option<String>, ServerMsg> {
+    let Some(handle) = handle else { return Ok(None) };
+    if let Some(why) = shared::lesson::live::handle_refusal(&handle) {
+        return Err(error(ErrorCode::BadFrame, &why));
+    }
+    let handle = handle.trim().to_owned();
+    let seat = seat.filter(|s| (16..=128).contains(&s.len())).ok_or_else(|| {
+        error(
+            ErrorCode::BadFrame,
+            "a handle comes with its \"seat\": a secret of 16 to 128 characters the page keeps, so a reload takes the handle back",
+        )
+    })?;
+    let seat = crate::rooms::room::token_hash(seat);
+    match room
+        .order(Order::Seat {
+            handle: handle.clone(),
+            seat,
+        })
+        .await
+    {
+        None => Ok(Some(handle)),
+        Some(refusal) => Err(refusal),
+    }
 }
 
 /// Parses a client frame, telling a wrong protocol version from a malformed frame.

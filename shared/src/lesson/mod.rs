@@ -33,6 +33,7 @@
 //! and [`refusals`] checks its rounds against a catalog.
 
 pub mod answer;
+pub mod live;
 mod parse;
 
 pub use answer::Derived;
