@@ -153,7 +153,17 @@ struct Inner {
     /// sent again on every (re)connect, and the room catches the page up. (Embeds follow no
     /// room: the embed app leaves rooms out.)
     #[cfg(not(feature = "embed"))]
-    room: Option<(String, Option<String>)>,
+    room: Option<Following>,
+}
+
+/// The room a socket follows: its code, the trainer token on the trainer's page, and in a
+/// lesson the participant's handle and seat (the secret that takes the handle back on a reload).
+#[cfg(not(feature = "embed"))]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Following {
+    pub room: String,
+    pub token: Option<String>,
+    pub seat: Option<(String, String)>,
 }
 
 impl Inner {
@@ -168,8 +178,8 @@ impl Inner {
     /// `msg` as a frame: for the room this socket follows, if it follows one.
     fn frame(&self, msg: ClientMsg) -> ClientFrame {
         #[cfg(not(feature = "embed"))]
-        if let Some((room, token)) = &self.room {
-            return ClientFrame::from(msg).in_room(room, token.as_deref());
+        if let Some(following) = &self.room {
+            return ClientFrame::from(msg).in_room(&following.room, following.token.as_deref());
         }
         ClientFrame::from(msg)
     }
@@ -178,8 +188,8 @@ impl Inner {
     fn opened(&mut self) {
         let Some(ws) = self.socket.as_ref() else { return };
         #[cfg(not(feature = "embed"))]
-        if let Some((room, token)) = &self.room {
-            let _ = ws.send_with_str(&join_frame(room, token.as_deref()));
+        if let Some(following) = &self.room {
+            let _ = ws.send_with_str(&join_frame(following));
         }
         if let Some(frame) = self.waiting.take() {
             let _ = ws.send_with_str(&frame);
@@ -288,13 +298,38 @@ impl RunSocket {
         });
     }
 
+    /// The trainer opens round `number` of the room's lesson (at `variant`, changed live).
+    #[cfg(not(feature = "embed"))]
+    pub fn round(&self, number: usize, variant: Option<&str>) {
+        self.send(ClientMsg::Round {
+            number,
+            variant: variant.map(str::to_owned),
+        });
+    }
+
+    /// The trainer shows participants the whole leaderboard, or only their own line.
+    #[cfg(not(feature = "embed"))]
+    pub fn leaderboard(&self, shown: bool) {
+        self.send(ClientMsg::Leaderboard { shown });
+    }
+
     /// Follows `room` from now on (its trainer's page passes the `token`): this socket's starts,
     /// steps and cancels become the room's, and it shows the room's runs.
     #[cfg(not(feature = "embed"))]
     pub fn follow(&self, room: &str, token: Option<&str>) {
-        let frame = join_frame(room, token);
+        self.follow_as(Following {
+            room: room.to_owned(),
+            token: token.map(str::to_owned),
+            seat: None,
+        });
+    }
+
+    /// Follows a room as `following` says: in a lesson, under a handle from its seat.
+    #[cfg(not(feature = "embed"))]
+    pub fn follow_as(&self, following: Following) {
+        let frame = join_frame(&following);
         self.inner.update_value(|inner| {
-            inner.room = Some((room.to_owned(), token.map(str::to_owned)));
+            inner.room = Some(following);
             if let Some(ws) = inner
                 .socket
                 .as_ref()
@@ -316,15 +351,13 @@ impl RunSocket {
     }
 }
 
-/// The frame that follows `room` (as its trainer, with `token`).
+/// The frame that follows a room (as its trainer, with its token; in a lesson, from a seat).
 #[cfg(not(feature = "embed"))]
-fn join_frame(room: &str, token: Option<&str>) -> String {
-    ClientFrame::from(ClientMsg::Join {
-        handle: None,
-        seat: None,
-    })
-    .in_room(room, token)
-    .to_json()
+fn join_frame(following: &Following) -> String {
+    let (handle, seat) = following.seat.clone().unzip();
+    ClientFrame::from(ClientMsg::Join { handle, seat })
+        .in_room(&following.room, following.token.as_deref())
+        .to_json()
 }
 
 /// POSTs to `path` with no body and decodes the JSON answer (`POST /api/rooms`).

@@ -86,8 +86,10 @@ fn App() -> impl IntoView {
             variant,
             postgres,
         } => {
-            let token = api::fragment().strip_prefix("trainer=").map(str::to_owned);
-            view! { <pages::room::RoomPage id=id token=token scenario=scenario variant=variant postgres=postgres /> }
+            let fragment = api::fragment();
+            let token = route::fragment_param(&fragment, "trainer");
+            let results = route::fragment_param(&fragment, "results");
+            view! { <pages::room::RoomPage id=id token=token results=results scenario=scenario variant=variant postgres=postgres /> }
                 .into_any()
         }
         #[cfg(not(feature = "embed"))]
@@ -98,6 +100,8 @@ fn App() -> impl IntoView {
         Route::Spec { id } => view! { <pages::write::SpecPage id=id /> }.into_any(),
         #[cfg(not(feature = "embed"))]
         Route::Lessons { id } => view! { <pages::lessons::LessonsPage id=id /> }.into_any(),
+        #[cfg(not(feature = "embed"))]
+        Route::Results { session } => view! { <pages::results::ResultsPage session=session /> }.into_any(),
         #[cfg(not(feature = "embed"))]
         Route::NotFound { path } => view! { <pages::not_found::NotFound path=path /> }.into_any(),
         // The embed app is served at /embed/… only; anything else is the full app's.

@@ -70,6 +70,10 @@ pub enum Route {
     Lessons {
         id: Option<String>,
     },
+    /// `/results/{session}`: a lesson session's results.
+    Results {
+        session: String,
+    },
     /// `/room/{id}`: a training room (its trainer's page has `#trainer=<token>`).
     Room {
         id: String,
@@ -122,6 +126,9 @@ impl Route {
             Page::Lessons => Route::Lessons { id: None },
             Page::Lesson(id) => Route::Lessons {
                 id: Some(id.to_owned()),
+            },
+            Page::Results(session) => Route::Results {
+                session: session.to_owned(),
             },
             Page::EmbedSpec(id) => Route::Embed {
                 id: format!("spec/{id}"),
@@ -178,6 +185,31 @@ impl Opening {
 }
 
 /// One parameter of a query string (`?a=1&b=2`), decoded by the browser.
+/// Member `name` of an address's fragment (`#trainer=<token>&results=<id>`): the trainer's
+/// secrets ride there, since a browser never sends the fragment to any server.
+#[cfg(not(feature = "embed"))]
+pub fn fragment_param(fragment: &str, name: &str) -> Option<String> {
+    fragment
+        .split('&')
+        .find_map(|member| member.strip_prefix(name)?.strip_prefix('='))
+        .filter(|value| !value.is_empty())
+        .map(str::to_owned)
+}
+
 pub fn query_param(query: &str, name: &str) -> Option<String> {
     web_sys::UrlSearchParams::new_with_str(query).ok()?.get(name)
+}
+
+#[cfg(test)]
+mod fragment_tests {
+    use super::fragment_param;
+
+    #[test]
+    fn a_trainers_secrets_are_read_from_the_fragment() {
+        let fragment = "trainer=t0k3n&results=5e55";
+        assert_eq!(fragment_param(fragment, "trainer").as_deref(), Some("t0k3n"));
+        assert_eq!(fragment_param(fragment, "results").as_deref(), Some("5e55"));
+        assert_eq!(fragment_param("trainer=t0k3n", "results"), None);
+        assert_eq!(fragment_param("trainers=x&trainer=", "trainer"), None);
+    }
 }

@@ -129,7 +129,11 @@ async fn main() {
     };
 
     let mut trainer = connect(holder).await;
-    send(&mut trainer, &json!({"v": 1, "type": "join", "room": room, "token": token})).await;
+    send(
+        &mut trainer,
+        &json!({"v": 1, "type": "join", "room": room, "token": token}),
+    )
+    .await;
     let (seen, mut sightings) = mpsc::unbounded_channel();
     for i in 0..PARTICIPANTS {
         let mut socket = connect(if i % 2 == 0 { holder } else { other }).await;
@@ -154,7 +158,9 @@ async fn main() {
         }
         send(
             &mut trainer,
-            &trainer_frame(json!({"type": "start", "scenario": "isolation/write-skew", "variant": "serializable", "mode": "auto"})),
+            &trainer_frame(
+                json!({"type": "start", "scenario": "isolation/write-skew", "variant": "serializable", "mode": "auto"}),
+            ),
         )
         .await;
         let (mut revealed_at, mut done_at) = (None, None);

@@ -47,14 +47,22 @@ fn pick(round: usize, i: usize) -> Option<&'static str> {
     }
     match round {
         1 if i == 30 => None,
-        1 => Some(if i.is_multiple_of(3) { "both-commit" } else { "bob-40001" }),
+        1 => Some(if i.is_multiple_of(3) {
+            "both-commit"
+        } else {
+            "bob-40001"
+        }),
         2 => Some(if i.is_multiple_of(2) { "overspent" } else { "kept" }),
         4 => Some(match i {
             1..=10 => "bob",
             11..=20 => "alice",
             _ => "nobody",
         }),
-        5 => Some(if i.is_multiple_of(5) { "bob-40001" } else { "both-commit" }),
+        5 => Some(if i.is_multiple_of(5) {
+            "bob-40001"
+        } else {
+            "both-commit"
+        }),
         _ => None,
     }
 }
@@ -517,6 +525,15 @@ async fn lesson_rooms_refuse_what_does_not_hold() {
             json!({"v": 1, "type": "round", "number": 1}),
             "bad_frame",
             "need the \"room\"",
+        ),
+        (
+            trainer_frame(
+                &room,
+                &token,
+                json!({"type": "ask", "scenario": "isolation/write-skew", "variant": "serializable"}),
+            ),
+            "bad_frame",
+            "runs a lesson",
         ),
     ];
     let mut page = connect(address).await;

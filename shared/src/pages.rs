@@ -25,6 +25,8 @@ pub enum Page<'a> {
     Lessons,
     /// `/lessons/{id}`: a kept lesson.
     Lesson(&'a str),
+    /// `/results/{session}`: the results of one session a room ran of a lesson.
+    Results(&'a str),
     /// `/embed/{lab}/{scenario}`: a scenario in an iframe.
     Embed { lab: &'a str, scenario: &'a str },
     /// `/embed/s/{id}`: a saved spec in an iframe.
@@ -51,6 +53,7 @@ impl<'a> Page<'a> {
             ["room", id] => Page::Room(id),
             ["lessons"] => Page::Lessons,
             ["lessons", id] => Page::Lesson(id),
+            ["results", session] => Page::Results(session),
             ["embed", "recording"] => Page::EmbedRecording,
             ["embed", "s", id] => Page::EmbedSpec(id),
             ["embed", "runs", id] => Page::EmbedRun(id),
@@ -123,6 +126,7 @@ mod tests {
             ("/room/K7Q2", Page::Room("K7Q2")),
             ("/lessons", Page::Lessons),
             ("/lessons/0123", Page::Lesson("0123")),
+            ("/results/5e55", Page::Results("5e55")),
             ("/embed/recording", Page::EmbedRecording),
             ("/embed/s/0123", Page::EmbedSpec("0123")),
             ("/embed/runs/abc", Page::EmbedRun("abc")),

@@ -131,6 +131,7 @@ impl RunState {
             asked: self.asked.take(),
             tally: self.tally.take(),
             room_closed: self.room_closed,
+            lesson: self.lesson.take(),
             ..RunState::default()
         };
     }
@@ -376,6 +377,21 @@ mod tests {
         assert!(state.room_closed);
         state.apply(ServerMsg::Started { run_id: "r2".into() });
         assert!(state.room_closed);
+    }
+
+    /// A lesson's round and leaderboard belong to the room, not to one run: a new run keeps them.
+    #[test]
+    fn the_lesson_outlives_each_run() {
+        let mut state = RunState::default();
+        let live = crate::lesson::live::Live {
+            title: "Isolation".into(),
+            rounds: 3,
+            ..Default::default()
+        };
+        state.apply(ServerMsg::Lesson(live.clone()));
+        state.apply(ServerMsg::Started { run_id: "r1".into() });
+        state.apply(ServerMsg::Started { run_id: "r2".into() });
+        assert_eq!(state.lesson, Some(live));
     }
 
     #[test]

@@ -13,9 +13,9 @@ const SAMPLE: &str = include_str!("../../../lessons/isolation-in-an-hour.lesson.
 
 /// A kept lesson, as `POST /api/lessons` and `GET /api/lessons/{id}` answer.
 #[derive(Clone, Debug, PartialEq)]
-struct Kept {
-    id: String,
-    text: String,
+pub(crate) struct Kept {
+    pub id: String,
+    pub text: String,
 }
 
 impl FromJson for Kept {
@@ -122,10 +122,63 @@ fn LessonWriter(text: String, kept: Option<Kept>) -> impl IntoView {
                         "Kept at "<a href=format!("/lessons/{}", k.id)>{format!("{origin}/lessons/{}", k.id)}</a>
                         ". A kept lesson never changes: edit it and keep it again for a new link."
                     </p>
+                    <RunWithARoom id=k.id.clone() />
                 }
             })}
             {move || reading.get().ok().map(|lesson| view! { <Rounds lesson=lesson /> })}
         </article>
+    }
+}
+
+/// A room opened for a lesson, as `POST /api/rooms` answers: its code, the trainer's token and
+/// where the session's results will be read.
+struct Opened {
+    id: String,
+    trainer_token: String,
+    results: String,
+}
+
+impl FromJson for Opened {
+    fn from_json(json: &Json) -> Result<Self, JsonError> {
+        Ok(Opened {
+            id: json.get("id")?,
+            trainer_token: json.get("trainer_token")?,
+            results: json.get("results")?,
+        })
+    }
+}
+
+/// Opens a room that runs lesson `id` and goes to its trainer's page (the token and the results'
+/// address ride in the fragment, which no server is sent).
+#[component]
+fn RunWithARoom(id: String) -> impl IntoView {
+    let problem = RwSignal::new(None::<String>);
+    let opening = RwSignal::new(false);
+    let open = move |_| {
+        let body = format!("{{\"lesson\":{}}}", shared::json::quote(&id));
+        opening.set(true);
+        leptos::task::spawn_local(async move {
+            match crate::api::post_text::<Opened>("/api/rooms", &body).await {
+                Ok(room) => {
+                    let results = room.results.trim_start_matches("/api/results/");
+                    crate::api::go_to(&format!(
+                        "/room/{}#trainer={}&results={results}",
+                        room.id, room.trainer_token
+                    ));
+                }
+                Err(message) => {
+                    problem.set(Some(message));
+                    opening.set(false);
+                }
+            }
+        });
+    };
+    view! {
+        <p class="rl-lesson-teach">
+            <button class="rl-lesson-room" on:click=open disabled=move || opening.get()>"Run it with a room"</button>
+            " Participants join from a code or a QR code; you open each round, they predict, the run decides."
+        </p>
+        {move || problem.get().map(|m| view! { <p class="rl-notice rl-notice--refused" role="alert">{m}</p> })}
     }
 }
 

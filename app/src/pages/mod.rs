@@ -13,6 +13,8 @@ pub mod lessons;
 pub mod not_found;
 pub mod replay;
 #[cfg(not(feature = "embed"))]
+pub mod results;
+#[cfg(not(feature = "embed"))]
 pub mod room;
 #[cfg(not(feature = "embed"))]
 pub mod scenario;

@@ -842,6 +842,11 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
             ErrorCode::Busy,
             "the room's run is still going; ask the next question when it is done",
         )),
+        // A lesson's question is its round's: the trainer moves round by round.
+        Order::Ask { .. } if lock(&room.session).is_some() => Some(error(
+            ErrorCode::BadFrame,
+            "this room runs a lesson: open its rounds (round) instead of asking a question",
+        )),
         Order::Ask { scenario, variant } => match crate::control::scenario_for(&scenario, &engine.store).await {
             Ok(def) => room.ask(&def.info(), &variant).err().map(ServerMsg::from),
             Err(refusal) => Some(refusal.into()),

@@ -8,6 +8,7 @@
 //! and reveals the answer; the next scenario or variant is the next round, and every page starts
 //! it afresh.
 
+mod lesson;
 mod question;
 mod trainer;
 
@@ -87,6 +88,9 @@ pub fn RoomPage(
     id: String,
     /// The trainer token, on the trainer's page only.
     token: Option<String>,
+    /// Where the results of the lesson the room runs are read, on its trainer's page (a room
+    /// opened for a lesson: its trainer drives rounds, not scenarios).
+    results: Option<String>,
     /// The scenario, variant and PostgreSQL version to start with ("Teach this", or the
     /// trainer's last choice).
     scenario: Option<String>,
@@ -94,12 +98,25 @@ pub fn RoomPage(
     postgres: Option<String>,
 ) -> impl IntoView {
     let socket = RunSocket::new();
-    socket.follow(&id, token.as_deref());
+    // A participant who took a handle here before takes it back (a reload, a lost connection).
+    let handle = RwSignal::new(None::<String>);
+    match lesson::stored_seat(&id).filter(|_| token.is_none()) {
+        Some((kept, seat)) => {
+            handle.set(Some(kept.clone()));
+            socket.follow_as(crate::api::Following {
+                room: id.clone(),
+                token: None,
+                seat: Some((kept, seat)),
+            });
+        }
+        None => socket.follow(&id, token.as_deref()),
+    }
     let scenarios = Scenarios::load();
     // The trainer's choice (a participant's page has none of its own).
     let chosen = RwSignal::new(scenario.unwrap_or_else(|| "isolation/write-skew".to_owned()));
     let trainer = token.is_some();
-    let info = shown(socket.state, scenarios, trainer.then_some(chosen));
+    let teaching_lesson = trainer && results.is_some();
+    let info = shown(socket.state, scenarios, (trainer && !teaching_lesson).then_some(chosen));
     // A memo: the run's every frame changes `info`'s inputs, and a body told "load test or not"
     // afresh would draw its whole timeline afresh each time.
     let is_load_test: Signal<bool> = Memo::new(move |_| info.with(|i| i.as_ref().is_some_and(|i| i.workload))).into();
@@ -112,14 +129,40 @@ pub fn RoomPage(
     if trainer {
         on_step_keys(socket);
     }
+    let live = lesson::live(state);
     let controls = match token.clone() {
-        Some(_) => view! { <TrainerControls socket=socket scenarios=scenarios chosen=chosen variant=variant postgres=postgres closed=closed /> }
-            .into_any(),
-        None => view! {
-            <p class="rl-room-follow">"Your trainer runs the scenario; this page follows every step."</p>
-            <RoomQuestion socket=socket scenarios=scenarios.all closed=closed />
+        Some(_) if teaching_lesson => view! {
+            <lesson::LessonControls socket=socket live=live scenarios=scenarios results=results closed=closed />
+            <lesson::RoundPanel socket=socket live=live handle=None closed=closed />
+            {move || {
+                let labels = live.with(|l| lesson_choices(l.as_ref()));
+                view! { <question::Tally state=state labels=labels /> }
+            }}
+            <lesson::Leaderboard live=live handle=None />
         }
         .into_any(),
+        Some(_) => view! { <TrainerControls socket=socket scenarios=scenarios chosen=chosen variant=variant postgres=postgres closed=closed /> }
+            .into_any(),
+        None => {
+            let room = id.clone();
+            // Whether the room runs a lesson, apart from what the lesson shows: its every change
+            // must not draw the participant's panel afresh (their pick would go with it).
+            let in_lesson = Memo::new(move |_| live.with(Option::is_some));
+            (move || match in_lesson.get() {
+                true => view! {
+                    <lesson::Seat socket=socket room=room.clone() handle=handle />
+                    <lesson::RoundPanel socket=socket live=live handle=Some(handle) closed=closed />
+                    <lesson::Leaderboard live=live handle=Some(handle) />
+                }
+                .into_any(),
+                false => view! {
+                    <p class="rl-room-follow">"Your trainer runs the scenario; this page follows every step."</p>
+                    <RoomQuestion socket=socket scenarios=scenarios.all closed=closed />
+                }
+                .into_any(),
+            })
+            .into_any()
+        }
     };
     let catalog = scenarios.catalog;
     view! {
@@ -138,6 +181,22 @@ pub fn RoomPage(
             <RunView socket=socket is_load_test=is_load_test compact=compact />
         </article>
     }
+}
+
+/// The open round's choices, as the tally names them.
+fn lesson_choices(live: Option<&shared::lesson::live::Live>) -> Vec<shared::Choice> {
+    live.and_then(|l| l.round.as_ref())
+        .map(|r| {
+            r.choices
+                .iter()
+                .map(|(id, label)| shared::Choice {
+                    id: id.clone(),
+                    label: label.clone(),
+                    only_on: None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The scenario on screen: the run's, once one started; before that, the question's; on the
