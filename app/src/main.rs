@@ -101,6 +101,8 @@ fn App() -> impl IntoView {
         #[cfg(not(feature = "embed"))]
         Route::Lessons { id } => view! { <pages::lessons::LessonsPage id=id /> }.into_any(),
         #[cfg(not(feature = "embed"))]
+        Route::LessonAlone { id } => view! { <pages::alone::LessonAlonePage id=id /> }.into_any(),
+        #[cfg(not(feature = "embed"))]
         Route::Results { session } => view! { <pages::results::ResultsPage session=session /> }.into_any(),
         #[cfg(not(feature = "embed"))]
         Route::NotFound { path } => view! { <pages::not_found::NotFound path=path /> }.into_any(),

@@ -70,6 +70,10 @@ pub enum Route {
     Lessons {
         id: Option<String>,
     },
+    /// `/lessons/{id}/alone`: a kept lesson, taken alone.
+    LessonAlone {
+        id: String,
+    },
     /// `/results/{session}`: a lesson session's results.
     Results {
         session: String,
@@ -127,6 +131,7 @@ impl Route {
             Page::Lesson(id) => Route::Lessons {
                 id: Some(id.to_owned()),
             },
+            Page::LessonAlone(id) => Route::LessonAlone { id: id.to_owned() },
             Page::Results(session) => Route::Results {
                 session: session.to_owned(),
             },

@@ -229,3 +229,69 @@ async fn a_trainer_and_three_participants_play_a_lesson_round_by_round() {
 fn expected_right_after(rounds: usize, i: usize) -> usize {
     (1..=rounds).filter(|&r| PICKS[r - 1][i] == right(r)).count()
 }
+
+/// The same lesson taken alone from its link, at 1280 and on a phone: each round's question,
+/// the reader's pick, the run, the answer it gives, the result, and the score at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_takes_a_lesson_alone_and_is_scored() {
+    run_on("lesson_alone", Readers::Anonymous, None, async |b| {
+        let lesson = keep_lesson(b).await;
+        b.goto(&format!("/lessons/{lesson}")).await;
+        b.wait_for(".rl-lesson-alone-link a").await;
+        b.click(".rl-lesson-alone-link a").await;
+        // The reader picks as ana did in the room: right, right, wrong.
+        for round in 1..=3 {
+            b.wait_for(&format!(
+                ".rl-lesson-round-now[data-number=\"{round}\"][data-answered=\"false\"] label.rl-choice"
+            ))
+            .await;
+            assert_eq!(
+                b.attr("button.rl-run", "disabled").await.as_deref(),
+                Some(""),
+                "no run before a pick"
+            );
+            let choice = PICKS[round - 1][0];
+            b.click(&format!("label.rl-choice[data-choice=\"{choice}\"] input"))
+                .await;
+            b.click("button.rl-run").await;
+            b.wait_for(&format!(
+                ".rl-lesson-round-now[data-number=\"{round}\"][data-answered=\"true\"]"
+            ))
+            .await;
+            assert_eq!(
+                b.attr("label.rl-choice[data-right=\"true\"]", "data-choice").await,
+                Some(right(round)),
+                "round {round}'s answer, from the run"
+            );
+            let expected = if choice == right(round) {
+                "Right: one point."
+            } else {
+                "Not this time."
+            };
+            assert_eq!(
+                b.text(".rl-lesson-result").await.as_deref(),
+                Some(expected),
+                "round {round}"
+            );
+            if round == 2 {
+                b.screenshot("answered").await;
+                b.set_viewport(360, 800).await;
+                assert!(!b.scrolls_sideways().await, "a lesson alone fits a phone");
+                b.screenshot("answered-360").await;
+                b.reset_viewport().await;
+            }
+            b.click("button.rl-lesson-next").await;
+        }
+        b.wait_for(".rl-lesson-alone-end").await;
+        let score = expected_right(0);
+        assert_eq!(
+            b.attr(".rl-lesson-alone-score", "data-right").await,
+            Some(score.to_string())
+        );
+        assert_eq!(
+            b.text(".rl-lesson-alone-end").await,
+            Some(format!("Done: {score} of 3 right."))
+        );
+    })
+    .await;
+}

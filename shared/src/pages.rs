@@ -25,6 +25,8 @@ pub enum Page<'a> {
     Lessons,
     /// `/lessons/{id}`: a kept lesson.
     Lesson(&'a str),
+    /// `/lessons/{id}/alone`: a kept lesson, taken alone.
+    LessonAlone(&'a str),
     /// `/results/{session}`: the results of one session a room ran of a lesson.
     Results(&'a str),
     /// `/embed/{lab}/{scenario}`: a scenario in an iframe.
@@ -53,6 +55,7 @@ impl<'a> Page<'a> {
             ["room", id] => Page::Room(id),
             ["lessons"] => Page::Lessons,
             ["lessons", id] => Page::Lesson(id),
+            ["lessons", id, "alone"] => Page::LessonAlone(id),
             ["results", session] => Page::Results(session),
             ["embed", "recording"] => Page::EmbedRecording,
             ["embed", "s", id] => Page::EmbedSpec(id),
@@ -127,6 +130,7 @@ mod tests {
             ("/lessons", Page::Lessons),
             ("/lessons/0123", Page::Lesson("0123")),
             ("/results/5e55", Page::Results("5e55")),
+            ("/lessons/0123/alone", Page::LessonAlone("0123")),
             ("/embed/recording", Page::EmbedRecording),
             ("/embed/s/0123", Page::EmbedSpec("0123")),
             ("/embed/runs/abc", Page::EmbedRun("abc")),

@@ -123,6 +123,10 @@ fn LessonWriter(text: String, kept: Option<Kept>) -> impl IntoView {
                         ". A kept lesson never changes: edit it and keep it again for a new link."
                     </p>
                     <RunWithARoom id=k.id.clone() />
+                    <p class="rl-lesson-alone-link">
+                        <a href=format!("/lessons/{}/alone", k.id)>"Take it alone"</a>
+                        " (predict, run, score: a link to send someone who missed the session)"
+                    </p>
                 }
             })}
             {move || reading.get().ok().map(|lesson| view! { <Rounds lesson=lesson /> })}

@@ -2,6 +2,8 @@
 //! (`--features embed`) has only the pages an iframe shows.
 
 #[cfg(not(feature = "embed"))]
+pub mod alone;
+#[cfg(not(feature = "embed"))]
 pub mod atlas;
 #[cfg(not(feature = "embed"))]
 pub mod catalog;
