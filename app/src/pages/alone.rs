@@ -10,7 +10,7 @@ use leptos::prelude::*;
 use shared::catalog::LabStatus;
 use shared::lesson::{Derived, Lesson, Race, Round};
 use shared::run_state::{Phase, RunState};
-use shared::{Choice, Mode, Outcome, Prediction, ScenarioInfo};
+use shared::{Mode, Outcome, Prediction, ScenarioInfo};
 
 /// What a round plays and asks, once its scenario is known.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,15 +46,7 @@ async fn asked(round: &Round, catalog: &[ScenarioInfo]) -> Result<Asked, String>
         Some(own) => (
             Prediction {
                 question: own.text.clone(),
-                choices: own
-                    .choices
-                    .iter()
-                    .map(|(id, label)| Choice {
-                        id: id.clone(),
-                        label: label.clone(),
-                        only_on: None,
-                    })
-                    .collect(),
+                choices: shared::lesson::as_choices(&own.choices),
             },
             Some(own.answer.clone()),
         ),

@@ -70,16 +70,7 @@ impl Session {
 
     /// What round `number` (1-based) plays, at its own variant or the trainer's `variant`.
     pub fn race(&self, number: usize, variant: Option<&str>) -> Result<RoundRace, Refusal> {
-        let count = self.lesson.rounds.len();
-        let round = number
-            .checked_sub(1)
-            .and_then(|i| self.lesson.rounds.get(i))
-            .ok_or_else(|| {
-                refusal(
-                    ErrorCode::BadFrame,
-                    format!("the lesson has rounds 1 to {count}, not {number}"),
-                )
-            })?;
+        let round = self.round_numbered(number)?;
         let (scenario, own, postgres) = match &round.race {
             Race::Scenario { id, variant, postgres } => (id.clone(), variant.clone(), *postgres),
             Race::Spec { id, permutation } => (format!("spec/{id}"), format!("p{}", permutation.unwrap_or(1)), None),
@@ -120,7 +111,7 @@ impl Session {
         race: &RoundRace,
         info: &ScenarioInfo,
     ) -> Result<(Vec<String>, Option<Derived>), Refusal> {
-        let round = &self.lesson.rounds[number - 1];
+        let round = self.round_numbered(number)?;
         if info.variant(&race.variant).is_none() {
             let known: Vec<&str> = info.variants.iter().map(|v| v.id.as_str()).collect();
             return Err(refusal(
@@ -165,6 +156,20 @@ impl Session {
         Ok((ids, derived))
     }
 
+    /// Round `number` (1-based), or the refusal that says which rounds there are.
+    fn round_numbered(&self, number: usize) -> Result<&shared::lesson::Round, Refusal> {
+        let count = self.lesson.rounds.len();
+        number
+            .checked_sub(1)
+            .and_then(|i| self.lesson.rounds.get(i))
+            .ok_or_else(|| {
+                refusal(
+                    ErrorCode::BadFrame,
+                    format!("the lesson has rounds 1 to {count}, not {number}"),
+                )
+            })
+    }
+
     /// Whether round `number` at `race` is open and not yet answered (asking for it again, as a
     /// trainer's reloaded page might, changes nothing).
     pub fn is_open(&self, number: usize, race: &RoundRace) -> bool {
@@ -180,8 +185,7 @@ impl Session {
     /// `variant`.
     pub fn replay_of(&self, scenario: &str, variant: &str) -> Option<String> {
         let (live, _) = self.round.as_ref()?;
-        let round = &self.lesson.rounds[live.number - 1];
-        match &round.race {
+        match &self.round_numbered(live.number).ok()?.race {
             Race::Recording { src } if live.scenario == scenario && live.variant == variant => {
                 crate::lessons::kept_run(src).map(str::to_owned)
             }
@@ -223,7 +227,11 @@ impl Session {
         };
         let number = live.number;
         live.answer = Some(answer.to_owned());
-        live.explain = self.lesson.rounds[number - 1].explain.clone();
+        live.explain = self
+            .lesson
+            .rounds
+            .get(number.wrapping_sub(1))
+            .and_then(|r| r.explain.clone());
         let mut scored: Vec<Answer> = picks
             .iter()
             .filter(|(who, _)| self.seats.contains_key(*who))

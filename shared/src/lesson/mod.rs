@@ -111,6 +111,19 @@ pub struct Question {
     pub answer: Derived,
 }
 
+/// A lesson's `(id, label)` choices as the predict panel lists a scenario's (offered on every
+/// database: a trainer's question names no database's own error).
+pub fn as_choices(choices: &[(String, String)]) -> Vec<crate::Choice> {
+    choices
+        .iter()
+        .map(|(id, label)| crate::Choice {
+            id: id.clone(),
+            label: label.clone(),
+            only_on: None,
+        })
+        .collect()
+}
+
 /// Something wrong in a lesson, at its line (1-based).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LessonError {

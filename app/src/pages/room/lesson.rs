@@ -11,7 +11,7 @@ use crate::components::predict::{Predict, pick_for};
 use leptos::prelude::*;
 use shared::lesson::live::{Live, LiveRound, Standing};
 use shared::run_state::RunState;
-use shared::{Choice, Mode, Prediction};
+use shared::{Mode, Prediction};
 
 /// The lesson the room runs, as this page is shown it.
 pub(super) fn live(state: RwSignal<RunState>) -> Memo<Option<Live>> {
@@ -122,15 +122,7 @@ fn seated(state: RwSignal<RunState>, handle: RwSignal<Option<String>>) -> bool {
 fn prediction_of(round: &LiveRound) -> Prediction {
     Prediction {
         question: round.question.clone(),
-        choices: round
-            .choices
-            .iter()
-            .map(|(id, label)| Choice {
-                id: id.clone(),
-                label: label.clone(),
-                only_on: None,
-            })
-            .collect(),
+        choices: shared::lesson::as_choices(&round.choices),
     }
 }
 

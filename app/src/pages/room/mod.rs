@@ -186,16 +186,7 @@ pub fn RoomPage(
 /// The open round's choices, as the tally names them.
 fn lesson_choices(live: Option<&shared::lesson::live::Live>) -> Vec<shared::Choice> {
     live.and_then(|l| l.round.as_ref())
-        .map(|r| {
-            r.choices
-                .iter()
-                .map(|(id, label)| shared::Choice {
-                    id: id.clone(),
-                    label: label.clone(),
-                    only_on: None,
-                })
-                .collect()
-        })
+        .map(|r| shared::lesson::as_choices(&r.choices))
         .unwrap_or_default()
 }
 
