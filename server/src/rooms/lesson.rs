@@ -220,11 +220,10 @@ impl Session {
 
     /// The open round's run answered `answer`: each seated handle's pick (with the time it took)
     /// is scored, replacing what the same round scored before (a repeated round counts once),
-    /// and the round shows its answer and explanation. Returns the round's answers.
-    pub fn score(&mut self, answer: &str, picks: &HashMap<String, (String, Duration)>) -> Vec<Answer> {
-        let Some((live, _)) = self.round.as_mut() else {
-            return Vec::new();
-        };
+    /// and the round shows its answer and explanation. Returns the round's number and answers;
+    /// none when no round is open.
+    pub fn score(&mut self, answer: &str, picks: &HashMap<String, (String, Duration)>) -> Option<(usize, Vec<Answer>)> {
+        let (live, _) = self.round.as_mut()?;
         let number = live.number;
         live.answer = Some(answer.to_owned());
         live.explain = self
@@ -246,7 +245,7 @@ impl Session {
         scored.sort_by(|a, b| a.handle.cmp(&b.handle));
         self.answers.retain(|a| a.round != number);
         self.answers.extend(scored.iter().cloned());
-        scored
+        Some((number, scored))
     }
 
     pub fn show(&mut self, shown: bool) {
@@ -330,10 +329,13 @@ mod tests {
         session.seat("ben", [2; 32]).expect("seated");
         let race = session.race(2, None).expect("round 2");
         session.open(2, &race, &info(&race.scenario)).expect("opens");
-        let scored = session.score(
-            "bob",
-            &picks(&[("ana", "bob", 3_000), ("ben", "alice", 1_000), ("#7", "bob", 10)]),
-        );
+        let (number, scored) = session
+            .score(
+                "bob",
+                &picks(&[("ana", "bob", 3_000), ("ben", "alice", 1_000), ("#7", "bob", 10)]),
+            )
+            .expect("round 2 is open");
+        assert_eq!(number, 2);
         let lines: Vec<(&str, bool, u64)> = scored.iter().map(|a| (a.handle.as_str(), a.right, a.millis)).collect();
         assert_eq!(
             lines,

@@ -82,7 +82,10 @@ struct Playing {
     /// What it plays, to match it with the room's question when it reveals the answer.
     scenario: String,
     variant: String,
-    /// Its events so far: a lesson's own question is answered from them when the run ends.
+    /// How a lesson's own question about this run is answered from its events (`None`: by its
+    /// `reveal`), fixed when it starts (no question changes while a run plays).
+    derived: Option<shared::lesson::Derived>,
+    /// Its events so far, kept only for a `derived` answer, read when the run ends.
     events: Vec<Event>,
 }
 
@@ -561,10 +564,11 @@ impl Room {
         question.revealed = true;
         let mut session = lock(&self.session);
         let scored = match (session.as_mut(), answer) {
-            (Some(session), Some(answer)) => Some(Scored {
+            (Some(session), Some(answer)) => session.score(answer, question.picks()).map(|(round, answers)| Scored {
                 results: session.results.clone(),
                 lesson: session.lesson_id.clone(),
-                answers: session.score(answer, question.picks()),
+                round,
+                answers,
             }),
             _ => None,
         };
@@ -582,10 +586,13 @@ impl Room {
         }
     }
 
-    /// How the room's open question is answered from its run's events, when it is a lesson's
-    /// own (`None`: by the run's `reveal`, or no question is open).
-    fn derived(&self) -> Option<shared::lesson::Derived> {
-        lock(&self.question).as_ref().and_then(|q| q.derived.clone())
+    /// How the room's question about a run of `scenario` at `variant` is answered from its
+    /// events, when it is a lesson's own (`None`: by the run's `reveal`, or no such question).
+    fn derived_for(&self, scenario: &str, variant: &str) -> Option<shared::lesson::Derived> {
+        lock(&self.question)
+            .as_ref()
+            .filter(|q| q.scenario == scenario && q.variant == variant)
+            .and_then(|q| q.derived.clone())
     }
 
     /// The number of participants, now and whenever it changes.
@@ -642,6 +649,7 @@ struct Revealed {
 struct Scored {
     results: String,
     lesson: String,
+    round: usize,
     answers: Vec<Answer>,
 }
 
@@ -698,7 +706,7 @@ pub(super) async fn drive(room: Arc<Room>, Orders(mut orders): Orders, engine: A
                     outcome: Outcome::Failed { message: "the run's stream ended early".to_owned() },
                 });
                 let finished = matches!(update, ServerMsg::Done { .. });
-                let answer = run.as_mut().and_then(|playing| answered(&room, playing, &update));
+                let answer = run.as_mut().and_then(|playing| answered(playing, &update));
                 room.feed.publish(update);
                 if let (Some(answer), Some(playing)) = (answer, &run) {
                     reveal(&room, playing, answer.as_deref(), &engine).await;
@@ -745,9 +753,8 @@ pub(super) async fn drive(room: Arc<Room>, Orders(mut orders): Orders, engine: A
 /// Whether `update` of the room's run answers its question, and with what (`Some(None)`: the run
 /// ended and says nothing the trainer's question asks about). A scenario's own question is
 /// answered by the run's `reveal`; a lesson's own, from its events when it completes.
-fn answered(room: &Room, playing: &mut Playing, update: &ServerMsg) -> Option<Option<String>> {
-    let derived = room.derived();
-    match (update, derived) {
+fn answered(playing: &mut Playing, update: &ServerMsg) -> Option<Option<String>> {
+    match (update, &playing.derived) {
         (ServerMsg::Event { event }, None) => match &event.kind {
             EventKind::Reveal { choice, .. } => Some(Some(choice.clone())),
             _ => None,
@@ -777,17 +784,11 @@ async fn reveal(room: &Room, playing: &Playing, answer: Option<&str>, engine: &E
     if let Some(Scored {
         results,
         lesson,
+        round,
         answers,
     }) = scored
     {
-        let round = room
-            .live
-            .borrow()
-            .as_ref()
-            .and_then(|l| l.round.as_ref().map(|r| r.number));
-        if let Some(round) = round
-            && let Err(error) = engine.store.keep_answers(&results, &lesson, round, &answers).await
-        {
+        if let Err(error) = engine.store.keep_answers(&results, &lesson, round, &answers).await {
             tracing::warn!(%error, room = %room.id, "could not keep a lesson round's answers");
         }
         room.show_lesson();
@@ -825,6 +826,7 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
                     *run = Some(Playing {
                         handle,
                         _slot: slot,
+                        derived: room.derived_for(&scenario, &variant),
                         scenario,
                         variant,
                         events: Vec::new(),
