@@ -427,18 +427,21 @@ pub fn select_in_editor(id: &str, text: &str, line: u32, column: u32) {
     let _ = area.set_selection_range(offset, offset);
 }
 
-/// DELETEs `path` with `token` as its bearer (`DELETE /api/rooms/<id>`); an error status
-/// becomes the server's sentence.
+/// Asks `method` of `path` with `token` as its bearer and `body`, if any (`DELETE
+/// /api/rooms/<id>`, a room's `PUT …/recording`); an error status becomes the server's sentence.
 #[cfg(not(feature = "embed"))]
-pub async fn delete_with_token(path: &str, token: &str) -> Result<(), String> {
+pub async fn with_token(method: &str, path: &str, token: &str, body: Option<&str>) -> Result<(), String> {
     let window = web_sys::window().ok_or("no window")?;
     let headers = web_sys::Headers::new().map_err(|_| "no headers".to_owned())?;
     headers
         .set("Authorization", &format!("Bearer {token}"))
         .map_err(|_| "no headers".to_owned())?;
     let init = web_sys::RequestInit::new();
-    init.set_method("DELETE");
+    init.set_method(method);
     init.set_headers(&headers);
+    if let Some(body) = body {
+        init.set_body(&JsValue::from_str(body));
+    }
     match respond(path, window.fetch_with_str_and_init(path, &init)).await? {
         (200..300, _) => Ok(()),
         (status, text) => Err(refusal(path, status, &text)),
@@ -602,6 +605,18 @@ pub fn target_of_class(target: Option<web_sys::EventTarget>, class: &str) -> Opt
     target
         .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
         .filter(|element| element.class_name() == class)
+}
+
+/// Waits `ms` milliseconds, on the browser's timer.
+#[cfg(not(feature = "embed"))]
+pub async fn sleep(ms: u64) {
+    let ms = i32::try_from(ms).unwrap_or(i32::MAX);
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(window) = web_sys::window() {
+            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 /// Tells the embedding page how tall we are, whenever our root changes size.

@@ -58,7 +58,7 @@ fn App() -> impl IntoView {
     let route = Route::current();
     let embed = matches!(
         route,
-        Route::Embed { .. } | Route::EmbedRun { .. } | Route::EmbedRecording { .. }
+        Route::Embed { .. } | Route::EmbedRun { .. } | Route::EmbedRecording { .. } | Route::EmbedLesson { .. }
     );
     let page = match route {
         Route::EmbedRun { id, options } => {
@@ -101,7 +101,15 @@ fn App() -> impl IntoView {
         #[cfg(not(feature = "embed"))]
         Route::Lessons { id } => view! { <pages::lessons::LessonsPage id=id /> }.into_any(),
         #[cfg(not(feature = "embed"))]
-        Route::LessonAlone { id } => view! { <pages::alone::LessonAlonePage id=id /> }.into_any(),
+        Route::LessonAlone { id } => {
+            let compact = api::compact_view();
+            view! { <pages::alone::LessonAlonePage id=id compact=compact /> }.into_any()
+        }
+        // Served the full app (the embed app leaves lessons out): server/src/web/assets.rs.
+        #[cfg(not(feature = "embed"))]
+        Route::EmbedLesson { id, compact } => {
+            view! { <pages::alone::LessonAlonePage id=id compact=compact embed=true /> }.into_any()
+        }
         #[cfg(not(feature = "embed"))]
         Route::Results { session } => view! { <pages::results::ResultsPage session=session /> }.into_any(),
         #[cfg(not(feature = "embed"))]

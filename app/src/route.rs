@@ -51,6 +51,12 @@ pub enum Route {
         id: String,
         options: EmbedOptions,
     },
+    /// `/embed/lessons/{id}`: a kept lesson, taken alone, for an iframe (a course's page);
+    /// compact unless the address asks `view=detailed`, as every embed.
+    EmbedLesson {
+        id: String,
+        compact: bool,
+    },
     /// `/embed/recording?src=URL[&live=SERVER]`: a recording file, played with no racelab
     /// server behind it; "Run it live" on the racelab at `live`, where the author names one.
     EmbedRecording {
@@ -152,6 +158,10 @@ impl Route {
                     options: embed_options(query),
                 },
                 None => not_found(),
+            },
+            Page::EmbedLesson(id) => Route::EmbedLesson {
+                id: id.to_owned(),
+                compact: embed_options(query).opening.compact,
             },
             Page::EmbedRun(id) => Route::EmbedRun {
                 id: id.to_owned(),

@@ -38,7 +38,9 @@ pub async fn check(engine: &Engine, text: &str) -> Result<Lesson, Vec<LessonErro
     }
     for round in &lesson.rounds {
         let Race::Recording { src } = &round.race else { continue };
-        let Some(run) = kept_run(src) else { continue };
+        let Some(run) = shared::lesson::kept_run(src) else {
+            continue;
+        };
         match engine.store.load(run).await {
             Ok(Some(_)) => {}
             Ok(None) => refused.push(LessonError {
@@ -56,17 +58,6 @@ pub async fn check(engine: &Engine, text: &str) -> Result<Lesson, Vec<LessonErro
         true => Ok(lesson),
         false => Err(refused),
     }
-}
-
-/// The id of the run this racelab keeps that a recording round's `src` names
-/// (`/api/runs/<id>/recording`, or the run's page `/runs/<id>`): what a room can replay.
-pub fn kept_run(src: &str) -> Option<&str> {
-    let id = src
-        .strip_prefix("/api/runs/")
-        .and_then(|rest| rest.strip_suffix("/recording"))
-        .or_else(|| src.strip_prefix("/runs/"))?;
-    let well_formed = !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-    well_formed.then_some(id)
 }
 
 /// The rounds of `lesson` that name a scenario, variant or PostgreSQL version (of `versions`)
@@ -89,21 +80,6 @@ mod tests {
 
     /// The sample in the repository plays here, round by round: every scenario, variant and
     /// question it names is in the catalog.
-    #[test]
-    fn a_room_replays_the_runs_racelab_keeps_by_their_addresses() {
-        assert_eq!(kept_run("/api/runs/4f2a-9c/recording"), Some("4f2a-9c"));
-        assert_eq!(kept_run("/runs/4f2a-9c"), Some("4f2a-9c"));
-        for elsewhere in [
-            "https://blog.example/ws.racelab.json",
-            "ws.racelab.json",
-            "/api/runs//recording",
-            "/api/runs/../x/recording",
-            "/runs/a b",
-        ] {
-            assert_eq!(kept_run(elsewhere), None, "{elsewhere}");
-        }
-    }
-
     #[test]
     fn the_sample_lesson_names_only_what_racelab_plays() {
         let text = include_str!("../../lessons/isolation-in-an-hour.lesson.md");

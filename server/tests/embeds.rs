@@ -265,7 +265,7 @@ async fn scenario_and_run_pages_carry_the_discovery_link_and_the_preview() {
 }
 
 /// An iframe at `/embed/…` gets the embed app (dist/embed-app/, the lean build), a recording the
-/// player app (dist/player-app/), every other page the full app; a build without them (a dev
+/// player app (dist/player-app/), a spec or a lesson and every other page the full app; a build without them (a dev
 /// build) serves the full app for embeds and recordings too.
 #[tokio::test]
 async fn embeds_get_the_embed_app_recordings_the_player_and_pages_the_full_app() {
@@ -286,6 +286,12 @@ async fn embeds_get_the_embed_app_recordings_the_player_and_pages_the_full_app()
     assert!(body.contains("the player app"), "a recording: {body}");
     let (_, _, body) = get(address, "/embed/isolation/write-skew?predict=1").await;
     assert!(body.contains("the full app"), "a live embed that asks first: {body}");
+    // What the embed app leaves out: a reader's spec (its matrix), a lesson taken alone.
+    for path in ["/embed/s/0123456789abcdef", "/embed/lessons/0123456789abcdef"] {
+        let (status, _, body) = get(address, path).await;
+        assert_eq!(status, 200, "{path}");
+        assert!(body.contains("the full app"), "{path}: {body}");
+    }
     for path in [
         "/embed/isolation/write-skew?variant=serializable&autoplay=1",
         "/embed/runs/r1",

@@ -79,6 +79,25 @@ async fn pages_allow_only_their_own_scripts_and_only_embeds_may_be_framed() {
         "an embed may be framed by any page"
     );
 
+    // A lesson's recordings are read from wherever their author keeps them, by the pages that
+    // play them; a lesson's own page, like every other, reads only from racelab.
+    let connect = |policy: &str| {
+        policy
+            .split(';')
+            .find(|d| d.trim().starts_with("connect-src"))
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    for (path, reads) in [
+        ("/lessons/0123456789abcdef/alone", "connect-src 'self' https: http:"),
+        ("/embed/lessons/0123456789abcdef", "connect-src 'self' https: http:"),
+        ("/lessons/0123456789abcdef", "connect-src 'self'"),
+    ] {
+        let page = headers(address, path).await;
+        assert_eq!(connect(header(&page, "content-security-policy")), reads, "{path}");
+    }
+
     let api = headers(address, "/api/labs").await;
     assert_eq!(header(&api, "x-content-type-options"), "nosniff");
     assert_eq!(header(&api, "x-frame-options"), "DENY");

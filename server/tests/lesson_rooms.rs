@@ -211,8 +211,15 @@ async fn play_round(
         "the run's events reached the trainer"
     );
     let answered = frames.last().expect("the lesson").clone();
-    for socket in everyone.values_mut() {
-        let theirs = until_lesson(socket, revealed(number)).await;
+    assert!(
+        answered["round"].get("picked").is_none(),
+        "the trainer has the tally: {answered}"
+    );
+    for (&i, socket) in everyone.iter_mut() {
+        let mut theirs = until_lesson(socket, revealed(number)).await;
+        // Each page is told the pick scored for it, and nobody else's.
+        let own = pick(number, i).map(|choice| json!([[handle(i), choice]]));
+        assert_eq!(theirs["round"].as_object_mut().and_then(|r| r.remove("picked")), own);
         assert_eq!(theirs["round"], answered["round"]);
     }
     (answered, run)
@@ -367,6 +374,18 @@ async fn a_room_runs_a_five_round_lesson_for_thirty_participants_across_two_repl
     let round = open_round(&mut trainer, &room, &token, 4, Some("serializable"), &mut everyone).await;
     assert_eq!(round["round"]["variant"], "serializable");
     assert_eq!(round["round"]["question"], "Whose transaction does PostgreSQL refuse?");
+    // p07 (on the holder) picks, then reloads on the other replica: its page is shown its pick.
+    let mine = pick(4, 7).expect("p07 answers round 4");
+    let socket = everyone.get_mut(&7).expect("p07");
+    send(socket, json!({"v": 1, "type": "predict", "room": room, "choice": mine})).await;
+    receive_until(&mut trainer, |f| {
+        is_type(f, "tally") && f["counts"].to_string().contains(&format!("[\"{mine}\",1]"))
+    })
+    .await;
+    everyone.remove(&7);
+    let (socket, shown) = join_as(other, &room, 7, &nonce).await;
+    assert_eq!(shown["round"]["picked"], json!([[handle(7), mine]]), "{shown}");
+    everyone.insert(7, socket);
     let (answered, _) = play_round(&mut trainer, &room, &token, &round, &mut everyone).await;
     assert_eq!(answered["round"]["answer"], "bob");
 
@@ -457,6 +476,159 @@ async fn a_room_runs_a_five_round_lesson_for_thirty_participants_across_two_repl
     assert!(!figures.to_string().contains("p01"), "figures name nobody");
     let (status, _, _) = common::get(holder, "/api/results/not-a-session/csv").await;
     assert_eq!(status, 404);
+    close_room(holder, &room, &token).await;
+}
+
+/// `PUT /api/rooms/<code>/rounds/<n>/recording` through `address`, as `token`'s trainer: the status
+/// and the error, if any.
+async fn send_recording(address: SocketAddr, room: &str, round: usize, token: &str, body: String) -> (u16, String) {
+    let response = reqwest::Client::new()
+        .put(format!("http://{address}/api/rooms/{room}/rounds/{round}/recording"))
+        .header("authorization", format!("Bearer {token}"))
+        .body(body)
+        .send()
+        .await
+        .expect("PUT");
+    let status = response.status().as_u16();
+    let body: Value = serde_json::from_str(&response.text().await.unwrap_or_default()).unwrap_or(Value::Null);
+    (status, body["error"].as_str().unwrap_or_default().to_owned())
+}
+
+/// A recording round at another site, which racelab never fetches: the trainer's page sends the
+/// file (here to the replica that does not hold the room), the round opens with the recorded
+/// scenario's question on every replica, plays the recorded run again (its id: nothing runs),
+/// and its reveal scores the picks. Everything else about sending one is refused by name.
+#[tokio::test]
+async fn a_room_plays_the_recording_its_trainer_s_page_sends() {
+    let _slot = db_slot().await;
+    let (holder, other) = (common::server().await, common::server().await);
+    let nonce = format!("{:016x}", rand::random::<u64>());
+    let run = kept_serializable_run(holder).await;
+    let (status, _, recording) = common::get(holder, &format!("/api/runs/{run}/recording")).await;
+    assert_eq!(status, 200);
+    let text = format!(
+        "---\ntitle: Recordings, protocol test {nonce}\n---\n\n\
+         ## On a blog\nrecording: https://blog.example/write-skew.racelab.json\n\n\
+         ## Kept here\nrecording: /runs/{run}\n\n\
+         ## Live\nscenario: isolation/write-skew\nvariant: read-committed\n"
+    );
+    let (status, lesson) = post(holder, "/api/lessons", text).await;
+    assert_eq!(status, 201, "{lesson}");
+    let (status, opened) = post(holder, "/api/rooms", json!({ "lesson": lesson["id"] }).to_string()).await;
+    assert_eq!(status, 201, "{opened}");
+    let room = opened["id"].as_str().expect("a room").to_owned();
+    let token = opened["trainer_token"].as_str().expect("a token").to_owned();
+    let mut trainer = connect(holder).await;
+    send(
+        &mut trainer,
+        json!({"v": 1, "type": "join", "room": room, "token": token}),
+    )
+    .await;
+    until_lesson(&mut trainer, |_| true).await;
+    let (mut ana, _) = join_as(other, &room, 1, &nonce).await;
+
+    // Opened as any round, it names the way in.
+    send(
+        &mut trainer,
+        trainer_frame(&room, &token, json!({"type": "round", "number": 1})),
+    )
+    .await;
+    let refused = receive_until(&mut trainer, |f| is_type(f, "error")).await;
+    let said = refused.last().expect("an error")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(said.contains("PUT /api/rooms/<code>/rounds/1/recording"), "{said}");
+    // Refused: without the token, no recording, a round that is none or one racelab keeps, too
+    // large, no such room.
+    let refusals = [
+        (
+            other,
+            room.as_str(),
+            1,
+            "not the token",
+            recording.clone(),
+            403,
+            "only the room's trainer",
+        ),
+        (
+            other,
+            &room,
+            1,
+            &token,
+            "{\"format\": \"a poem\"}".to_owned(),
+            400,
+            "cannot be played",
+        ),
+        (
+            holder,
+            &room,
+            3,
+            &token,
+            recording.clone(),
+            400,
+            "round 3 is no recording",
+        ),
+        (
+            holder,
+            &room,
+            2,
+            &token,
+            recording.clone(),
+            400,
+            "a run this racelab keeps",
+        ),
+        (holder, &room, 9, &token, recording.clone(), 400, "rounds 1 to 3"),
+        (holder, &room, 1, &token, " ".repeat((4 << 20) + 1), 413, ""),
+        (holder, "NOPE00", 1, &token, recording.clone(), 404, "no room"),
+    ];
+    for (address, to, round, as_who, body, status, why) in refusals {
+        let (got, error) = send_recording(address, to, round, as_who, body).await;
+        assert_eq!(got, status, "round {round} of {to}: {error}");
+        assert!(error.contains(why), "round {round} of {to}: {error}");
+    }
+
+    // Sent to the replica that does not hold the room: the round opens everywhere.
+    assert_eq!(
+        send_recording(other, &room, 1, &token, recording.clone()).await,
+        (204, String::new())
+    );
+    let open = until_lesson(&mut ana, on_round(1)).await;
+    assert_eq!(open["round"]["scenario"], "isolation/write-skew");
+    assert_eq!(open["round"]["variant"], "serializable");
+    let shown = until_lesson(&mut trainer, on_round(1)).await;
+    assert_eq!(shown["round"], open["round"]);
+    let wrong = "both-commit";
+    assert_ne!(wrong, catalog_answer("isolation/write-skew", "serializable"));
+    send(
+        &mut ana,
+        json!({"v": 1, "type": "predict", "room": room, "choice": wrong}),
+    )
+    .await;
+    receive_until(&mut trainer, |f| {
+        is_type(f, "tally") && f["counts"].to_string().contains(&format!("[\"{wrong}\",1]"))
+    })
+    .await;
+    let start = json!({"type": "start", "scenario": "isolation/write-skew", "variant": "serializable", "mode": "auto"});
+    send(&mut trainer, trainer_frame(&room, &token, start)).await;
+    let frames = receive_until(&mut trainer, |f| is_type(f, "lesson") && revealed(1)(f)).await;
+    let started = frames
+        .iter()
+        .find(|f| is_type(f, "started"))
+        .expect("the replay started");
+    assert_eq!(started["run_id"], run.as_str(), "the recorded run, played again");
+    let answered = frames.last().expect("the answer");
+    assert_eq!(
+        answered["round"]["answer"],
+        catalog_answer("isolation/write-skew", "serializable")
+    );
+    let theirs = until_lesson(&mut ana, revealed(1)).await;
+    assert_eq!(
+        scores_of(&theirs["leaderboard"])[&handle(1)],
+        (0, 1),
+        "answered, and wrong"
+    );
+    assert_eq!(theirs["round"]["picked"], json!([[handle(1), wrong]]));
     close_room(holder, &room, &token).await;
 }
 

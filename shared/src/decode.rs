@@ -580,6 +580,7 @@ impl FromJson for crate::lesson::live::LiveRound {
             choices: json.get("choices")?,
             answer: json.opt("answer")?,
             explain: json.opt("explain")?,
+            picked: json.opt("picked")?.unwrap_or_default(),
         })
     }
 }
@@ -1258,6 +1259,7 @@ mod tests {
                     choices: vec![(text("alice"), text("Alice's")), (text("bob"), text("Bob's"))],
                     answer: Some(text("bob")),
                     explain: Some(text("SSI saw the cycle.")),
+                    picked: vec![(text("ana"), text("alice"))],
                 }),
                 leaderboard: vec![crate::lesson::live::Standing {
                     handle: text("ana"),

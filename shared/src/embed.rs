@@ -169,12 +169,7 @@ impl Embed {
     /// An iframe, for hosts that take HTML but not custom elements; the same loader resizes it
     /// (without it, it stays [`STARTING_HEIGHT`] tall and scrolls inside).
     pub fn iframe(&self, origin: &str, title: &str) -> String {
-        format!(
-            "<iframe src=\"{}\" title=\"racelab: {}\" style=\"display:block;width:100%;height:{STARTING_HEIGHT}px;border:0\" loading=\"lazy\"></iframe>\n{}",
-            escape(&self.src(origin)),
-            escape(title),
-            loader(origin)
-        )
+        iframe(&self.src(origin), &format!("racelab: {title}"), origin)
     }
 
     /// The scenario's own page at this variant (and version), for platforms that strip iframes
@@ -187,6 +182,51 @@ impl Embed {
         }
         link
     }
+}
+
+/// A kept lesson in a course's page, taken alone there (predict, run, score), in the host's
+/// colours: the same three snippets, to the lesson's embed (`/embed/lessons/<id>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LessonEmbed {
+    /// The lesson's id, as its link names it.
+    pub id: String,
+}
+
+impl LessonEmbed {
+    /// The embed page's address on the racelab at `origin`.
+    pub fn src(&self, origin: &str) -> String {
+        format!("{origin}/embed/lessons/{}?theme=host", encode(&self.id))
+    }
+
+    /// The web component: `<racelab-scenario lesson=…>`, which the loader turns into the iframe.
+    pub fn web_component(&self, origin: &str) -> String {
+        format!(
+            "<racelab-scenario lesson=\"{}\" theme=\"host\"></racelab-scenario>\n{}",
+            escape(&self.id),
+            loader(origin)
+        )
+    }
+
+    /// An iframe, which the same loader resizes.
+    pub fn iframe(&self, origin: &str, title: &str) -> String {
+        iframe(&self.src(origin), &format!("racelab lesson: {title}"), origin)
+    }
+
+    /// The lesson taken alone on racelab itself, for platforms that strip iframes and scripts.
+    pub fn link(&self, origin: &str) -> String {
+        format!("{origin}/lessons/{}/alone", encode(&self.id))
+    }
+}
+
+/// An iframe of `src`, named `title` for screen readers, [`STARTING_HEIGHT`] tall until the
+/// loader (after it) sizes it.
+fn iframe(src: &str, title: &str, origin: &str) -> String {
+    format!(
+        "<iframe src=\"{}\" title=\"{}\" style=\"display:block;width:100%;height:{STARTING_HEIGHT}px;border:0\" loading=\"lazy\"></iframe>\n{}",
+        escape(src),
+        escape(title),
+        loader(origin)
+    )
 }
 
 /// The loader's script tag.
@@ -223,6 +263,38 @@ mod tests {
             "<racelab-scenario scenario=\"isolation/write-skew\" variant=\"serializable\" theme=\"host\" autoplay=\"visible\"></racelab-scenario>\n\
              <script src=\"https://racelab.example/embed.js\" async></script>"
         );
+    }
+
+    #[test]
+    fn a_lesson_embeds_taken_alone_in_the_hosts_colours() {
+        let lesson = LessonEmbed {
+            id: "0123456789abcdef".to_owned(),
+        };
+        assert_eq!(
+            lesson.src(ORIGIN),
+            "https://racelab.example/embed/lessons/0123456789abcdef?theme=host"
+        );
+        assert_eq!(
+            lesson.web_component(ORIGIN),
+            "<racelab-scenario lesson=\"0123456789abcdef\" theme=\"host\"></racelab-scenario>\n\
+             <script src=\"https://racelab.example/embed.js\" async></script>"
+        );
+        assert!(
+            lesson
+                .iframe(ORIGIN, "Write skew <3")
+                .starts_with("<iframe src=\"https://racelab.example/embed/lessons/0123456789abcdef?theme=host\" title=\"racelab lesson: Write skew &lt;3\""),
+            "{}",
+            lesson.iframe(ORIGIN, "Write skew <3")
+        );
+        assert_eq!(
+            lesson.link(ORIGIN),
+            "https://racelab.example/lessons/0123456789abcdef/alone"
+        );
+        let page = lesson.src("");
+        assert!(matches!(
+            crate::pages::Page::at(page.split('?').next().unwrap_or_default()),
+            Some(crate::pages::Page::EmbedLesson("0123456789abcdef"))
+        ));
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub enum Page<'a> {
     EmbedSpec(&'a str),
     /// `/embed/runs/{id}`: a stored run in an iframe.
     EmbedRun(&'a str),
+    /// `/embed/lessons/{id}`: a kept lesson, taken alone, in an iframe (a course's page).
+    EmbedLesson(&'a str),
     /// `/embed/recording?src=…`: a recording file, played.
     EmbedRecording,
 }
@@ -60,6 +62,7 @@ impl<'a> Page<'a> {
             ["embed", "recording"] => Page::EmbedRecording,
             ["embed", "s", id] => Page::EmbedSpec(id),
             ["embed", "runs", id] => Page::EmbedRun(id),
+            ["embed", "lessons", id] => Page::EmbedLesson(id),
             ["embed", lab, scenario] => Page::Embed { lab, scenario },
             _ => return None,
         })
@@ -134,6 +137,7 @@ mod tests {
             ("/embed/recording", Page::EmbedRecording),
             ("/embed/s/0123", Page::EmbedSpec("0123")),
             ("/embed/runs/abc", Page::EmbedRun("abc")),
+            ("/embed/lessons/0123", Page::EmbedLesson("0123")),
             (
                 "/embed/outbox/dual-write",
                 Page::Embed {

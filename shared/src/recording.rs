@@ -233,6 +233,17 @@ pub fn day_of(timestamp: &str) -> Option<String> {
     (1..=31).contains(&day).then(|| format!("{day} {name} {year}"))
 }
 
+/// The longest a run played again from its events takes, in milliseconds (a lesson's recording
+/// round, in a room and taken alone): a run that took longer plays faster, keeping its rhythm.
+pub const REPLAY_AT_MOST_MS: u64 = 8_000;
+
+/// When an event recorded `at_ms` into a run whose last event came at `span` ms plays, in a
+/// replay of at most `at_most` ms: at its own moment, or proportionally sooner.
+pub fn replay_at(at_ms: u64, span: u64, at_most: u64) -> u64 {
+    let span = span.max(1);
+    at_ms.min(span).saturating_mul(at_most.min(span)) / span
+}
+
 /// Seconds since 1970 (UTC) as `2026-12-06T05:30:12Z`.
 pub fn utc_timestamp(unix_seconds: u64) -> String {
     let (year, month, day, hour, minute, second) = crate::calendar::utc(unix_seconds);
@@ -456,5 +467,22 @@ mod tests {
         }
         let huge = " ".repeat(MAX_BYTES + 1);
         assert!(matches!(read(&huge), Err(Unplayable::TooLarge { .. })));
+    }
+
+    #[test]
+    fn a_replay_keeps_a_short_run_s_moments_and_squeezes_a_long_one_into_its_limit() {
+        assert_eq!(
+            replay_at(1_200, 3_000, REPLAY_AT_MOST_MS),
+            1_200,
+            "a 3 s run at its own pace"
+        );
+        assert_eq!(
+            replay_at(30_000, 60_000, 8_000),
+            4_000,
+            "halfway through a minute: 4 s of 8"
+        );
+        assert_eq!(replay_at(60_000, 60_000, 8_000), 8_000);
+        assert_eq!(replay_at(70_000, 60_000, 8_000), 8_000, "never past the end");
+        assert_eq!(replay_at(0, 0, 8_000), 0);
     }
 }

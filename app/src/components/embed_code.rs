@@ -45,6 +45,33 @@ pub fn EmbedCode(
     }
 }
 
+/// "Embed this lesson": a kept lesson in a course's page, taken alone there. The same three
+/// snippets, with no options (the host's colours; each round's own variant).
+#[component]
+pub fn LessonEmbedCode(id: String, title: String) -> impl IntoView {
+    let base = origin();
+    let lesson = shared::embed::LessonEmbed { id };
+    let (component, iframe, link) = (
+        lesson.web_component(&base),
+        lesson.iframe(&base, &title),
+        lesson.link(&base),
+    );
+    view! {
+        <details class="rl-embed-code rl-lesson-embed">
+            <summary>"Embed this lesson"</summary>
+            <p class="rl-explain">"Readers of your course take it alone where it sits: predict, run, score."</p>
+            <Snippet kind="component" heading="Web component"
+                hint="Sizes itself. Put the tag where the lesson goes; the script once per page."
+                text=Signal::stored(component) />
+            <Snippet kind="iframe" heading="iframe"
+                hint="For hosts that take HTML but not custom elements; the same script resizes it."
+                text=Signal::stored(iframe) />
+            <Snippet kind="link" heading="Link" hint="For platforms that strip iframes and scripts."
+                text=Signal::stored(link) />
+        </details>
+    }
+}
+
 /// What the author picks above the snippets, one signal each: the variant and the version start
 /// as the page's, and follow the page's when it changes.
 #[derive(Clone, Copy)]

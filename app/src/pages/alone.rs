@@ -2,15 +2,16 @@
 //! reader's pick, the run on the real database, the answer it gives (the scenario's `reveal`, or
 //! the lesson's own question read off the run's events), the explanation, and the score so far.
 
-use crate::api::{RunSocket, fetch_json, fetched};
+use crate::api::{RunSocket, fetch_json, fetch_text, fetched};
 use crate::components::error_view::{ErrorView, loading};
 use crate::components::predict::Predict;
 use crate::components::run_view::RunView;
 use leptos::prelude::*;
 use shared::catalog::LabStatus;
 use shared::lesson::{Derived, Lesson, Race, Round};
+use shared::protocol::StoredRun;
 use shared::run_state::{Phase, RunState};
-use shared::{Mode, Outcome, Prediction, ScenarioInfo};
+use shared::{Mode, Outcome, Prediction, ScenarioInfo, ServerMsg};
 
 /// What a round plays and asks, once its scenario is known.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,25 +22,34 @@ struct Asked {
     prediction: Prediction,
     /// How its answer is read off the run; `None`: the run's `reveal`.
     derived: Option<Derived>,
+    /// A recording round's run, played again from its file: nothing runs on a database.
+    recorded: Option<StoredRun>,
 }
 
 /// Round `round`'s race and question, with the catalog (and a spec's own page) to read a
 /// scenario's question from; `Err` says why the round cannot be taken here.
 async fn asked(round: &Round, catalog: &[ScenarioInfo]) -> Result<Asked, String> {
-    let (scenario, variant, postgres, info) = match &round.race {
+    let (scenario, variant, postgres, info, recorded) = match &round.race {
         Race::Scenario { id, variant, postgres } => {
             let info = catalog.iter().find(|s| s.id == *id).cloned();
-            (id.clone(), variant.clone(), postgres.map(|v| v.to_string()), info)
+            (id.clone(), variant.clone(), postgres.map(|v| v.to_string()), info, None)
         }
         Race::Spec { id, permutation } => {
             let saved = fetch_json::<super::write::Saved>(&format!("/api/specs/{id}")).await?;
             let variant = format!("p{}", permutation.unwrap_or(1));
-            (format!("spec/{id}"), variant, None, Some(saved.scenario.scenario))
+            (format!("spec/{id}"), variant, None, Some(saved.scenario.scenario), None)
         }
         Race::Recording { src } => {
-            return Err(format!(
-                "This round is a recording ({src}): open it in the player from the lesson's page."
-            ));
+            let recording = recording(src).await?;
+            let variant = recording.stamp.variant.clone();
+            let run = recording.run_to_play();
+            (
+                recording.scenario.id.clone(),
+                variant,
+                None,
+                Some(recording.scenario),
+                Some(run),
+            )
         }
     };
     let (prediction, derived) = match &round.question {
@@ -62,7 +72,43 @@ async fn asked(round: &Round, catalog: &[ScenarioInfo]) -> Result<Asked, String>
         postgres: postgres.unwrap_or_default(),
         prediction,
         derived,
+        recorded,
     })
+}
+
+/// The recording a round names: a run this racelab keeps, or a file elsewhere (whose host must
+/// let other sites read it); or why it cannot be played.
+async fn recording(src: &str) -> Result<shared::recording::Recording, String> {
+    let text = fetch_text(&shared::lesson::recording_address(src))
+        .await
+        .map_err(|why| format!("The recording at {src} could not be fetched: {why}."))?;
+    shared::recording::read(&text).map_err(|why| format!("The recording at {src} cannot be played: {why}."))
+}
+
+/// Plays `run` again into `state`, each event at its moment (sped up to last at most
+/// [`shared::recording::REPLAY_AT_MOST_MS`]), as a room plays a recording round; stops when
+/// `still` says the reader has moved on.
+async fn replay(state: RwSignal<RunState>, run: StoredRun, still: impl Fn() -> bool) {
+    use shared::recording::{REPLAY_AT_MOST_MS, replay_at};
+    state.set(RunState::default());
+    state.update(|s| s.apply(ServerMsg::Started { run_id: run.id.clone() }));
+    let span = run.events.last().map_or(0, |e| e.at_ms);
+    let mut clock = 0;
+    for event in run.events {
+        let due = replay_at(event.at_ms, span, REPLAY_AT_MOST_MS);
+        crate::api::sleep(due.saturating_sub(clock)).await;
+        clock = due;
+        if !still() {
+            return;
+        }
+        state.update(|s| s.apply(ServerMsg::Event { event }));
+    }
+    state.update(|s| {
+        s.apply(ServerMsg::Done {
+            run_id: run.id,
+            outcome: run.outcome,
+        });
+    });
 }
 
 /// The run's answer to `asked`, once it has one.
@@ -76,8 +122,13 @@ fn answer_of(state: &RunState, asked: &Asked) -> Option<String> {
     }
 }
 
+/// `compact`: the timeline's view to open with; `embed`: in an iframe (`/embed/lessons/{id}`),
+/// with an embed's title line instead of the page's heading, telling the host page its height.
 #[component]
-pub fn LessonAlonePage(id: String) -> impl IntoView {
+pub fn LessonAlonePage(id: String, compact: bool, #[prop(optional)] embed: bool) -> impl IntoView {
+    if embed {
+        request_animation_frame(crate::api::report_height_to_parent);
+    }
     let path = format!("/api/lessons/{id}");
     let kept = fetched(async move { fetch_json::<super::lessons::Kept>(&path).await });
     let catalog = fetched(fetch_json::<Vec<LabStatus>>("/api/labs"));
@@ -86,7 +137,8 @@ pub fn LessonAlonePage(id: String) -> impl IntoView {
         (Some(Ok(kept)), Some(Ok(labs))) => match shared::lesson::parse(&kept.text) {
             Ok(lesson) => {
                 let scenarios: Vec<ScenarioInfo> = labs.into_iter().flat_map(|l| l.lab.scenarios).collect();
-                view! { <Taking id=kept.id.clone() lesson=lesson scenarios=scenarios /> }.into_any()
+                view! { <Taking id=kept.id.clone() lesson=lesson scenarios=scenarios compact=compact embed=embed /> }
+                    .into_any()
             }
             Err(e) => view! { <ErrorView message=e.to_string() /> }.into_any(),
         },
@@ -95,7 +147,7 @@ pub fn LessonAlonePage(id: String) -> impl IntoView {
 }
 
 #[component]
-fn Taking(id: String, lesson: Lesson, scenarios: Vec<ScenarioInfo>) -> impl IntoView {
+fn Taking(id: String, lesson: Lesson, scenarios: Vec<ScenarioInfo>, compact: bool, embed: bool) -> impl IntoView {
     let socket = RunSocket::new();
     let count = lesson.rounds.len();
     let at = RwSignal::new(0usize);
@@ -112,15 +164,11 @@ fn Taking(id: String, lesson: Lesson, scenarios: Vec<ScenarioInfo>) -> impl Into
         }
     });
     let picked = RwSignal::new(None::<String>);
-    let compact = RwSignal::new(crate::api::compact_view());
+    let compact = RwSignal::new(compact);
     let score = move || results.with(|r| r.iter().filter(|r| **r == Some(true)).count());
     view! {
         <article class="rl-lesson-alone">
-            <h1>{lesson.title.clone()}</h1>
-            <p class="rl-explain">
-                "Take it alone: predict each round, run it on a real database, and see what happened. "
-                <a href=format!("/lessons/{id}")>"The lesson"</a>
-            </p>
+            {heading(&id, &lesson.title, embed)}
             <p class="rl-lesson-alone-score" data-right=move || score().to_string() role="status">
                 {move || format!("Score: {} of {count}", score())}
             </p>
@@ -146,6 +194,30 @@ fn Taking(id: String, lesson: Lesson, scenarios: Vec<ScenarioInfo>) -> impl Into
                 }
             }}
         </article>
+    }
+    .into_any()
+}
+
+/// The page's heading, with a link to the lesson; an embed's title line, opening the lesson
+/// taken alone on racelab in a new tab.
+fn heading(id: &str, title: &str, embed: bool) -> impl IntoView + use<> {
+    const WHAT: &str = "Predict each round, run it on a real database, and see what happened.";
+    if embed {
+        return view! {
+            <p class="rl-embed-title">
+                <a href=format!("/lessons/{id}/alone") target="_blank" rel="noopener">{title.to_owned()}</a>
+                <span class="rl-embed-by">" · a racelab lesson"</span>
+            </p>
+            <p class="rl-explain">{WHAT}</p>
+        }
+        .into_any();
+    }
+    view! {
+        <h1>{title.to_owned()}</h1>
+        <p class="rl-explain">
+            "Take it alone. " {WHAT} " "
+            <a href=format!("/lessons/{id}")>"The lesson"</a>
+        </p>
     }
     .into_any()
 }
@@ -176,17 +248,29 @@ fn AloneRound(
     let revealed = Signal::derive(move || answer.get().map(|a| (a, explain.clone())));
     let active = Signal::derive(move || state.with(RunState::is_active));
     let locked = Signal::derive(move || active.get() || answer.with(Option::is_some));
+    let recorded = asked.recorded.is_some();
     let run = {
         let asked = asked.clone();
-        move |_| socket.start_on(&asked.scenario, &asked.variant, Mode::Auto, &asked.postgres)
+        move |_| match asked.recorded.clone() {
+            Some(run) => {
+                let here = move || at.try_get_untracked() == Some(number - 1);
+                leptos::task::spawn_local(replay(state, run, here));
+            }
+            None => socket.start_on(&asked.scenario, &asked.variant, Mode::Auto, &asked.postgres),
+        }
+    };
+    let hint = match recorded {
+        true => "Pick what you expect, then play it: it was recorded on a real database.",
+        false => "Pick what you expect, then run it.",
     };
     view! {
         <section class="rl-lesson-round-now" data-number=number.to_string()
-            data-answered=move || answer.with(Option::is_some).to_string()>
+            data-answered=move || answer.with(Option::is_some).to_string()
+            data-run-id=move || state.with(|s| s.run_id.clone())>
             <p class="rl-lesson-place">{format!("Round {number} of {count}")}</p>
             <h2 class="rl-lesson-round-title">{round.title.clone()}</h2>
             <Predict prediction=asked.prediction.clone() subject=Signal::stored(round.title.clone()) picked=picked
-                revealed=revealed locked=locked hint="Pick what you expect, then run it." />
+                revealed=revealed locked=locked hint=hint />
             {move || answer.get().map(|a| {
                 let (class, said) = match picked.get() {
                     Some(p) if p == a => ("rl-lesson-result rl-lesson-result--right", "Right: one point."),
@@ -196,7 +280,9 @@ fn AloneRound(
             })}
             <div class="rl-controls">
                 <button class="rl-run" on:click=run
-                    disabled=move || active.get() || picked.with(Option::is_none) || answer.with(Option::is_some)>"Run"</button>
+                    disabled=move || active.get() || picked.with(Option::is_none) || answer.with(Option::is_some)>
+                    {if recorded { "Play the recording" } else { "Run" }}
+                </button>
                 {move || answer.with(Option::is_some).then(|| view! {
                     <button class="rl-lesson-next" on:click=move |_| {
                         picked.set(None);

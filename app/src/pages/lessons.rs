@@ -3,6 +3,7 @@
 //! against what it plays and keeps), and open each round's race with its question.
 
 use crate::api::{fetch_json, post_text_answer};
+use crate::components::embed_code::LessonEmbedCode;
 use crate::components::error_view::{ErrorView, loading};
 use leptos::prelude::*;
 use shared::json::{self, FromJson, Json, JsonError};
@@ -127,11 +128,17 @@ fn LessonWriter(text: String, kept: Option<Kept>) -> impl IntoView {
                         <a href=format!("/lessons/{}/alone", k.id)>"Take it alone"</a>
                         " (predict, run, score: a link to send someone who missed the session)"
                     </p>
+                    <LessonEmbedCode id=k.id.clone() title=title_of(&k.text) />
                 }
             })}
             {move || reading.get().ok().map(|lesson| view! { <Rounds lesson=lesson /> })}
         </article>
     }
+}
+
+/// A kept lesson's title, for its embed's iframe.
+fn title_of(text: &str) -> String {
+    shared::lesson::parse(text).map(|l| l.title).unwrap_or_default()
 }
 
 /// A room opened for a lesson, as `POST /api/rooms` answers: its code, the trainer's token and

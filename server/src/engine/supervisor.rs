@@ -152,7 +152,7 @@ enum Control {
 }
 
 /// The longest a replay takes: a run that took longer plays faster, keeping its rhythm.
-pub const REPLAY_AT_MOST: Duration = Duration::from_secs(8);
+pub const REPLAY_AT_MOST: Duration = Duration::from_millis(shared::recording::REPLAY_AT_MOST_MS);
 
 /// Sends `run`'s start, events (each at its moment, scaled to fit [`REPLAY_AT_MOST`]) and end to
 /// `reader`, until it ends or is cancelled.
@@ -162,9 +162,9 @@ async fn replay(
     mut orders: mpsc::UnboundedReceiver<Control>,
 ) {
     let began = tokio::time::Instant::now();
-    let span = run.events.last().map_or(1, |e| e.at_ms.max(1));
-    let at_most = u64::try_from(REPLAY_AT_MOST.as_millis()).unwrap_or(u64::MAX);
-    let due = |at_ms: u64| began + Duration::from_millis(at_ms.min(span).saturating_mul(at_most.min(span)) / span);
+    let span = run.events.last().map_or(0, |e| e.at_ms);
+    let at_most = shared::recording::REPLAY_AT_MOST_MS;
+    let due = |at_ms: u64| began + Duration::from_millis(shared::recording::replay_at(at_ms, span, at_most));
     let _ = reader.send(ServerMsg::Started { run_id: run.id.clone() }).await;
     for event in run.events {
         let when = due(event.at_ms);

@@ -143,6 +143,11 @@ pub enum Forwarded {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         variant: Option<String>,
     },
+    /// A recording round, with the file the trainer's page sent (read by the holder).
+    Recording {
+        number: usize,
+        recording: String,
+    },
     /// A participant's handle and the hash of their seat's secret, in hex (the secret stays on
     /// the replica the page reached).
     Seat {
@@ -175,6 +180,10 @@ impl From<Order> for Forwarded {
             Order::Cancel => Forwarded::Cancel,
             Order::Ask { scenario, variant } => Forwarded::Ask { scenario, variant },
             Order::Round { number, variant } => Forwarded::Round { number, variant },
+            Order::Recording { number, recording } => Forwarded::Recording {
+                number,
+                recording: recording.to_string(),
+            },
             Order::Seat { handle, seat } => Forwarded::Seat {
                 handle,
                 seat: hex(&seat),
@@ -204,6 +213,10 @@ impl From<Forwarded> for Order {
             Forwarded::Cancel => Order::Cancel,
             Forwarded::Ask { scenario, variant } => Order::Ask { scenario, variant },
             Forwarded::Round { number, variant } => Order::Round { number, variant },
+            Forwarded::Recording { number, recording } => Order::Recording {
+                number,
+                recording: recording.into(),
+            },
             // A seat that does not read as a hash cannot be anyone's: it takes no handle back.
             Forwarded::Seat { handle, seat } => Order::Seat {
                 handle,

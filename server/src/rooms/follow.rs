@@ -29,8 +29,11 @@ pub struct Follower {
     asked: watch::Receiver<Option<(String, String)>>,
     /// The live counts, for the trainer's page only.
     tally: Option<watch::Receiver<Vec<(String, usize)>>>,
-    /// The lesson the room runs, as this page is shown it.
+    /// The lesson the room runs, and what this page was last shown of it: a change that does
+    /// not change this page's view (someone else seated under a hidden leaderboard, someone
+    /// else's pick) is not sent.
     lesson: watch::Receiver<Option<Live>>,
+    shown: Option<Live>,
     /// The handle this page answers under, in a lesson.
     handle: Option<String>,
     trainer: bool,
@@ -68,10 +71,9 @@ impl Follower {
             tally
         });
         let mut lesson = room.live();
-        if let Some(live) = lesson.borrow_and_update().as_ref() {
-            queue.push_back(Outgoing::Message(Box::new(ServerMsg::Lesson(
-                live.for_page(handle.as_deref(), trainer),
-            ))));
+        let shown = (lesson.borrow_and_update().as_ref()).map(|live| live.for_page(handle.as_deref(), trainer));
+        if let Some(live) = &shown {
+            queue.push_back(Outgoing::Message(Box::new(ServerMsg::Lesson(live.clone()))));
         }
         let last = subscription.backlog.last().map_or(0, |frame| frame.number);
         queue.extend(
@@ -88,6 +90,7 @@ impl Follower {
             asked,
             tally,
             lesson,
+            shown,
             handle,
             trainer,
             queue,
@@ -152,8 +155,10 @@ impl Follower {
                         self.ended = true;
                         continue;
                     }
-                    let shown = self.lesson.borrow_and_update().as_ref().map(|live| live.for_page(self.handle.as_deref(), self.trainer));
-                    if let Some(live) = shown {
+                    let view = (self.lesson.borrow_and_update().as_ref())
+                        .map(|live| live.for_page(self.handle.as_deref(), self.trainer));
+                    if let Some(live) = view.filter(|view| self.shown.as_ref() != Some(view)) {
+                        self.shown = Some(live.clone());
                         return Outgoing::Message(Box::new(ServerMsg::Lesson(live)));
                     }
                 }

@@ -14,8 +14,11 @@
 use crate::control::Refusal;
 use shared::lesson::live::{Answer, Live, LiveRound, standings};
 use shared::lesson::{Derived, Lesson, Race};
+use shared::protocol::StoredRun;
+use shared::recording::Recording;
 use shared::{ErrorCode, ScenarioInfo};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One lesson as one room runs it.
@@ -33,6 +36,8 @@ pub struct Session {
     /// Every scored answer; a repeated round's replace its last ones.
     answers: Vec<Answer>,
     shown: bool,
+    /// The open round's recording, as its trainer's page sent it.
+    sent: Option<Arc<StoredRun>>,
 }
 
 /// What a lesson round plays: the scenario (`spec/<id>` for a saved spec), variant and version;
@@ -42,9 +47,30 @@ pub struct RoundRace {
     pub scenario: String,
     pub variant: String,
     pub postgres: Option<u32>,
-    /// The kept run a recording round replays (its scenario and variant are read from it).
-    pub replay: Option<String>,
+    /// The run a recording round plays again instead (its scenario and variant are read from it).
+    pub replay: Option<Replay>,
 }
+
+/// A recording round's run: one this racelab keeps, by its id, or one the trainer's page read
+/// from another site and sent (`PUT /api/rooms/<code>/rounds/<n>/recording`: the server itself
+/// fetches nothing).
+#[derive(Clone, Debug)]
+pub enum Replay {
+    Kept(String),
+    Sent(Arc<StoredRun>),
+}
+
+impl PartialEq for Replay {
+    fn eq(&self, other: &Replay) -> bool {
+        match (self, other) {
+            (Replay::Kept(a), Replay::Kept(b)) => a == b,
+            (Replay::Sent(a), Replay::Sent(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Replay {}
 
 fn refusal(code: ErrorCode, message: String) -> Refusal {
     Refusal { code, message }
@@ -61,6 +87,7 @@ impl Session {
             seats: HashMap::new(),
             answers: Vec::new(),
             shown,
+            sent: None,
         }
     }
 
@@ -75,11 +102,11 @@ impl Session {
             Race::Scenario { id, variant, postgres } => (id.clone(), variant.clone(), *postgres),
             Race::Spec { id, permutation } => (format!("spec/{id}"), format!("p{}", permutation.unwrap_or(1)), None),
             Race::Recording { src } => {
-                let run = crate::lessons::kept_run(src).ok_or_else(|| {
+                let run = shared::lesson::kept_run(src).ok_or_else(|| {
                     refusal(
                         ErrorCode::UnknownScenario,
                         format!(
-                            "round {number} plays the recording {src}, which this racelab does not keep: a room replays the runs it keeps (/api/runs/<id>/recording); open that one on your screen, or skip the round"
+                            "round {number} plays the recording {src}, which racelab does not fetch: the trainer's page reads it and sends it (PUT /api/rooms/<code>/rounds/{number}/recording)"
                         ),
                     )
                 })?;
@@ -88,7 +115,7 @@ impl Session {
                     scenario: String::new(),
                     variant: String::new(),
                     postgres: None,
-                    replay: Some(run.to_owned()),
+                    replay: Some(Replay::Kept(run.to_owned())),
                 });
             }
         };
@@ -98,6 +125,27 @@ impl Session {
             postgres,
             replay: None,
         })
+    }
+
+    /// What round `number` plays when its trainer's page sent its `recording`: the recorded run,
+    /// played again. Refused for a round that is no recording at another address.
+    pub fn sent(&self, number: usize, recording: &Recording) -> Result<RoundRace, Refusal> {
+        match &self.round_numbered(number)?.race {
+            Race::Recording { src } if shared::lesson::kept_run(src).is_none() => Ok(RoundRace {
+                scenario: recording.run.scenario.clone(),
+                variant: recording.run.variant.clone(),
+                postgres: None,
+                replay: Some(Replay::Sent(Arc::new(recording.run_to_play()))),
+            }),
+            Race::Recording { src } => Err(refusal(
+                ErrorCode::BadFrame,
+                format!("round {number} replays {src}, a run this racelab keeps: open it with round"),
+            )),
+            _ => Err(refusal(
+                ErrorCode::BadFrame,
+                format!("round {number} is no recording: open it with round"),
+            )),
+        }
     }
 
     /// Opens round `number` playing `race` (of scenario `info`): its question is the trainer's
@@ -151,8 +199,13 @@ impl Session {
             choices,
             answer: None,
             explain: None,
+            picked: Vec::new(),
         };
         self.round = Some((live, derived.clone()));
+        self.sent = match &race.replay {
+            Some(Replay::Sent(run)) => Some(run.clone()),
+            _ => None,
+        };
         Ok((ids, derived))
     }
 
@@ -181,14 +234,18 @@ impl Session {
         })
     }
 
-    /// The kept run the open round replays, if it is a recording round playing `scenario` at
+    /// The run the open round plays again, if it is a recording round playing `scenario` at
     /// `variant`.
-    pub fn replay_of(&self, scenario: &str, variant: &str) -> Option<String> {
+    pub fn replay_of(&self, scenario: &str, variant: &str) -> Option<Replay> {
         let (live, _) = self.round.as_ref()?;
+        if live.scenario != scenario || live.variant != variant {
+            return None;
+        }
+        if let Some(run) = &self.sent {
+            return Some(Replay::Sent(run.clone()));
+        }
         match &self.round_numbered(live.number).ok()?.race {
-            Race::Recording { src } if live.scenario == scenario && live.variant == variant => {
-                crate::lessons::kept_run(src).map(str::to_owned)
-            }
+            Race::Recording { src } => shared::lesson::kept_run(src).map(|id| Replay::Kept(id.to_owned())),
             _ => None,
         }
     }

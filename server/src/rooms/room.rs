@@ -11,12 +11,13 @@
 
 use super::bus::{Forwarded, ToHolder};
 use super::feed::Feed;
-use super::lesson::{RoundRace, Session};
+use super::lesson::{Replay, RoundRace, Session};
 use super::tally::Question;
 use super::{Limits, lock};
 use crate::clients::Slot;
 use crate::control::{Refusal, cancel_run, error, next_update, start_refusal, step_run};
 use crate::engine::{Engine, RunHandle};
+use crate::store::StoredRun;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use shared::lesson::live::{Answer, Live};
@@ -54,6 +55,12 @@ pub enum Order {
     Round {
         number: usize,
         variant: Option<String>,
+    },
+    /// The lesson's round `number` opens, playing the `recording` the trainer's page read from
+    /// another site (the file's text; the holder reads it).
+    Recording {
+        number: usize,
+        recording: Arc<str>,
     },
     /// A participant answers as `handle` from the page whose secret hashes to `seat`.
     Seat {
@@ -180,7 +187,7 @@ impl Room {
 
     /// The room runs `session`'s lesson (set once, as it opens).
     pub(super) fn run_lesson(&self, session: Session) {
-        self.live.send_replace(Some(session.live()));
+        self.publish(&session);
         *lock(&self.session) = Some(session);
     }
 
@@ -443,20 +450,18 @@ impl Room {
         }
         let (choices, derived) = session.open(number, race, info)?;
         self.put(Some(Question::new(&race.scenario, &race.variant, choices, derived)));
-        self.live.send_replace(Some(session.live()));
+        self.publish(session);
         Ok(())
     }
 
     /// A participant answers as `handle` from the page whose secret hashes to `seat`. In a room
-    /// without a lesson, a handle means nothing and anyone may give any.
+    /// without a lesson, a handle means nothing and anyone may give any. Pages are shown the
+    /// lesson again: a new line on the board, or a reloaded page's own pick.
     fn seat(&self, handle: &str, seat: [u8; 32]) -> Result<(), Refusal> {
         let mut session = lock(&self.session);
         let Some(session) = session.as_mut() else { return Ok(()) };
-        let new = !session.is_seated(handle);
         session.seat(handle, seat)?;
-        if new {
-            self.live.send_replace(Some(session.live()));
-        }
+        self.publish(session);
         Ok(())
     }
 
@@ -464,7 +469,7 @@ impl Room {
         let mut session = lock(&self.session);
         let session = session.as_mut().ok_or_else(no_lesson)?;
         session.show(shown);
-        self.live.send_replace(Some(session.live()));
+        self.publish(session);
         Ok(())
     }
 
@@ -582,8 +587,20 @@ impl Room {
     /// Pages are shown the lesson as it is now.
     fn show_lesson(&self) {
         if let Some(session) = lock(&self.session).as_ref() {
-            self.live.send_replace(Some(session.live()));
+            self.publish(session);
         }
+    }
+
+    /// Pages are shown `session` as it is now, with every handle's pick for the open round (each
+    /// page is told its own: [`Live::for_page`]). Called from the room's task only, which is what
+    /// makes holding the session while reading the question safe ([`Room::reveal`] takes them
+    /// the other way round).
+    fn publish(&self, session: &Session) {
+        let mut live = session.live();
+        if let Some(round) = live.round.as_mut() {
+            round.picked = lock(&self.question).as_ref().map(Question::picked).unwrap_or_default();
+        }
+        self.live.send_replace(Some(live));
     }
 
     /// How the room's question about a run of `scenario` at `variant` is answered from its
@@ -815,8 +832,9 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
                 .as_ref()
                 .and_then(|s| s.replay_of(&scenario, &variant));
             let started = match replay {
-                // A lesson's recording round plays its kept run again; nothing runs.
-                Some(id) => kept(&id, engine).await.map(RunHandle::replay).map_err(ServerMsg::from),
+                // A lesson's recording round plays its run again; nothing runs.
+                Some(Replay::Kept(id)) => kept(&id, engine).await.map(RunHandle::replay).map_err(ServerMsg::from),
+                Some(Replay::Sent(run)) => Ok(RunHandle::replay(StoredRun::clone(&run))),
                 None => start(&scenario, &variant, mode, postgres, engine).await,
             };
             match started {
@@ -853,7 +871,7 @@ async fn obey(order: Order, run: &mut Option<Playing>, room: &Room, engine: &Arc
             Ok(def) => room.ask(&def.info(), &variant).err().map(ServerMsg::from),
             Err(refusal) => Some(refusal.into()),
         },
-        Order::Round { .. } | Order::Leaderboard { .. } | Order::Seat { .. } => {
+        Order::Round { .. } | Order::Recording { .. } | Order::Leaderboard { .. } | Order::Seat { .. } => {
             lesson_order(order, run, room, engine).await
         }
         Order::Close => None,
@@ -879,7 +897,9 @@ async fn start(
 
 /// A recording round's race, with the scenario and variant of the kept run it replays.
 async fn replayed(mut race: RoundRace, engine: &Engine) -> Result<RoundRace, Refusal> {
-    let Some(id) = &race.replay else { return Ok(race) };
+    let Some(Replay::Kept(id)) = &race.replay else {
+        return Ok(race);
+    };
     let run = kept(id, engine).await?;
     race.scenario = run.scenario;
     race.variant = run.variant;
@@ -901,15 +921,31 @@ async fn kept(id: &str, engine: &Engine) -> Result<crate::store::StoredRun, Refu
     }
 }
 
+/// Opens round `number` playing the `recording` its trainer's page sent: read here (whatever
+/// replica it reached first), its question the round's own or its scenario's, as the recording
+/// describes it.
+fn sent_round(number: usize, recording: &str, room: &Room) -> Result<(), Refusal> {
+    let recording = shared::recording::read(recording).map_err(|why| Refusal {
+        code: ErrorCode::BadFrame,
+        message: format!("round {number}'s recording cannot be played: {why}"),
+    })?;
+    let race = lock(&room.session)
+        .as_ref()
+        .ok_or_else(no_lesson)?
+        .sent(number, &recording)?;
+    room.open_round(number, &race, &recording.scenario)
+}
+
 /// The orders of a room that runs a lesson.
 async fn lesson_order(order: Order, run: &Option<Playing>, room: &Room, engine: &Engine) -> Option<ServerMsg> {
     let refused = match order {
-        Order::Round { .. } if run.is_some() => {
+        Order::Round { .. } | Order::Recording { .. } if run.is_some() => {
             return Some(error(
                 ErrorCode::Busy,
                 "the room's run is still going; open the next round when it is done",
             ));
         }
+        Order::Recording { number, recording } => sent_round(number, &recording, room).err(),
         Order::Round { number, variant } => {
             let race = lock(&room.session)
                 .as_ref()

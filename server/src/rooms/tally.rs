@@ -71,6 +71,17 @@ impl Question {
         &self.picks
     }
 
+    /// Who picked what, by name, in that order (so the same picks always read the same).
+    pub fn picked(&self) -> Vec<(String, String)> {
+        let mut picked: Vec<(String, String)> = self
+            .picks
+            .iter()
+            .map(|(who, (choice, _))| (who.clone(), choice.clone()))
+            .collect();
+        picked.sort();
+        picked
+    }
+
     /// `who` picks `choice` (again, if they change their mind); refused once its run started.
     pub fn pick(&mut self, who: String, choice: &str) -> Result<(), Refusal> {
         if self.started && !self.revealed {

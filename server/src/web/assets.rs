@@ -79,18 +79,19 @@ pub async fn embed_page_in(dist: &Path, uri: Uri, full: bool) -> Response {
 /// An iframe's page: the player app for a recording (`/embed/recording`), the embed app for the
 /// rest, or the full app when a build made neither (a `trunk serve` dev build), and for what the
 /// embed app leaves out to stay small: the question of a live embed with `predict=1`, a
-/// reader's spec (`/embed/s/…`), whose every-permutation matrix plays in the embed too, and
-/// whatever the caller says needs it (`full`).
+/// reader's spec (`/embed/s/…`), whose every-permutation matrix plays in the embed too, a
+/// lesson taken alone (`/embed/lessons/…`: its parser, questions and scoring), and whatever the
+/// caller says needs it (`full`).
 async fn embed_page(pages: EmbedPages, uri: Uri, full: bool) -> Response {
     let predicts = uri.query().is_some_and(|query| {
         query
             .split('&')
             .any(|pair| pair == "predict=1" || pair == "predict=true")
     });
-    let spec = matches!(Page::at(uri.path()), Some(Page::EmbedSpec(_)));
+    let whole = matches!(Page::at(uri.path()), Some(Page::EmbedSpec(_) | Page::EmbedLesson(_)));
     let candidates = match uri.path() == super::headers::RECORDING_PLAYER {
         true => vec![pages.player, pages.full],
-        false if full || predicts || spec => vec![pages.full],
+        false if full || predicts || whole => vec![pages.full],
         false => vec![pages.embed, pages.full],
     };
     // An address under /embed/ that is no embed still gets the app, which says so, under a 404.

@@ -4,7 +4,8 @@
 //  1. <racelab-scenario scenario="isolation/write-skew" variant="…" theme="…" view="…"
 //     mode="…" autoplay="…" postgres="…"> becomes an iframe of that embed (the element keeps
 //     its place); <racelab-scenario src="ws.racelab.json" live="…"> one of the recording
-//     player, which fetches the file (resolved against the host page) and plays it. A live
+//     player, which fetches the file (resolved against the host page) and plays it;
+//     <racelab-scenario lesson="<id>"> a kept lesson, taken alone (predict, run, score). A live
 //     embed may name its racelab (server="https://racelab.example", this script's own by
 //     default) and a recording to play instead when that racelab does not answer
 //     (fallback="ws.racelab.json"), as a blog hosting an exported player does;
@@ -86,15 +87,17 @@
 
   if (!window.customElements.get("racelab-scenario")) {
     class RacelabScenario extends HTMLElement {
-      static get observedAttributes() { return ["scenario", "spec", "src", "server", "fallback"].concat(OPTIONS); }
+      static get observedAttributes() { return ["scenario", "spec", "lesson", "src", "server", "fallback"].concat(OPTIONS); }
       connectedCallback() { this.render(); }
       attributeChangedCallback() { if (this.isConnected) this.render(); }
       render() {
-        // A reader's saved spec (spec="<id>") embeds at /embed/s/<id>; a recording (src=…)
-        // plays in the player, which needs no racelab server.
+        // A reader's saved spec (spec="<id>") embeds at /embed/s/<id>, a lesson (lesson="<id>")
+        // at /embed/lessons/<id>; a recording (src=…) plays in the player, which needs no
+        // racelab server.
         var spec = this.getAttribute("spec");
+        var lesson = this.getAttribute("lesson");
         var recording = this.getAttribute("src");
-        var scenario = spec ? "s/" + spec : this.getAttribute("scenario");
+        var scenario = spec ? "s/" + spec : lesson ? "lessons/" + lesson : this.getAttribute("scenario");
         if (!scenario && !recording) return;
         var named = this.getAttribute("server");
         var server = named ? new URL(named, document.baseURI).origin : origin;

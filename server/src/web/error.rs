@@ -24,6 +24,9 @@ pub enum ApiError {
     /// 404: no such run, scenario, room or page.
     #[error("{0}")]
     NotFound(String),
+    /// 409: not now (a room's run still goes).
+    #[error("{0}")]
+    Conflict(String),
     /// 413: a request body past its route's limit (a spec of more than 96 KB).
     #[error("{0}")]
     TooLarge(String),
@@ -50,6 +53,7 @@ impl ApiError {
             ApiError::BadRequest(_) | ApiError::Lesson(_) => StatusCode::BAD_REQUEST,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
@@ -118,6 +122,7 @@ mod tests {
             (ApiError::BadRequest("oEmbed needs a url parameter".into()), 400),
             (ApiError::Forbidden("not yours".into()), 403),
             (ApiError::NotFound("there is no room \"K7QX2M\"".into()), 404),
+            (ApiError::Conflict("the room's run is still going".into()), 409),
             (ApiError::TooLarge("too long".into()), 413),
             (ApiError::TooMany("too many rooms".into()), 429),
             (ApiError::NotImplemented("JSON only".into()), 501),

@@ -1,8 +1,8 @@
 //! The headers a public service sends today, on every answer: `X-Content-Type-Options: nosniff`
 //! and a `Referrer-Policy`; on pages, a `Content-Security-Policy` that lets a page run only
 //! racelab's own scripts and wasm; framing allowed for `/embed/…` (any host page may embed a
-//! race) and refused for everything else. Pages read only from racelab, except the recording
-//! player (`/embed/recording?src=…`), which reads its file from wherever the author keeps it.
+//! race) and refused for everything else. Pages read only from racelab, except those that read a
+//! recording from wherever its author keeps it ([`reads_anywhere`]).
 //!
 //! The app's pages (the full app's, the embed app's, the player app's) each carry two inline scripts Trunk writes (the theme, set before anything
 //! is drawn, and the wasm loader). Rather than `'unsafe-inline'`, the policy names each by its
@@ -15,6 +15,7 @@ use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use sha2::{Digest, Sha256};
+use shared::pages::Page;
 
 /// Pages larger than this are sent as they are, with the strictest policy (no inline script).
 const MAX_PAGE: usize = 4 * 1024 * 1024;
@@ -22,7 +23,7 @@ const MAX_PAGE: usize = 4 * 1024 * 1024;
 /// Adds the headers to `request`'s answer.
 pub async fn secure(request: Request, next: Next) -> Response {
     let embed = request.uri().path().starts_with("/embed/");
-    let reads_anywhere = request.uri().path() == RECORDING_PLAYER;
+    let reads_anywhere = reads_anywhere(request.uri().path());
     let response = next.run(request).await;
     let (mut parts, body) = response.into_parts();
     let headers = &mut parts.headers;
@@ -57,6 +58,18 @@ pub async fn secure(request: Request, next: Next) -> Response {
 
 /// The page that plays a recording fetched from any origin.
 pub const RECORDING_PLAYER: &str = "/embed/recording";
+
+/// Whether the page at `path` reads recordings from any origin: the player, and a lesson's
+/// pages that play its recording rounds (taken alone, embedded in a course, and the room, whose
+/// trainer's page reads a round's file and sends it). Their answers are read as data, by the
+/// app's own JSON reader, never run.
+pub fn reads_anywhere(path: &str) -> bool {
+    path == RECORDING_PLAYER
+        || matches!(
+            Page::at(path),
+            Some(Page::LessonAlone(_) | Page::EmbedLesson(_) | Page::Room(_))
+        )
+}
 
 /// The policy for a page whose inline scripts are `scripts`: framed by anyone if `embed`, and
 /// fetching from any http(s) origin if `reads_anywhere` (its answers are read as data, by the
@@ -153,5 +166,26 @@ mod tests {
         assert!(policy(&[], true, false).ends_with("frame-ancestors *"));
         assert!(policy(&[], true, false).contains("connect-src 'self';"));
         assert!(policy(&[], true, true).contains("connect-src 'self' https: http:;"));
+    }
+
+    #[test]
+    fn only_the_pages_that_play_recordings_from_elsewhere_read_anywhere() {
+        for path in [
+            "/embed/recording",
+            "/lessons/0123/alone",
+            "/embed/lessons/0123",
+            "/room/K7QX2M",
+        ] {
+            assert!(reads_anywhere(path), "{path}");
+        }
+        for path in [
+            "/",
+            "/lessons/0123",
+            "/lab/isolation/write-skew",
+            "/embed/isolation/write-skew",
+            "/write",
+        ] {
+            assert!(!reads_anywhere(path), "{path}");
+        }
     }
 }

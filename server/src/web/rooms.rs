@@ -1,22 +1,26 @@
 //! Rooms over HTTP: `POST /api/rooms` opens one, `GET /api/rooms` says where rooms reach,
-//! `GET /api/rooms/{id}` whether one is open, `DELETE /api/rooms/{id}` closes one, and
-//! `GET /api/rooms/{id}/qr.svg` draws its join link. The rooms themselves (holder, mirrors, feed,
+//! `GET /api/rooms/{id}` whether one is open, `DELETE /api/rooms/{id}` closes one,
+//! `GET /api/rooms/{id}/qr.svg` draws its join link, and `PUT /api/rooms/{id}/rounds/{n}/recording`
+//! sends a lesson's recording round the file its trainer's page read. The rooms themselves (holder, mirrors, feed,
 //! question) are `crate::rooms`; this is only their HTTP edge.
 
 use super::AppState;
 use super::error::ApiError;
 use crate::clients;
 use crate::rooms::{Rooms, room};
-use axum::extract::{Path, State};
+use axum::extract::rejection::StringRejection;
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{Extensions, HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use serde_json::json;
+use shared::{ErrorCode, ServerMsg};
 use std::sync::Arc;
 
 pub fn router(rooms: Arc<Rooms>) -> Router<AppState> {
     let (for_qr, for_close, for_status) = (rooms.clone(), rooms.clone(), rooms.clone());
+    let for_recording = rooms.clone();
     Router::new()
         .route(
             "/api/rooms",
@@ -31,6 +35,11 @@ pub fn router(rooms: Arc<Rooms>) -> Router<AppState> {
         .route(
             "/api/rooms/{id}/qr.svg",
             get(move |headers, path| join_code(headers, path, for_qr.clone())),
+        )
+        .route(
+            "/api/rooms/{id}/rounds/{number}/recording",
+            put(move |headers, path, body| send_recording(headers, path, for_recording.clone(), body))
+                .layer(DefaultBodyLimit::max(RECORDING_BODY_LIMIT)),
         )
 }
 
@@ -64,19 +73,56 @@ fn no_room(id: &str) -> ApiError {
 /// its token.
 async fn close_room(headers: HeaderMap, Path(id): Path<String>, rooms: Arc<Rooms>) -> Result<StatusCode, ApiError> {
     let room = rooms.find(&id).await.ok_or_else(|| no_room(&id))?;
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if !room.is_trainer(token) {
-        return Err(ApiError::Forbidden(
-            "only the room's trainer closes it (Authorization: Bearer <token>)".into(),
-        ));
-    }
+    trainer_only(&headers, &room, "closes it")?;
     // A run still going ends first (its `done` reaches the followers), then the room closes.
     let _ = room.order(room::Order::Cancel).await;
     room.close();
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Refused (403) unless the request carries `room`'s trainer token (`Authorization: Bearer
+/// <token>`); `does` says what only the trainer does.
+fn trainer_only(headers: &HeaderMap, room: &room::Room, does: &str) -> Result<(), ApiError> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match room.is_trainer(token) {
+        true => Ok(()),
+        false => Err(ApiError::Forbidden(format!(
+            "only the room's trainer {does} (Authorization: Bearer <token>)"
+        ))),
+    }
+}
+
+/// The most a recording sent to a room may weigh. A lesson's race is seconds of statements (a
+/// write skew's recording is tens of KB); the bus between replicas carries it whole.
+pub const RECORDING_BODY_LIMIT: usize = 4 << 20;
+
+/// `PUT /api/rooms/{id}/rounds/{number}/recording`, with `Authorization: Bearer <trainer token>`
+/// and a recording (`*.racelab.json`) as the body: round `number` of the room's lesson, a
+/// recording at another site (which racelab does not fetch: the trainer's page reads it), opens
+/// playing it. 204; 400 for a file that is no recording or a round that is none, 403 without the
+/// token, 404 for no such room, 409 while the room's run goes, 413 past 4 MB.
+async fn send_recording(
+    headers: HeaderMap,
+    Path((id, number)): Path<(String, usize)>,
+    rooms: Arc<Rooms>,
+    text: Result<String, StringRejection>,
+) -> Result<StatusCode, ApiError> {
+    let room = rooms.find(&id).await.ok_or_else(|| no_room(&id))?;
+    trainer_only(&headers, &room, "sends its rounds")?;
+    let recording = text?.into();
+    match room.order(room::Order::Recording { number, recording }).await {
+        None => Ok(StatusCode::NO_CONTENT),
+        Some(ServerMsg::Error { code, message }) => Err(match code {
+            ErrorCode::Busy => ApiError::Conflict(message),
+            ErrorCode::UnknownRoom => ApiError::NotFound(message),
+            ErrorCode::ServiceDown => ApiError::Unavailable(message),
+            _ => ApiError::BadRequest(message),
+        }),
+        Some(other) => Err(ApiError::Internal(format!("the room answered {other:?}"))),
+    }
 }
 
 /// The lesson a `POST /api/rooms` body asks for: none for an empty body; 400 for a body that

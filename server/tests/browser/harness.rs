@@ -167,19 +167,46 @@ pub struct Host {
     /// `http://127.0.0.1:<port>` of the host's server.
     pub base: String,
     post: Arc<std::sync::Mutex<String>>,
+    /// Files it serves at `/files/<name>`, readable by other sites (as a static host whose
+    /// author allowed it answers): recordings, say.
+    files: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
 }
 
 impl Host {
     pub async fn start() -> Host {
         let post = Arc::new(std::sync::Mutex::new(String::new()));
+        let files = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
         let shown = post.clone();
-        let app = Router::new().route(
-            "/post",
-            get(move || {
-                let page = shown.lock().map(|p| p.clone()).unwrap_or_default();
-                async move { Html(page) }
-            }),
-        );
+        let served = files.clone();
+        let app = Router::new()
+            .route(
+                "/post",
+                get(move || {
+                    let page = shown.lock().map(|p| p.clone()).unwrap_or_default();
+                    async move { Html(page) }
+                }),
+            )
+            .route(
+                "/files/{name}",
+                get(move |axum::extract::Path(name): axum::extract::Path<String>| {
+                    let file = served.lock().ok().and_then(|f| f.get(&name).cloned());
+                    async move {
+                        use axum::http::{StatusCode, header};
+                        use axum::response::IntoResponse;
+                        match file {
+                            Some(body) => (
+                                [
+                                    (header::CONTENT_TYPE, "application/json"),
+                                    (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
+                                ],
+                                body,
+                            )
+                                .into_response(),
+                            None => StatusCode::NOT_FOUND.into_response(),
+                        }
+                    }
+                }),
+            );
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
             .expect("a free port");
@@ -188,7 +215,14 @@ impl Host {
         Host {
             base: format!("http://{address}"),
             post,
+            files,
         }
+    }
+
+    /// `/files/<name>` serves `body`, readable by any site; returns its address.
+    pub fn serve(&self, name: &str, body: String) -> String {
+        self.files.lock().expect("the files").insert(name.to_owned(), body);
+        format!("{}/files/{name}", self.base)
     }
 
     /// `/post` becomes a page on `background` (a CSS colour) with `html` in its body.

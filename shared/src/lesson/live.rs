@@ -45,6 +45,11 @@ pub struct LiveRound {
     /// The trainer's explanation, once the run revealed the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<String>,
+    /// Who picked what, as of when this was sent: every handle's between replicas; to a
+    /// participant's page, its own pick only (so a page reloaded after picking shows it, and
+    /// after the reveal its result is the one scored); none to the trainer's, which has the tally.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub picked: Vec<(String, String)>,
 }
 
 /// One participant's line on the leaderboard.
@@ -116,7 +121,20 @@ impl Live {
         if !self.shown && !trainer {
             live.leaderboard.retain(|s| Some(s.handle.as_str()) == handle);
         }
+        if let Some(round) = live.round.as_mut() {
+            round.picked.retain(|(who, _)| !trainer && Some(who.as_str()) == handle);
+        }
         live
+    }
+
+    /// The pick of `handle` for the open round, as the room last said.
+    pub fn pick_of(&self, handle: &str) -> Option<&str> {
+        let round = self.round.as_ref()?;
+        round
+            .picked
+            .iter()
+            .find(|(who, _)| who == handle)
+            .map(|(_, choice)| choice.as_str())
     }
 }
 
@@ -229,6 +247,24 @@ mod tests {
         assert_eq!(handles(&live.for_page(None, true)), ["ana", "ben"]);
         let shown = Live { shown: true, ..live };
         assert_eq!(handles(&shown.for_page(Some("ben"), false)), ["ana", "ben"]);
+    }
+
+    #[test]
+    fn each_participant_is_told_their_own_pick_and_nobody_else_s() {
+        let live = Live {
+            round: Some(LiveRound {
+                picked: vec![("ana".into(), "bob".into()), ("ben".into(), "alice".into())],
+                ..LiveRound::default()
+            }),
+            ..Live::default()
+        };
+        let ben = live.for_page(Some("ben"), false);
+        assert_eq!(ben.pick_of("ben"), Some("alice"));
+        assert_eq!(ben.pick_of("ana"), None);
+        assert_eq!(ben.round.map(|r| r.picked.len()), Some(1));
+        assert_eq!(live.for_page(Some("cy"), false).pick_of("cy"), None);
+        assert!(live.for_page(None, false).round.is_some_and(|r| r.picked.is_empty()));
+        assert!(live.for_page(None, true).round.is_some_and(|r| r.picked.is_empty()));
     }
 
     #[test]

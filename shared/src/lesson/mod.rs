@@ -92,6 +92,26 @@ pub enum Race {
     Recording { src: String },
 }
 
+/// The id of the run a racelab keeps that a recording round's `src` names
+/// (`/api/runs/<id>/recording`, or the run's page `/runs/<id>`): what a room can replay.
+pub fn kept_run(src: &str) -> Option<&str> {
+    let id = src
+        .strip_prefix("/api/runs/")
+        .and_then(|rest| rest.strip_suffix("/recording"))
+        .or_else(|| src.strip_prefix("/runs/"))?;
+    let well_formed = !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    well_formed.then_some(id)
+}
+
+/// Where a recording round's file is read: a kept run's recording at this racelab, or the
+/// address the lesson gives (a static file on a blog: its host must let other sites read it).
+pub fn recording_address(src: &str) -> String {
+    match kept_run(src) {
+        Some(id) => format!("/api/runs/{id}/recording"),
+        None => src.to_owned(),
+    }
+}
+
 impl Default for Race {
     fn default() -> Race {
         Race::Scenario {

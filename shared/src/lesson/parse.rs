@@ -325,8 +325,16 @@ fn round_of(mut round: Round, said: Said) -> Result<Round, LessonError> {
                 id,
                 permutation: said.permutation.map(|(p, _)| p),
             },
-            (None, Some((src, _))) => {
+            (None, Some((src, line))) => {
                 misplaced(said.permutation.map(|(_, l)| l), "spec", "permutation")?;
+                // A kept lesson is read from racelab's pages: a file name alone would name
+                // nothing there.
+                if super::kept_run(&src).is_none() && !src.starts_with("https://") && !src.starts_with("http://") {
+                    return Err(err(
+                        line,
+                        "a recording is named by its whole address (https://…/race.racelab.json) or as a run this racelab keeps (/runs/<id>)",
+                    ));
+                }
                 Race::Recording { src }
             }
             (None, None) => unreachable!("one race, counted above"),

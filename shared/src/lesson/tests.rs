@@ -136,6 +136,10 @@ fn a_mistake_in_a_round_is_named_at_its_line() {
         ("## R\nvariant: v\n", "line 4: \"R\" plays one race"),
         ("## R\nscenario: a/b\nspec: abc\n", "line 4: \"R\" plays one race"),
         (
+            "## R\nrecording: ws.racelab.json\n",
+            "line 5: a recording is named by its whole address",
+        ),
+        (
             "## R\nscenario: a/b\nvariant: v\nvariant: w\n",
             "line 7: variant is said twice in this round (first on line 6)",
         ),
@@ -244,4 +248,21 @@ fn a_round_naming_what_racelab_does_not_play_is_refused_by_name() {
             "line 18: \"Nothing to ask\": isolation/load-test asks no question: write one (question:, choice, answer:)",
         ]
     );
+}
+
+#[test]
+fn a_recording_round_is_read_from_the_run_racelab_keeps_or_from_its_address() {
+    assert_eq!(kept_run("/api/runs/4f2a-9c/recording"), Some("4f2a-9c"));
+    assert_eq!(kept_run("/runs/4f2a-9c"), Some("4f2a-9c"));
+    assert_eq!(recording_address("/runs/4f2a-9c"), "/api/runs/4f2a-9c/recording");
+    for elsewhere in [
+        "https://blog.example/ws.racelab.json",
+        "ws.racelab.json",
+        "/api/runs//recording",
+        "/api/runs/../x/recording",
+        "/runs/a b",
+    ] {
+        assert_eq!(kept_run(elsewhere), None, "{elsewhere}");
+        assert_eq!(recording_address(elsewhere), elsewhere);
+    }
 }

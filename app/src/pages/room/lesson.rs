@@ -1,17 +1,17 @@
-//! A room that runs a lesson: the round the trainer opened, its question and, after the run,
-//! its answer and explanation; each participant's handle, score and the leaderboard; and the
-//! trainer's plan of rounds (open, skip, play again, at another variant), Run and the results.
+//! A room that runs a lesson, as every page shows it: the round the trainer opened, its question
+//! and, after the run, its answer and explanation; each participant's handle, score and the
+//! leaderboard. The trainer's controls are [`super::lesson_controls`].
 //!
 //! A participant answers under a handle. Their tab keeps the handle and a secret seat for the
-//! room (session storage), so a reload (or a lost connection) takes the handle, and its score,
-//! back; another page asking for the same handle is told it is taken.
+//! room (session storage), so a reload (or a lost connection) takes the handle, its score and
+//! the open round's pick back; another page asking for the same handle is told it is taken.
 
 use crate::api::{Following, RunSocket};
 use crate::components::predict::{Predict, pick_for};
 use leptos::prelude::*;
+use shared::Prediction;
 use shared::lesson::live::{Live, LiveRound, Standing};
 use shared::run_state::RunState;
-use shared::{Mode, Prediction};
 
 /// The lesson the room runs, as this page is shown it.
 pub(super) fn live(state: RwSignal<RunState>) -> Memo<Option<Live>> {
@@ -149,8 +149,30 @@ pub(super) fn RoundPanel(
         answered
     });
     let answering = move || handle.is_some_and(|h| seated(state, h));
+    // What the room counted for this page: its pick, shown again after a reload; after the
+    // reveal, the pick that was scored (one that did not reach the room before the run is not).
+    let counted = Memo::new(move |_| {
+        let me = handle.and_then(|h| h.get())?;
+        live.with(|l| l.as_ref()?.pick_of(&me).map(str::to_owned))
+    });
+    let from_room = StoredValue::new(false);
     Effect::new(move |_| {
-        if let Some(choice) = picked.get()
+        let counted = counted.get();
+        let answered = round.with(|r| r.as_ref().is_some_and(|r| r.answer.is_some()));
+        let mine = picked.get_untracked();
+        if (answered || mine.is_none()) && mine != counted {
+            from_room.set_value(true);
+            picked.set(counted);
+        }
+    });
+    Effect::new(move |_| {
+        let choice = picked.get();
+        // The room's own word is not sent back (it would restart the pick's clock).
+        if from_room.get_value() {
+            from_room.set_value(false);
+            return;
+        }
+        if let Some(choice) = choice
             && answering()
         {
             socket.predict(&choice);
@@ -252,159 +274,4 @@ fn row(place: usize, line: &Standing, mine: Option<&str>) -> impl IntoView + use
             <td>{seconds}</td>
         </tr>
     }
-}
-
-/// The trainer's lesson: the plan of rounds (each one opens it; a later one skips those
-/// between), the round's variant (changed live), Run, Step and Cancel, the leaderboard's
-/// visibility, the trainer's notes, and the results.
-#[component]
-pub(super) fn LessonControls(
-    socket: RunSocket,
-    live: Memo<Option<Live>>,
-    scenarios: super::Scenarios,
-    /// The session's results' secret address (`/api/results/<id>`), from the trainer's link.
-    results: Option<String>,
-    closed: Signal<bool>,
-) -> impl IntoView {
-    let state = socket.state;
-    let active = Signal::derive(move || state.with(RunState::is_active));
-    let frozen = Signal::derive(move || active.get() || closed.get());
-    let text = lesson_text(live);
-    let round = Memo::new(move |_| live.with(|l| l.as_ref().and_then(|l| l.round.clone())));
-    let start = move |mode: Mode| {
-        if let Some(r) = round.get_untracked() {
-            let postgres = r.postgres.map(|v| v.to_string()).unwrap_or_default();
-            socket.start_on(&r.scenario, &r.variant, mode, &postgres);
-        }
-    };
-    let shown = move || live.with(|l| l.as_ref().is_some_and(|l| l.shown));
-    view! {
-        <div class="rl-lesson-controls">
-            {move || text.get().map(|lesson| plan(socket, lesson, round, frozen))}
-            {move || round.get().map(|r| variant_picker(socket, scenarios, r, frozen))}
-            <div class="rl-controls">
-                <button class="rl-run" on:click=move |_| start(Mode::Auto)
-                    disabled=move || frozen.get() || round.with(Option::is_none)>"Run"</button>
-                <button class="rl-step" on:click=move |_| start(Mode::Step)
-                    disabled=move || frozen.get() || round.with(Option::is_none)>"Step"</button>
-                {move || state.with(|s| s.next_step.is_some()).then(|| view! {
-                    <button class="rl-next" on:click=move |_| socket.next()>"Next step"</button>
-                })}
-                {move || active.get().then(|| view! { <button class="rl-cancel" on:click=move |_| socket.cancel()>"Cancel"</button> })}
-            </div>
-            <label class="rl-lesson-show">
-                <input type="checkbox" class="rl-lesson-show-box" prop:checked=shown
-                    on:change=move |e| socket.leaderboard(event_target_checked(&e)) disabled=move || closed.get() />
-                " Participants see the leaderboard"
-            </label>
-            {move || notes(text, round)}
-            {results.map(|secret| view! {
-                <p class="rl-lesson-results">
-                    <a class="rl-lesson-summary" href=format!("/results/{secret}")>"Results of this session"</a>
-                    " · "
-                    <a class="rl-lesson-csv" href=format!("/api/results/{secret}/csv") download="racelab-results.csv">"Download CSV"</a>
-                </p>
-            })}
-        </div>
-    }
-}
-
-/// The lesson's text, read once the room says which lesson it runs (for the plan and the notes).
-fn lesson_text(live: Memo<Option<Live>>) -> RwSignal<Option<shared::lesson::Lesson>> {
-    let text = RwSignal::new(None);
-    let id = Memo::new(move |_| live.with(|l| l.as_ref().map(|l| l.lesson.clone())));
-    Effect::new(move |_| {
-        let Some(id) = id.get() else { return };
-        leptos::task::spawn_local(async move {
-            if let Ok(kept) = crate::api::fetch_json::<super::super::lessons::Kept>(&format!("/api/lessons/{id}")).await
-                && let Ok(lesson) = shared::lesson::parse(&kept.text)
-            {
-                text.set(Some(lesson));
-            }
-        });
-    });
-    text
-}
-
-/// The rounds, each with its button: "Open" (a later one skips those between), "Play again" for
-/// the open one once answered, and for the open one its variant, changed live.
-fn plan(
-    socket: RunSocket,
-    lesson: shared::lesson::Lesson,
-    round: Memo<Option<LiveRound>>,
-    frozen: Signal<bool>,
-) -> impl IntoView {
-    let rounds = lesson
-        .rounds
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let number = i + 1;
-            let current = move || round.with(|o| o.as_ref().is_some_and(|o| o.number == number));
-            let answered = move || round.with(|o| o.as_ref().is_some_and(|o| o.number == number && o.answer.is_some()));
-            let label = move || match (current(), answered()) {
-                (true, true) => "Play again",
-                (true, false) => "Open",
-                (false, _) => "Open",
-            };
-            view! {
-                <li class="rl-lesson-plan-round" data-number=number.to_string()
-                    aria-current=move || current().then_some("step")>
-                    <span class="rl-lesson-plan-title">{r.title.clone()}</span>
-                    " "
-                    <button class="rl-lesson-open" on:click=move |_| socket.round(number, None)
-                        disabled=move || frozen.get() || (current() && !answered())>{label}</button>
-                </li>
-            }
-        })
-        .collect_view();
-    view! { <ol class="rl-lesson-plan" aria-label="Rounds">{rounds}</ol> }
-}
-
-/// The open round's variant, which the trainer may change live ("and now at SERIALIZABLE"): a new
-/// variant opens the round afresh, with the question it asks there.
-fn variant_picker(
-    socket: RunSocket,
-    scenarios: super::Scenarios,
-    round: LiveRound,
-    frozen: Signal<bool>,
-) -> impl IntoView {
-    let variants = scenarios
-        .find(&round.scenario)
-        .map(|info| info.variants)
-        .unwrap_or_default();
-    let number = round.number;
-    let options = variants
-        .into_iter()
-        .map(|v| {
-            let selected = v.id == round.variant;
-            view! { <option value=v.id.clone() selected=selected>{v.label}</option> }
-        })
-        .collect_view();
-    view! {
-        <label class="rl-lesson-variant">
-            "Play this round at "
-            <select class="rl-lesson-variant-pick" disabled=move || frozen.get()
-                on:change=move |e| socket.round(number, Some(&event_target_value(&e)))>
-                {options}
-            </select>
-        </label>
-    }
-}
-
-/// The trainer's notes for the open round, from the lesson's text.
-fn notes(
-    text: RwSignal<Option<shared::lesson::Lesson>>,
-    round: Memo<Option<LiveRound>>,
-) -> Option<impl IntoView + use<>> {
-    let number = round.with(|r| r.as_ref().map(|r| r.number))?;
-    let notes = text.with(|t| t.as_ref()?.rounds.get(number - 1).map(|r| r.notes.clone()))?;
-    (!notes.is_empty()).then(|| {
-        view! {
-            <aside class="rl-lesson-notes" aria-label="Your notes">
-                <strong>"Your notes: "</strong>
-                {notes.into_iter().map(|n| view! { <p>{n}</p> }).collect_view()}
-            </aside>
-        }
-    })
 }

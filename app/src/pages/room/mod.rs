@@ -9,6 +9,7 @@
 //! it afresh.
 
 mod lesson;
+mod lesson_controls;
 mod question;
 mod trainer;
 
@@ -126,13 +127,15 @@ pub fn RoomPage(
     let presenting = RwSignal::new(false);
     let state = socket.state;
     let closed = Signal::derive(move || state.with(|s| s.room_closed));
-    if trainer {
+    // A lesson's trainer has one "next" key for steps, runs and rounds (lesson_controls).
+    if trainer && !teaching_lesson {
         on_step_keys(socket);
     }
     let live = lesson::live(state);
     let controls = match token.clone() {
-        Some(_) if teaching_lesson => view! {
-            <lesson::LessonControls socket=socket live=live scenarios=scenarios results=results closed=closed />
+        Some(token) if teaching_lesson => view! {
+            <lesson_controls::LessonControls socket=socket live=live scenarios=scenarios results=results
+                room=id.clone() token=token closed=closed />
             <lesson::RoundPanel socket=socket live=live handle=None closed=closed />
             {move || {
                 let labels = live.with(|l| lesson_choices(l.as_ref()));

@@ -3,7 +3,7 @@
 
 use super::Scenarios;
 use super::question::{Tally, subject};
-use crate::api::{RunSocket, delete_with_token, replace_query};
+use crate::api::{RunSocket, replace_query, with_token};
 use crate::components::variant_picker::VariantPicker;
 use leptos::prelude::*;
 use shared::{EventKind, Mode, ScenarioInfo};
@@ -18,7 +18,7 @@ pub(super) fn CloseRoom(id: String, token: String, closed: Signal<bool>) -> impl
         let (id, token) = (id.clone(), token.clone());
         asking.set(false);
         leptos::task::spawn_local(async move {
-            if let Err(message) = delete_with_token(&format!("/api/rooms/{id}"), &token).await {
+            if let Err(message) = with_token("DELETE", &format!("/api/rooms/{id}"), &token, None).await {
                 failed.set(Some(message));
             }
         });
