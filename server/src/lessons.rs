@@ -3,6 +3,7 @@
 //! variant, PostgreSQL version or saved spec this racelab does not have refused by name.
 
 use crate::engine::Engine;
+use crate::store::StoredRun;
 use shared::lesson::{Lesson, LessonError, Plays, Race};
 
 /// The lesson `text`, or everything wrong with it: a mistake in the file stops the reading at
@@ -41,22 +42,38 @@ pub async fn check(engine: &Engine, text: &str) -> Result<Lesson, Vec<LessonErro
         let Some(run) = shared::lesson::kept_run(src) else {
             continue;
         };
-        match engine.store.load(run).await {
-            Ok(Some(_)) => {}
-            Ok(None) => refused.push(LessonError {
+        if let Err(why) = replayable(engine, run).await {
+            refused.push(LessonError {
                 line: round.line,
-                message: format!("\"{}\": racelab keeps no run {run} to replay", round.title),
-            }),
-            Err(error) => refused.push(LessonError {
-                line: round.line,
-                message: format!("\"{}\": racelab could not look run {run} up: {error}", round.title),
-            }),
+                message: format!("\"{}\": {why}", round.title),
+            });
         }
     }
     refused.sort_by_key(|e| e.line);
     match refused.is_empty() {
         true => Ok(lesson),
         false => Err(refused),
+    }
+}
+
+/// Why a recording round's run cannot be replayed: the lesson's check and the room say the same.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreplayable {
+    #[error("racelab keeps no run {0} to replay")]
+    NotKept(String),
+    #[error("racelab could not read run {id} from its store: {error}")]
+    Store { id: String, error: sqlx::Error },
+}
+
+/// The run this racelab keeps under `id`, for a recording round to replay.
+pub async fn replayable(engine: &Engine, id: &str) -> Result<StoredRun, Unreplayable> {
+    match engine.store.load(id).await {
+        Ok(Some(run)) => Ok(run),
+        Ok(None) => Err(Unreplayable::NotKept(id.to_owned())),
+        Err(error) => Err(Unreplayable::Store {
+            id: id.to_owned(),
+            error,
+        }),
     }
 }
 

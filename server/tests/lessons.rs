@@ -109,14 +109,15 @@ async fn every_round_naming_what_racelab_does_not_have_is_refused_by_name() {
          ## No such version\nscenario: isolation/write-skew\nvariant: serializable\npostgres: 9\n\
          ## No such spec\nspec: 00000000000000ff\n\
          ## No such permutation\nspec: {spec}\npermutation: 7\n\
-         ## Fine\nspec: {spec}\npermutation: 2\n"
+         ## Fine\nspec: {spec}\npermutation: 2\n\
+         ## No such run\nrecording: /runs/never-kept-0\n"
     );
     let path = file("wrong", &text);
     let out = lesson(&path).await;
     let _ = std::fs::remove_file(&path);
     assert_eq!(out.status.code(), Some(1));
     let said = errors(&out, &path);
-    assert_eq!(said.len(), 5, "{said:?}");
+    assert_eq!(said.len(), 6, "{said:?}");
     assert_eq!(
         said[0],
         "line 4: \"No such scenario\": racelab has no scenario isolation/nope"
@@ -137,6 +138,10 @@ async fn every_round_naming_what_racelab_does_not_have_is_refused_by_name() {
     assert_eq!(
         said[4],
         format!("line 16: \"No such permutation\": spec {spec} has 2 permutations, not 7")
+    );
+    assert_eq!(
+        said[5],
+        "line 22: \"No such run\": racelab keeps no run never-kept-0 to replay"
     );
 }
 

@@ -906,19 +906,15 @@ async fn replayed(mut race: RoundRace, engine: &Engine) -> Result<RoundRace, Ref
     Ok(race)
 }
 
-/// The run this racelab keeps under `id`, or why it cannot be replayed.
-async fn kept(id: &str, engine: &Engine) -> Result<crate::store::StoredRun, Refusal> {
-    match engine.store.load(id).await {
-        Ok(Some(run)) => Ok(run),
-        Ok(None) => Err(Refusal {
-            code: ErrorCode::UnknownScenario,
-            message: format!("racelab keeps no run {id} to replay"),
-        }),
-        Err(e) => Err(Refusal {
-            code: ErrorCode::ServiceDown,
-            message: format!("racelab could not read run {id} from its store: {e}"),
-        }),
-    }
+/// The run this racelab keeps under `id`, or why it cannot be replayed, as the trainer is told.
+async fn kept(id: &str, engine: &Engine) -> Result<StoredRun, Refusal> {
+    crate::lessons::replayable(engine, id).await.map_err(|why| Refusal {
+        code: match why {
+            crate::lessons::Unreplayable::NotKept(_) => ErrorCode::UnknownScenario,
+            crate::lessons::Unreplayable::Store { .. } => ErrorCode::ServiceDown,
+        },
+        message: why.to_string(),
+    })
 }
 
 /// Opens round `number` playing the `recording` its trainer's page sent: read here (whatever
