@@ -76,12 +76,18 @@ async fn asked(round: &Round, catalog: &[ScenarioInfo]) -> Result<Asked, String>
     })
 }
 
-/// The recording a round names: a run this racelab keeps, or a file elsewhere (whose host must
-/// let other sites read it); or why it cannot be played.
-async fn recording(src: &str) -> Result<shared::recording::Recording, String> {
-    let text = fetch_text(&shared::lesson::recording_address(src))
+/// The text of the recording a round names: a run this racelab keeps, or a file elsewhere (whose
+/// host must let other sites read it); or why it could not be fetched. (The trainer's page sends
+/// a room the same text.)
+pub(crate) async fn recording_text(src: &str) -> Result<String, String> {
+    fetch_text(&shared::lesson::recording_address(src))
         .await
-        .map_err(|why| format!("The recording at {src} could not be fetched: {why}."))?;
+        .map_err(|why| format!("The recording at {src} could not be fetched: {why}."))
+}
+
+/// The recording a round names, read; or why it cannot be played.
+async fn recording(src: &str) -> Result<shared::recording::Recording, String> {
+    let text = recording_text(src).await?;
     shared::recording::read(&text).map_err(|why| format!("The recording at {src} cannot be played: {why}."))
 }
 

@@ -36,8 +36,8 @@ pub struct Session {
     /// Every scored answer; a repeated round's replace its last ones.
     answers: Vec<Answer>,
     shown: bool,
-    /// The open round's recording, as its trainer's page sent it.
-    sent: Option<Arc<StoredRun>>,
+    /// The run the open round plays again, when it is a recording round: set with `round`.
+    replay: Option<Replay>,
 }
 
 /// What a lesson round plays: the scenario (`spec/<id>` for a saved spec), variant and version;
@@ -87,7 +87,7 @@ impl Session {
             seats: HashMap::new(),
             answers: Vec::new(),
             shown,
-            sent: None,
+            replay: None,
         }
     }
 
@@ -202,25 +202,18 @@ impl Session {
             picked: Vec::new(),
         };
         self.round = Some((live, derived.clone()));
-        self.sent = match &race.replay {
-            Some(Replay::Sent(run)) => Some(run.clone()),
-            _ => None,
-        };
+        self.replay = race.replay.clone();
         Ok((ids, derived))
     }
 
     /// Round `number` (1-based), or the refusal that says which rounds there are.
     fn round_numbered(&self, number: usize) -> Result<&shared::lesson::Round, Refusal> {
-        let count = self.lesson.rounds.len();
-        number
-            .checked_sub(1)
-            .and_then(|i| self.lesson.rounds.get(i))
-            .ok_or_else(|| {
-                refusal(
-                    ErrorCode::BadFrame,
-                    format!("the lesson has rounds 1 to {count}, not {number}"),
-                )
-            })
+        self.lesson.round(number).ok_or_else(|| {
+            refusal(
+                ErrorCode::BadFrame,
+                format!("the lesson has rounds 1 to {}, not {number}", self.lesson.rounds.len()),
+            )
+        })
     }
 
     /// Whether round `number` at `race` is open and not yet answered (asking for it again, as a
@@ -238,16 +231,9 @@ impl Session {
     /// `variant`.
     pub fn replay_of(&self, scenario: &str, variant: &str) -> Option<Replay> {
         let (live, _) = self.round.as_ref()?;
-        if live.scenario != scenario || live.variant != variant {
-            return None;
-        }
-        if let Some(run) = &self.sent {
-            return Some(Replay::Sent(run.clone()));
-        }
-        match &self.round_numbered(live.number).ok()?.race {
-            Race::Recording { src } => shared::lesson::kept_run(src).map(|id| Replay::Kept(id.to_owned())),
-            _ => None,
-        }
+        (live.scenario == scenario && live.variant == variant)
+            .then(|| self.replay.clone())
+            .flatten()
     }
 
     /// How the open round's answer is read off its run (`None`: from its `reveal`).
@@ -283,11 +269,7 @@ impl Session {
         let (live, _) = self.round.as_mut()?;
         let number = live.number;
         live.answer = Some(answer.to_owned());
-        live.explain = self
-            .lesson
-            .rounds
-            .get(number.wrapping_sub(1))
-            .and_then(|r| r.explain.clone());
+        live.explain = self.lesson.round(number).and_then(|r| r.explain.clone());
         let mut scored: Vec<Answer> = picks
             .iter()
             .filter(|(who, _)| self.seats.contains_key(*who))

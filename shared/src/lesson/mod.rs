@@ -52,6 +52,13 @@ pub struct Lesson {
     pub rounds: Vec<Round>,
 }
 
+impl Lesson {
+    /// Round `number`, counted from 1 as the trainer's page and the rooms number them.
+    pub fn round(&self, number: usize) -> Option<&Round> {
+        self.rounds.get(number.checked_sub(1)?)
+    }
+}
+
 /// Whether participants see the leaderboard.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Leaderboard {

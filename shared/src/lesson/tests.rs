@@ -266,3 +266,13 @@ fn a_recording_round_is_read_from_the_run_racelab_keeps_or_from_its_address() {
         assert_eq!(recording_address(elsewhere), elsewhere);
     }
 }
+
+#[test]
+fn rounds_are_counted_from_one() {
+    let lesson =
+        parse(include_str!("../../../lessons/isolation-in-an-hour.lesson.md")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(lesson.round(0), None);
+    assert_eq!(lesson.round(1), lesson.rounds.first());
+    assert_eq!(lesson.round(lesson.rounds.len()), lesson.rounds.last());
+    assert_eq!(lesson.round(lesson.rounds.len() + 1), None);
+}

@@ -3,7 +3,7 @@
 //! one key a presenter's clicker needs: "next" steps the run, runs the open round, or opens the
 //! next one ([`NextMove`]).
 
-use crate::api::{RunSocket, fetch_text, with_token};
+use crate::api::{RunSocket, with_token};
 use crate::components::keys::on_next_keys;
 use leptos::prelude::*;
 use shared::Mode;
@@ -143,7 +143,7 @@ impl Opener {
     /// The recording round `number` plays, where it is at another site.
     fn elsewhere(self, number: usize) -> Option<String> {
         self.text
-            .with_untracked(|text| match &text.as_ref()?.rounds.get(number.checked_sub(1)?)?.race {
+            .with_untracked(|text| match &text.as_ref()?.round(number)?.race {
                 Race::Recording { src } if shared::lesson::kept_run(src).is_none() => Some(src.clone()),
                 _ => None,
             })
@@ -153,7 +153,7 @@ impl Opener {
     fn is_recording(self, number: usize) -> bool {
         self.text.with(|text| {
             text.as_ref()
-                .and_then(|t| t.rounds.get(number.checked_sub(1)?))
+                .and_then(|t| t.round(number))
                 .is_some_and(|r| matches!(r.race, Race::Recording { .. }))
         })
     }
@@ -167,18 +167,18 @@ impl Opener {
         let (room, token) = self.room.get_value();
         let problem = self.problem;
         leptos::task::spawn_local(async move {
-            let sent = match fetch_text(&src).await {
-                Ok(file) => {
-                    let path = format!("/api/rooms/{room}/rounds/{number}/recording");
-                    with_token("PUT", &path, &token, Some(&file)).await
-                }
-                Err(why) => Err(format!("The recording at {src} could not be fetched: {why}.")),
-            };
-            if let Err(why) = sent {
+            if let Err(why) = send_recording(&room, &token, number, &src).await {
                 problem.set(Some(why));
             }
         });
     }
+}
+
+/// Reads round `number`'s recording at `src` and sends it to `room` as its trainer.
+async fn send_recording(room: &str, token: &str, number: usize, src: &str) -> Result<(), String> {
+    let file = crate::pages::alone::recording_text(src).await?;
+    let path = format!("/api/rooms/{room}/rounds/{number}/recording");
+    with_token("PUT", &path, token, Some(&file)).await
 }
 
 /// The lesson's text, read once the room says which lesson it runs (for the plan and the notes).
@@ -262,7 +262,7 @@ fn variant_picker(
 /// The trainer's notes for the open round, from the lesson's text.
 fn notes(text: RwSignal<Option<Lesson>>, round: Memo<Option<LiveRound>>) -> Option<impl IntoView + use<>> {
     let number = round.with(|r| r.as_ref().map(|r| r.number))?;
-    let notes = text.with(|t| t.as_ref()?.rounds.get(number - 1).map(|r| r.notes.clone()))?;
+    let notes = text.with(|t| t.as_ref()?.round(number).map(|r| r.notes.clone()))?;
     (!notes.is_empty()).then(|| {
         view! {
             <aside class="rl-lesson-notes" aria-label="Your notes">
